@@ -1,0 +1,123 @@
+/* agentbox: run untrusted commands in a Linux namespace sandbox.
+ *
+ * Public API of libagentbox. Every function returns 0 on success or a
+ * negative errno-style value, and fills the caller's struct ab_error with
+ * one line that names the operation, the object and the reason.
+ */
+#ifndef AGENTBOX_AGENTBOX_H
+#define AGENTBOX_AGENTBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGENTBOX_VERSION "0.1.0"
+
+/* Exit statuses of `agentbox run`, following GNU timeout(1) and env(1). */
+enum {
+	AB_EXIT_TIMEOUT = 124,
+	AB_EXIT_FAILURE = 125, /* agentbox itself failed */
+	AB_EXIT_CANNOT_EXEC = 126,
+	AB_EXIT_NOT_FOUND = 127,
+	AB_EXIT_SIGNAL_BASE = 128,
+};
+
+struct ab_error {
+	int code; /* positive errno value, 0 when no error */
+	char msg[512];
+};
+
+enum ab_mount_kind {
+	AB_MOUNT_RO_BIND,
+	AB_MOUNT_BIND,
+	AB_MOUNT_TMPFS,
+};
+
+struct ab_mount {
+	enum ab_mount_kind kind;
+	char *src; /* absolute host path; NULL for tmpfs */
+	char *dst; /* absolute, normalised path inside the view */
+};
+
+enum ab_net_mode {
+	AB_NET_NONE, /* new network namespace with loopback only */
+	AB_NET_HOST, /* share the host's network namespace */
+};
+
+enum ab_env_policy {
+	AB_ENV_CORE, /* PATH, HOME, LANG, LC_*, TERM, TZ, USER, LOGNAME, SHELL */
+	AB_ENV_NONE,
+	AB_ENV_ALL, /* everything except names that look like secrets */
+};
+
+/* What a sandbox looks like and what it runs. Filled by ab_config_parse_run()
+ * or by hand; released with ab_config_free(). Strings are owned. */
+struct ab_config {
+	char *workspace; /* host directory, bound read-write at /workspace */
+	char *skills;	 /* host directory, bound read-only at /skills, or NULL */
+	char *cwd;	 /* working directory inside the view */
+	char *hostname;
+	char *home; /* $HOME inside the view */
+	struct ab_mount *mounts;
+	size_t n_mounts;
+
+	uid_t uid, gid;		  /* identity inside the sandbox */
+	uid_t host_uid, host_gid; /* what that identity is on the host */
+	bool uid_set, gid_set, host_uid_set, host_gid_set;
+
+	enum ab_net_mode net;
+	enum ab_env_policy env_policy;
+	char **pass_env; /* names passed through even if they look secret */
+	size_t n_pass_env;
+	char **set_env; /* NAME=VALUE set explicitly */
+	size_t n_set_env;
+
+	char **argv; /* the command; NULL-terminated */
+	size_t argc;
+};
+
+void ab_config_init(struct ab_config *cfg);
+void ab_config_free(struct ab_config *cfg);
+
+/* Parse the options of `agentbox run` (argv[0] is "run"). On success the
+ * config holds the command; *help is set when --help was asked for.
+ * Every value is checked here, before anything is created. */
+int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
+			struct ab_error *err);
+
+/* Resolve defaults that depend on the caller (workspace, identity) and check
+ * the paths on the host. Called by ab_run() and by tests. */
+int ab_config_finish(struct ab_config *cfg, struct ab_error *err);
+
+/* Outcome of one sandboxed command. */
+struct ab_result {
+	int exit_code; /* the status `agentbox run` exits with */
+	int signal;    /* signal that ended the command, or 0 */
+};
+
+/* Build the sandbox, run cfg->argv in it with the caller's stdin, stdout and
+ * stderr, wait for it and tear everything down. Returns 0 when the command
+ * ran (whatever its status, see *res) and a negative errno when the sandbox
+ * could not be built. */
+int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err);
+
+/* Build the environment a command gets under cfg's policy from envp.
+ * Returns a NULL-terminated, heap-allocated array (free with ab_env_free). */
+int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out,
+		 struct ab_error *err);
+void ab_env_free(char **env);
+/* True when an environment variable name looks like it holds a secret. */
+bool ab_env_name_is_secret(const char *name);
+
+/* "64K", "256M", "1G", "1024": bytes. Rejects overflow and junk. */
+int ab_parse_size(const char *s, unsigned long long *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

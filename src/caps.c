@@ -1,0 +1,32 @@
+#include "caps.h"
+
+#include <errno.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include "error.h"
+
+int caps_drop_all(struct ab_error *err)
+{
+	/* the bounding set first: dropping from it needs CAP_SETPCAP, which
+	 * clearing the effective set below takes away */
+	/* up to 63, not CAP_LAST_CAP: the kernel may know more than our
+	 * headers; EINVAL marks a capability it does not have */
+	for (int c = 0; c < 64; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return ab_error_set(err, errno,
+					    "cannot drop capability %d from the bounding set", c);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return ab_error_set(err, errno, "cannot clear the ambient capabilities");
+	cap_t none = cap_init();
+	if (!none)
+		return ab_error_set(err, errno, "cannot drop capabilities");
+	int r = cap_set_proc(none);
+	int saved = errno;
+	cap_free(none);
+	if (r < 0)
+		return ab_error_set(err, saved, "cannot drop capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return ab_error_set(err, errno, "cannot set no_new_privs");
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* The sandbox's filesystem view: planned and checked on the host side
+ * (view_plan_build), then built inside the new mount namespace
+ * (view_open_sources, view_build). */
+#ifndef AB_MOUNT_H
+#define AB_MOUNT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+
+enum view_kind {
+	VIEW_BIND,    /* host path bound at dst */
+	VIEW_TMPFS,   /* fresh tmpfs at dst */
+	VIEW_SYMLINK, /* symlink dst -> src, as the host has it (merged /usr) */
+	VIEW_PROC,    /* procfs of the sandbox's pid namespace */
+	VIEW_DEV,     /* minimal /dev */
+};
+
+struct view_entry {
+	enum view_kind kind;
+	char *src; /* canonical host path (bind) or link target (symlink) */
+	char *dst; /* normalised absolute path in the view */
+	bool rw;
+	bool is_dir;
+	bool user; /* from --bind/--ro-bind/--tmpfs (for messages) */
+	dev_t dev; /* what the launcher checked, re-checked in the sandbox */
+	ino_t ino;
+	unsigned long long size; /* tmpfs size in bytes */
+	unsigned mode;		 /* tmpfs root mode */
+	int src_fd;		 /* O_PATH fd of src, opened in the sandbox */
+};
+
+struct view_plan {
+	struct view_entry *e;
+	size_t n;
+	int dev_fds[8]; /* host device nodes bound into /dev, -1 if absent */
+};
+
+/* Launcher: turn the configuration into the list of mounts, in the order they
+ * are made, checking every source on the host and every destination for
+ * collisions. Nothing is created. */
+int view_plan_build(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err);
+void view_plan_free(struct view_plan *plan);
+
+/* Sandbox, still seeing the host's mount tree: open every source with
+ * O_PATH and check it is the file the launcher checked. */
+int view_open_sources(struct view_plan *plan, struct ab_error *err);
+
+/* Sandbox: build the view on a fresh tmpfs, pivot into it, detach the host's
+ * root and make the root read-only. */
+int view_build(struct view_plan *plan, struct ab_error *err);
+
+#endif

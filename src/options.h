@@ -1,0 +1,20 @@
+#ifndef AB_OPTIONS_H
+#define AB_OPTIONS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+
+/* A uid or gid in decimal; (uid_t)-1 is refused. */
+int ab_parse_id(const char *s, uid_t *out);
+
+/* Normalise an absolute path inside the view: collapse '/' runs and '.',
+ * drop a trailing '/'. Returns -EINVAL if not absolute and -ELOOP if it
+ * contains '..' (refused rather than resolved). */
+int ab_path_normalize(const char *in, char **out);
+
+/* True if path equals dir or lies beneath it (both normalised). */
+bool ab_path_is_under(const char *path, const char *dir);
+
+#endif

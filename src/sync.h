@@ -1,0 +1,32 @@
+/* The framed channel between the launcher and the sandbox's init: a
+ * SOCK_SEQPACKET socketpair, one fixed-size message per packet. Everything
+ * read from the sandbox side is validated before it is used. */
+#ifndef AB_SYNC_H
+#define AB_SYNC_H
+
+#include <stdint.h>
+
+#include "agentbox/agentbox.h"
+
+enum sync_type {
+	SYNC_GO = 1, /* launcher -> init: the id maps are written */
+	SYNC_ERROR,  /* init -> launcher: setup failed (code, text) */
+	SYNC_READY,  /* init -> launcher: the view is built, the command starts */
+	SYNC_EXIT,   /* init -> launcher: the command ended (status = wait status) */
+};
+
+struct sync_msg {
+	uint32_t type;
+	int32_t code;
+	int32_t status;
+	char text[sizeof(((struct ab_error *)0)->msg)];
+};
+
+int sync_pair(int fds[2], struct ab_error *err);
+/* Returns 0, or -errno (-EPIPE when the peer is gone). */
+int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text);
+/* Returns 1 with a valid message, 0 on EOF, -EBADMSG for a malformed one,
+ * or -errno. */
+int sync_recv(int fd, struct sync_msg *m);
+
+#endif

@@ -1,0 +1,88 @@
+#include "userns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+unsigned long userns_clone_flags(const struct ab_config *cfg)
+{
+	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			  CLONE_NEWUTS | CLONE_NEWCGROUP;
+	if (cfg->net == AB_NET_NONE)
+		f |= CLONE_NEWNET;
+	return f;
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *data, struct ab_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	cleanup_fd int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ab_error_set(err, errno, "cannot open %s", path);
+	size_t len = strlen(data);
+	ssize_t n = write(fd, data, len);
+	if (n < 0)
+		return ab_error_set(err, errno, "cannot write '%.*s' to %s", (int)strcspn(data, "\n"),
+				    data, path);
+	if ((size_t)n != len)
+		return ab_error_plain(err, EIO, "short write to %s", path);
+	return 0;
+}
+
+int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
+{
+	char map[64];
+	int r;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)cfg->uid, (unsigned)cfg->host_uid);
+	if ((r = write_proc_file(pid, "uid_map", map, err)) < 0)
+		return r;
+	/* without CAP_SETGID on the host, a gid map needs setgroups denied
+	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
+	if (geteuid() != 0 && (r = write_proc_file(pid, "setgroups", "deny", err)) < 0)
+		return r;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)cfg->gid, (unsigned)cfg->host_gid);
+	return write_proc_file(pid, "gid_map", map, err);
+}
+
+int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err)
+{
+	/* started by root: drop root's supplementary groups, which the
+	 * kernel would otherwise keep checking against the host's files */
+	if (by_root && setgroups(0, NULL) < 0)
+		return ab_error_set(err, errno, "cannot drop supplementary groups");
+	if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
+		return ab_error_set(err, errno, "cannot become gid %u", (unsigned)cfg->gid);
+	if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
+		return ab_error_set(err, errno, "cannot become uid %u", (unsigned)cfg->uid);
+	return 0;
+}
+
+int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
+{
+	if (sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
+		return ab_error_set(err, errno, "cannot set the host name to '%s'", cfg->hostname);
+	if (cfg->net != AB_NET_NONE)
+		return 0;
+	cleanup_fd int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return ab_error_set(err, errno, "cannot bring up the loopback interface");
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return ab_error_set(err, errno, "cannot read the loopback interface's flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		return ab_error_set(err, errno, "cannot bring up the loopback interface");
+	return 0;
+}

@@ -1,0 +1,27 @@
+/* Namespaces and identity: which namespaces a sandbox gets, the uid/gid
+ * maps the launcher writes, and the switch to the sandbox user inside. */
+#ifndef AB_USERNS_H
+#define AB_USERNS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+
+/* clone(2) flags for a sandbox with this configuration. */
+unsigned long userns_clone_flags(const struct ab_config *cfg);
+
+/* Launcher: map cfg->uid/gid inside to cfg->host_uid/gid outside, one id
+ * each, for the child pid. */
+int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err);
+
+/* Sandbox, once the maps exist: become cfg->uid/gid, and drop every
+ * supplementary group when the launcher is root (an unprivileged launcher's
+ * own groups stay: setgroups is denied to it). Capabilities in the new user
+ * namespace are kept for building the view. */
+int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err);
+
+/* Sandbox: host name and a loopback interface that is up. */
+int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err);
+
+#endif

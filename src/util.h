@@ -1,0 +1,60 @@
+/* Small helpers shared by every source file: cleanup attributes, ownership
+ * moves and errno-preserving closes. */
+#ifndef AB_UTIL_H
+#define AB_UTIL_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define cleanup_free __attribute__((cleanup(ab_cleanup_freep)))
+#define cleanup_fd __attribute__((cleanup(ab_cleanup_fdp)))
+#define cleanup_strv __attribute__((cleanup(ab_cleanup_strvp)))
+
+static inline void ab_cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void ab_close_keep_errno(int fd)
+{
+	int saved = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+}
+
+static inline void ab_cleanup_fdp(int *fd)
+{
+	ab_close_keep_errno(*fd);
+	*fd = -1;
+}
+
+static inline void ab_cleanup_strvp(char ***p)
+{
+	if (*p) {
+		for (char **s = *p; *s; s++)
+			free(*s);
+		free(*p);
+	}
+}
+
+/* Take ownership out of a cleanup variable. */
+static inline void *ab_steal_pointer(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+
+static inline int ab_steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+#define AB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif
