@@ -8,10 +8,12 @@
  *      change clears it; not dumpable
  *   3. open mount sources while the host tree is visible, build the view,
  *      pivot, detach the host root, root read-only
- *   4. host name, loopback up
- *   5. working directory; tell the launcher READY (fails if it is gone)
+ *   4. host name, loopback up; then a nested user and mount namespace,
+ *      which locks every mount of the view (flags, and what lies beneath)
+ *   5. the Landlock ruleset (if the kernel has Landlock); working directory;
+ *      tell the launcher READY with the Landlock ABI (fails if it is gone)
  *   6. fork the command: own session, signals unblocked, every capability
- *      dropped, no_new_privs, fds above 2 closed, exec
+ *      dropped, no_new_privs, Landlock enforced, fds above 2 closed, exec
  *   7. as pid 1, reap everything; report the command's status; exit, which
  *      makes the kernel kill whatever the command left behind.
  */
@@ -26,13 +28,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "caps.h"
+#include "landlock.h"
+#include "seccomp_profile.h"
 #include "error.h"
+#include "options.h"
 #include "sync.h"
 #include "userns.h"
 #include "util.h"
@@ -47,15 +54,25 @@ static _Noreturn void init_fail(int sync_fd, const struct ab_error *err)
 	_exit(AB_EXIT_FAILURE);
 }
 
-/* Close every fd from `from` up, except keep. */
-static void close_fds_from(int from, int keep)
+static bool fd_kept(int fd, const int *keep, size_t n)
 {
-	if (keep >= from) {
-		if (keep > from)
-			syscall(SYS_close_range, from, keep - 1, 0);
-		from = keep + 1;
-	}
-	if (syscall(SYS_close_range, from, ~0U, 0) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] == fd)
+			return true;
+	return false;
+}
+
+/* Close every fd above 2 except those in keep (whatever the caller of
+ * agentbox left open must not reach the sandbox). */
+static void close_fds_except(const int *keep, size_t n)
+{
+	int hi = 2;
+	for (size_t i = 0; i < n; i++)
+		hi = keep[i] > hi ? keep[i] : hi;
+	for (int fd = 3; fd < hi; fd++)
+		if (!fd_kept(fd, keep, n))
+			close(fd);
+	if (syscall(SYS_close_range, hi + 1, ~0U, 0) == 0)
 		return;
 	/* before Linux 5.9 */
 	DIR *d = opendir("/proc/self/fd");
@@ -64,10 +81,22 @@ static void close_fds_from(int from, int keep)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		int fd = atoi(de->d_name);
-		if (fd >= from && fd != dirfd(d) && fd != keep)
+		if (fd > 2 && fd != dirfd(d) && !fd_kept(fd, keep, n))
 			close(fd);
 	}
 	closedir(d);
+}
+
+static int apply_rlimits(const struct ab_config *cfg, struct ab_error *err)
+{
+	for (size_t i = 0; i < cfg->n_rlimits; i++) {
+		struct rlimit rl = {cfg->rlimits[i].value, cfg->rlimits[i].value};
+		if (setrlimit(cfg->rlimits[i].resource, &rl) < 0)
+			return ab_error_set(err, errno, "--rlimit %s=%llu",
+					    ab_rlimit_name(cfg->rlimits[i].resource),
+					    cfg->rlimits[i].value);
+	}
+	return 0;
 }
 
 /* Mark every fd above 2 close-on-exec, so exec leaves only 0, 1 and 2. */
@@ -87,21 +116,79 @@ static void cloexec_fds_above_stdio(void)
 	closedir(d);
 }
 
-static _Noreturn void exec_command(const struct init_args *a)
+/* The seccomp listener is created by the command's own seccomp(2) call,
+ * after which any syscall its filter denies would wait for an answer
+ * from a listener nobody holds yet. So the command only writes the fd's
+ * number on sc (write and read pass every sane filter), and waits while the
+ * init, unfiltered, copies the fd out with pidfd_getfd(2) and hands it to
+ * the launcher; then the command closes its copy and execs. */
+static void command_hand_over_listener(int sc, int listener)
+{
+	char ack;
+	if (write(sc, &listener, sizeof(listener)) == (ssize_t)sizeof(listener))
+		(void)!read(sc, &ack, 1);
+	close(listener);
+}
+
+static int init_take_listener(const struct init_args *a, pid_t cmd, int sc,
+			      struct ab_error *err)
+{
+	int remote;
+	ssize_t n = read(sc, &remote, sizeof(remote));
+	if (n <= 0)
+		return 0; /* the command execs without a listener, or failed */
+	if (n != (ssize_t)sizeof(remote))
+		return ab_error_plain(err, EBADMSG, "the command sent a malformed listener");
+	cleanup_fd int pidfd = (int)syscall(SYS_pidfd_open, cmd, 0);
+	cleanup_fd int fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, remote, 0);
+	if (fd < 0)
+		return ab_error_set(err, errno,
+				    "cannot take the seccomp listener for denial reports "
+				    "(pidfd_getfd needs Linux 5.6)");
+	int r = sync_send_fd(a->sync_fd, SYNC_LISTENER, fd);
+	if (r < 0)
+		return ab_error_set(err, -r, "cannot pass the seccomp listener on");
+	char ack = 1;
+	if (write(sc, &ack, 1) != 1)
+		return ab_error_set(err, errno, "cannot resume the command");
+	return 0;
+}
+
+static _Noreturn void exec_command(const struct init_args *a, int sc)
 {
 	struct ab_error err = {0};
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* captured output: the launcher holds the read ends */
+	if ((a->out_fd >= 0 && dup2(a->out_fd, STDOUT_FILENO) < 0) ||
+	    (a->err_fd >= 0 && dup2(a->err_fd, STDERR_FILENO) < 0)) {
+		ab_error_set(&err, errno, "cannot connect the command's output");
+		init_fail(a->sync_fd, &err);
+	}
+	if (apply_rlimits(a->cfg, &err) < 0)
+		init_fail(a->sync_fd, &err);
 	/* its own session: no controlling terminal, so no TIOCSTI into the
 	 * caller's terminal, and a process group the init can signal whole */
 	if (setsid() < 0) {
 		ab_error_set(&err, errno, "cannot start a session for the command");
 		init_fail(a->sync_fd, &err);
 	}
-	if (caps_drop_all(&err) < 0)
+	if (caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	cloexec_fds_above_stdio();
+	/* seccomp last: nothing after it but the hand-over and exec. The init
+	 * takes the listener with pidfd_getfd, which needs this process to be
+	 * dumpable (as exec would make it anyway); its memory holds nothing
+	 * secret: the init scrubbed the launcher's environment at start */
+	if (a->seccomp) {
+		prctl(PR_SET_DUMPABLE, 1);
+		int listener = -1;
+		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
+			init_fail(a->sync_fd, &err);
+		if (listener >= 0)
+			command_hand_over_listener(sc, listener);
+	}
 	/* execvp searches the PATH of environ, which is the sandbox's */
 	environ = a->envp;
 	execvp(a->cfg->argv[0], a->cfg->argv);
@@ -122,8 +209,17 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 				continue;
 			_exit(AB_EXIT_FAILURE);
 		}
-		if (pfd[1].revents)
-			_exit(AB_EXIT_FAILURE); /* the launcher is gone or misbehaves */
+		if (pfd[1].revents) {
+			struct sync_msg m;
+			/* anything but a request to signal means the launcher is gone
+			 * or misbehaves: leave, and the kernel ends the sandbox */
+			if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_SIGNAL_ALL ||
+			    m.status <= 0 || m.status >= NSIG)
+				_exit(AB_EXIT_FAILURE);
+			/* every process of the sandbox but pid 1: double-forked
+			 * daemons and setsid children too */
+			kill(-1, m.status);
+		}
 		if (!pfd[0].revents)
 			continue;
 		struct signalfd_siginfo si;
@@ -147,15 +243,28 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 	}
 }
 
+/* The init is a copy of the launcher, environment included: wipe the
+ * strings (the command gets its own filtered copy, a->envp), so that no
+ * variable the policy filtered out is left in the sandbox's memory. */
+static void scrub_environ(void)
+{
+	for (char **e = environ; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
+	environ = NULL;
+}
+
 _Noreturn void init_main(struct init_args *a)
 {
 	struct ab_error err = {0};
 	struct sync_msg m;
 
+	scrub_environ();
+
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_fds_from(3, a->sync_fd);
-	if (sync_recv(a->sync_fd, &m) != 1 || m.type != SYNC_GO)
+	const int keep[] = {a->sync_fd, a->out_fd, a->err_fd};
+	close_fds_except(keep, AB_ARRAY_SIZE(keep));
+	if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
 		_exit(AB_EXIT_FAILURE);
 
 	setsid();
@@ -166,7 +275,12 @@ _Noreturn void init_main(struct init_args *a)
 
 	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (userns_setup_uts_net(a->cfg, &err) < 0)
+	if (userns_setup_uts_net(a->cfg, &err) < 0 || userns_lock_view(a->cfg, &err) < 0)
+		init_fail(a->sync_fd, &err);
+	prctl(PR_SET_DUMPABLE, 0);
+	int landlock_abi = 0;
+	if (!a->cfg->no_landlock &&
+	    landlock_prepare(a->plan, &a->landlock_fd, &landlock_abi, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (chdir(a->cfg->cwd) < 0) {
 		ab_error_set(&err, errno, "--cwd: cannot enter %s in the sandbox", a->cfg->cwd);
@@ -185,9 +299,14 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	/* the parent-death signal is armed again; if the launcher died in
 	 * between, this send fails and nothing runs unsupervised */
-	if (sync_send(a->sync_fd, SYNC_READY, 0, 0, NULL) < 0)
+	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
 
+	int sc[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sc) < 0) {
+		ab_error_set(&err, errno, "cannot start the command");
+		init_fail(a->sync_fd, &err);
+	}
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		ab_error_set(&err, errno, "cannot start the command");
@@ -195,7 +314,18 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	if (cmd == 0) {
 		close(sigfd);
-		exec_command(a);
+		close(sc[0]);
+		exec_command(a, sc[1]);
 	}
+	close(sc[1]);
+	/* only the command may hold the output pipes, so EOF means it is done */
+	ab_close_keep_errno(a->out_fd);
+	if (a->err_fd != a->out_fd)
+		ab_close_keep_errno(a->err_fd);
+	if (init_take_listener(a, cmd, sc[0], &err) < 0) {
+		kill(cmd, SIGKILL);
+		init_fail(a->sync_fd, &err);
+	}
+	close(sc[0]);
 	reap_loop(a, cmd, sigfd);
 }

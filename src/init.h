@@ -7,6 +7,7 @@
 
 #include "agentbox/agentbox.h"
 #include "mount.h"
+#include "seccomp_profile.h"
 
 /* Signals the launcher passes on to the command. */
 static const int ab_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -16,7 +17,10 @@ struct init_args {
 	struct view_plan *plan;
 	char **envp; /* the command's environment, already filtered */
 	int sync_fd;
-	bool by_root; /* the launcher is root: groups can be dropped */
+	bool by_root;	 /* the launcher is root: groups can be dropped */
+	int landlock_fd; /* ruleset every command enforces, or -1 */
+	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
+	int out_fd, err_fd; /* write ends of the capture pipes, or -1: pass through */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

@@ -2,6 +2,7 @@
  * library, prints the one error line and picks the exit status. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentbox/agentbox.h"
 
@@ -53,8 +54,42 @@ static const char usage_run[] =
 	"  --pass-env NAME      pass NAME through, even if it looks like a secret\n"
 	"  --env NAME=VALUE     set NAME in the sandbox\n"
 	"\n"
-	"Exit status: the command's; 125 agentbox failed; 126 the command cannot\n"
-	"be run; 127 not found; 128+N killed by signal N.\n";
+	"Limits and results:\n"
+	"  --timeout DURATION   500ms, 30s, 2m, 1h or none (default 120s); on expiry\n"
+	"                       SIGTERM to every process, SIGKILL after --kill-after\n"
+	"                       (default 2s), exit status 124\n"
+	"  --max-timeout DURATION  clamp longer timeouts (default 10m; none lifts it)\n"
+	"  --tmpfs-size SIZE    size of /tmp, $HOME and each --tmpfs (default 256M)\n"
+	"  --rlimit NAME=VALUE  e.g. nofile=1024, as=1G, core=0 (defaults: core=0,\n"
+	"                       nofile=8192)\n"
+	"  --report FILE|fd:N   write the result as one JSON object (docs/result.md)\n"
+	"  --capture            put the output in the report, not on stdout/stderr\n"
+	"  --merge-output       one interleaved \"output\" instead of stdout/stderr\n"
+	"  --max-output SIZE    keep at most SIZE per stream: head and tail (default 1M)\n"
+	"  --output-encoding utf8|base64\n"
+	"\n"
+	"Confinement:\n"
+	"  --seccomp PROFILE    default (an allowlist for agent workloads), strict,\n"
+	"                       permissive, none, or an OCI/Docker JSON profile file;\n"
+	"                       denied syscalls are summed up on stderr afterwards\n"
+	"  --landlock on|off    Landlock as a second layer where the kernel has it:\n"
+	"                       writes only beneath the view's writable places\n"
+	"                       (default on)\n"
+	"\n"
+	"Protection:\n"
+	"  --protect PATH       keep workspace-relative PATH read-only when it exists\n"
+	"                       (defaults: .git/hooks .git/config .gitmodules .bashrc\n"
+	"                       .bash_profile .profile .zshrc .envrc .mcp.json .vscode\n"
+	"                       .idea); creating or changing one is reported\n"
+	"  --unprotect PATH     take PATH off the protected list\n"
+	"\n"
+	"Exit status: the command's; 124 timed out; 125 agentbox failed; 126 the\n"
+	"command cannot be run; 127 not found; 128+N killed by signal N.\n";
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
 
 static int cmd_run(int argc, char **argv)
 {
@@ -64,24 +99,52 @@ static int cmd_run(int argc, char **argv)
 	bool help = false;
 
 	ab_config_init(&cfg);
+	cfg.notice = print_notice;
 	int r = ab_config_parse_run(&cfg, argc, argv, &help, &err);
 	if (r == 0 && help) {
 		fputs(usage_run, stdout);
 		ab_config_free(&cfg);
 		return 0;
 	}
+	int report = -1;
+	bool report_owned = false;
+	if (r == 0 && cfg.report && (report = ab_report_open(cfg.report, &report_owned, &err)) < 0)
+		r = report;
 	if (r == 0) {
-		if (cfg.net == AB_NET_HOST)
-			fputs("agentbox: --net host: the command shares the host's network\n",
-			      stderr);
 		r = ab_run(&cfg, &res, &err);
+		struct ab_error werr = {0};
+		if (report >= 0 &&
+		    ab_result_write_json(&cfg, &res, r < 0 ? &err : NULL, report, &werr) < 0) {
+			fprintf(stderr, "agentbox: %s\n", werr.msg);
+			if (r == 0)
+				res.exit_code = AB_EXIT_FAILURE;
+		}
 	}
+	if (report_owned)
+		close(report);
 	ab_config_free(&cfg);
 	if (r < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
+		ab_result_free(&res);
 		return AB_EXIT_FAILURE;
 	}
-	return res.exit_code;
+	if (res.protected_changed) {
+		fputs("agentbox: the command created or changed protected workspace paths:", stderr);
+		for (char **p = res.protected_changed; *p; p++)
+			fprintf(stderr, " %s", *p);
+		fputs(" (review them before anything on the host runs them)\n", stderr);
+	}
+	/* with a report, the report says it all; without, one line */
+	if (res.n_denied && report < 0) {
+		fputs("agentbox: seccomp denied:", stderr);
+		for (size_t i = 0; i < res.n_denied; i++)
+			fprintf(stderr, "%s %s (%lu)", i ? "," : "", res.denied[i].name,
+				res.denied[i].count);
+		fputc('\n', stderr);
+	}
+	int code = res.exit_code;
+	ab_result_free(&res);
+	return code;
 }
 
 int main(int argc, char **argv)

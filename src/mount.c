@@ -26,8 +26,6 @@
 #include "options.h"
 #include "util.h"
 
-#define DEFAULT_TMPFS_SIZE (256ULL << 20)
-
 static const char *const system_dirs[] = {
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 };
@@ -81,7 +79,7 @@ static int plan_add_bind(struct view_plan *plan, const char *opt, const char *sr
 }
 
 static int plan_add_tmpfs(struct view_plan *plan, const char *dst, unsigned mode, bool user,
-			  struct ab_error *err)
+			  unsigned long long size, struct ab_error *err)
 {
 	struct view_entry *e = plan_add(plan, VIEW_TMPFS, NULL, dst);
 	if (!e)
@@ -89,7 +87,7 @@ static int plan_add_tmpfs(struct view_plan *plan, const char *dst, unsigned mode
 	e->rw = true;
 	e->is_dir = true;
 	e->user = user;
-	e->size = DEFAULT_TMPFS_SIZE;
+	e->size = size;
 	e->mode = mode;
 	return 0;
 }
@@ -141,7 +139,8 @@ static int check_user_dst(const struct view_plan *plan, const char *opt, const c
 	return 0;
 }
 
-int view_plan_build(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err)
+int view_plan_build(const struct ab_config *cfg, const struct protect_state *protect,
+		    struct view_plan *plan, struct ab_error *err)
 {
 	int r;
 	memset(plan, 0, sizeof(*plan));
@@ -153,15 +152,25 @@ int view_plan_build(const struct ab_config *cfg, struct view_plan *plan, struct 
 	if ((r = plan_add_bind(plan, "--workspace", cfg->workspace, "/workspace", true, false,
 			       err)) < 0)
 		return r;
+	for (size_t i = 0; protect && i < protect->n; i++) {
+		const struct protect_entry *p = &protect->e[i];
+		if (!p->bindable)
+			continue;
+		char src[8192], dst[4200];
+		snprintf(src, sizeof(src), "%s/%s", cfg->workspace, p->rel);
+		snprintf(dst, sizeof(dst), "/workspace/%s", p->rel);
+		if ((r = plan_add_bind(plan, "--protect", src, dst, false, false, err)) < 0)
+			return r;
+	}
 	if (cfg->skills &&
 	    (r = plan_add_bind(plan, "--skills", cfg->skills, "/skills", false, false, err)) < 0)
 		return r;
 	if ((r = check_user_dst(plan, "--home", cfg->home, err)) < 0)
 		return r;
-	if ((r = plan_add_tmpfs(plan, "/tmp", 01777, false, err)) < 0)
+	if ((r = plan_add_tmpfs(plan, "/tmp", 01777, false, cfg->tmpfs_size, err)) < 0)
 		return r;
 	if (strcmp(cfg->home, "/tmp") != 0 &&
-	    (r = plan_add_tmpfs(plan, cfg->home, 0755, false, err)) < 0)
+	    (r = plan_add_tmpfs(plan, cfg->home, 0755, false, cfg->tmpfs_size, err)) < 0)
 		return r;
 	if (!plan_add(plan, VIEW_PROC, NULL, "/proc") || !plan_add(plan, VIEW_DEV, NULL, "/dev"))
 		return ab_error_set(err, ENOMEM, "planning the view");
@@ -174,7 +183,7 @@ int view_plan_build(const struct ab_config *cfg, struct view_plan *plan, struct 
 		if (m->kind == AB_MOUNT_TMPFS) {
 			if ((r = check_user_dst(plan, opt, m->dst, err)) < 0)
 				return r;
-			if ((r = plan_add_tmpfs(plan, m->dst, 0755, true, err)) < 0)
+			if ((r = plan_add_tmpfs(plan, m->dst, 0755, true, cfg->tmpfs_size, err)) < 0)
 				return r;
 			continue;
 		}
@@ -402,6 +411,88 @@ static int mount_dev(int root, struct view_plan *plan, struct ab_error *err)
 	return 0;
 }
 
+/* /proc as OCI runtimes leave it: kernel knobs read-only, leaks masked. */
+static const char *const proc_read_only[] = {
+	"proc/sys", "proc/sysrq-trigger", "proc/irq", "proc/bus", "proc/fs",
+};
+static const char *const proc_masked_files[] = {
+	"proc/kcore",	     "proc/keys",	 "proc/timer_list", "proc/sched_debug",
+	"proc/kallsyms",     "proc/latency_stats", "proc/timer_stats", "proc/kpagecount",
+	"proc/kpageflags",   "proc/kpagecgroup",  "proc/config.gz",  "proc/vmallocinfo",
+};
+static const char *const proc_masked_dirs[] = {
+	"proc/acpi", "proc/asound", "proc/scsi", "proc/driver",
+};
+
+/* Bind what is at path (beneath root) over itself with extra flags. */
+static int remount_beneath(int root, const char *path, uint64_t attrs, struct ab_error *err)
+{
+	cleanup_fd int tree = open_tree(root, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+							   AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (tree < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return ab_error_set(err, errno, "cannot bind /%s", path);
+	}
+	struct mount_attr attr = {.attr_set = attrs};
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return ab_error_set(err, errno, "cannot make /%s read-only", path);
+	cleanup_fd int target = openat(root, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (target < 0)
+		return ab_error_set(err, errno, "cannot open /%s", path);
+	char dst[64];
+	snprintf(dst, sizeof(dst), "/%s", path);
+	return attach(tree, target, dst, err);
+}
+
+static int mount_proc(int root, const struct view_plan *plan, struct ab_error *err)
+{
+	int r = mount_new_fs(root, "proc", NULL,
+			     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "/proc", err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(proc_read_only); i++)
+		if ((r = remount_beneath(root, proc_read_only[i],
+					 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						 MOUNT_ATTR_NOEXEC,
+					 err)) < 0)
+			return r;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(proc_masked_files); i++) {
+		cleanup_fd int target =
+			openat(root, proc_masked_files[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (target < 0)
+			continue; /* this kernel has no such file */
+		/* /dev/null over the file: reads give nothing, writes vanish */
+		cleanup_fd int null = open_tree(plan->dev_fds[0], "",
+						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (null < 0)
+			return ab_error_set(err, errno, "cannot mask /%s", proc_masked_files[i]);
+		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						    MOUNT_ATTR_NOEXEC};
+		if (mount_setattr(null, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
+		    move_mount(null, "", target, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return ab_error_set(err, errno, "cannot mask /%s", proc_masked_files[i]);
+	}
+	for (size_t i = 0; i < AB_ARRAY_SIZE(proc_masked_dirs); i++) {
+		cleanup_fd int target =
+			openat(root, proc_masked_dirs[i], O_PATH | O_NOFOLLOW | O_DIRECTORY |
+								  O_CLOEXEC);
+		if (target < 0)
+			continue;
+		const char *opts[] = {"size", "0", "mode", "555", NULL};
+		cleanup_fd int empty =
+			new_fs("tmpfs", opts, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						      MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+			       proc_masked_dirs[i], err);
+		if (empty < 0)
+			return empty;
+		if ((r = attach(empty, target, proc_masked_dirs[i], err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int build_entry(int root, struct view_plan *plan, struct view_entry *e,
 		       struct ab_error *err)
 {
@@ -418,11 +509,8 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e,
 		if (symlinkat(e->src, root, e->dst + 1) < 0)
 			return ab_error_set(err, errno, "cannot create the link %s", e->dst);
 		return 0;
-	case VIEW_PROC: {
-		return mount_new_fs(root, "proc", NULL,
-				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-				    "/proc", err);
-	}
+	case VIEW_PROC:
+		return mount_proc(root, plan, err);
 	case VIEW_DEV:
 		return mount_dev(root, plan, err);
 	}

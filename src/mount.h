@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
+#include "protect.h"
 
 enum view_kind {
 	VIEW_BIND,    /* host path bound at dst */
@@ -39,8 +40,10 @@ struct view_plan {
 
 /* Launcher: turn the configuration into the list of mounts, in the order they
  * are made, checking every source on the host and every destination for
- * collisions. Nothing is created. */
-int view_plan_build(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err);
+ * collisions; protected workspace paths that exist become read-only binds.
+ * Nothing is created. */
+int view_plan_build(const struct ab_config *cfg, const struct protect_state *protect,
+		    struct view_plan *plan, struct ab_error *err);
 void view_plan_free(struct view_plan *plan);
 
 /* Sandbox, still seeing the host's mount tree: open every source with

@@ -10,18 +10,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "error.h"
+#include "protect.h"
 #include "util.h"
 
 #define DEFAULT_HOSTNAME "agentbox"
 #define DEFAULT_HOME "/home/agent"
+
+#define DEFAULT_TIMEOUT_MS (120 * 1000ULL)
+#define DEFAULT_KILL_AFTER_MS (2 * 1000ULL)
+#define DEFAULT_MAX_TIMEOUT_MS (10 * 60 * 1000ULL)
+#define DEFAULT_TMPFS_SIZE (256ULL << 20)
+#define DEFAULT_MAX_OUTPUT (1ULL << 20)
+#define MAX_MAX_OUTPUT (256ULL << 20)
 
 void ab_config_init(struct ab_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->net = AB_NET_NONE;
 	cfg->env_policy = AB_ENV_CORE;
+	cfg->timeout_ms = DEFAULT_TIMEOUT_MS;
+	cfg->kill_after_ms = DEFAULT_KILL_AFTER_MS;
+	cfg->max_timeout_ms = DEFAULT_MAX_TIMEOUT_MS;
+	cfg->tmpfs_size = DEFAULT_TMPFS_SIZE;
+	cfg->max_output = DEFAULT_MAX_OUTPUT;
+	/* no core dumps, and a sane number of open files */
+	cfg->rlimits[0] = (struct ab_rlimit){RLIMIT_CORE, 0, false};
+	cfg->rlimits[1] = (struct ab_rlimit){RLIMIT_NOFILE, 8192, false};
+	cfg->n_rlimits = 2;
 }
 
 static void strv_free(char **v, size_t n)
@@ -38,6 +56,8 @@ void ab_config_free(struct ab_config *cfg)
 	free(cfg->cwd);
 	free(cfg->hostname);
 	free(cfg->home);
+	free(cfg->seccomp);
+	free(cfg->report);
 	for (size_t i = 0; i < cfg->n_mounts; i++) {
 		free(cfg->mounts[i].src);
 		free(cfg->mounts[i].dst);
@@ -45,6 +65,8 @@ void ab_config_free(struct ab_config *cfg)
 	free(cfg->mounts);
 	strv_free(cfg->pass_env, cfg->n_pass_env);
 	strv_free(cfg->set_env, cfg->n_set_env);
+	strv_free(cfg->protect, cfg->n_protect);
+	strv_free(cfg->unprotect, cfg->n_unprotect);
 	strv_free(cfg->argv, cfg->argc);
 	ab_config_init(cfg);
 }
@@ -88,6 +110,127 @@ int ab_parse_size(const char *s, unsigned long long *out)
 	if (shift && v > (ULLONG_MAX >> shift))
 		return -ERANGE;
 	*out = v << shift;
+	return 0;
+}
+
+int ab_parse_duration(const char *s, unsigned long long *ms)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "none") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -errno;
+	unsigned long long mul;
+	if (strcmp(end, "ms") == 0)
+		mul = 1;
+	else if (strcmp(end, "s") == 0 || *end == '\0')
+		mul = 1000;
+	else if (strcmp(end, "m") == 0)
+		mul = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mul = 3600 * 1000;
+	else
+		return -EINVAL;
+	/* a year is more than anyone means; it also keeps timers sane */
+	if (v > 365ULL * 24 * 3600 * 1000 / mul)
+		return -ERANGE;
+	*ms = v * mul;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int resource;
+} rlimit_names[] = {
+	{"as", RLIMIT_AS},	   {"core", RLIMIT_CORE},	  {"cpu", RLIMIT_CPU},
+	{"data", RLIMIT_DATA},	   {"fsize", RLIMIT_FSIZE},	  {"locks", RLIMIT_LOCKS},
+	{"memlock", RLIMIT_MEMLOCK}, {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
+	{"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC},	  {"rss", RLIMIT_RSS},
+	{"rtprio", RLIMIT_RTPRIO}, {"rttime", RLIMIT_RTTIME},	  {"sigpending", RLIMIT_SIGPENDING},
+	{"stack", RLIMIT_STACK},
+};
+
+int ab_rlimit_by_name(const char *name)
+{
+	for (size_t i = 0; i < AB_ARRAY_SIZE(rlimit_names); i++)
+		if (strcmp(rlimit_names[i].name, name) == 0)
+			return rlimit_names[i].resource;
+	return -1;
+}
+
+const char *ab_rlimit_name(int resource)
+{
+	for (size_t i = 0; i < AB_ARRAY_SIZE(rlimit_names); i++)
+		if (rlimit_names[i].resource == resource)
+			return rlimit_names[i].name;
+	return "?";
+}
+
+static int parse_rlimit(struct ab_config *cfg, const char *arg, struct ab_error *err)
+{
+	const char *eq = strchr(arg, '=');
+	char name[32];
+	if (!eq || (size_t)(eq - arg) >= sizeof(name))
+		return ab_error_plain(err, EINVAL, "--rlimit: '%s' is not NAME=VALUE", arg);
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - arg), arg);
+	int res = ab_rlimit_by_name(name);
+	if (res < 0)
+		return ab_error_plain(err, EINVAL,
+				      "--rlimit: unknown limit '%s' (as core cpu data fsize locks "
+				      "memlock msgqueue nice nofile nproc rss rtprio rttime "
+				      "sigpending stack)",
+				      name);
+	unsigned long long v;
+	if (strcmp(eq + 1, "unlimited") == 0)
+		v = RLIM_INFINITY;
+	else if (ab_parse_size(eq + 1, &v) < 0 || v == RLIM_INFINITY)
+		return ab_error_plain(err, EINVAL,
+				      "--rlimit: '%s' is not a number, a size or 'unlimited'",
+				      eq + 1);
+	for (size_t i = 0; i < cfg->n_rlimits; i++) {
+		if (cfg->rlimits[i].resource == res) {
+			cfg->rlimits[i] = (struct ab_rlimit){res, v, true};
+			return 0;
+		}
+	}
+	if (cfg->n_rlimits == AB_ARRAY_SIZE(cfg->rlimits))
+		return ab_error_plain(err, EINVAL, "--rlimit: too many limits");
+	cfg->rlimits[cfg->n_rlimits++] = (struct ab_rlimit){res, v, true};
+	return 0;
+}
+
+static int parse_duration_option(const char *opt, const char *value, unsigned long long *out,
+				 struct ab_error *err)
+{
+	int r = ab_parse_duration(value, out);
+	if (r == -ERANGE)
+		return ab_error_plain(err, ERANGE, "%s: '%s' is too long", opt, value);
+	if (r < 0)
+		return ab_error_plain(err, EINVAL,
+				      "%s: '%s' is not a duration (like 500ms, 30s, 2m, 1h, "
+				      "or none)",
+				      opt, value);
+	return 0;
+}
+
+static int parse_size_option(const char *opt, const char *value, unsigned long long min,
+			     unsigned long long max, unsigned long long *out,
+			     struct ab_error *err)
+{
+	if (ab_parse_size(value, out) < 0)
+		return ab_error_plain(err, EINVAL, "%s: '%s' is not a size (like 64K, 256M, 1G)",
+				      opt, value);
+	if (*out < min || *out > max)
+		return ab_error_plain(err, ERANGE, "%s: '%s' is out of range (%lluK to %lluM)",
+				      opt, value, min >> 10, max >> 20);
 	return 0;
 }
 
@@ -226,6 +369,37 @@ static int add_mount(struct ab_config *cfg, enum ab_mount_kind kind, const char 
 	return 0;
 }
 
+static bool in_strv(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* A workspace-relative path: "x/y", normalised, no "..", not empty. */
+static int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value,
+			      bool add, struct ab_error *err)
+{
+	char abs[4200];
+	if (!*value || value[0] == '/' ||
+	    snprintf(abs, sizeof(abs), "/%s", value) >= (int)sizeof(abs))
+		return ab_error_plain(err, EINVAL,
+				      "%s: '%s' is not a path relative to the workspace", opt,
+				      value);
+	cleanup_free char *norm = NULL;
+	if (parse_view_path(opt, abs, &norm, err) < 0)
+		return -EINVAL;
+	if (strcmp(norm, "/") == 0)
+		return ab_error_plain(err, EINVAL, "%s: '%s' names the workspace itself", opt,
+				      value);
+	if (add)
+		return in_strv(cfg->protect, cfg->n_protect, norm + 1)
+			       ? 0
+			       : strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
+	return strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
+}
+
 static bool valid_hostname(const char *s)
 {
 	size_t n = strlen(s);
@@ -264,6 +438,20 @@ enum {
 	OPT_ENV_POLICY,
 	OPT_PASS_ENV,
 	OPT_ENV,
+	OPT_PROTECT,
+	OPT_UNPROTECT,
+	OPT_SECCOMP,
+	OPT_LANDLOCK,
+	OPT_TIMEOUT,
+	OPT_KILL_AFTER,
+	OPT_MAX_TIMEOUT,
+	OPT_TMPFS_SIZE,
+	OPT_RLIMIT,
+	OPT_REPORT,
+	OPT_CAPTURE,
+	OPT_MERGE_OUTPUT,
+	OPT_MAX_OUTPUT,
+	OPT_OUTPUT_ENCODING,
 	OPT_HELP,
 };
 
@@ -284,6 +472,20 @@ static const struct option run_options[] = {
 	{"env-policy", required_argument, NULL, OPT_ENV_POLICY},
 	{"pass-env", required_argument, NULL, OPT_PASS_ENV},
 	{"env", required_argument, NULL, OPT_ENV},
+	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"seccomp", required_argument, NULL, OPT_SECCOMP},
+	{"landlock", required_argument, NULL, OPT_LANDLOCK},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+	{"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
+	{"tmpfs-size", required_argument, NULL, OPT_TMPFS_SIZE},
+	{"rlimit", required_argument, NULL, OPT_RLIMIT},
+	{"report", required_argument, NULL, OPT_REPORT},
+	{"capture", no_argument, NULL, OPT_CAPTURE},
+	{"merge-output", no_argument, NULL, OPT_MERGE_OUTPUT},
+	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+	{"output-encoding", required_argument, NULL, OPT_OUTPUT_ENCODING},
+	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -384,6 +586,64 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 					      arg);
 		return strv_push(&cfg->set_env, &cfg->n_set_env, arg);
 	}
+	case OPT_SECCOMP:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL,
+					      "--seccomp: empty value (default, strict, "
+					      "permissive, none or a profile file)");
+		return set_string(&cfg->seccomp, arg);
+	case OPT_TIMEOUT:
+		return parse_duration_option(opt, arg, &cfg->timeout_ms, err);
+	case OPT_KILL_AFTER:
+		return parse_duration_option(opt, arg, &cfg->kill_after_ms, err);
+	case OPT_MAX_TIMEOUT:
+		return parse_duration_option(opt, arg, &cfg->max_timeout_ms, err);
+	case OPT_TMPFS_SIZE:
+		return parse_size_option(opt, arg, 64 << 10, 1ULL << 40, &cfg->tmpfs_size, err);
+	case OPT_MAX_OUTPUT:
+		return parse_size_option(opt, arg, 1 << 10, MAX_MAX_OUTPUT, &cfg->max_output, err);
+	case OPT_RLIMIT:
+		return parse_rlimit(cfg, arg, err);
+	case OPT_REPORT:
+		if (strncmp(arg, "fd:", 3) == 0) {
+			uid_t fd;
+			if (ab_parse_id(arg + 3, &fd) < 0 || fd < 3 || fd > 65535)
+				return ab_error_plain(err, EINVAL,
+						      "--report: '%s' is not fd:N with N >= 3",
+						      arg);
+		} else if (!*arg) {
+			return ab_error_plain(err, EINVAL, "--report: empty path");
+		}
+		return set_string(&cfg->report, arg);
+	case OPT_CAPTURE:
+		cfg->capture = true;
+		return 0;
+	case OPT_MERGE_OUTPUT:
+		cfg->merge_output = true;
+		return 0;
+	case OPT_OUTPUT_ENCODING:
+		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
+			cfg->output_base64 = false;
+		else if (strcmp(arg, "base64") == 0)
+			cfg->output_base64 = true;
+		else
+			return ab_error_plain(err, EINVAL,
+					      "--output-encoding: '%s' is not one of utf8, base64",
+					      arg);
+		return 0;
+	case OPT_LANDLOCK:
+		if (strcmp(arg, "on") == 0)
+			cfg->no_landlock = false;
+		else if (strcmp(arg, "off") == 0)
+			cfg->no_landlock = true;
+		else
+			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
+					      arg);
+		return 0;
+	case OPT_PROTECT:
+		return parse_protect_path(cfg, opt, arg, true, err);
+	case OPT_UNPROTECT:
+		return parse_protect_path(cfg, opt, arg, false, err);
 	}
 	return ab_error_plain(err, EINVAL, "internal: unhandled option %d", c);
 }
@@ -456,6 +716,30 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 				return ab_error_set(err, ENOMEM, "parsing options");
 	}
 
+	/* the protected list: the defaults and --protect, less --unprotect */
+	for (const char *const *p = protect_default_paths; *p; p++)
+		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
+		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
+			return ab_error_set(err, ENOMEM, "parsing options");
+	size_t kept = 0;
+	for (size_t i = 0; i < cfg->n_protect; i++) {
+		if (in_strv(cfg->unprotect, cfg->n_unprotect, cfg->protect[i]))
+			free(cfg->protect[i]);
+		else
+			cfg->protect[kept++] = cfg->protect[i];
+	}
+	cfg->n_protect = kept;
+	if (cfg->protect)
+		cfg->protect[kept] = NULL;
+	if (cfg->capture && !cfg->report)
+		return ab_error_plain(err, EINVAL,
+				      "--capture needs --report FILE or --report fd:N to put "
+				      "the output in");
+	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
+		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
+				      cfg->merge_output ? "--merge-output" : "--output-encoding");
+	if (!cfg->seccomp && set_string(&cfg->seccomp, "default") < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
 	if (!cfg->hostname && set_string(&cfg->hostname, DEFAULT_HOSTNAME) < 0)
 		return ab_error_set(err, ENOMEM, "parsing options");
 	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)

@@ -17,4 +17,8 @@ int ab_path_normalize(const char *in, char **out);
 /* True if path equals dir or lies beneath it (both normalised). */
 bool ab_path_is_under(const char *path, const char *dir);
 
+/* rlimit names as --rlimit spells them ("nofile"): resource, or -1. */
+int ab_rlimit_by_name(const char *name);
+const char *ab_rlimit_name(int resource);
+
 #endif

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +24,10 @@
 #include "error.h"
 #include "init.h"
 #include "mount.h"
+#include "options.h"
+#include "protect.h"
+#include "seccomp_profile.h"
+#include "supervise.h"
 #include "sync.h"
 #include "userns.h"
 #include "util.h"
@@ -64,98 +70,184 @@ static void kill_and_reap(pid_t pid)
 		;
 }
 
-struct supervision {
-	bool ready;
-	bool have_exit;
-	int status; /* the command's wait status, from the init */
-	bool have_error;
-	struct ab_error error;
-	int init_status;
-};
-
-static int supervise(pid_t init, int sync_fd, int sigfd, struct supervision *s)
+/* Denials, most frequent first, into the result. */
+static int collect_denials(const struct ab_denials *d, struct ab_result *res)
 {
-	struct pollfd pfd[2] = {
-		{.fd = sigfd, .events = POLLIN},
-		{.fd = sync_fd, .events = POLLIN},
-	};
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (pfd[1].revents) {
-			struct sync_msg m;
-			int r = sync_recv(sync_fd, &m);
-			if (r <= 0) {
-				if (r < 0 && !s->have_error) {
-					/* a malformed message: the init is not ours any more */
-					s->have_error = true;
-					ab_error_plain(&s->error, EBADMSG,
-						       "the sandbox sent a malformed message");
-					kill(init, SIGKILL);
-				}
-				pfd[1].fd = -1; /* EOF: wait for the exit */
-			} else if (m.type == SYNC_ERROR && !s->have_error) {
-				s->have_error = true;
-				ab_error_plain(&s->error, m.code > 0 ? m.code : EIO, "%s", m.text);
-			} else if (m.type == SYNC_READY) {
-				s->ready = true;
-			} else if (m.type == SYNC_EXIT && s->ready && !s->have_exit &&
-				   (WIFEXITED(m.status) || WIFSIGNALED(m.status))) {
-				s->have_exit = true;
-				s->status = m.status;
-			}
-		}
-		if (!pfd[0].revents)
-			continue;
-		struct signalfd_siginfo si;
-		if (read(sigfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo != SIGCHLD) {
-			kill(init, (int)si.ssi_signo);
-			continue;
-		}
-		pid_t p = waitpid(init, &s->init_status, WNOHANG);
-		if (p == init)
-			return 0;
+	size_t n = d->n + (d->other ? 1 : 0);
+	if (n == 0)
+		return 0;
+	res->denied = calloc(n, sizeof(*res->denied));
+	if (!res->denied)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		snprintf(res->denied[i].name, sizeof(res->denied[i].name), "%s", d->e[i].name);
+		res->denied[i].count = d->e[i].count;
 	}
+	if (d->other) {
+		snprintf(res->denied[d->n].name, sizeof(res->denied[d->n].name), "other");
+		res->denied[d->n].count = d->other;
+	}
+	res->n_denied = n;
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && res->denied[j].count > res->denied[j - 1].count; j--) {
+			struct ab_denied_syscall t = res->denied[j];
+			res->denied[j] = res->denied[j - 1];
+			res->denied[j - 1] = t;
+		}
+	return 0;
+}
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+static unsigned long long tv_ms(struct timeval tv)
+{
+	return (unsigned long long)tv.tv_sec * 1000 + (unsigned long long)tv.tv_usec / 1000;
+}
+
+static int take_output(struct ab_capture *c, struct ab_output *o)
+{
+	o->total = c->total;
+	o->truncated = capture_truncated(c);
+	if (!c->buf)
+		return 0;
+	o->data = capture_contents(c, &o->len);
+	return o->data ? 0 : -ENOMEM;
+}
+
+/* The command's result from what supervision saw. */
+static int fill_result(const struct supervision *s, unsigned long long started,
+		       struct ab_result *res, struct ab_error *err)
+{
+	res->duration_ms = now_ms() - started;
+	res->cpu_user_ms = tv_ms(s->rusage.ru_utime);
+	res->cpu_system_ms = tv_ms(s->rusage.ru_stime);
+	res->max_rss_kb = (unsigned long long)s->rusage.ru_maxrss;
+	res->landlock_abi = s->landlock_abi;
+	if (collect_denials(&s->denials, res) < 0)
+		return ab_error_set(err, ENOMEM, "collecting the denied syscalls");
+	if (s->have_error) {
+		*err = s->error;
+		return -err->code;
+	}
+	if (s->timed_out) {
+		/* GNU timeout's status, whatever the command made of the signal */
+		res->timed_out = true;
+		res->exit_code = AB_EXIT_TIMEOUT;
+		res->signal = s->have_exit && WIFSIGNALED(s->status) ? WTERMSIG(s->status)
+								      : s->timeout_signal;
+		return 0;
+	}
+	if (!s->have_exit) {
+		if (WIFSIGNALED(s->init_status))
+			return ab_error_plain(err, EIO,
+					      "the sandbox's init was killed by signal %d before "
+					      "the command's status was known",
+					      WTERMSIG(s->init_status));
+		return ab_error_plain(err, EIO,
+				      "the sandbox's init exited with status %d before the "
+				      "command's status was known",
+				      WEXITSTATUS(s->init_status));
+	}
+	if (WIFSIGNALED(s->status)) {
+		res->signal = WTERMSIG(s->status);
+		res->exit_code = AB_EXIT_SIGNAL_BASE + res->signal;
+	} else {
+		res->signal = 0;
+		res->exit_code = WEXITSTATUS(s->status);
+	}
+	return 0;
+}
+
+/* Capture pipes: read ends for the launcher (non-blocking), write ends
+ * for the command. With merge, both streams share one pipe. */
+static int capture_pipes(const struct ab_config *cfg, int rd[2], int wr[2], struct ab_error *err)
+{
+	rd[0] = rd[1] = wr[0] = wr[1] = -1;
+	if (!cfg->capture)
+		return 0;
+	for (int i = 0; i < (cfg->merge_output ? 1 : 2); i++) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return ab_error_set(err, errno, "cannot create the output pipes");
+		rd[i] = p[0];
+		wr[i] = p[1];
+		fcntl(rd[i], F_SETFL, O_NONBLOCK);
+	}
+	if (cfg->merge_output)
+		wr[1] = wr[0];
+	return 0;
+}
+
+static void close_pair(int fds[2])
+{
+	if (fds[1] != fds[0])
+		ab_close_keep_errno(fds[1]);
+	ab_close_keep_errno(fds[0]);
+	fds[0] = fds[1] = -1;
 }
 
 static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **envp,
-		       struct ab_result *res, struct ab_error *err)
+		       const struct ab_seccomp_profile *seccomp, struct ab_result *res,
+		       struct ab_error *err)
 {
+	int rd[2], wr[2];
+	cleanup_fd int sigfd = -1;
+	cleanup_fd int sync_fd = -1;
+	cleanup_fd int child_fd = -1;
 	sigset_t mask, old;
+	int r = capture_pipes(cfg, rd, wr, err);
+	if (r < 0) {
+		close_pair(rd);
+		close_pair(wr);
+		return r;
+	}
+	struct supervision s = {
+		.seccomp = seccomp,
+		.out_rd = rd[0],
+		.err_rd = rd[1],
+		.timeout_ms = cfg->timeout_ms,
+		.kill_after_ms = cfg->kill_after_ms,
+	};
+	if (cfg->capture && (capture_init(&s.out, cfg->max_output) < 0 ||
+			     (!cfg->merge_output && capture_init(&s.err, cfg->max_output) < 0))) {
+		r = ab_error_set(err, ENOMEM, "allocating the output buffers");
+		goto out_pipes;
+	}
+
 	sigemptyset(&mask);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
 		sigaddset(&mask, ab_forwarded_signals[i]);
 	sigaddset(&mask, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
-		return ab_error_set(err, errno, "cannot block signals");
-	cleanup_fd int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sigfd < 0) {
-		int r = ab_error_set(err, errno, "cannot watch signals");
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
+	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0) {
+		r = ab_error_set(err, errno, "cannot block signals");
+		goto out_pipes;
 	}
+	int pair[2] = {-1, -1};
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sigfd < 0)
+		r = ab_error_set(err, errno, "cannot watch signals");
+	else
+		r = sync_pair(pair, err);
+	sync_fd = pair[0];
+	child_fd = pair[1];
+	if (r < 0)
+		goto out_mask;
 
-	int pair[2];
-	int r = sync_pair(pair, err);
-	if (r < 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
-	}
-	cleanup_fd int sync_fd = pair[0];
-	cleanup_fd int child_fd = pair[1];
-
+	/* decided here: in the child, geteuid() depends on whether the maps
+	 * are written yet */
+	bool by_root = geteuid() == 0;
+	unsigned long long started = now_ms();
 	/* raw clone: fork semantics with the new namespaces in one step */
 	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(cfg) | SIGCHLD, NULL, NULL,
 				   NULL, NULL);
 	if (pid < 0) {
 		r = clone_error(errno, err);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
+		goto out_mask;
 	}
 	if (pid == 0) {
 		close(sync_fd);
@@ -164,51 +256,97 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 			.plan = plan,
 			.envp = envp,
 			.sync_fd = child_fd,
-			.by_root = geteuid() == 0,
+			.by_root = by_root,
+			.landlock_fd = -1,
+			.seccomp = seccomp,
+			.out_fd = wr[0],
+			.err_fd = wr[1],
 		};
 		init_main(&a);
 	}
 	ab_close_keep_errno(ab_steal_fd(&child_fd));
+	close_pair(wr); /* only the command may hold them: EOF means it is done */
 
 	r = userns_write_maps(pid, cfg, err);
 	if (r == 0 && (r = sync_send(sync_fd, SYNC_GO, 0, 0, NULL)) < 0)
 		ab_error_set(err, -r, "cannot start the sandbox");
 	if (r < 0) {
 		kill_and_reap(pid);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
+		goto out_mask;
 	}
 
-	struct supervision s = {0};
-	r = supervise(pid, sync_fd, sigfd, &s);
+	s.init = pid;
+	s.sync_fd = sync_fd;
+	s.sigfd = sigfd;
+	r = supervise(&s);
+	for (size_t i = 0; i < s.n_listeners; i++)
+		close(s.listeners[i]);
 	if (r < 0) {
 		kill_and_reap(pid);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return ab_error_set(err, -r, "supervising the sandbox");
+		r = ab_error_set(err, -r, "supervising the sandbox");
+		goto out_mask;
 	}
+	r = fill_result(&s, started, res, err);
+	if (r == 0 && (take_output(&s.out, &res->out) < 0 || take_output(&s.err, &res->err) < 0))
+		r = ab_error_set(err, ENOMEM, "collecting the output");
+out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
+out_pipes:
+	ab_close_keep_errno(s.out_rd);
+	ab_close_keep_errno(s.err_rd);
+	close_pair(wr);
+	capture_free(&s.out);
+	capture_free(&s.err);
+	return r;
+}
 
-	if (s.have_error) {
-		*err = s.error;
-		return -err->code;
+/* Pass each line of text to the caller's notice callback. */
+static void notify_lines(const struct ab_config *cfg, const char *text)
+{
+	if (!cfg->notice || !text)
+		return;
+	char line[512];
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		if (n)
+			cfg->notice(line);
+		p += n + (p[n] == '\n');
 	}
-	if (!s.have_exit) {
-		if (WIFSIGNALED(s.init_status))
-			return ab_error_plain(err, EIO,
-					      "the sandbox's init was killed by signal %d before "
-					      "the command's status was known",
-					      WTERMSIG(s.init_status));
-		return ab_error_plain(err, EIO,
-				      "the sandbox's init exited with status %d before the "
-				      "command's status was known",
-				      WEXITSTATUS(s.init_status));
+}
+
+/* The timeout in force: the requested one, clamped to --max-timeout. */
+static unsigned long long effective_timeout(const struct ab_config *cfg)
+{
+	unsigned long long t = cfg->timeout_ms, max = cfg->max_timeout_ms;
+	if (max && (t == 0 || t > max)) {
+		char line[160];
+		snprintf(line, sizeof(line), "--timeout clamped to --max-timeout (%llu ms)", max);
+		if (cfg->notice)
+			cfg->notice(line);
+		return max;
 	}
-	if (WIFSIGNALED(s.status)) {
-		res->signal = WTERMSIG(s.status);
-		res->exit_code = AB_EXIT_SIGNAL_BASE + res->signal;
-	} else {
-		res->signal = 0;
-		res->exit_code = WEXITSTATUS(s.status);
+	return t;
+}
+
+static int check_rlimits(struct ab_config *cfg, struct ab_error *err)
+{
+	for (size_t i = 0; i < cfg->n_rlimits; i++) {
+		struct rlimit cur;
+		if (getrlimit(cfg->rlimits[i].resource, &cur) < 0)
+			return ab_error_set(err, errno, "--rlimit %s",
+					    ab_rlimit_name(cfg->rlimits[i].resource));
+		bool above = cur.rlim_max != RLIM_INFINITY && cfg->rlimits[i].value > cur.rlim_max;
+		if (above && !cfg->rlimits[i].by_user)
+			cfg->rlimits[i].value = cur.rlim_max; /* a default fits what there is */
+		/* nobody in the sandbox may raise a hard limit */
+		else if (above)
+			return ab_error_plain(err, EPERM,
+					      "--rlimit %s=%llu: above the hard limit %llu this "
+					      "process has",
+					      ab_rlimit_name(cfg->rlimits[i].resource),
+					      cfg->rlimits[i].value,
+					      (unsigned long long)cur.rlim_max);
 	}
 	return 0;
 }
@@ -216,19 +354,56 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 {
 	int r = ab_config_finish(cfg, err);
+	if (r == 0)
+		r = check_rlimits(cfg, err);
+	if (r < 0)
+		return r;
+	struct ab_config effective = *cfg;
+	effective.timeout_ms = res->timeout_ms = effective_timeout(cfg);
+	cfg = &effective;
+	struct protect_state protect;
+	r = protect_scan(cfg, &protect, err);
 	if (r < 0)
 		return r;
 	struct view_plan plan;
-	r = view_plan_build(cfg, &plan, err);
+	r = view_plan_build(cfg, &protect, &plan, err);
 	if (r < 0) {
 		view_plan_free(&plan);
+		protect_state_free(&protect);
 		return r;
 	}
+	struct ab_seccomp_profile *seccomp = NULL;
+	char *notices = NULL;
+	r = ab_seccomp_load(cfg->seccomp, &seccomp, &notices, err);
+	if (r == 0) {
+		notify_lines(cfg, notices);
+		if (!seccomp)
+			notify_lines(cfg, "--seccomp none: the command runs without a syscall filter");
+		if (cfg->no_landlock)
+			notify_lines(cfg, "--landlock off: no Landlock layer under the mounts");
+		if (cfg->net == AB_NET_HOST)
+			notify_lines(cfg, "--net host: the command shares the host's network");
+	}
+	free(notices);
 	char **envp = NULL;
-	r = ab_env_build(cfg, environ, &envp, err);
 	if (r == 0)
-		r = run_sandbox(cfg, &plan, envp, res, err);
+		r = ab_env_build(cfg, environ, &envp, err);
+	if (r == 0)
+		r = run_sandbox(cfg, &plan, envp, seccomp, res, err);
+	if (r == 0)
+		res->protected_changed = protect_changes(cfg, &protect);
 	ab_env_free(envp);
+	ab_seccomp_free(seccomp);
 	view_plan_free(&plan);
+	protect_state_free(&protect);
 	return r;
+}
+
+void ab_result_free(struct ab_result *res)
+{
+	free(res->denied);
+	free(res->out.data);
+	free(res->err.data);
+	ab_cleanup_strvp(&res->protected_changed);
+	memset(res, 0, sizeof(*res));
 }

@@ -13,6 +13,8 @@ enum sync_type {
 	SYNC_ERROR,  /* init -> launcher: setup failed (code, text) */
 	SYNC_READY,  /* init -> launcher: the view is built, the command starts */
 	SYNC_EXIT,   /* init -> launcher: the command ended (status = wait status) */
+	SYNC_LISTENER, /* init -> launcher: a seccomp listener fd rides along */
+	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
 };
 
 struct sync_msg {
@@ -25,8 +27,11 @@ struct sync_msg {
 int sync_pair(int fds[2], struct ab_error *err);
 /* Returns 0, or -errno (-EPIPE when the peer is gone). */
 int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text);
+/* The same with an fd passed along (SCM_RIGHTS). */
+int sync_send_fd(int fd, enum sync_type type, int passed_fd);
 /* Returns 1 with a valid message, 0 on EOF, -EBADMSG for a malformed one,
- * or -errno. */
-int sync_recv(int fd, struct sync_msg *m);
+ * or -errno. A passed fd (close-on-exec) lands in *passed, else -1; passed
+ * may be NULL, and fds nobody asked for are closed, never kept. */
+int sync_recv(int fd, struct sync_msg *m, int *passed);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,19 +41,41 @@ static int write_proc_file(pid_t pid, const char *name, const char *data, struct
 	return 0;
 }
 
-int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
+static int write_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t outer_gid,
+		      bool deny_setgroups, struct ab_error *err)
 {
 	char map[64];
 	int r;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)cfg->uid, (unsigned)cfg->host_uid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)outer_uid);
 	if ((r = write_proc_file(pid, "uid_map", map, err)) < 0)
 		return r;
+	if (deny_setgroups && (r = write_proc_file(pid, "setgroups", "deny", err)) < 0)
+		return r;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)outer_gid);
+	return write_proc_file(pid, "gid_map", map, err);
+}
+
+int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
+{
 	/* without CAP_SETGID on the host, a gid map needs setgroups denied
 	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
-	if (geteuid() != 0 && (r = write_proc_file(pid, "setgroups", "deny", err)) < 0)
-		return r;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)cfg->gid, (unsigned)cfg->host_gid);
-	return write_proc_file(pid, "gid_map", map, err);
+	return write_maps(pid, cfg->uid, cfg->host_uid, cfg->gid, cfg->host_gid, geteuid() != 0,
+			  err);
+}
+
+int userns_lock_view(const struct ab_config *cfg, struct ab_error *err)
+{
+	/* mounts copied into a mount namespace owned by a less privileged user
+	 * namespace are locked (mount_namespaces(7)): their flags cannot be
+	 * changed nor can they be unmounted to reveal what is beneath, even by
+	 * a process holding CAP_SYS_ADMIN in the nested namespace */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return ab_error_set(err, errno, "cannot lock the view in a nested namespace");
+	/* /proc/self of a non-dumpable process belongs to root, who is not
+	 * mapped here: dumpable just long enough to write our own maps (the
+	 * caller makes it non-dumpable again; nothing else runs meanwhile) */
+	prctl(PR_SET_DUMPABLE, 1);
+	return write_maps(getpid(), cfg->uid, cfg->uid, cfg->gid, cfg->gid, true, err);
 }
 
 int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err)

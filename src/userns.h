@@ -21,6 +21,10 @@ int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *e
  * namespace are kept for building the view. */
 int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err);
 
+/* Sandbox, once the view is built: enter a nested user and mount namespace
+ * mapping the sandbox user to itself, so every mount of the view is locked. */
+int userns_lock_view(const struct ab_config *cfg, struct ab_error *err);
+
 /* Sandbox: host name and a loopback interface that is up. */
 int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err);
 

@@ -76,8 +76,37 @@ struct ab_config {
 	char **set_env; /* NAME=VALUE set explicitly */
 	size_t n_set_env;
 
+	char **protect; /* workspace-relative paths kept read-only if they exist */
+	size_t n_protect;
+	char **unprotect; /* taken out of the default list */
+	size_t n_unprotect;
+
+	/* limits and results */
+	unsigned long long timeout_ms;	   /* 0: none */
+	unsigned long long kill_after_ms;  /* SIGTERM -> SIGKILL grace */
+	unsigned long long max_timeout_ms; /* requested timeouts are clamped to it; 0: none */
+	unsigned long long tmpfs_size;	   /* bytes, for /tmp, $HOME and --tmpfs */
+	struct ab_rlimit {
+		int resource;
+		unsigned long long value; /* RLIM_INFINITY for unlimited */
+		bool by_user;		  /* from --rlimit (a default is lowered to fit) */
+	} rlimits[16];
+	size_t n_rlimits;
+	char *report; /* FILE, or fd:N; NULL for none */
+	bool capture; /* output into the report instead of passing through */
+	bool merge_output;
+	bool output_base64;
+	unsigned long long max_output; /* bytes kept per stream */
+
+	char *seccomp; /* default, strict, permissive, none, or a profile file */
+	bool no_landlock; /* --landlock off */
+
 	char **argv; /* the command; NULL-terminated */
 	size_t argc;
+
+	/* Called with one line for the user (a warning or notice) while the
+	 * sandbox is set up; NULL to drop them. Not owned. */
+	void (*notice)(const char *line);
 };
 
 void ab_config_init(struct ab_config *cfg);
@@ -93,11 +122,48 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
  * the paths on the host. Called by ab_run() and by tests. */
 int ab_config_finish(struct ab_config *cfg, struct ab_error *err);
 
-/* Outcome of one sandboxed command. */
-struct ab_result {
-	int exit_code; /* the status `agentbox run` exits with */
-	int signal;    /* signal that ended the command, or 0 */
+/* Bytes of one captured stream, as kept (head, marker, tail). */
+struct ab_output {
+	char *data; /* NULL when not captured */
+	size_t len;
+	unsigned long long total; /* bytes the command wrote, before truncation */
+	bool truncated;
 };
+
+/* Outcome of one sandboxed command. Release with ab_result_free(). */
+struct ab_result {
+	int exit_code;	  /* the status `agentbox run` exits with (124 on timeout) */
+	int signal;	  /* signal that ended the command, or 0 */
+	bool timed_out;
+	unsigned long long duration_ms;
+	unsigned long long cpu_user_ms, cpu_system_ms;
+	unsigned long long max_rss_kb;
+	struct ab_output out, err; /* with --merge-output, everything is in out */
+	unsigned long long timeout_ms; /* the timeout in force, 0: none */
+	int landlock_abi; /* Landlock ABI in force, 0 when none */
+	/* protected workspace paths the command created, removed or replaced;
+	 * NULL-terminated, or NULL when none */
+	char **protected_changed;
+	/* syscalls the seccomp profile denied, most frequent first */
+	struct ab_denied_syscall {
+		char name[32];
+		unsigned long count;
+	} *denied;
+	size_t n_denied;
+};
+
+void ab_result_free(struct ab_result *res);
+
+/* Write the result as one JSON object and a newline (docs/result.md) to fd.
+ * err, when not NULL, is agentbox's own failure: then the command fields
+ * are null and "error" holds it. */
+int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *res,
+			 const struct ab_error *failure, int fd, struct ab_error *err);
+
+/* Open where --report points: a file (created or truncated, 0644) or an
+ * inherited fd:N. Returns the fd to write to (the caller closes it only
+ * when it was a file: *owned). Checked before the sandbox is built. */
+int ab_report_open(const char *spec, bool *owned, struct ab_error *err);
 
 /* Build the sandbox, run cfg->argv in it with the caller's stdin, stdout and
  * stderr, wait for it and tear everything down. Returns 0 when the command
@@ -115,6 +181,9 @@ bool ab_env_name_is_secret(const char *name);
 
 /* "64K", "256M", "1G", "1024": bytes. Rejects overflow and junk. */
 int ab_parse_size(const char *s, unsigned long long *out);
+/* "500ms", "30s", "2m", "1h", "10" (seconds): milliseconds. "none" and
+ * "0" give 0 (no limit). */
+int ab_parse_duration(const char *s, unsigned long long *ms);
 
 #ifdef __cplusplus
 }

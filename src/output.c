@@ -1,0 +1,164 @@
+#include "output.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int capture_init(struct ab_capture *c, size_t max)
+{
+	memset(c, 0, sizeof(*c));
+	c->max = max;
+	if (max && !(c->buf = malloc(max)))
+		return -ENOMEM;
+	return 0;
+}
+
+void capture_free(struct ab_capture *c)
+{
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
+void capture_append(struct ab_capture *c, const char *data, size_t len)
+{
+	c->total += len;
+	size_t head_cap = c->max / 2;
+	size_t ring_cap = c->max - head_cap;
+	size_t n = head_cap - c->head_len;
+	if (n > len)
+		n = len;
+	memcpy(c->buf + c->head_len, data, n);
+	c->head_len += n;
+	data += n;
+	len -= n;
+	if (!len || !ring_cap)
+		return;
+	/* only the last ring_cap bytes of a long write can survive */
+	if (len > ring_cap) {
+		data += len - ring_cap;
+		len = ring_cap;
+	}
+	char *ring = c->buf + head_cap;
+	while (len) {
+		size_t chunk = ring_cap - c->tail_pos;
+		if (chunk > len)
+			chunk = len;
+		memcpy(ring + c->tail_pos, data, chunk);
+		c->tail_pos = (c->tail_pos + chunk) % ring_cap;
+		c->tail_len = c->tail_len + chunk > ring_cap ? ring_cap : c->tail_len + chunk;
+		data += chunk;
+		len -= chunk;
+	}
+}
+
+bool capture_truncated(const struct ab_capture *c)
+{
+	return c->total > c->head_len + c->tail_len;
+}
+
+char *capture_contents(const struct ab_capture *c, size_t *len)
+{
+	char marker[80] = "";
+	if (capture_truncated(c))
+		snprintf(marker, sizeof(marker), "\n[... %llu bytes truncated ...]\n",
+			 c->total - c->head_len - c->tail_len);
+	size_t mlen = strlen(marker);
+	size_t n = c->head_len + mlen + c->tail_len;
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, c->buf, c->head_len);
+	memcpy(out + c->head_len, marker, mlen);
+	size_t ring_cap = c->max - c->max / 2;
+	const char *ring = c->buf + c->max / 2;
+	/* the oldest ring byte sits at tail_pos once the ring has wrapped */
+	size_t start = c->tail_len == ring_cap ? c->tail_pos : 0;
+	char *t = out + c->head_len + mlen;
+	for (size_t i = 0; i < c->tail_len; i++)
+		t[i] = ring[(start + i) % ring_cap];
+	out[n] = '\0';
+	*len = n;
+	return out;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t len;
+	unsigned cp;
+	if ((s[0] & 0xE0) == 0xC0)
+		len = 2, cp = s[0] & 0x1F;
+	else if ((s[0] & 0xF0) == 0xE0)
+		len = 3, cp = s[0] & 0x0F;
+	else if ((s[0] & 0xF8) == 0xF0)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are invalid */
+	static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
+	if (cp < min[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+		return 0;
+	return len;
+}
+
+char *utf8_lossy(const char *s, size_t len, size_t *out_len)
+{
+	/* each bad byte becomes the 3 bytes of U+FFFD at worst */
+	char *out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(u + i, len - i);
+		if (n) {
+			memcpy(out + o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			i++;
+		}
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}
+
+char *base64_encode(const char *s, size_t len)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((len + 2) / 3 * 4 + 1);
+	if (!out)
+		return NULL;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t o = 0, i = 0;
+	for (; i + 2 < len; i += 3) {
+		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
+		out[o++] = tbl[v >> 18];
+		out[o++] = tbl[(v >> 12) & 63];
+		out[o++] = tbl[(v >> 6) & 63];
+		out[o++] = tbl[v & 63];
+	}
+	if (i < len) {
+		unsigned v = (unsigned)u[i] << 16 | (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0);
+		out[o++] = tbl[v >> 18];
+		out[o++] = tbl[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return out;
+}

@@ -1,0 +1,36 @@
+/* Captured output: memory bounded whatever a command prints. The first
+ * half of the cap is kept as it comes, the rest is a ring of the latest
+ * bytes, so a truncated stream keeps its head and its tail (errors are
+ * usually at the end) with a marker saying how much was dropped between. */
+#ifndef AB_OUTPUT_H
+#define AB_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ab_capture {
+	size_t max;	    /* bytes kept at most */
+	char *buf;	    /* head (max/2) then the tail ring (the rest) */
+	size_t head_len;    /* bytes in the head */
+	size_t tail_len;    /* bytes in the ring */
+	size_t tail_pos;    /* next write position in the ring */
+	unsigned long long total; /* every byte seen */
+};
+
+int capture_init(struct ab_capture *c, size_t max);
+void capture_free(struct ab_capture *c);
+void capture_append(struct ab_capture *c, const char *data, size_t len);
+bool capture_truncated(const struct ab_capture *c);
+
+/* The kept bytes, head then tail, with the marker "\n[... N bytes truncated
+ * ...]\n" between them when something was dropped. Heap string, *len set;
+ * not NUL-safe on its own (binary data), but NUL-terminated. */
+char *capture_contents(const struct ab_capture *c, size_t *len);
+
+/* Text for JSON: each byte that is not part of valid UTF-8 replaced by
+ * U+FFFD. Heap string of *out_len bytes (NUL bytes stay). */
+char *utf8_lossy(const char *s, size_t len, size_t *out_len);
+/* RFC 4648 base64. Heap string. */
+char *base64_encode(const char *s, size_t len);
+
+#endif

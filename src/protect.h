@@ -1,0 +1,40 @@
+/* Protected paths in the workspace: files the host user will later run or
+ * load (.git/hooks, shell rc files, editor and agent configs). Those that
+ * exist when the sandbox starts are bound read-only over themselves; those
+ * that do not are left creatable, so `git init` in a fresh workspace works,
+ * and every protected path the command created, removed or replaced is
+ * reported after the run. No placeholder is ever left on the host. */
+#ifndef AB_PROTECT_H
+#define AB_PROTECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+
+struct protect_entry {
+	const char *rel; /* relative to the workspace, from the config */
+	bool exists;
+	bool bindable; /* a real directory or regular file, reached without symlinks */
+	mode_t mode;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct protect_state {
+	struct protect_entry *e;
+	size_t n;
+};
+
+/* The protected list a configuration starts with. */
+extern const char *const protect_default_paths[];
+
+/* Host side, before the sandbox exists: what each protected path is now. */
+int protect_scan(const struct ab_config *cfg, struct protect_state *st, struct ab_error *err);
+/* After the run: the paths that were created, removed or replaced, as a
+ * NULL-terminated heap array (NULL when none). */
+char **protect_changes(const struct ab_config *cfg, const struct protect_state *before);
+void protect_state_free(struct protect_state *st);
+
+#endif

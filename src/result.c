@@ -1,0 +1,169 @@
+/* The result report: one JSON object, written with json-c, documented
+ * field by field in docs/result.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentbox/agentbox.h"
+#include "error.h"
+#include "options.h"
+#include "output.h"
+#include "util.h"
+
+int ab_report_open(const char *spec, bool *owned, struct ab_error *err)
+{
+	*owned = false;
+	if (strncmp(spec, "fd:", 3) == 0) {
+		int fd = atoi(spec + 3);
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return ab_error_set(err, errno, "--report %s: not an open fd", spec);
+		if ((fl & O_ACCMODE) == O_RDONLY)
+			return ab_error_plain(err, EBADF, "--report %s: the fd is not writable",
+					      spec);
+		/* never into the sandbox */
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	int fd = open(spec, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return ab_error_set(err, errno, "--report: cannot write '%s'", spec);
+	*owned = true;
+	return fd;
+}
+
+static json_object *output_json(const struct ab_config *cfg, const struct ab_output *o)
+{
+	if (!o->data)
+		return NULL;
+	if (cfg->output_base64) {
+		char *b = base64_encode(o->data, o->len);
+		json_object *j = b ? json_object_new_string(b) : NULL;
+		free(b);
+		return j;
+	}
+	size_t n;
+	char *t = utf8_lossy(o->data, o->len, &n);
+	json_object *j = t ? json_object_new_string_len(t, (int)n) : NULL;
+	free(t);
+	return j;
+}
+
+static json_object *limits_json(const struct ab_config *cfg, const struct ab_result *res)
+{
+	json_object *l = json_object_new_object();
+	json_object_object_add(l, "timeout_ms",
+			       res->timeout_ms ? json_object_new_int64((int64_t)res->timeout_ms)
+					       : NULL);
+	json_object_object_add(l, "kill_after_ms", json_object_new_int64((int64_t)cfg->kill_after_ms));
+	json_object_object_add(l, "tmpfs_size", json_object_new_int64((int64_t)cfg->tmpfs_size));
+	json_object_object_add(l, "max_output", json_object_new_int64((int64_t)cfg->max_output));
+	json_object *rl = json_object_new_object();
+	for (size_t i = 0; i < cfg->n_rlimits; i++)
+		json_object_object_add(
+			rl, ab_rlimit_name(cfg->rlimits[i].resource),
+			cfg->rlimits[i].value == RLIM_INFINITY
+				? json_object_new_string("unlimited")
+				: json_object_new_int64((int64_t)cfg->rlimits[i].value));
+	json_object_object_add(l, "rlimits", rl);
+	json_object_object_add(l, "seccomp", json_object_new_string(cfg->seccomp ? cfg->seccomp
+										  : "none"));
+	json_object *ll = json_object_new_object();
+	json_object_object_add(ll, "active", json_object_new_boolean(res->landlock_abi > 0));
+	json_object_object_add(ll, "abi", json_object_new_int(res->landlock_abi));
+	json_object_object_add(l, "landlock", ll);
+	return l;
+}
+
+int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *res,
+			 const struct ab_error *failure, int fd, struct ab_error *err)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return ab_error_set(err, ENOMEM, "writing the report");
+	bool ran = failure == NULL;
+#define INT_OR_NULL(v) (ran ? json_object_new_int64((int64_t)(v)) : NULL)
+	json_object_object_add(o, "exit_code",
+			       json_object_new_int(ran ? res->exit_code : AB_EXIT_FAILURE));
+	char signame[32] = "";
+	if (ran && res->signal) {
+		const char *abbrev = sigabbrev_np(res->signal);
+		snprintf(signame, sizeof(signame), "SIG%s", abbrev ? abbrev : "UNKNOWN");
+	}
+	json_object_object_add(o, "signal", signame[0] ? json_object_new_string(signame) : NULL);
+	json_object_object_add(o, "timed_out", json_object_new_boolean(ran && res->timed_out));
+	/* from the cgroup's own events only; without a cgroup memory limit,
+	 * no OOM kill is attributed to the command */
+	json_object_object_add(o, "oom_killed", json_object_new_boolean(false));
+	json_object_object_add(o, "duration_ms", INT_OR_NULL(res->duration_ms));
+	json_object_object_add(o, "cpu_user_ms", INT_OR_NULL(res->cpu_user_ms));
+	json_object_object_add(o, "cpu_system_ms", INT_OR_NULL(res->cpu_system_ms));
+	json_object_object_add(o, "max_rss_kb", INT_OR_NULL(res->max_rss_kb));
+	bool captured = ran && cfg->capture;
+	if (captured && cfg->merge_output) {
+		json_object_object_add(o, "output", output_json(cfg, &res->out));
+	} else if (captured) {
+		json_object_object_add(o, "stdout", output_json(cfg, &res->out));
+		json_object_object_add(o, "stderr", output_json(cfg, &res->err));
+	}
+	if (captured)
+		json_object_object_add(o, "encoding",
+				       json_object_new_string(cfg->output_base64 ? "base64"
+										 : "utf-8"));
+	/* passed-through output is never seen by agentbox, so it is not counted */
+	json_object_object_add(o, "stdout_bytes", captured ? INT_OR_NULL(res->out.total) : NULL);
+	json_object_object_add(o, "stderr_bytes",
+			       captured && !cfg->merge_output ? INT_OR_NULL(res->err.total) : NULL);
+	json_object_object_add(o, "truncated",
+			       json_object_new_boolean(captured && (res->out.truncated ||
+								    res->err.truncated)));
+	json_object *denied = json_object_new_array();
+	for (size_t i = 0; ran && i < res->n_denied; i++) {
+		json_object *d = json_object_new_object();
+		json_object_object_add(d, "syscall", json_object_new_string(res->denied[i].name));
+		json_object_object_add(d, "count",
+				       json_object_new_int64((int64_t)res->denied[i].count));
+		json_object_array_add(denied, d);
+	}
+	json_object_object_add(o, "denied_syscalls", denied);
+	json_object *prot = json_object_new_array();
+	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
+		json_object_array_add(prot, json_object_new_string(*p));
+	json_object_object_add(o, "protected_paths_changed", prot);
+	json_object_object_add(o, "limits", limits_json(cfg, res));
+	if (failure) {
+		json_object *e = json_object_new_object();
+		const char *code = strerrorname_np(failure->code);
+		json_object_object_add(e, "code", json_object_new_string(code ? code : "EIO"));
+		json_object_object_add(e, "message", json_object_new_string(failure->msg));
+		json_object_object_add(o, "error", e);
+	} else {
+		json_object_object_add(o, "error", NULL);
+	}
+#undef INT_OR_NULL
+	size_t len;
+	const char *text = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	int r = 0;
+	size_t off = 0;
+	while (text && off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = ab_error_set(err, errno ? errno : EIO, "writing the report");
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (r == 0 && write(fd, "\n", 1) != 1)
+		r = ab_error_set(err, errno ? errno : EIO, "writing the report");
+	json_object_put(o);
+	return r;
+}

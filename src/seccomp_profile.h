@@ -1,0 +1,64 @@
+/* Seccomp profiles in the OCI runtime-spec / Docker JSON format.
+ *
+ * The launcher loads and compiles a profile once (ab_seccomp_load): JSON
+ * through json-c, rules through libseccomp, exported as a BPF program kept
+ * in memory. A command installs it as the last step before exec with one
+ * seccomp(2) call and no libseccomp work (ab_seccomp_install).
+ *
+ * Denials are reported through seccomp user notification: every rule whose
+ * action is an errno (and the default action, when it is one) is compiled
+ * to SCMP_ACT_NOTIFY instead, except errno ENOSYS, which is a compatibility
+ * answer (clone3 -> glibc falls back to clone), not a denial. The supervisor
+ * receives each notified syscall on the listener fd, counts it and answers
+ * with the errno the profile gave it (ab_seccomp_answer), so the command
+ * sees exactly the errno the profile asks for and allowed syscalls never
+ * leave the kernel. */
+#ifndef AB_SECCOMP_PROFILE_H
+#define AB_SECCOMP_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentbox/agentbox.h"
+
+struct ab_seccomp_profile;
+
+#define AB_DENIALS_MAX 64
+
+struct ab_denials {
+	struct {
+		int nr;
+		char name[32]; /* libseccomp's name, or "syscall_<nr>" */
+		unsigned long count;
+	} e[AB_DENIALS_MAX];
+	size_t n;
+	unsigned long other; /* denials of syscalls beyond AB_DENIALS_MAX distinct ones */
+};
+
+/* spec: "default", "strict", "permissive" (files in the policy directory,
+ * see ab_policy_dir), "none" (*out = NULL), or a path to a JSON file.
+ * Errors name the file, the JSON path (e.g. "syscalls[3].args[0].op") and
+ * the problem. Syscall names unknown to libseccomp or this architecture are
+ * skipped; *notices (may be NULL) receives a heap string listing them,
+ * one line each, or NULL when there were none. */
+int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
+		    struct ab_error *err);
+void ab_seccomp_free(struct ab_seccomp_profile *p);
+
+/* In the command's process, after no_new_privs: install the filter.
+ * *listener receives the user-notification fd (O_CLOEXEC), or -1 when the
+ * profile denies nothing through notification. */
+int ab_seccomp_install(const struct ab_seccomp_profile *p, int *listener, struct ab_error *err);
+
+/* Supervisor: receive one notification from listener, count it in d, and
+ * answer it with the profile's errno for that syscall. Returns 1 when one
+ * was answered, 0 when the target was gone (nothing to do), or -errno
+ * (-ENOENT never escapes; a closed listener gives a negative value). */
+int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d);
+
+/* Where the installed (or, for a build-tree binary, the source tree's)
+ * policies are: $AGENTBOX_POLICY_DIR if set, else the source tree's policy/
+ * when /proc/self/exe lies in the build tree, else the install location. */
+const char *ab_policy_dir(void);
+
+#endif

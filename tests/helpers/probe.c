@@ -1,0 +1,235 @@
+/* probe: bound into a sandbox by the integration tests to observe it from
+ * inside without relying on the host's tools. One subcommand per question;
+ * prints one line and exits 0, or prints the error and exits 1. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+static int cmd_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return perror("opendir /proc/self/fd"), 1;
+	int fds[256], n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < 256)
+		if (de->d_name[0] != '.' && atoi(de->d_name) != dirfd(d))
+			fds[n++] = atoi(de->d_name);
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (fds[j] < fds[i]) {
+				int t = fds[i];
+				fds[i] = fds[j];
+				fds[j] = t;
+			}
+	for (int i = 0; i < n; i++)
+		printf("%s%d", i ? " " : "", fds[i]);
+	printf("\n");
+	return 0;
+}
+
+/* The controlling terminal, if any, and whether we lead our session. */
+static int cmd_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY);
+	printf("ctty=%s session_leader=%s\n", fd >= 0 ? "yes" : "none",
+	       getsid(0) == getpid() ? "yes" : "no");
+	return 0;
+}
+
+static int cmd_ifaces(void)
+{
+	struct if_nameindex *ifs = if_nameindex();
+	if (!ifs)
+		return perror("if_nameindex"), 1;
+	for (struct if_nameindex *i = ifs; i->if_index; i++)
+		printf("%s%s", i == ifs ? "" : " ", i->if_name);
+	printf("\n");
+	if_freenameindex(ifs);
+	return 0;
+}
+
+/* A TCP connection over 127.0.0.1 works only if loopback is up. */
+static int cmd_loopback(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) < 0)
+		return printf("listen: %s\n", strerror(errno)), 1;
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return printf("connect: %s\n", strerror(errno)), 1;
+	printf("ok\n");
+	return 0;
+}
+
+/* Try to create or append to a file; print "ok" or the errno's name. */
+static int cmd_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0) {
+		printf("%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int cmd_read(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		printf("%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static const char *result(long r)
+{
+	return r < 0 ? strerrorname_np(errno) : "ok";
+}
+
+/* Each escape-relevant syscall once; "name=ERRNO" or "name=ok" per line. */
+static int cmd_escapes(void)
+{
+	long r;
+	pid_t child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	r = ptrace(PTRACE_ATTACH, child, 0, 0);
+	printf("ptrace=%s\n", result(r));
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	char buf[16];
+	struct iovec local = {buf, sizeof(buf)}, remote = {(void *)0x400000, sizeof(buf)};
+	r = syscall(SYS_process_vm_readv, 1, &local, 1, &remote, 1, 0);
+	printf("process_vm_readv=%s\n", result(r));
+	r = mount("none", "/tmp", "tmpfs", 0, NULL);
+	printf("mount=%s\n", result(r));
+	r = syscall(SYS_unshare, CLONE_NEWUSER);
+	printf("unshare=%s\n", result(r));
+	r = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+	printf("keyctl=%s\n", result(r));
+	r = syscall(SYS_bpf, 0, NULL, 0);
+	printf("bpf=%s\n", result(r));
+	r = syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0);
+	printf("perf_event_open=%s\n", result(r));
+	r = syscall(SYS_userfaultfd, 0);
+	printf("userfaultfd=%s\n", result(r));
+	r = syscall(SYS_io_uring_setup, 1, NULL);
+	printf("io_uring_setup=%s\n", result(r));
+	r = syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0);
+	printf("open_by_handle_at=%s\n", result(r));
+	return 0;
+}
+
+/* TIOCSTI on a fresh pty, plain and with the upper 32 bits set (flatpak
+ * CVE-2019-10063): prints "plain=ERRNO crafted=ERRNO". */
+static int cmd_tiocsti(void)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+		return printf("pty: %s\n", strerror(errno)), 1;
+	int s = open(ptsname(m), O_RDWR | O_NOCTTY);
+	if (s < 0)
+		return printf("pts: %s\n", strerror(errno)), 1;
+	char c = 'x';
+	long r1 = syscall(SYS_ioctl, s, (unsigned long)TIOCSTI, &c);
+	const char *plain = result(r1);
+	long r2 = syscall(SYS_ioctl, s, (unsigned long)TIOCSTI | (1UL << 32), &c);
+	printf("plain=%s crafted=%s\n", plain, result(r2));
+	return 0;
+}
+
+/* getpid through the i386 ABI (int 0x80, eax=20), in a child: prints
+ * "getpid-worked", "refused" (an error came back) or "killed-by-N" (a
+ * filter killed it, or the kernel has no i386 emulation and faults). */
+static int cmd_int80(void)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		long ret;
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+		_exit(ret == (long)getpid() ? 0 : 1);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("killed-by-%d\n", WTERMSIG(st));
+	else
+		printf("%s\n", WEXITSTATUS(st) == 0 ? "getpid-worked" : "refused");
+	return 0;
+}
+
+/* Become root of a new user and mount namespace (full capabilities there),
+ * then try to undo a read-only mount at dir: remount it read-write, unmount
+ * it, and write file beneath it. One line per try. */
+static int cmd_nested_remount(const char *dir, const char *file)
+{
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return printf("unshare=%s\n", strerrorname_np(errno)), 1;
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "CapEff:", 7) == 0)
+			printf("%s", line);
+	if (f)
+		fclose(f);
+	printf("remount=%s\n", result(mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND, NULL)));
+	printf("umount=%s\n", result(umount2(dir, MNT_DETACH)));
+	printf("write=%s\n", result(open(file, O_WRONLY | O_APPEND)));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "nested-remount") == 0)
+		return cmd_nested_remount(argv[2], argv[3]);
+	if (argc == 2 && strcmp(argv[1], "escapes") == 0)
+		return cmd_escapes();
+	if (argc == 2 && strcmp(argv[1], "tiocsti") == 0)
+		return cmd_tiocsti();
+	if (argc == 2 && strcmp(argv[1], "int80") == 0)
+		return cmd_int80();
+	if (argc == 2 && strcmp(argv[1], "fds") == 0)
+		return cmd_fds();
+	if (argc == 2 && strcmp(argv[1], "tty") == 0)
+		return cmd_tty();
+	if (argc == 2 && strcmp(argv[1], "ifaces") == 0)
+		return cmd_ifaces();
+	if (argc == 2 && strcmp(argv[1], "loopback") == 0)
+		return cmd_loopback();
+	if (argc == 3 && strcmp(argv[1], "write") == 0)
+		return cmd_write(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "read") == 0)
+		return cmd_read(argv[2]);
+	fprintf(stderr, "usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|write PATH|read "
+			"PATH\n");
+	return 2;
+}

@@ -1,0 +1,347 @@
+/* Confinement, through the real binary: seccomp profiles and denial reports,
+ * the locked view, masked /proc, Landlock and protected workspace paths. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct proc_result r;
+
+static void setup(void)
+{
+	require_sandbox();
+}
+
+TestSuite(confine, .init = setup, .fini = test_tmp_cleanup, .timeout = 120);
+
+#define PROBE "--ro-bind", AGENTBOX_PROBE ":/probe"
+
+static void write_file(const char *dir, const char *name, const char *content, mode_t mode)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(content, f);
+	fclose(f);
+	chmod(path, mode);
+	if (geteuid() == 0)
+		cr_assert_eq(chown(path, test_host_uid(), test_host_gid()), 0);
+}
+
+static void make_dir(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(mkdir(path, 0755), 0, "%s: %s", path, strerror(errno));
+	if (geteuid() == 0)
+		cr_assert_eq(chown(path, test_host_uid(), test_host_gid()), 0);
+}
+
+static const char *const escapes[] = {
+	"ptrace",	  "process_vm_readv", "mount",		"unshare",	    "keyctl",
+	"bpf",		  "perf_event_open",  "userfaultfd",	"io_uring_setup", "open_by_handle_at",
+};
+
+/* ---- seccomp ---- */
+
+Test(confine, default_profile_denies_every_escape_syscall_and_reports_them)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, PROBE, "--", "/probe", "escapes", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	for (size_t i = 0; i < sizeof(escapes) / sizeof(escapes[0]); i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "%s=EPERM\n", escapes[i]);
+		cr_assert(strstr(r.out, want), "%s not denied: %s", escapes[i], r.out);
+	}
+	/* the summary line after the command names what was denied */
+	cr_assert(strstr(r.err, "agentbox: seccomp denied:"), "%s", r.err);
+	cr_assert(strstr(r.err, "ptrace (1)"), "%s", r.err);
+	cr_assert(strstr(r.err, "bpf (1)"), "%s", r.err);
+	cr_assert(strstr(r.err, "io_uring_setup (1)"), "%s", r.err);
+}
+
+Test(confine, without_a_filter_the_same_syscalls_get_through)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--seccomp", "none", PROBE, "--", "/probe", "escapes", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	/* proves the battery above can fail: these work when nothing filters */
+	cr_assert(strstr(r.out, "ptrace=ok\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "keyctl=ok\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "unshare=ok\n"), "%s", r.out);
+	cr_assert(strstr(r.err, "--seccomp none"), "no warning: %s", r.err);
+	cr_assert_null(strstr(r.err, "seccomp denied"), "%s", r.err);
+}
+
+Test(confine, tiocsti_is_denied_even_with_a_crafted_argument)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, PROBE, "--", "/probe", "tiocsti", NULL);
+	cr_assert_str_eq(r.out, "plain=EPERM crafted=EPERM\n", "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "ioctl (2)"), "both attempts reported: %s", r.err);
+}
+
+Test(confine, foreign_abi_syscalls_do_not_run)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, PROBE, "--", "/probe", "int80", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert(strlen(r.out) > 0);
+	cr_assert_null(strstr(r.out, "getpid-worked"), "%s", r.out);
+}
+
+Test(confine, docker_and_podman_profiles_load_and_run)
+{
+	char *ws = test_tmpdir();
+	/* each as documented: Docker refuses these to a process without
+	 * capabilities; Podman allows unshare and keyctl (rootless containers
+	 * need them) but not bpf */
+	const struct {
+		const char *file, *want;
+	} profiles[] = {
+		{AGENTBOX_TEST_DATA_DIR "/seccomp/docker-default.json",
+		 "ok\nunshare=EPERM\nkeyctl=EPERM\nbpf=EPERM\n"},
+		{AGENTBOX_TEST_DATA_DIR "/seccomp/podman-default.json", "ok\nbpf=EPERM\n"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		run_in(ws, &r, NULL, "--seccomp", profiles[i].file, PROBE, "--", "/bin/sh", "-c",
+		       i == 0 ? "echo ok; /probe escapes | grep -E '^(keyctl|bpf|unshare)='"
+			      : "echo ok; /probe escapes | grep -E '^bpf='",
+		       NULL);
+		cr_assert_eq(r.exit_code, 0, "%s: %s", profiles[i].file, r.err);
+		cr_assert_str_eq(r.out, profiles[i].want, "%s: %s", profiles[i].file, r.out);
+	}
+}
+
+Test(confine, strict_profile_has_no_sockets_permissive_has)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--seccomp", "strict", PROBE, "--", "/probe", "loopback", NULL);
+	cr_assert_neq(r.exit_code, 0);
+	cr_assert(strstr(r.out, "EPERM") || strstr(r.out, "Operation not permitted"), "%s",
+		  r.out);
+	run_in(ws, &r, NULL, "--seccomp", "permissive", PROBE, "--", "/bin/sh", "-c",
+	       "/probe loopback; /probe escapes | grep ptrace", NULL);
+	cr_assert_str_eq(r.out, "ok\nptrace=EPERM\n", "stderr: %s", r.err);
+}
+
+Test(confine, bad_profiles_are_refused_with_the_file_and_the_problem)
+{
+	char *ws = test_tmpdir();
+	char *dir = test_tmpdir();
+	const struct {
+		const char *name, *json, *needle;
+	} cases[] = {
+		{"syntax.json", "{\"defaultAction\": ", "syntax.json"},
+		{"action.json", "{\"defaultAction\": \"SCMP_ACT_BOGUS\"}", "SCMP_ACT_BOGUS"},
+		{"key.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"surprise\": 1}",
+		 "surprise"},
+		{"op.json",
+		 "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+		 "[\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, "
+		 "\"value\": 1, \"op\": \"SCMP_CMP_NOPE\"}]}]}",
+		 "syscalls[0].args[0].op"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_file(dir, cases[i].name, cases[i].json, 0644);
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].name);
+		run_in(ws, &r, NULL, "--seccomp", path, "--", "true", NULL);
+		cr_assert_eq(r.exit_code, 125, "%s: %s", cases[i].name, r.err);
+		cr_assert(strstr(r.err, cases[i].name), "file not named: %s", r.err);
+		cr_assert(strstr(r.err, cases[i].needle), "problem not named: %s", r.err);
+	}
+	run_in(ws, &r, NULL, "--seccomp", "/nonexistent/profile.json", "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 125);
+	cr_assert(strstr(r.err, "/nonexistent/profile.json"), "%s", r.err);
+}
+
+/* ---- workloads the default profile must keep working ---- */
+
+Test(confine, python_threads_subprocess_multiprocessing)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "python3", "-c",
+	       "import threading, subprocess, multiprocessing as mp\n"
+	       "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+	       "out = subprocess.run(['echo', 'sub'], capture_output=True, text=True).stdout\n"
+	       "with mp.Pool(2) as p: sq = p.map(abs, [-1, -2, -3])\n"
+	       "print(out.strip(), sq)\n",
+	       NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "sub [1, 2, 3]\n");
+	cr_assert_null(strstr(r.err, "seccomp denied"), "%s", r.err);
+}
+
+Test(confine, git_gcc_make_tar_gzip)
+{
+	char *ws = test_tmpdir();
+	write_file(ws, "hello.c", "#include <stdio.h>\nint main(void){puts(\"built\");}\n", 0644);
+	write_file(ws, "Makefile", "hello: hello.c\n\tgcc -O1 -o hello hello.c\n", 0644);
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+	       "set -e; make -s && ./hello; "
+	       "git init -q repo && cd repo && git config user.email a@b && "
+	       "git config user.name a && echo x > f && git add f && "
+	       "git commit -qm first && git log --oneline | wc -l; cd ..; "
+	       "tar czf t.tgz hello.c && tar tzf t.tgz && gzip -dc t.tgz | wc -c | tr -d ' '",
+	       NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s\nout: %s", r.err, r.out);
+	cr_assert(strncmp(r.out, "built\n1\nhello.c\n", 16) == 0, "%s", r.out);
+	cr_assert_null(strstr(r.err, "seccomp denied"), "%s", r.err);
+}
+
+Test(confine, node_if_installed)
+{
+	if (access("/usr/bin/node", X_OK) != 0)
+		return; /* optional workload: nothing to prove without node */
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "/usr/bin/node", "-e",
+	       "require('child_process').execSync('true'); console.log(1 + 1)", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "2\n");
+}
+
+/* ---- the view ---- */
+
+Test(confine, proc_knobs_are_read_only_and_leaks_masked)
+{
+	char *ws = test_tmpdir();
+	/* the kernel knobs are read-only mounts (DAC alone would already refuse
+	 * an unprivileged writer, so the mount table is what proves it) */
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+	       "for p in /proc/sys /proc/irq /proc/bus /proc/fs; do "
+	       "grep -E \"^[0-9]+ [0-9]+ [0-9:]+ [^ ]+ $p ro,\" /proc/self/mountinfo >/dev/null "
+	       "&& echo $p ro; done; "
+	       "wc -c < /proc/kallsyms; test -s /proc/timer_list && echo timer_list-leaks; "
+	       "cat /proc/kcore 2>/dev/null | wc -c",
+	       NULL);
+	cr_assert_str_eq(r.out, "/proc/sys ro\n/proc/irq ro\n/proc/bus ro\n/proc/fs ro\n0\n0\n",
+			 "stderr: %s", r.err);
+	/* and the sandbox's host name is still its own */
+	run_in(ws, &r, NULL, "--", "cat", "/proc/sys/kernel/hostname", NULL);
+	cr_assert_str_eq(r.out, "agentbox\n");
+}
+
+Test(confine, skills_stay_read_only_after_gaining_caps_in_a_nested_namespace)
+{
+	char *ws = test_tmpdir();
+	char *skills = test_tmpdir();
+	write_file(skills, "s.md", "skill\n", 0666);
+	/* with the filter and Landlock off, a command may make itself root of a
+	 * new user namespace; the view's mounts are locked, so that gains
+	 * nothing */
+	run_in(ws, &r, NULL, "--seccomp", "none", "--landlock", "off", "--skills", skills, PROBE,
+	       "--", "/probe", "nested-remount", "/skills", "/skills/s.md", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s out: %s", r.err, r.out);
+	/* it really held capabilities there */
+	cr_assert(strncmp(r.out, "CapEff:\t", 8) == 0 &&
+			  strncmp(r.out + 8, "0000000000000000", 16) != 0,
+		  "%s", r.out);
+	const char *rest = strchr(r.out, '\n');
+	cr_assert_str_eq(rest + 1, "remount=EPERM\numount=EINVAL\nwrite=EROFS\n", "stderr: %s",
+			 r.err);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/s.md", skills);
+	FILE *f = fopen(path, "r");
+	char buf[64] = {0};
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	cr_assert_str_eq(buf, "skill\n");
+}
+
+Test(confine, landlock_limits_writes_beyond_the_mounts)
+{
+	char *ws = test_tmpdir();
+	/* /proc is a writable mount; only Landlock stands in the way here */
+	run_in(ws, &r, NULL, PROBE, "--", "/probe", "write", "/proc/self/oom_score_adj", NULL);
+	cr_assert_str_eq(r.out, "EACCES\n", "stderr: %s", r.err);
+	run_in(ws, &r, NULL, PROBE, "--", "/bin/sh", "-c",
+	       "/probe write /workspace/a; /probe write /tmp/b; /probe write /dev/null; "
+	       "/probe write /home/agent/c; /probe write /dev/shm/d",
+	       NULL);
+	cr_assert_str_eq(r.out, "ok\nok\nok\nok\nok\n", "stderr: %s", r.err);
+}
+
+Test(confine, no_privilege_from_setuid_binaries)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+	       "grep -E ' /usr .*nosuid| /workspace .*nosuid' /proc/self/mountinfo | wc -l", NULL);
+	cr_assert_str_eq(r.out, "2\n", "stderr: %s", r.err);
+	if (geteuid() != 0)
+		return; /* only root can make a setuid-root file to try */
+	char *bin = test_tmpdir();
+	char path[4200], cmd[8600];
+	snprintf(path, sizeof(path), "%s/idprobe", bin);
+	snprintf(cmd, sizeof(cmd), "cp /usr/bin/id %s && chmod 4755 %s", path, path);
+	cr_assert_eq(system(cmd), 0);
+	char bind[4300];
+	snprintf(bind, sizeof(bind), "%s:/suid-id", path);
+	run_in(ws, &r, NULL, "--ro-bind", bind, "--", "/suid-id", "-u", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	char want[32];
+	snprintf(want, sizeof(want), "%u\n", (unsigned)test_host_uid());
+	cr_assert_str_eq(r.out, want);
+}
+
+/* ---- protected workspace paths ---- */
+
+Test(confine, existing_protected_paths_are_read_only)
+{
+	char *ws = test_tmpdir();
+	make_dir(ws, ".git");
+	make_dir(ws, ".git/hooks");
+	write_file(ws, ".bashrc", "# rc\n", 0644);
+	write_file(ws, ".git/config", "[core]\n", 0644);
+	run_in(ws, &r, NULL, PROBE, "--", "/bin/sh", "-c",
+	       "/probe write .git/hooks/pre-commit; /probe write .bashrc; "
+	       "/probe write .git/config; mv .git/hooks .git/h2 2>/dev/null || echo pinned; "
+	       "/probe write .git/description",
+	       NULL);
+	cr_assert_str_eq(r.out, "EROFS\nEROFS\nEROFS\npinned\nok\n", "stderr: %s", r.err);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/.git/hooks/pre-commit", ws);
+	cr_assert_eq(access(path, F_OK), -1);
+}
+
+Test(confine, created_protected_paths_are_reported_and_git_init_works)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "git init -q . && echo ok > .envrc && echo done",
+	       NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "done\n");
+	cr_assert(strstr(r.err, "protected workspace paths"), "%s", r.err);
+	cr_assert(strstr(r.err, ".git/hooks") && strstr(r.err, ".envrc") &&
+			  strstr(r.err, ".git/config"),
+		  "%s", r.err);
+	/* nothing was planted on the host for paths the command did not create */
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/.vscode", ws);
+	cr_assert_eq(access(path, F_OK), -1);
+}
+
+Test(confine, protect_and_unprotect)
+{
+	char *ws = test_tmpdir();
+	write_file(ws, ".bashrc", "# rc\n", 0644);
+	make_dir(ws, "notes");
+	write_file(ws, "notes/todo", "x\n", 0644);
+	run_in(ws, &r, NULL, "--unprotect", ".bashrc", "--protect", "notes/todo", PROBE, "--",
+	       "/bin/sh", "-c", "/probe write .bashrc; /probe write notes/todo", NULL);
+	cr_assert_str_eq(r.out, "ok\nEROFS\n", "stderr: %s", r.err);
+	run_in(ws, &r, NULL, "--protect", "../x", "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 125);
+	cr_assert(strstr(r.err, "--protect"), "%s", r.err);
+	run_in(ws, &r, NULL, "--protect", "/etc", "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 125);
+	cr_assert(strstr(r.err, "relative to the workspace"), "%s", r.err);
+}

@@ -1,0 +1,105 @@
+/* The capture buffer (head + tail within a cap), UTF-8 repair, base64. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+static char *contents(struct ab_capture *c, size_t *len)
+{
+	char *s = capture_contents(c, len);
+	cr_assert_not_null(s);
+	return s;
+}
+
+Test(capture, small_output_is_kept_whole)
+{
+	struct ab_capture c;
+	cr_assert_eq(capture_init(&c, 16), 0);
+	capture_append(&c, "hello ", 6);
+	capture_append(&c, "world", 5);
+	size_t n;
+	char *s = contents(&c, &n);
+	cr_assert_str_eq(s, "hello world");
+	cr_assert_eq(n, 11);
+	cr_assert_not(capture_truncated(&c));
+	cr_assert_eq(c.total, 11);
+	free(s);
+	capture_free(&c);
+}
+
+Test(capture, exactly_the_cap_is_not_truncated)
+{
+	struct ab_capture c;
+	cr_assert_eq(capture_init(&c, 8), 0);
+	capture_append(&c, "abcdefgh", 8);
+	size_t n;
+	char *s = contents(&c, &n);
+	cr_assert_str_eq(s, "abcdefgh");
+	cr_assert_not(capture_truncated(&c));
+	free(s);
+	capture_free(&c);
+}
+
+Test(capture, long_output_keeps_head_and_tail_with_exact_count)
+{
+	struct ab_capture c;
+	cr_assert_eq(capture_init(&c, 8), 0);
+	/* many small writes wrap the ring several times */
+	const char *text = "0123456789abcdefghijklmnopqrstuvwxyz";
+	for (const char *p = text; *p; p++)
+		capture_append(&c, p, 1);
+	size_t n;
+	char *s = contents(&c, &n);
+	cr_assert_str_eq(s, "0123\n[... 28 bytes truncated ...]\nwxyz");
+	cr_assert(capture_truncated(&c));
+	cr_assert_eq(c.total, 36);
+	free(s);
+	capture_free(&c);
+}
+
+Test(capture, one_huge_write_keeps_its_own_tail)
+{
+	struct ab_capture c;
+	cr_assert_eq(capture_init(&c, 10), 0);
+	capture_append(&c, "AB", 2);
+	capture_append(&c, "0123456789abcdefghij", 20);
+	size_t n;
+	char *s = contents(&c, &n);
+	cr_assert_str_eq(s, "AB012\n[... 12 bytes truncated ...]\nfghij");
+	free(s);
+	capture_free(&c);
+}
+
+Test(utf8, valid_text_is_unchanged_and_bad_bytes_replaced)
+{
+	size_t n;
+	char *s = utf8_lossy("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", 15, &n);
+	cr_assert_str_eq(s, "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
+	free(s);
+	/* a stray continuation byte, a cut sequence, an overlong '/', a surrogate */
+	const char bad[] = "a\x80" "b\xE2\x82" "c\xC0\xAF" "d\xED\xA0\x80";
+	s = utf8_lossy(bad, sizeof(bad) - 1, &n);
+	cr_assert_str_eq(s, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD"
+			    "d\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+	free(s);
+	/* NUL bytes are data, kept (JSON escapes them) */
+	s = utf8_lossy("a\0b", 3, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(memcmp(s, "a\0b", 3), 0);
+	free(s);
+}
+
+Test(base64, rfc4648_vectors)
+{
+	const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	const char *out[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+	for (size_t i = 0; i < 7; i++) {
+		char *s = base64_encode(in[i], strlen(in[i]));
+		cr_assert_str_eq(s, out[i]);
+		free(s);
+	}
+	char *s = base64_encode("\x00\xff\xfe", 3);
+	cr_assert_str_eq(s, "AP/+");
+	free(s);
+}

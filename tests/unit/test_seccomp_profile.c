@@ -1,0 +1,243 @@
+/* The seccomp profile loader: what loads, what is refused and how the
+ * refusal reads, and the installed filter's behaviour in a child. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "seccomp_profile.h"
+#include "sync.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	setenv("AGENTBOX_POLICY_DIR", AGENTBOX_TEST_POLICY_DIR, 1);
+	snprintf(dir, sizeof(dir), "/tmp/agentbox-sc.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(seccomp, .init = setup, .fini = teardown);
+
+static const char *write_profile(const char *name, const char *json)
+{
+	static char path[128];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(json, f);
+	fclose(f);
+	return path;
+}
+
+static void expect_refused(const char *name, const char *json, const char *needle)
+{
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	const char *path = write_profile(name, json);
+	int r = ab_seccomp_load(path, &p, NULL, &err);
+	cr_assert_lt(r, 0, "%s loaded", name);
+	cr_assert_null(p);
+	cr_assert(strstr(err.msg, path), "file not named: %s", err.msg);
+	cr_assert(strstr(err.msg, needle), "'%s' not in: %s", needle, err.msg);
+}
+
+Test(seccomp, shipped_and_third_party_profiles_load)
+{
+	const char *specs[] = {"default", "strict", "permissive",
+			       AGENTBOX_TEST_DATA_DIR "/seccomp/docker-default.json",
+			       AGENTBOX_TEST_DATA_DIR "/seccomp/podman-default.json"};
+	for (size_t i = 0; i < 5; i++) {
+		struct ab_seccomp_profile *p = NULL;
+		struct ab_error err = {0};
+		char *notices = NULL;
+		cr_assert_eq(ab_seccomp_load(specs[i], &p, &notices, &err), 0, "%s: %s", specs[i],
+			     err.msg);
+		cr_assert_not_null(p, "%s", specs[i]);
+		/* ours name only syscalls this libseccomp knows: no noise */
+		if (i < 3)
+			cr_assert_null(notices, "%s: %s", specs[i], notices);
+		free(notices);
+		ab_seccomp_free(p);
+	}
+}
+
+Test(seccomp, none_means_no_filter)
+{
+	struct ab_seccomp_profile *p = (void *)1;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_seccomp_load("none", &p, NULL, &err), 0);
+	cr_assert_null(p);
+}
+
+Test(seccomp, bad_profiles_name_file_path_and_problem)
+{
+	expect_refused("syntax.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\",", "invalid JSON");
+	expect_refused("trailing.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\"} x", "invalid JSON");
+	expect_refused("top.json", "[]", "expected an object");
+	expect_refused("nodefault.json", "{}", "defaultAction");
+	expect_refused("key.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"bogus\": 1}",
+		       "unknown key \"bogus\"");
+	expect_refused("action.json", "{\"defaultAction\": \"SCMP_ACT_NOPE\"}",
+		       "defaultAction: unknown action \"SCMP_ACT_NOPE\"");
+	expect_refused("trace.json", "{\"defaultAction\": \"SCMP_ACT_TRACE\"}", "not supported");
+	expect_refused("names.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+		       "\"read\", \"action\": \"SCMP_ACT_ERRNO\"}]}",
+		       "syscalls[0].names: expected an array");
+	expect_refused("op.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+		       "[\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, "
+		       "\"value\": 1, \"op\": \"SCMP_CMP_FOO\"}]}]}",
+		       "syscalls[0].args[0].op: unknown operator \"SCMP_CMP_FOO\"");
+	expect_refused("index.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+		       "[\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 7, "
+		       "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}]}",
+		       "syscalls[0].args[0].index: 7 is out of range");
+	expect_refused("errno.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": -1}",
+		       "defaultErrnoRet: expected a number >= 0");
+	expect_refused("arch.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"X86\"]}",
+		       "architectures[0]: unknown architecture \"X86\"");
+	expect_refused("agent.json",
+		       "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"listenerPath\": \"/x\"}",
+		       "not supported");
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	cr_assert_lt(ab_seccomp_load("/nonexistent/x.json", &p, NULL, &err), 0);
+	cr_assert(strstr(err.msg, "/nonexistent/x.json"), "%s", err.msg);
+}
+
+Test(seccomp, unknown_syscall_names_are_skipped_with_a_notice)
+{
+	const char *path = write_profile("unknown.json",
+					 "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
+					 "[{\"names\": [\"not_a_syscall\", \"getppid\"], "
+					 "\"action\": \"SCMP_ACT_ERRNO\", \"errno\": \"EACCES\"}]}");
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	char *notices = NULL;
+	cr_assert_eq(ab_seccomp_load(path, &p, &notices, &err), 0, "%s", err.msg);
+	cr_assert_not_null(notices);
+	cr_assert(strstr(notices, "not_a_syscall"), "%s", notices);
+	free(notices);
+	ab_seccomp_free(p);
+}
+
+/* Install p in a child that runs probe(); answer its notifications here;
+ * return the child's exit status and the denials seen. */
+static int run_filtered(struct ab_seccomp_profile *p, int (*probe)(void), struct ab_denials *d)
+{
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	pid_t c = fork();
+	if (c == 0) {
+		struct ab_error err;
+		int listener = -1;
+		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+		if (ab_seccomp_install(p, &listener, &err) < 0)
+			_exit(100);
+		/* hand the listener over, as the sandbox's init does */
+		if (listener >= 0 && sync_send_fd(sv[1], SYNC_LISTENER, listener) < 0)
+			_exit(101);
+		_exit(probe());
+	}
+	close(sv[1]);
+	int listener = -1;
+	struct sync_msg m;
+	cr_assert_eq(sync_recv(sv[0], &m, &listener), 1);
+	close(sv[0]);
+	memset(d, 0, sizeof(*d));
+	int st;
+	while (waitpid(c, &st, WNOHANG) == 0) {
+		struct pollfd pfd = {.fd = listener, .events = POLLIN};
+		if (listener >= 0 && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
+			ab_seccomp_answer(p, listener, d);
+		else if (listener < 0)
+			usleep(1000);
+	}
+	if (listener >= 0)
+		close(listener);
+	return st;
+}
+
+static unsigned long count_of(const struct ab_denials *d, const char *name)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->e[i].name, name) == 0)
+			return d->e[i].count;
+	return 0;
+}
+
+static int probe_errnos(void)
+{
+	/* exit code encodes: ptrace EPERM (1), getppid works (2), clone3 ENOSYS (4),
+	 * personality(0xffffffff) works (8), personality(ADDR_NO_RANDOMIZE) EPERM (16) */
+	int code = 0;
+	if (syscall(SYS_ptrace, 0 /* PTRACE_TRACEME */, 0, 0, 0) < 0 && errno == EPERM)
+		code |= 1;
+	if (syscall(SYS_getppid) > 0)
+		code |= 2;
+	if (syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
+		code |= 4;
+	if (syscall(SYS_personality, 0xffffffffUL) >= 0)
+		code |= 8;
+	if (syscall(SYS_personality, 0x0040000UL) < 0 && errno == EPERM)
+		code |= 16;
+	return code;
+}
+
+Test(seccomp, default_profile_answers_and_counts_denials)
+{
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_seccomp_load("default", &p, NULL, &err), 0, "%s", err.msg);
+	struct ab_denials d;
+	int st = run_filtered(p, probe_errnos, &d);
+	cr_assert(WIFEXITED(st), "status %#x", st);
+	cr_assert_eq(WEXITSTATUS(st), 31, "probe result %d", WEXITSTATUS(st));
+	cr_assert_eq(count_of(&d, "ptrace"), 1);
+	cr_assert_eq(count_of(&d, "personality"), 1);
+	/* ENOSYS for clone3 is a compatibility answer, not a denial */
+	cr_assert_eq(count_of(&d, "clone3"), 0);
+	ab_seccomp_free(p);
+}
+
+static int probe_errno_names(void)
+{
+	return syscall(SYS_getppid) < 0 && errno == EACCES ? 0 : 1;
+}
+
+Test(seccomp, the_profile_errno_is_what_the_command_sees)
+{
+	const char *path = write_profile("eacces.json",
+					 "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
+					 "[{\"names\": [\"getppid\"], \"action\": "
+					 "\"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}");
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_seccomp_load(path, &p, NULL, &err), 0, "%s", err.msg);
+	struct ab_denials d;
+	int st = run_filtered(p, probe_errno_names, &d);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	cr_assert_eq(count_of(&d, "getppid"), 1);
+	ab_seccomp_free(p);
+}
