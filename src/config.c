@@ -109,8 +109,7 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 			return ab_error_set(err, errno,
 					    "cannot find the current directory to use as the "
 					    "workspace (pass --workspace DIR)");
-		if (resolve_host_dir("the workspace (current directory)", buf, true, &ws, err) <
-		    0)
+		if (resolve_host_dir("the workspace (current directory)", buf, true, &ws, err) < 0)
 			return -err->code;
 	}
 	free(cfg->workspace);

@@ -18,16 +18,15 @@ static const char *const core_names[] = {
 
 /* Suffixes (after an underscore, or the whole name) of secret-looking names. */
 static const char *const secret_suffixes[] = {
-	"API_KEY", "KEY",	  "SECRET",	 "TOKEN",      "PASSWORD",
+	"API_KEY", "KEY",	 "SECRET",	"TOKEN",       "PASSWORD",
 	"PASSWD",  "CREDENTIAL", "CREDENTIALS", "PRIVATE_KEY", "ACCESS_KEY_ID",
 };
 
 /* Well-known names that hold a secret or reach one (an agent socket). */
 static const char *const secret_names[] = {
-	"SSH_AUTH_SOCK",	    "GPG_AGENT_INFO", "KRB5CCNAME",
-	"AWS_SECRET_ACCESS_KEY",  "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN",
-	"GITHUB_TOKEN",	    "GH_TOKEN",	      "NPM_TOKEN",
-	"DOCKER_AUTH_CONFIG",	    "VAULT_TOKEN",    "GOOGLE_APPLICATION_CREDENTIALS",
+	"SSH_AUTH_SOCK",     "GPG_AGENT_INFO",	   "KRB5CCNAME",   "AWS_SECRET_ACCESS_KEY",
+	"AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN",  "GITHUB_TOKEN", "GH_TOKEN",
+	"NPM_TOKEN",	     "DOCKER_AUTH_CONFIG", "VAULT_TOKEN",  "GOOGLE_APPLICATION_CREDENTIALS",
 };
 
 static bool has_suffix_ci(const char *name, size_t n, const char *suf)
@@ -76,8 +75,7 @@ struct env_builder {
 	size_t n, cap;
 };
 
-static int env_put(struct env_builder *b, const char *name, size_t name_len,
-		   const char *value)
+static int env_put(struct env_builder *b, const char *name, size_t name_len, const char *value)
 {
 	char *entry;
 	if (asprintf(&entry, "%.*s=%s", (int)name_len, name, value) < 0)
@@ -109,8 +107,7 @@ void ab_env_free(char **env)
 	ab_cleanup_strvp(&env);
 }
 
-int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out,
-		 struct ab_error *err)
+int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out, struct ab_error *err)
 {
 	struct env_builder b = {0};
 	int r = 0;

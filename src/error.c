@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int error_vset(struct ab_error *err, int code, bool with_reason, const char *fmt,
-		      va_list ap)
+static int error_vset(struct ab_error *err, int code, bool with_reason, const char *fmt, va_list ap)
 {
 	if (code <= 0)
 		code = EINVAL;

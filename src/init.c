@@ -130,8 +130,7 @@ static void command_hand_over_listener(int sc, int listener)
 	close(listener);
 }
 
-static int init_take_listener(const struct init_args *a, pid_t cmd, int sc,
-			      struct ab_error *err)
+static int init_take_listener(const struct init_args *a, pid_t cmd, int sc, struct ab_error *err)
 {
 	int remote;
 	ssize_t n = read(sc, &remote, sizeof(remote));

@@ -17,8 +17,8 @@ struct init_args {
 	struct view_plan *plan;
 	char **envp; /* the command's environment, already filtered */
 	int sync_fd;
-	bool by_root;	 /* the launcher is root: groups can be dropped */
-	int landlock_fd; /* ruleset every command enforces, or -1 */
+	bool by_root;				  /* the launcher is root: groups can be dropped */
+	int landlock_fd;			  /* ruleset every command enforces, or -1 */
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	int out_fd, err_fd; /* write ends of the capture pipes, or -1: pass through */
 };

@@ -12,13 +12,14 @@
 #include "error.h"
 #include "util.h"
 
-#define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | \
-		 LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_WRITE_V1 (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | \
-		     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR | \
-		     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | \
-		     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | \
-		     LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
+#define FS_READ                                                                                    \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define FS_WRITE_V1                                                                                \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |                           \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |                               \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |                             \
+	 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
 #ifndef LANDLOCK_ACCESS_FS_REFER
 #define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
 #endif
@@ -60,8 +61,8 @@ int landlock_prepare(const struct view_plan *plan, int *out, int *abi_out, struc
 {
 	*out = -1;
 	*abi_out = 0;
-	int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0,
-			       LANDLOCK_CREATE_RULESET_VERSION);
+	int abi =
+		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 1)
 		return 0; /* no Landlock here (ENOSYS, or disabled: EOPNOTSUPP) */
 	uint64_t handled = FS_READ | FS_WRITE_V1;
@@ -72,8 +73,7 @@ int landlock_prepare(const struct view_plan *plan, int *out, int *abi_out, struc
 	/* later rights (ioctl on devices, network) are not handled: the
 	 * mounts, seccomp and the network namespace already decide those */
 	struct landlock_ruleset_attr rs = {.handled_access_fs = handled};
-	cleanup_fd int ruleset =
-		(int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
+	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
 	if (ruleset < 0)
 		return ab_error_set(err, errno, "landlock: cannot create a ruleset");
 	int r = add_rule(ruleset, "/", FS_READ, handled, err);

@@ -129,7 +129,8 @@ static int cmd_run(int argc, char **argv)
 		return AB_EXIT_FAILURE;
 	}
 	if (res.protected_changed) {
-		fputs("agentbox: the command created or changed protected workspace paths:", stderr);
+		fputs("agentbox: the command created or changed protected workspace paths:",
+		      stderr);
 		for (char **p = res.protected_changed; *p; p++)
 			fprintf(stderr, " %s", *p);
 		fputs(" (review them before anything on the host runs them)\n", stderr);

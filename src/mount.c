@@ -56,8 +56,8 @@ static struct view_entry *plan_add(struct view_plan *plan, enum view_kind kind, 
 	return e;
 }
 
-static int plan_add_bind(struct view_plan *plan, const char *opt, const char *src,
-			 const char *dst, bool rw, bool user, struct ab_error *err)
+static int plan_add_bind(struct view_plan *plan, const char *opt, const char *src, const char *dst,
+			 bool rw, bool user, struct ab_error *err)
 {
 	struct stat st;
 	if (stat(src, &st) < 0)
@@ -125,8 +125,8 @@ static int check_user_dst(const struct view_plan *plan, const char *opt, const c
 		return ab_error_plain(err, EINVAL, "%s: cannot mount over / of the view", opt);
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct view_entry *e = &plan->e[i];
-		bool beneath_only = e->kind == VIEW_PROC || e->kind == VIEW_DEV ||
-				    e->kind == VIEW_SYMLINK;
+		bool beneath_only =
+			e->kind == VIEW_PROC || e->kind == VIEW_DEV || e->kind == VIEW_SYMLINK;
 		if (strcmp(dst, e->dst) == 0)
 			return ab_error_plain(err, EEXIST,
 					      "%s: %s collides with the view's own %s mount", opt,
@@ -177,13 +177,14 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 
 	for (size_t i = 0; i < cfg->n_mounts; i++) {
 		const struct ab_mount *m = &cfg->mounts[i];
-		const char *opt = m->kind == AB_MOUNT_TMPFS ? "--tmpfs"
+		const char *opt = m->kind == AB_MOUNT_TMPFS  ? "--tmpfs"
 				  : m->kind == AB_MOUNT_BIND ? "--bind"
 							     : "--ro-bind";
 		if (m->kind == AB_MOUNT_TMPFS) {
 			if ((r = check_user_dst(plan, opt, m->dst, err)) < 0)
 				return r;
-			if ((r = plan_add_tmpfs(plan, m->dst, 0755, true, cfg->tmpfs_size, err)) < 0)
+			if ((r = plan_add_tmpfs(plan, m->dst, 0755, true, cfg->tmpfs_size, err)) <
+			    0)
 				return r;
 			continue;
 		}
@@ -193,8 +194,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		const char *dst = m->dst ? m->dst : real;
 		if ((r = check_user_dst(plan, opt, dst, err)) < 0)
 			return r;
-		if ((r = plan_add_bind(plan, opt, real, dst, m->kind == AB_MOUNT_BIND, true,
-				       err)) < 0)
+		if ((r = plan_add_bind(plan, opt, real, dst, m->kind == AB_MOUNT_BIND, true, err)) <
+		    0)
 			return r;
 	}
 	return 0;
@@ -270,7 +271,8 @@ static int make_target(int root, const char *dst, bool is_dir, struct ab_error *
 		int fd;
 		if (!last || is_dir) {
 			if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
-				return ab_error_set(err, errno, "cannot create mount point %s", dst);
+				return ab_error_set(err, errno, "cannot create mount point %s",
+						    dst);
 			fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		} else {
 			fd = openat(dir, comp, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -313,8 +315,8 @@ static int attach(int mnt, int target, const char *dst, struct ab_error *err)
 static int bind_tree(int root, int src_fd, const char *dst, bool is_dir, uint64_t attrs,
 		     const char *what, struct ab_error *err)
 {
-	cleanup_fd int tree = open_tree(src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-							    AT_EMPTY_PATH | AT_RECURSIVE);
+	cleanup_fd int tree = open_tree(
+		src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0) {
 		if (errno == ENOSYS)
 			return ab_error_plain(err, ENOSYS,
@@ -371,8 +373,7 @@ static int mount_tmpfs(int root, const struct view_entry *e, struct ab_error *er
 	snprintf(size, sizeof(size), "%llu", e->size);
 	snprintf(mode, sizeof(mode), "%o", e->mode);
 	const char *opts[] = {"size", size, "mode", mode, NULL};
-	return mount_new_fs(root, "tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, e->dst,
-			    err);
+	return mount_new_fs(root, "tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, e->dst, err);
 }
 
 static int mount_dev(int root, struct view_plan *plan, struct ab_error *err)
@@ -401,8 +402,8 @@ static int mount_dev(int root, struct view_plan *plan, struct ab_error *err)
 			      "/dev/shm", err)) < 0)
 		return r;
 	static const char *const links[][2] = {
-		{"pts/ptmx", "dev/ptmx"},	  {"/proc/self/fd", "dev/fd"},
-		{"/proc/self/fd/0", "dev/stdin"}, {"/proc/self/fd/1", "dev/stdout"},
+		{"pts/ptmx", "dev/ptmx"},	   {"/proc/self/fd", "dev/fd"},
+		{"/proc/self/fd/0", "dev/stdin"},  {"/proc/self/fd/1", "dev/stdout"},
 		{"/proc/self/fd/2", "dev/stderr"},
 	};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(links); i++)
@@ -416,19 +417,23 @@ static const char *const proc_read_only[] = {
 	"proc/sys", "proc/sysrq-trigger", "proc/irq", "proc/bus", "proc/fs",
 };
 static const char *const proc_masked_files[] = {
-	"proc/kcore",	     "proc/keys",	 "proc/timer_list", "proc/sched_debug",
-	"proc/kallsyms",     "proc/latency_stats", "proc/timer_stats", "proc/kpagecount",
-	"proc/kpageflags",   "proc/kpagecgroup",  "proc/config.gz",  "proc/vmallocinfo",
+	"proc/kcore",	   "proc/keys",		 "proc/timer_list",  "proc/sched_debug",
+	"proc/kallsyms",   "proc/latency_stats", "proc/timer_stats", "proc/kpagecount",
+	"proc/kpageflags", "proc/kpagecgroup",	 "proc/config.gz",   "proc/vmallocinfo",
 };
 static const char *const proc_masked_dirs[] = {
-	"proc/acpi", "proc/asound", "proc/scsi", "proc/driver",
+	"proc/acpi",
+	"proc/asound",
+	"proc/scsi",
+	"proc/driver",
 };
 
 /* Bind what is at path (beneath root) over itself with extra flags. */
 static int remount_beneath(int root, const char *path, uint64_t attrs, struct ab_error *err)
 {
-	cleanup_fd int tree = open_tree(root, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-							   AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	cleanup_fd int tree =
+		open_tree(root, path,
+			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
 	if (tree < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -448,7 +453,8 @@ static int remount_beneath(int root, const char *path, uint64_t attrs, struct ab
 static int mount_proc(int root, const struct view_plan *plan, struct ab_error *err)
 {
 	int r = mount_new_fs(root, "proc", NULL,
-			     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "/proc", err);
+			     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "/proc",
+			     err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(proc_read_only); i++)
@@ -463,8 +469,8 @@ static int mount_proc(int root, const struct view_plan *plan, struct ab_error *e
 		if (target < 0)
 			continue; /* this kernel has no such file */
 		/* /dev/null over the file: reads give nothing, writes vanish */
-		cleanup_fd int null = open_tree(plan->dev_fds[0], "",
-						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		cleanup_fd int null = open_tree(
+			plan->dev_fds[0], "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 		if (null < 0)
 			return ab_error_set(err, errno, "cannot mask /%s", proc_masked_files[i]);
 		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
@@ -475,16 +481,15 @@ static int mount_proc(int root, const struct view_plan *plan, struct ab_error *e
 			return ab_error_set(err, errno, "cannot mask /%s", proc_masked_files[i]);
 	}
 	for (size_t i = 0; i < AB_ARRAY_SIZE(proc_masked_dirs); i++) {
-		cleanup_fd int target =
-			openat(root, proc_masked_dirs[i], O_PATH | O_NOFOLLOW | O_DIRECTORY |
-								  O_CLOEXEC);
+		cleanup_fd int target = openat(root, proc_masked_dirs[i],
+					       O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (target < 0)
 			continue;
 		const char *opts[] = {"size", "0", "mode", "555", NULL};
-		cleanup_fd int empty =
-			new_fs("tmpfs", opts, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+		cleanup_fd int empty = new_fs("tmpfs", opts,
+					      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						      MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-			       proc_masked_dirs[i], err);
+					      proc_masked_dirs[i], err);
 		if (empty < 0)
 			return empty;
 		if ((r = attach(empty, target, proc_masked_dirs[i], err)) < 0)
@@ -493,8 +498,7 @@ static int mount_proc(int root, const struct view_plan *plan, struct ab_error *e
 	return 0;
 }
 
-static int build_entry(int root, struct view_plan *plan, struct view_entry *e,
-		       struct ab_error *err)
+static int build_entry(int root, struct view_plan *plan, struct view_entry *e, struct ab_error *err)
 {
 	switch (e->kind) {
 	case VIEW_BIND: {
@@ -524,8 +528,8 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot make the mount namespace private");
 
 	const char *root_opts[] = {"size", "1048576", "mode", "755", NULL};
-	cleanup_fd int root = new_fs("tmpfs", root_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-				     "/", err);
+	cleanup_fd int root =
+		new_fs("tmpfs", root_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/", err);
 	if (root < 0)
 		return root;
 	/* pivot_root needs the new root attached; /tmp of this namespace's copy

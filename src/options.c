@@ -17,14 +17,14 @@
 #include "util.h"
 
 #define DEFAULT_HOSTNAME "agentbox"
-#define DEFAULT_HOME "/home/agent"
+#define DEFAULT_HOME	 "/home/agent"
 
-#define DEFAULT_TIMEOUT_MS (120 * 1000ULL)
-#define DEFAULT_KILL_AFTER_MS (2 * 1000ULL)
+#define DEFAULT_TIMEOUT_MS     (120 * 1000ULL)
+#define DEFAULT_KILL_AFTER_MS  (2 * 1000ULL)
 #define DEFAULT_MAX_TIMEOUT_MS (10 * 60 * 1000ULL)
-#define DEFAULT_TMPFS_SIZE (256ULL << 20)
-#define DEFAULT_MAX_OUTPUT (1ULL << 20)
-#define MAX_MAX_OUTPUT (256ULL << 20)
+#define DEFAULT_TMPFS_SIZE     (256ULL << 20)
+#define DEFAULT_MAX_OUTPUT     (1ULL << 20)
+#define MAX_MAX_OUTPUT	       (256ULL << 20)
 
 void ab_config_init(struct ab_config *cfg)
 {
@@ -150,11 +150,21 @@ static const struct {
 	const char *name;
 	int resource;
 } rlimit_names[] = {
-	{"as", RLIMIT_AS},	   {"core", RLIMIT_CORE},	  {"cpu", RLIMIT_CPU},
-	{"data", RLIMIT_DATA},	   {"fsize", RLIMIT_FSIZE},	  {"locks", RLIMIT_LOCKS},
-	{"memlock", RLIMIT_MEMLOCK}, {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
-	{"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC},	  {"rss", RLIMIT_RSS},
-	{"rtprio", RLIMIT_RTPRIO}, {"rttime", RLIMIT_RTTIME},	  {"sigpending", RLIMIT_SIGPENDING},
+	{"as", RLIMIT_AS},
+	{"core", RLIMIT_CORE},
+	{"cpu", RLIMIT_CPU},
+	{"data", RLIMIT_DATA},
+	{"fsize", RLIMIT_FSIZE},
+	{"locks", RLIMIT_LOCKS},
+	{"memlock", RLIMIT_MEMLOCK},
+	{"msgqueue", RLIMIT_MSGQUEUE},
+	{"nice", RLIMIT_NICE},
+	{"nofile", RLIMIT_NOFILE},
+	{"nproc", RLIMIT_NPROC},
+	{"rss", RLIMIT_RSS},
+	{"rtprio", RLIMIT_RTPRIO},
+	{"rttime", RLIMIT_RTTIME},
+	{"sigpending", RLIMIT_SIGPENDING},
 	{"stack", RLIMIT_STACK},
 };
 
@@ -222,15 +232,14 @@ static int parse_duration_option(const char *opt, const char *value, unsigned lo
 }
 
 static int parse_size_option(const char *opt, const char *value, unsigned long long min,
-			     unsigned long long max, unsigned long long *out,
-			     struct ab_error *err)
+			     unsigned long long max, unsigned long long *out, struct ab_error *err)
 {
 	if (ab_parse_size(value, out) < 0)
 		return ab_error_plain(err, EINVAL, "%s: '%s' is not a size (like 64K, 256M, 1G)",
 				      opt, value);
 	if (*out < min || *out > max)
-		return ab_error_plain(err, ERANGE, "%s: '%s' is out of range (%lluK to %lluM)",
-				      opt, value, min >> 10, max >> 20);
+		return ab_error_plain(err, ERANGE, "%s: '%s' is out of range (%lluK to %lluM)", opt,
+				      value, min >> 10, max >> 20);
 	return 0;
 }
 
@@ -317,8 +326,7 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
-static int parse_view_path(const char *opt, const char *value, char **out,
-			   struct ab_error *err)
+static int parse_view_path(const char *opt, const char *value, char **out, struct ab_error *err)
 {
 	int r = ab_path_normalize(value, out);
 	if (r == -EINVAL)
@@ -378,8 +386,8 @@ static bool in_strv(char *const *v, size_t n, const char *s)
 }
 
 /* A workspace-relative path: "x/y", normalised, no "..", not empty. */
-static int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value,
-			      bool add, struct ab_error *err)
+static int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value, bool add,
+			      struct ab_error *err)
 {
 	char abs[4200];
 	if (!*value || value[0] == '/' ||
@@ -608,9 +616,8 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 		if (strncmp(arg, "fd:", 3) == 0) {
 			uid_t fd;
 			if (ab_parse_id(arg + 3, &fd) < 0 || fd < 3 || fd > 65535)
-				return ab_error_plain(err, EINVAL,
-						      "--report: '%s' is not fd:N with N >= 3",
-						      arg);
+				return ab_error_plain(
+					err, EINVAL, "--report: '%s' is not fd:N with N >= 3", arg);
 		} else if (!*arg) {
 			return ab_error_plain(err, EINVAL, "--report: empty path");
 		}
@@ -678,8 +685,7 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 			if (optopt && optopt < 256)
 				return ab_error_plain(err, EINVAL, "option '-%c' needs a value",
 						      optopt);
-			return ab_error_plain(err, EINVAL, "option '%s' needs a value",
-					      argv[prev]);
+			return ab_error_plain(err, EINVAL, "option '%s' needs a value", argv[prev]);
 		}
 		if (c == 'h' || c == OPT_HELP) {
 			*help = true;

@@ -9,11 +9,11 @@
 #include <stddef.h>
 
 struct ab_capture {
-	size_t max;	    /* bytes kept at most */
-	char *buf;	    /* head (max/2) then the tail ring (the rest) */
-	size_t head_len;    /* bytes in the head */
-	size_t tail_len;    /* bytes in the ring */
-	size_t tail_pos;    /* next write position in the ring */
+	size_t max;		  /* bytes kept at most */
+	char *buf;		  /* head (max/2) then the tail ring (the rest) */
+	size_t head_len;	  /* bytes in the head */
+	size_t tail_len;	  /* bytes in the ring */
+	size_t tail_pos;	  /* next write position in the ring */
 	unsigned long long total; /* every byte seen */
 };
 

@@ -18,7 +18,6 @@ const char *const protect_default_paths[] = {
 	".zshrc",     ".envrc",	     ".mcp.json",   ".vscode", ".idea",		NULL,
 };
 
-
 static int open_beneath_walk(int dir, const char *rel)
 {
 	char buf[4096];

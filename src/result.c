@@ -61,7 +61,8 @@ static json_object *limits_json(const struct ab_config *cfg, const struct ab_res
 	json_object_object_add(l, "timeout_ms",
 			       res->timeout_ms ? json_object_new_int64((int64_t)res->timeout_ms)
 					       : NULL);
-	json_object_object_add(l, "kill_after_ms", json_object_new_int64((int64_t)cfg->kill_after_ms));
+	json_object_object_add(l, "kill_after_ms",
+			       json_object_new_int64((int64_t)cfg->kill_after_ms));
 	json_object_object_add(l, "tmpfs_size", json_object_new_int64((int64_t)cfg->tmpfs_size));
 	json_object_object_add(l, "max_output", json_object_new_int64((int64_t)cfg->max_output));
 	json_object *rl = json_object_new_object();
@@ -72,8 +73,8 @@ static json_object *limits_json(const struct ab_config *cfg, const struct ab_res
 				? json_object_new_string("unlimited")
 				: json_object_new_int64((int64_t)cfg->rlimits[i].value));
 	json_object_object_add(l, "rlimits", rl);
-	json_object_object_add(l, "seccomp", json_object_new_string(cfg->seccomp ? cfg->seccomp
-										  : "none"));
+	json_object_object_add(l, "seccomp",
+			       json_object_new_string(cfg->seccomp ? cfg->seccomp : "none"));
 	json_object *ll = json_object_new_object();
 	json_object_object_add(ll, "active", json_object_new_boolean(res->landlock_abi > 0));
 	json_object_object_add(ll, "abi", json_object_new_int(res->landlock_abi));
@@ -113,16 +114,16 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 		json_object_object_add(o, "stderr", output_json(cfg, &res->err));
 	}
 	if (captured)
-		json_object_object_add(o, "encoding",
-				       json_object_new_string(cfg->output_base64 ? "base64"
-										 : "utf-8"));
+		json_object_object_add(
+			o, "encoding",
+			json_object_new_string(cfg->output_base64 ? "base64" : "utf-8"));
 	/* passed-through output is never seen by agentbox, so it is not counted */
 	json_object_object_add(o, "stdout_bytes", captured ? INT_OR_NULL(res->out.total) : NULL);
 	json_object_object_add(o, "stderr_bytes",
 			       captured && !cfg->merge_output ? INT_OR_NULL(res->err.total) : NULL);
-	json_object_object_add(o, "truncated",
-			       json_object_new_boolean(captured && (res->out.truncated ||
-								    res->err.truncated)));
+	json_object_object_add(
+		o, "truncated",
+		json_object_new_boolean(captured && (res->out.truncated || res->err.truncated)));
 	json_object *denied = json_object_new_array();
 	for (size_t i = 0; ran && i < res->n_denied; i++) {
 		json_object *d = json_object_new_object();

@@ -139,7 +139,7 @@ static int fill_result(const struct supervision *s, unsigned long long started,
 		res->timed_out = true;
 		res->exit_code = AB_EXIT_TIMEOUT;
 		res->signal = s->have_exit && WIFSIGNALED(s->status) ? WTERMSIG(s->status)
-								      : s->timeout_signal;
+								     : s->timeout_signal;
 		return 0;
 	}
 	if (!s->have_exit) {
@@ -243,8 +243,8 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 	bool by_root = geteuid() == 0;
 	unsigned long long started = now_ms();
 	/* raw clone: fork semantics with the new namespaces in one step */
-	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(cfg) | SIGCHLD, NULL, NULL,
-				   NULL, NULL);
+	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(cfg) | SIGCHLD, NULL, NULL, NULL,
+				   NULL);
 	if (pid < 0) {
 		r = clone_error(errno, err);
 		goto out_mask;
@@ -378,7 +378,8 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	if (r == 0) {
 		notify_lines(cfg, notices);
 		if (!seccomp)
-			notify_lines(cfg, "--seccomp none: the command runs without a syscall filter");
+			notify_lines(cfg,
+				     "--seccomp none: the command runs without a syscall filter");
 		if (cfg->no_landlock)
 			notify_lines(cfg, "--landlock off: no Landlock layer under the mounts");
 		if (cfg->net == AB_NET_HOST)

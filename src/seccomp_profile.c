@@ -119,7 +119,8 @@ static int get_uint(struct loader *l, json_object *v, const char *where, unsigne
 		return fail(l, "%s: expected a number, got %s", where, type_name(v));
 	/* json-c keeps values above INT64_MAX as uint64 */
 	if (json_object_get_int64(v) < 0)
-		return fail(l, "%s: expected a number >= 0, got %lld", where, (long long)json_object_get_int64(v));
+		return fail(l, "%s: expected a number >= 0, got %lld", where,
+			    (long long)json_object_get_int64(v));
 	unsigned long long u = json_object_get_uint64(v);
 	if (u > max)
 		return fail(l, "%s: %llu is out of range (at most %llu)", where, u, max);
@@ -135,9 +136,12 @@ static int parse_action(struct loader *l, json_object *v, const char *where, enu
 		const char *name;
 		enum act_kind kind;
 	} acts[] = {
-		{"SCMP_ACT_ALLOW", ACT_ALLOW},		{"SCMP_ACT_ERRNO", ACT_ERRNO},
-		{"SCMP_ACT_KILL", ACT_KILL_THREAD},	{"SCMP_ACT_KILL_THREAD", ACT_KILL_THREAD},
-		{"SCMP_ACT_KILL_PROCESS", ACT_KILL_PROCESS}, {"SCMP_ACT_TRAP", ACT_TRAP},
+		{"SCMP_ACT_ALLOW", ACT_ALLOW},
+		{"SCMP_ACT_ERRNO", ACT_ERRNO},
+		{"SCMP_ACT_KILL", ACT_KILL_THREAD},
+		{"SCMP_ACT_KILL_THREAD", ACT_KILL_THREAD},
+		{"SCMP_ACT_KILL_PROCESS", ACT_KILL_PROCESS},
+		{"SCMP_ACT_TRAP", ACT_TRAP},
 		{"SCMP_ACT_LOG", ACT_LOG},
 	};
 	if (!json_object_is_type(v, json_type_string))
@@ -222,7 +226,8 @@ static int add_arch(struct loader *l, json_object *v, const char *where)
 		return fail(l, "%s: unknown architecture \"%s\"", where, name);
 	int r = seccomp_arch_add(l->ctx, a);
 	if (r < 0 && r != -EEXIST)
-		return fail(l, "%s: cannot add architecture \"%s\": %s", where, json_object_get_string(v), strerror(-r));
+		return fail(l, "%s: cannot add architecture \"%s\": %s", where,
+			    json_object_get_string(v), strerror(-r));
 	return 0;
 }
 
@@ -232,7 +237,8 @@ static int parse_arches(struct loader *l, json_object *root)
 	char where[64];
 	if (json_object_object_get_ex(root, "architectures", &archs)) {
 		if (!json_object_is_type(archs, json_type_array))
-			return fail(l, "%s: expected an array, got %s", "architectures", type_name(archs));
+			return fail(l, "%s: expected an array, got %s", "architectures",
+				    type_name(archs));
 		for (size_t i = 0; i < json_object_array_length(archs); i++) {
 			snprintf(where, sizeof(where), "architectures[%zu]", i);
 			int r = add_arch(l, json_object_array_get_idx(archs, i), where);
@@ -260,13 +266,15 @@ static int parse_arches(struct loader *l, json_object *root)
 		const char *aname = json_object_get_string(a);
 		uint32_t tok = arch_token(aname);
 		if (tok == 0 && strncmp(aname, "SCMP_ARCH_", 10) != 0)
-			return fail(l, "%s.architecture: unknown architecture \"%s\"", where, aname);
+			return fail(l, "%s.architecture: unknown architecture \"%s\"", where,
+				    aname);
 		if (tok != native)
 			continue; /* only the sub-architectures of this machine's */
 		if (!json_object_object_get_ex(e, "subArchitectures", &subs))
 			continue;
 		if (!json_object_is_type(subs, json_type_array))
-			return fail(l, "%s.subArchitectures: expected an array, got %s", where, type_name(subs));
+			return fail(l, "%s.subArchitectures: expected an array, got %s", where,
+				    type_name(subs));
 		for (size_t j = 0; j < json_object_array_length(subs); j++) {
 			char w2[200];
 			snprintf(w2, sizeof(w2), "%s.subArchitectures[%zu]", where, j);
@@ -297,14 +305,16 @@ static int rule_applies(struct loader *l, json_object *rule, const char *where, 
 			return r;
 		if (json_object_object_get_ex(f, "caps", &v)) {
 			if (!json_object_is_type(v, json_type_array))
-				return fail(l, "%s.caps: expected an array, got %s", w, type_name(v));
+				return fail(l, "%s.caps: expected an array, got %s", w,
+					    type_name(v));
 			/* the command holds no capability: a rule for holders never applies */
 			if (inc && json_object_array_length(v) > 0)
 				*applies = false;
 		}
 		if (json_object_object_get_ex(f, "arches", &v)) {
 			if (!json_object_is_type(v, json_type_array))
-				return fail(l, "%s.arches: expected an array, got %s", w, type_name(v));
+				return fail(l, "%s.arches: expected an array, got %s", w,
+					    type_name(v));
 			bool listed = false;
 			for (size_t i = 0; i < json_object_array_length(v); i++) {
 				json_object *a = json_object_array_get_idx(v, i);
@@ -336,9 +346,12 @@ static int parse_args(struct loader *l, json_object *args, const char *where,
 		const char *name;
 		enum scmp_compare op;
 	} ops[] = {
-		{"SCMP_CMP_NE", SCMP_CMP_NE}, {"SCMP_CMP_LT", SCMP_CMP_LT},
-		{"SCMP_CMP_LE", SCMP_CMP_LE}, {"SCMP_CMP_EQ", SCMP_CMP_EQ},
-		{"SCMP_CMP_GE", SCMP_CMP_GE}, {"SCMP_CMP_GT", SCMP_CMP_GT},
+		{"SCMP_CMP_NE", SCMP_CMP_NE},
+		{"SCMP_CMP_LT", SCMP_CMP_LT},
+		{"SCMP_CMP_LE", SCMP_CMP_LE},
+		{"SCMP_CMP_EQ", SCMP_CMP_EQ},
+		{"SCMP_CMP_GE", SCMP_CMP_GE},
+		{"SCMP_CMP_GT", SCMP_CMP_GT},
 		{"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ},
 	};
 	static const char *const keys[] = {"index", "value", "valueTwo", "op", NULL};
@@ -445,9 +458,8 @@ static void note_unknown(struct loader *l, const char *name)
 
 static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t default_action)
 {
-	static const char *const keys[] = {"names",    "name",	   "action",
-					   "errnoRet", "errno",	   "args",
-					   "comment",  "includes", "excludes", NULL};
+	static const char *const keys[] = {"names", "name",    "action",   "errnoRet", "errno",
+					   "args",  "comment", "includes", "excludes", NULL};
 	char where[64];
 	snprintf(where, sizeof(where), "syscalls[%zu]", idx);
 	if (!json_object_is_type(rule, json_type_object))
@@ -489,7 +501,8 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 	for (size_t i = 0; i < count; i++) {
 		json_object *nm = has_names ? json_object_array_get_idx(names, i) : name;
 		if (!json_object_is_type(nm, json_type_string))
-			return fail(l, "%s.names[%zu]: expected a string, got %s", where, i, type_name(nm));
+			return fail(l, "%s.names[%zu]: expected a string, got %s", where, i,
+				    type_name(nm));
 		const char *sys = json_object_get_string(nm);
 		int nr = seccomp_syscall_resolve_name(sys);
 		if (nr == __NR_SCMP_ERROR) {
@@ -506,7 +519,8 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 		if (r < 0 && nr < 0)
 			continue;
 		if (r < 0)
-			return fail(l, "%s: cannot add a rule for \"%s\": %s", where, sys, strerror(-r));
+			return fail(l, "%s: cannot add a rule for \"%s\": %s", where, sys,
+				    strerror(-r));
 	}
 	return 0;
 }
@@ -570,11 +584,10 @@ static int read_profile(struct loader *l, json_object **out)
 		if (root)
 			json_object_put(root);
 		if (je == json_tokener_continue || je == json_tokener_success)
-			return ab_error_plain(l->err, EINVAL,
-					      "seccomp profile %s: invalid JSON at byte %zu: %s",
-					      l->file, off,
-					      je == json_tokener_success ? "trailing data"
-									 : "unexpected end");
+			return ab_error_plain(
+				l->err, EINVAL, "seccomp profile %s: invalid JSON at byte %zu: %s",
+				l->file, off,
+				je == json_tokener_success ? "trailing data" : "unexpected end");
 		return ab_error_plain(l->err, EINVAL,
 				      "seccomp profile %s: invalid JSON at byte %zu: %s", l->file,
 				      off, json_tokener_error_desc(je));
@@ -585,10 +598,17 @@ static int read_profile(struct loader *l, json_object **out)
 
 static int load(struct loader *l, json_object *root)
 {
-	static const char *const keys[] = {"defaultAction",    "defaultErrnoRet", "defaultErrno",
-					   "architectures",    "archMap",	  "syscalls",
-					   "comment",	       "flags",		  "listenerPath",
-					   "listenerMetadata", NULL};
+	static const char *const keys[] = {"defaultAction",
+					   "defaultErrnoRet",
+					   "defaultErrno",
+					   "architectures",
+					   "archMap",
+					   "syscalls",
+					   "comment",
+					   "flags",
+					   "listenerPath",
+					   "listenerMetadata",
+					   NULL};
 	if (!json_object_is_type(root, json_type_object))
 		return fail(l, "%s: expected an object, got %s", "(top)", type_name(root));
 	int r = check_keys(l, root, "(top)", keys);
@@ -597,12 +617,13 @@ static int load(struct loader *l, json_object *root)
 	json_object *v;
 	if (json_object_object_get_ex(root, "listenerPath", &v) ||
 	    json_object_object_get_ex(root, "listenerMetadata", &v))
-		return fail(l, "%s: %s", "listenerPath", "a seccomp agent is not supported: agentbox is its own listener");
+		return fail(l, "%s: %s", "listenerPath",
+			    "a seccomp agent is not supported: agentbox is its own listener");
 	if (json_object_object_get_ex(root, "flags", &v)) {
-		static const char *const flags[] = {
-			"SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
-			"SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV",
-			NULL};
+		static const char *const flags[] = {"SECCOMP_FILTER_FLAG_TSYNC",
+						    "SECCOMP_FILTER_FLAG_LOG",
+						    "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+						    "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", NULL};
 		if (!json_object_is_type(v, json_type_array))
 			return fail(l, "%s: expected an array, got %s", "flags", type_name(v));
 		for (size_t i = 0; i < json_object_array_length(v); i++) {

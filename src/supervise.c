@@ -133,7 +133,8 @@ int supervise(struct supervision *s)
 			[P_ERR] = {.fd = s->err_rd, .events = POLLIN},
 		};
 		for (size_t i = 0; i < s->n_listeners; i++)
-			pfd[P_LISTEN + i] = (struct pollfd){.fd = s->listeners[i], .events = POLLIN};
+			pfd[P_LISTEN + i] =
+				(struct pollfd){.fd = s->listeners[i], .events = POLLIN};
 		if (poll(pfd, P_LISTEN + s->n_listeners, -1) < 0) {
 			if (errno == EINTR)
 				continue;

@@ -9,11 +9,11 @@
 #include "agentbox/agentbox.h"
 
 enum sync_type {
-	SYNC_GO = 1, /* launcher -> init: the id maps are written */
-	SYNC_ERROR,  /* init -> launcher: setup failed (code, text) */
-	SYNC_READY,  /* init -> launcher: the view is built, the command starts */
-	SYNC_EXIT,   /* init -> launcher: the command ended (status = wait status) */
-	SYNC_LISTENER, /* init -> launcher: a seccomp listener fd rides along */
+	SYNC_GO = 1,	 /* launcher -> init: the id maps are written */
+	SYNC_ERROR,	 /* init -> launcher: setup failed (code, text) */
+	SYNC_READY,	 /* init -> launcher: the view is built, the command starts */
+	SYNC_EXIT,	 /* init -> launcher: the command ended (status = wait status) */
+	SYNC_LISTENER,	 /* init -> launcher: a seccomp listener fd rides along */
 	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
 };
 

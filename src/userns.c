@@ -17,8 +17,8 @@
 
 unsigned long userns_clone_flags(const struct ab_config *cfg)
 {
-	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			  CLONE_NEWUTS | CLONE_NEWCGROUP;
+	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			  CLONE_NEWCGROUP;
 	if (cfg->net == AB_NET_NONE)
 		f |= CLONE_NEWNET;
 	return f;
@@ -34,8 +34,8 @@ static int write_proc_file(pid_t pid, const char *name, const char *data, struct
 	size_t len = strlen(data);
 	ssize_t n = write(fd, data, len);
 	if (n < 0)
-		return ab_error_set(err, errno, "cannot write '%.*s' to %s", (int)strcspn(data, "\n"),
-				    data, path);
+		return ab_error_set(err, errno, "cannot write '%.*s' to %s",
+				    (int)strcspn(data, "\n"), data, path);
 	if ((size_t)n != len)
 		return ab_error_plain(err, EIO, "short write to %s", path);
 	return 0;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #define cleanup_free __attribute__((cleanup(ab_cleanup_freep)))
-#define cleanup_fd __attribute__((cleanup(ab_cleanup_fdp)))
+#define cleanup_fd   __attribute__((cleanup(ab_cleanup_fdp)))
 #define cleanup_strv __attribute__((cleanup(ab_cleanup_strvp)))
 
 static inline void ab_cleanup_freep(void *p)

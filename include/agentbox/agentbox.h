@@ -98,7 +98,7 @@ struct ab_config {
 	bool output_base64;
 	unsigned long long max_output; /* bytes kept per stream */
 
-	char *seccomp; /* default, strict, permissive, none, or a profile file */
+	char *seccomp;	  /* default, strict, permissive, none, or a profile file */
 	bool no_landlock; /* --landlock off */
 
 	char **argv; /* the command; NULL-terminated */
@@ -132,15 +132,15 @@ struct ab_output {
 
 /* Outcome of one sandboxed command. Release with ab_result_free(). */
 struct ab_result {
-	int exit_code;	  /* the status `agentbox run` exits with (124 on timeout) */
-	int signal;	  /* signal that ended the command, or 0 */
+	int exit_code; /* the status `agentbox run` exits with (124 on timeout) */
+	int signal;    /* signal that ended the command, or 0 */
 	bool timed_out;
 	unsigned long long duration_ms;
 	unsigned long long cpu_user_ms, cpu_system_ms;
 	unsigned long long max_rss_kb;
-	struct ab_output out, err; /* with --merge-output, everything is in out */
+	struct ab_output out, err;     /* with --merge-output, everything is in out */
 	unsigned long long timeout_ms; /* the timeout in force, 0: none */
-	int landlock_abi; /* Landlock ABI in force, 0 when none */
+	int landlock_abi;	       /* Landlock ABI in force, 0 when none */
 	/* protected workspace paths the command created, removed or replaced;
 	 * NULL-terminated, or NULL when none */
 	char **protected_changed;
@@ -148,7 +148,7 @@ struct ab_result {
 	struct ab_denied_syscall {
 		char name[32];
 		unsigned long count;
-	} *denied;
+	} * denied;
 	size_t n_denied;
 };
 
@@ -173,8 +173,7 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err);
 
 /* Build the environment a command gets under cfg's policy from envp.
  * Returns a NULL-terminated, heap-allocated array (free with ab_env_free). */
-int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out,
-		 struct ab_error *err);
+int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out, struct ab_error *err);
 void ab_env_free(char **env);
 /* True when an environment variable name looks like it holds a secret. */
 bool ab_env_name_is_secret(const char *name);

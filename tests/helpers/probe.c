@@ -229,7 +229,8 @@ int main(int argc, char **argv)
 		return cmd_write(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "read") == 0)
 		return cmd_read(argv[2]);
-	fprintf(stderr, "usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|write PATH|read "
-			"PATH\n");
+	fprintf(stderr,
+		"usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|write PATH|read "
+		"PATH\n");
 	return 2;
 }

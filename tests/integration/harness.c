@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NOBODY 65534
+#define NOBODY	 65534
 #define MAX_DIRS 8
 
 static char *tmpdirs[MAX_DIRS];
@@ -34,7 +34,8 @@ void require_sandbox(void)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return;
 	if (getenv("AGENTBOX_MUST_WORK"))
-		cr_assert_fail("this host cannot create user namespaces, and AGENTBOX_MUST_WORK is set");
+		cr_assert_fail(
+			"this host cannot create user namespaces, and AGENTBOX_MUST_WORK is set");
 	cr_skip_test("this host cannot create user namespaces");
 }
 
@@ -162,7 +163,8 @@ int run_raw(const char *const *argv, struct proc_result *res, const struct run_o
 	close(in[1]);
 
 	size_t olen = 0, elen = 0;
-	struct pollfd pfd[2] = {{.fd = out[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN}};
+	struct pollfd pfd[2] = {{.fd = out[0], .events = POLLIN},
+				{.fd = errp[0], .events = POLLIN}};
 	time_t deadline = time(NULL) + 60;
 	while ((pfd[0].fd >= 0 || pfd[1].fd >= 0) && time(NULL) < deadline) {
 		if (poll(pfd, 2, 1000) <= 0)

@@ -45,8 +45,8 @@ static void make_dir(const char *dir, const char *name)
 }
 
 static const char *const escapes[] = {
-	"ptrace",	  "process_vm_readv", "mount",		"unshare",	    "keyctl",
-	"bpf",		  "perf_event_open",  "userfaultfd",	"io_uring_setup", "open_by_handle_at",
+	"ptrace", "process_vm_readv", "mount",	     "unshare",	       "keyctl",
+	"bpf",	  "perf_event_open",  "userfaultfd", "io_uring_setup", "open_by_handle_at",
 };
 
 /* ---- seccomp ---- */
@@ -126,8 +126,7 @@ Test(confine, strict_profile_has_no_sockets_permissive_has)
 	char *ws = test_tmpdir();
 	run_in(ws, &r, NULL, "--seccomp", "strict", PROBE, "--", "/probe", "loopback", NULL);
 	cr_assert_neq(r.exit_code, 0);
-	cr_assert(strstr(r.out, "EPERM") || strstr(r.out, "Operation not permitted"), "%s",
-		  r.out);
+	cr_assert(strstr(r.out, "EPERM") || strstr(r.out, "Operation not permitted"), "%s", r.out);
 	run_in(ws, &r, NULL, "--seccomp", "permissive", PROBE, "--", "/bin/sh", "-c",
 	       "/probe loopback; /probe escapes | grep ptrace", NULL);
 	cr_assert_str_eq(r.out, "ok\nptrace=EPERM\n", "stderr: %s", r.err);
@@ -315,8 +314,8 @@ Test(confine, existing_protected_paths_are_read_only)
 Test(confine, created_protected_paths_are_reported_and_git_init_works)
 {
 	char *ws = test_tmpdir();
-	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "git init -q . && echo ok > .envrc && echo done",
-	       NULL);
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+	       "git init -q . && echo ok > .envrc && echo done", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	cr_assert_str_eq(r.out, "done\n");
 	cr_assert(strstr(r.err, "protected workspace paths"), "%s", r.err);

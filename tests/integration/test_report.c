@@ -60,8 +60,12 @@ static const char *get_str(json_object *o, const char *key)
 Test(report, fields_of_a_plain_run)
 {
 	char *ws = test_tmpdir();
-	const char *args[] = {"--capture", "--", "/bin/sh", "-c",
-			      "echo out; echo err >&2; printf '\\377\\n'; exit 3", NULL};
+	const char *args[] = {"--capture",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      "echo out; echo err >&2; printf '\\377\\n'; exit 3",
+			      NULL};
 	json_object *j = run_report(ws, args);
 	cr_assert_eq(r.exit_code, 3, "stderr: %s", r.err);
 	cr_assert_str_eq(r.out, "", "captured output must not pass through");
@@ -93,14 +97,16 @@ Test(report, signal_merge_and_base64)
 	cr_assert_null(get(j, "stdout_bytes"));
 	json_object_put(j);
 
-	const char *a2[] = {"--capture", "--merge-output", "--", "/bin/sh", "-c",
-			    "echo one; echo two >&2; echo three", NULL};
+	const char *a2[] = {"--capture", "--merge-output",
+			    "--",	 "/bin/sh",
+			    "-c",	 "echo one; echo two >&2; echo three",
+			    NULL};
 	j = run_report(ws, a2);
 	cr_assert_str_eq(get_str(j, "output"), "one\ntwo\nthree\n");
 	json_object_put(j);
 
-	const char *a3[] = {"--capture", "--output-encoding", "base64", "--", "printf", "\\001\\377",
-			    NULL};
+	const char *a3[] = {"--capture", "--output-encoding", "base64", "--",
+			    "printf",	 "\\001\\377",	      NULL};
 	j = run_report(ws, a3);
 	cr_assert_str_eq(get_str(j, "stdout"), "Af8=");
 	cr_assert_str_eq(get_str(j, "encoding"), "base64");
@@ -147,8 +153,9 @@ Test(report, huge_output_keeps_head_and_tail_with_bounded_memory)
 Test(report, timeout_gives_124_and_keeps_output)
 {
 	char *ws = test_tmpdir();
-	const char *args[] = {"--timeout", "1s", "--capture", "--", "/bin/sh", "-c",
-			      "echo before; sleep 100", NULL};
+	const char *args[] = {
+		"--timeout", "1s", "--capture", "--", "/bin/sh", "-c", "echo before; sleep 100",
+		NULL};
 	json_object *j = run_report(ws, args);
 	cr_assert_eq(r.exit_code, 124);
 	cr_assert_eq(get_int(j, "exit_code"), 124);
@@ -169,8 +176,8 @@ Test(report, timeout_kills_what_ignores_sigterm_and_double_forks)
 		 "trap '' TERM; (setsid sh -c 'trap \"\" TERM; %s' &) ; "
 		 "sh -c 'trap \"\" TERM; %s' & %s",
 		 marker, marker, marker);
-	const char *args[] = {"--timeout", "500ms", "--kill-after", "500ms", "--", "/bin/sh", "-c",
-			      script, NULL};
+	const char *args[] = {"--timeout", "500ms", "--kill-after", "500ms", "--",
+			      "/bin/sh",   "-c",    script,	    NULL};
 	json_object *j = run_report(ws, args);
 	cr_assert_eq(r.exit_code, 124, "stderr: %s", r.err);
 	cr_assert(json_object_get_boolean(get(j, "timed_out")));
@@ -181,8 +188,8 @@ Test(report, timeout_kills_what_ignores_sigterm_and_double_forks)
 Test(report, max_timeout_clamps)
 {
 	char *ws = test_tmpdir();
-	const char *args[] = {"--timeout", "1h", "--max-timeout", "500ms", "--kill-after", "0",
-			      "--", "sleep", "100", NULL};
+	const char *args[] = {"--timeout", "1h", "--max-timeout", "500ms", "--kill-after",
+			      "0",	   "--", "sleep",	  "100",   NULL};
 	json_object *j = run_report(ws, args);
 	cr_assert_eq(r.exit_code, 124);
 	cr_assert_eq(get_int(get(j, "limits"), "timeout_ms"), 500);

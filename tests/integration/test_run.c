@@ -57,8 +57,7 @@ static int count_lines(const char *s)
 Test(run, pid1_is_agentbox_init_and_command_pid_is_small)
 {
 	char *ws = test_tmpdir();
-	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "echo $$; tr '\\0' ' ' </proc/1/cmdline",
-	       NULL);
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "echo $$; tr '\\0' ' ' </proc/1/cmdline", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	int pid = atoi(r.out);
 	cr_assert(pid >= 2 && pid <= 3, "command pid %d", pid);
@@ -129,7 +128,8 @@ Test(run, root_supplementary_groups_are_dropped)
 				end++;
 				continue;
 			}
-			cr_assert(g == (long)getegid() || g == 65534, "group %ld inside: %s", g, r.out);
+			cr_assert(g == (long)getegid() || g == 65534, "group %ld inside: %s", g,
+				  r.out);
 		}
 	}
 }
@@ -293,8 +293,7 @@ Test(run, hostname)
 	char *ws = test_tmpdir();
 	run_in(ws, &r, NULL, "--", "cat", "/proc/sys/kernel/hostname", NULL);
 	cr_assert_str_eq(r.out, "agentbox\n", "stderr: %s", r.err);
-	run_in(ws, &r, NULL, "--hostname", "box-7", "--", "cat", "/proc/sys/kernel/hostname",
-	       NULL);
+	run_in(ws, &r, NULL, "--hostname", "box-7", "--", "cat", "/proc/sys/kernel/hostname", NULL);
 	cr_assert_str_eq(r.out, "box-7\n", "stderr: %s", r.err);
 }
 
@@ -317,8 +316,8 @@ Test(run, network_host_shares_interfaces_and_says_so)
 	cr_assert_not_null(p);
 	cr_assert_not_null(fgets(host_ifaces, sizeof(host_ifaces), p));
 	pclose(p);
-	run_in(ws, &r, NULL, "--net", "host", "--ro-bind", AGENTBOX_PROBE ":/probe", "--",
-	       "/probe", "ifaces", NULL);
+	run_in(ws, &r, NULL, "--net", "host", "--ro-bind", AGENTBOX_PROBE ":/probe", "--", "/probe",
+	       "ifaces", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	cr_assert_str_eq(r.out, host_ifaces);
 	cr_assert(strstr(r.err, "shares the host's network"), "%s", r.err);
@@ -554,18 +553,20 @@ Test(run, host_root_is_never_mapped)
 		cr_assert_eq(chown(ws, 0, 0), 0);
 		const char *a1[] = {AGENTBOX_BIN, "run", "--workspace", ws, "--", "true", NULL};
 		expect_bad(a1, "--host-uid");
-		const char *a2[] = {AGENTBOX_BIN, "run", "--workspace", ws, "--host-uid", "0",
-				    "--", "true", NULL};
+		const char *a2[] = {AGENTBOX_BIN, "run", "--workspace", ws,  "--host-uid",
+				    "0",	  "--",	 "true",	NULL};
 		expect_bad(a2, "never maps host root");
 		/* with an unprivileged host uid it runs, as that uid */
-		const char *a3[] = {AGENTBOX_BIN, "run", "--workspace", ws, "--host-uid", "4242",
-				    "--", "/bin/sh", "-c", "cat /proc/self/uid_map", NULL};
+		const char *a3[] = {
+			AGENTBOX_BIN, "run", "--workspace", ws,	  "--host-uid",
+			"4242",	      "--",  "/bin/sh",	    "-c", "cat /proc/self/uid_map",
+			NULL};
 		run_raw(a3, &r, NULL);
 		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 		cr_assert(strstr(r.out, "4242") && strstr(r.out, "1\n"), "%s", r.out);
 	} else {
-		const char *a1[] = {AGENTBOX_BIN, "run", "--workspace", ws, "--host-uid", "0",
-				    "--", "true", NULL};
+		const char *a1[] = {AGENTBOX_BIN, "run", "--workspace", ws,  "--host-uid",
+				    "0",	  "--",	 "true",	NULL};
 		expect_bad(a1, "needs root");
 	}
 }

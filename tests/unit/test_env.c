@@ -43,8 +43,8 @@ static const char *const core_kept[] = {
 };
 
 static const char *const secrets_in_fake_env[] = {
-	"FOO_API_KEY",	  "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",  "SSH_AUTH_SOCK",
-	"DB_PASSWORD",	  "MY_SECRET_THING",	   "X_CREDENTIALS",
+	"FOO_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",	 "SSH_AUTH_SOCK",
+	"DB_PASSWORD", "MY_SECRET_THING",	"X_CREDENTIALS",
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -280,8 +280,8 @@ Test(env_build, set_env_overrides_and_adds)
 		struct ab_config cfg;
 		ab_config_init(&cfg);
 		cfg.env_policy = policies[i];
-		const char *set[] = {"LANG=fr_FR.UTF-8", "NEW_VAR=1", "EQ=a=b", "EMPTY=",
-				     "DB_PASSWORD=explicit"};
+		const char *set[] = {"LANG=fr_FR.UTF-8", "NEW_VAR=1", "EQ=a=b",
+				     "EMPTY=", "DB_PASSWORD=explicit"};
 		cfg.set_env = strv(&cfg.n_set_env, set, N(set));
 		char **env = build(&cfg, fake_env);
 		cr_assert_str_eq(env_get(env, "LANG"), "fr_FR.UTF-8", "policy %d", policies[i]);
@@ -341,8 +341,8 @@ Test(env_build, malformed_entries_are_ignored)
 Test(env_build, no_duplicate_names)
 {
 	const enum ab_env_policy policies[] = {AB_ENV_ALL, AB_ENV_CORE, AB_ENV_NONE};
-	char *const envp[] = {"EDITOR=vi", "LANG=C", "EDITOR=emacs", "HOME=/a", "HOME=/b",
-			      "PATH=/x", "LANG=POSIX", NULL};
+	char *const envp[] = {"EDITOR=vi", "LANG=C",  "EDITOR=emacs", "HOME=/a",
+			      "HOME=/b",   "PATH=/x", "LANG=POSIX",   NULL};
 	for (size_t i = 0; i < N(policies); i++) {
 		struct ab_config cfg;
 		ab_config_init(&cfg);
@@ -382,27 +382,45 @@ Test(env_build, output_is_independent_of_input)
 Test(env_secret, secret_names)
 {
 	const char *secret[] = {
-		"OPENAI_API_KEY", "api_key",	  "Api_Key",	     "AWS_SECRET_ACCESS_KEY",
-		"GITHUB_TOKEN",	  "github_token", "SSH_AUTH_SOCK",   "DB_PASSWORD",
-		"FOO_SECRET_BAR", "SECRET_X",	  "secret_x",	     "X_PASSWD",
-		"X_CREDENTIAL",	  "X_CREDENTIALS", "KEY",	     "TOKEN",
-		"PASSWORD",	  "SECRET",	  "MY_PRIVATE_KEY",  "AWS_ACCESS_KEY_ID",
-		"GH_TOKEN",	  "NPM_TOKEN",	  "VAULT_TOKEN",     "KRB5CCNAME",
-		"GPG_AGENT_INFO", "AWS_SESSION_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS",
+		"OPENAI_API_KEY",
+		"api_key",
+		"Api_Key",
+		"AWS_SECRET_ACCESS_KEY",
+		"GITHUB_TOKEN",
+		"github_token",
+		"SSH_AUTH_SOCK",
+		"DB_PASSWORD",
+		"FOO_SECRET_BAR",
+		"SECRET_X",
+		"secret_x",
+		"X_PASSWD",
+		"X_CREDENTIAL",
+		"X_CREDENTIALS",
+		"KEY",
+		"TOKEN",
+		"PASSWORD",
+		"SECRET",
+		"MY_PRIVATE_KEY",
+		"AWS_ACCESS_KEY_ID",
+		"GH_TOKEN",
+		"NPM_TOKEN",
+		"VAULT_TOKEN",
+		"KRB5CCNAME",
+		"GPG_AGENT_INFO",
+		"AWS_SESSION_TOKEN",
+		"GOOGLE_APPLICATION_CREDENTIALS",
 	};
 	for (size_t i = 0; i < N(secret); i++)
-		cr_assert(ab_env_name_is_secret(secret[i]), "%s not taken for a secret",
-			  secret[i]);
+		cr_assert(ab_env_name_is_secret(secret[i]), "%s not taken for a secret", secret[i]);
 }
 
 Test(env_secret, ordinary_names)
 {
 	const char *plain[] = {
-		"PATH",	  "HOME",      "KEYBOARD", "MONKEY",	 "TOKENIZER_PATH", "LANG",
+		"PATH",	  "HOME",      "KEYBOARD", "MONKEY",	 "TOKENIZER_PATH",  "LANG",
 		"EDITOR", "SECRETARY", "TERM",	   "LC_ALL",	 "XDG_RUNTIME_DIR", "HOTKEY",
 		"",	  "DISPLAY",   "KEYS_DIR", "MYSECRET_X",
 	};
 	for (size_t i = 0; i < N(plain); i++)
-		cr_assert_not(ab_env_name_is_secret(plain[i]), "%s taken for a secret",
-			      plain[i]);
+		cr_assert_not(ab_env_name_is_secret(plain[i]), "%s taken for a secret", plain[i]);
 }

@@ -26,13 +26,13 @@ static int parse(struct ab_config *cfg, bool *help, struct ab_error *err, const 
 }
 
 /* Parsing argv succeeds; the config is left for the caller to check. */
-#define PARSE_OK(cfg, ...)                                                                    \
-	do {                                                                                  \
-		bool help_ = true;                                                            \
-		struct ab_error err_ = {0};                                                   \
-		int r_ = parse((cfg), &help_, &err_, ARGV(__VA_ARGS__));                      \
-		cr_assert_eq(r_, 0, "parse failed (%d): %s", r_, err_.msg);                   \
-		cr_assert_not(help_);                                                         \
+#define PARSE_OK(cfg, ...)                                                                         \
+	do {                                                                                       \
+		bool help_ = true;                                                                 \
+		struct ab_error err_ = {0};                                                        \
+		int r_ = parse((cfg), &help_, &err_, ARGV(__VA_ARGS__));                           \
+		cr_assert_eq(r_, 0, "parse failed (%d): %s", r_, err_.msg);                        \
+		cr_assert_not(help_);                                                              \
 	} while (0)
 
 /* Parsing argv fails with a negative value and a message containing needle. */
@@ -161,8 +161,7 @@ Test(parse_run, help)
 		ab_config_init(&cfg);
 		struct ab_error err = {0};
 		bool help = false;
-		cr_assert_eq(parse(&cfg, &help, &err, forms[i]), 0, "%s: %s", forms[i][1],
-			     err.msg);
+		cr_assert_eq(parse(&cfg, &help, &err, forms[i]), 0, "%s: %s", forms[i][1], err.msg);
 		cr_assert(help, "%s did not set help", forms[i][1]);
 		ab_config_free(&cfg);
 	}
@@ -494,7 +493,8 @@ Test(parse_size, valid)
 
 Test(parse_size, invalid)
 {
-	const char *bad[] = {"", "K", "12Q", "-1", "1.5M", "+1", " 1", "1 K", "1KBB", "1iB", "0x10"};
+	const char *bad[] = {"",   "K",	  "12Q",  "-1",	 "1.5M", "+1",
+			     " 1", "1 K", "1KBB", "1iB", "0x10"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		unsigned long long v = 777;
 		int r = ab_parse_size(bad[i], &v);

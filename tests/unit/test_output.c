@@ -78,9 +78,14 @@ Test(utf8, valid_text_is_unchanged_and_bad_bytes_replaced)
 	cr_assert_str_eq(s, "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
 	free(s);
 	/* a stray continuation byte, a cut sequence, an overlong '/', a surrogate */
-	const char bad[] = "a\x80" "b\xE2\x82" "c\xC0\xAF" "d\xED\xA0\x80";
+	const char bad[] = "a\x80"
+			   "b\xE2\x82"
+			   "c\xC0\xAF"
+			   "d\xED\xA0\x80";
 	s = utf8_lossy(bad, sizeof(bad) - 1, &n);
-	cr_assert_str_eq(s, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD"
+	cr_assert_str_eq(s, "a\xEF\xBF\xBD"
+			    "b\xEF\xBF\xBD\xEF\xBF\xBD"
+			    "c\xEF\xBF\xBD\xEF\xBF\xBD"
 			    "d\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 	free(s);
 	/* NUL bytes are data, kept (JSON escapes them) */

@@ -89,7 +89,8 @@ Test(seccomp, none_means_no_filter)
 Test(seccomp, bad_profiles_name_file_path_and_problem)
 {
 	expect_refused("syntax.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\",", "invalid JSON");
-	expect_refused("trailing.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\"} x", "invalid JSON");
+	expect_refused("trailing.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\"} x",
+		       "invalid JSON");
 	expect_refused("top.json", "[]", "expected an object");
 	expect_refused("nodefault.json", "{}", "defaultAction");
 	expect_refused("key.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"bogus\": 1}",
@@ -128,10 +129,10 @@ Test(seccomp, bad_profiles_name_file_path_and_problem)
 
 Test(seccomp, unknown_syscall_names_are_skipped_with_a_notice)
 {
-	const char *path = write_profile("unknown.json",
-					 "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
-					 "[{\"names\": [\"not_a_syscall\", \"getppid\"], "
-					 "\"action\": \"SCMP_ACT_ERRNO\", \"errno\": \"EACCES\"}]}");
+	const char *path = write_profile(
+		"unknown.json", "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
+				"[{\"names\": [\"not_a_syscall\", \"getppid\"], "
+				"\"action\": \"SCMP_ACT_ERRNO\", \"errno\": \"EACCES\"}]}");
 	struct ab_seccomp_profile *p = NULL;
 	struct ab_error err = {0};
 	char *notices = NULL;
