@@ -16,9 +16,17 @@
 /* Make a host directory path absolute and canonical. The last component
  * must not be a symbolic link when no_symlink is set: a link planted where
  * the caller expects a directory would redirect the sandbox's writes. */
-static int resolve_host_dir(const char *opt, const char *path, bool no_symlink, char **out,
+static int resolve_host_dir(const char *opt, const char *given, bool no_symlink, char **out,
 			    struct ab_error *err)
 {
+	/* "link/" would make lstat follow the link: drop trailing slashes */
+	char path[PATH_MAX];
+	size_t n = strlen(given);
+	if (n >= sizeof(path))
+		return ab_error_plain(err, ENAMETOOLONG, "%s: path too long", opt);
+	memcpy(path, given, n + 1);
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return ab_error_set(err, errno, "%s: cannot use '%s'", opt, path);

@@ -18,8 +18,8 @@ static const char *const core_names[] = {
 
 /* Suffixes (after an underscore, or the whole name) of secret-looking names. */
 static const char *const secret_suffixes[] = {
-	"API_KEY", "KEY",	 "SECRET",	"TOKEN",       "PASSWORD",
-	"PASSWD",  "CREDENTIAL", "CREDENTIALS", "PRIVATE_KEY", "ACCESS_KEY_ID",
+	"KEY",	  "KEYS",	"SECRET",      "SECRETS",	"TOKEN",
+	"TOKENS", "CREDENTIAL", "CREDENTIALS", "ACCESS_KEY_ID",
 };
 
 /* Well-known names that hold a secret or reach one (an agent socket). */
@@ -27,6 +27,7 @@ static const char *const secret_names[] = {
 	"SSH_AUTH_SOCK",     "GPG_AGENT_INFO",	   "KRB5CCNAME",   "AWS_SECRET_ACCESS_KEY",
 	"AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN",  "GITHUB_TOKEN", "GH_TOKEN",
 	"NPM_TOKEN",	     "DOCKER_AUTH_CONFIG", "VAULT_TOKEN",  "GOOGLE_APPLICATION_CREDENTIALS",
+	"MYSQL_PWD",	     "PGPASSFILE",
 };
 
 static bool has_suffix_ci(const char *name, size_t n, const char *suf)
@@ -46,11 +47,26 @@ bool ab_env_name_is_secret(const char *name)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(secret_suffixes); i++)
 		if (has_suffix_ci(name, n, secret_suffixes[i]))
 			return true;
+	/* PGPASSWORD, DB_PASSWORD, SMTP_PASSWD: whatever precedes it */
+	if ((n >= 8 && strcasecmp(name + n - 8, "PASSWORD") == 0) ||
+	    (n >= 6 && strcasecmp(name + n - 6, "PASSWD") == 0))
+		return true;
 	/* FOO_SECRET_BAR: "_SECRET_" anywhere, or a leading "SECRET_" */
 	for (const char *p = name; (p = strcasestr(p, "SECRET_")); p++)
 		if (p == name || p[-1] == '_')
 			return true;
 	return false;
+}
+
+/* For "NAME=value" strings: names too long to check count as secret. */
+static bool name_is_secret_n(const char *s, size_t n)
+{
+	char name[256];
+	if (n >= sizeof(name))
+		return true;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	return ab_env_name_is_secret(name);
 }
 
 static bool is_core_name(const char *name, size_t n)
@@ -121,18 +137,12 @@ int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out, st
 		bool keep;
 		switch (cfg->env_policy) {
 		case AB_ENV_CORE:
-			keep = passed || is_core_name(*e, n);
+			/* LC_* is a family: a secret-looking member stays out */
+			keep = passed || (is_core_name(*e, n) && !name_is_secret_n(*e, n));
 			break;
-		case AB_ENV_ALL: {
-			char name[256];
-			keep = passed;
-			if (!keep && n < sizeof(name)) {
-				memcpy(name, *e, n);
-				name[n] = '\0';
-				keep = !ab_env_name_is_secret(name);
-			}
+		case AB_ENV_ALL:
+			keep = passed || !name_is_secret_n(*e, n);
 			break;
-		}
 		default:
 			keep = passed;
 		}

@@ -2,7 +2,8 @@
  * in the new namespaces to pid 1's reaping loop.
  *
  * Setup order (fixed; each step needs the one before it):
- *   1. wait for the launcher's GO: the uid/gid maps exist
+ *   1. wait for the launcher's GO: the uid/gid maps exist, and the init is
+ *      in the sandbox's cgroup, which a new cgroup namespace now makes its root
  *   2. new session; become the sandbox user (capabilities in the new user
  *      namespace stay); parent-death signal set again, since a credential
  *      change clears it; not dumpable
@@ -23,6 +24,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "landlock.h"
 #include "seccomp_profile.h"
 #include "error.h"
@@ -165,7 +168,7 @@ static _Noreturn void exec_command(const struct init_args *a, int sc)
 		ab_error_set(&err, errno, "cannot connect the command's output");
 		init_fail(a->sync_fd, &err);
 	}
-	if (apply_rlimits(a->cfg, &err) < 0)
+	if (apply_rlimits(a->cfg, &err) < 0 || ab_cgroup_apply_rlimits(a->cgroup, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	/* its own session: no controlling terminal, so no TIOCSTI into the
 	 * caller's terminal, and a process group the init can signal whole */
@@ -267,6 +270,10 @@ _Noreturn void init_main(struct init_args *a)
 		_exit(AB_EXIT_FAILURE);
 
 	setsid();
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		ab_error_set(&err, errno, "cannot create the cgroup namespace");
+		init_fail(a->sync_fd, &err);
+	}
 	if (userns_become_sandbox_user(a->cfg, a->by_root, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -20,7 +20,8 @@ struct init_args {
 	bool by_root;				  /* the launcher is root: groups can be dropped */
 	int landlock_fd;			  /* ruleset every command enforces, or -1 */
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
-	int out_fd, err_fd; /* write ends of the capture pipes, or -1: pass through */
+	int out_fd, err_fd;		/* write ends of the capture pipes, or -1: pass through */
+	const struct ab_cgroup *cgroup; /* for the rlimit fallbacks */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

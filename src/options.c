@@ -25,6 +25,7 @@
 #define DEFAULT_TMPFS_SIZE     (256ULL << 20)
 #define DEFAULT_MAX_OUTPUT     (1ULL << 20)
 #define MAX_MAX_OUTPUT	       (256ULL << 20)
+#define DEFAULT_PIDS	       512
 
 void ab_config_init(struct ab_config *cfg)
 {
@@ -36,6 +37,7 @@ void ab_config_init(struct ab_config *cfg)
 	cfg->max_timeout_ms = DEFAULT_MAX_TIMEOUT_MS;
 	cfg->tmpfs_size = DEFAULT_TMPFS_SIZE;
 	cfg->max_output = DEFAULT_MAX_OUTPUT;
+	cfg->pids = DEFAULT_PIDS;
 	/* no core dumps, and a sane number of open files */
 	cfg->rlimits[0] = (struct ab_rlimit){RLIMIT_CORE, 0, false};
 	cfg->rlimits[1] = (struct ab_rlimit){RLIMIT_NOFILE, 8192, false};
@@ -58,6 +60,7 @@ void ab_config_free(struct ab_config *cfg)
 	free(cfg->home);
 	free(cfg->seccomp);
 	free(cfg->report);
+	free(cfg->cgroup_parent);
 	for (size_t i = 0; i < cfg->n_mounts; i++) {
 		free(cfg->mounts[i].src);
 		free(cfg->mounts[i].dst);
@@ -69,119 +72,6 @@ void ab_config_free(struct ab_config *cfg)
 	strv_free(cfg->unprotect, cfg->n_unprotect);
 	strv_free(cfg->argv, cfg->argc);
 	ab_config_init(cfg);
-}
-
-int ab_parse_size(const char *s, unsigned long long *out)
-{
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
-	unsigned shift = 0;
-	if (*end) {
-		switch (toupper((unsigned char)*end)) {
-		case 'K':
-			shift = 10;
-			break;
-		case 'M':
-			shift = 20;
-			break;
-		case 'G':
-			shift = 30;
-			break;
-		case 'T':
-			shift = 40;
-			break;
-		default:
-			return -EINVAL;
-		}
-		end++;
-		/* accept "64k", "64K", "64KB", "64KiB" */
-		if (*end == 'i' || *end == 'I')
-			end++;
-		if (*end == 'b' || *end == 'B')
-			end++;
-		if (*end)
-			return -EINVAL;
-	}
-	if (shift && v > (ULLONG_MAX >> shift))
-		return -ERANGE;
-	*out = v << shift;
-	return 0;
-}
-
-int ab_parse_duration(const char *s, unsigned long long *ms)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "none") == 0) {
-		*ms = 0;
-		return 0;
-	}
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
-	unsigned long long mul;
-	if (strcmp(end, "ms") == 0)
-		mul = 1;
-	else if (strcmp(end, "s") == 0 || *end == '\0')
-		mul = 1000;
-	else if (strcmp(end, "m") == 0)
-		mul = 60 * 1000;
-	else if (strcmp(end, "h") == 0)
-		mul = 3600 * 1000;
-	else
-		return -EINVAL;
-	/* a year is more than anyone means; it also keeps timers sane */
-	if (v > 365ULL * 24 * 3600 * 1000 / mul)
-		return -ERANGE;
-	*ms = v * mul;
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	int resource;
-} rlimit_names[] = {
-	{"as", RLIMIT_AS},
-	{"core", RLIMIT_CORE},
-	{"cpu", RLIMIT_CPU},
-	{"data", RLIMIT_DATA},
-	{"fsize", RLIMIT_FSIZE},
-	{"locks", RLIMIT_LOCKS},
-	{"memlock", RLIMIT_MEMLOCK},
-	{"msgqueue", RLIMIT_MSGQUEUE},
-	{"nice", RLIMIT_NICE},
-	{"nofile", RLIMIT_NOFILE},
-	{"nproc", RLIMIT_NPROC},
-	{"rss", RLIMIT_RSS},
-	{"rtprio", RLIMIT_RTPRIO},
-	{"rttime", RLIMIT_RTTIME},
-	{"sigpending", RLIMIT_SIGPENDING},
-	{"stack", RLIMIT_STACK},
-};
-
-int ab_rlimit_by_name(const char *name)
-{
-	for (size_t i = 0; i < AB_ARRAY_SIZE(rlimit_names); i++)
-		if (strcmp(rlimit_names[i].name, name) == 0)
-			return rlimit_names[i].resource;
-	return -1;
-}
-
-const char *ab_rlimit_name(int resource)
-{
-	for (size_t i = 0; i < AB_ARRAY_SIZE(rlimit_names); i++)
-		if (rlimit_names[i].resource == resource)
-			return rlimit_names[i].name;
-	return "?";
 }
 
 static int parse_rlimit(struct ab_config *cfg, const char *arg, struct ab_error *err)
@@ -241,67 +131,6 @@ static int parse_size_option(const char *opt, const char *value, unsigned long l
 		return ab_error_plain(err, ERANGE, "%s: '%s' is out of range (%lluK to %lluM)", opt,
 				      value, min >> 10, max >> 20);
 	return 0;
-}
-
-int ab_parse_id(const char *s, uid_t *out)
-{
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	/* (uid_t)-1 means "unchanged" to the kernel, so it is never an id */
-	if (v >= (unsigned long)(uid_t)-1)
-		return -ERANGE;
-	*out = (uid_t)v;
-	return 0;
-}
-
-int ab_path_normalize(const char *in, char **out)
-{
-	if (!in || in[0] != '/')
-		return -EINVAL;
-	size_t len = strlen(in);
-	if (len >= PATH_MAX)
-		return -ENAMETOOLONG;
-	cleanup_free char *res = malloc(len + 2);
-	if (!res)
-		return -ENOMEM;
-	size_t o = 0;
-	const char *p = in;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *e = strchrnul(p, '/');
-		size_t n = (size_t)(e - p);
-		if (n == 1 && p[0] == '.') {
-			p = e;
-			continue;
-		}
-		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return -ELOOP; /* ".." is refused, not resolved */
-		res[o++] = '/';
-		memcpy(res + o, p, n);
-		o += n;
-		p = e;
-	}
-	if (o == 0)
-		res[o++] = '/';
-	res[o] = '\0';
-	*out = ab_steal_pointer(&res);
-	return 0;
-}
-
-bool ab_path_is_under(const char *path, const char *dir)
-{
-	if (strcmp(dir, "/") == 0)
-		return true;
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 static int strv_push(char ***v, size_t *n, const char *s)
@@ -460,6 +289,11 @@ enum {
 	OPT_MERGE_OUTPUT,
 	OPT_MAX_OUTPUT,
 	OPT_OUTPUT_ENCODING,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_PIDS,
+	OPT_CGROUP_PARENT,
+	OPT_REQUIRE_LIMITS,
 	OPT_HELP,
 };
 
@@ -493,6 +327,11 @@ static const struct option run_options[] = {
 	{"merge-output", no_argument, NULL, OPT_MERGE_OUTPUT},
 	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
 	{"output-encoding", required_argument, NULL, OPT_OUTPUT_ENCODING},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
+	{"require-limits", no_argument, NULL, OPT_REQUIRE_LIMITS},
 	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -638,6 +477,54 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 					      "--output-encoding: '%s' is not one of utf8, base64",
 					      arg);
 		return 0;
+	case OPT_MEMORY:
+		if (strcmp(arg, "none") == 0) {
+			cfg->memory = 0;
+			return 0;
+		}
+		return parse_size_option(opt, arg, 1 << 20, 1ULL << 50, &cfg->memory, err);
+	case OPT_CPUS: {
+		/* "0.5", "2", "none": thousandths of a core */
+		if (strcmp(arg, "none") == 0) {
+			cfg->cpu_millis = 0;
+			return 0;
+		}
+		char *end;
+		errno = 0;
+		double v = isdigit((unsigned char)arg[0]) ? strtod(arg, &end) : -1;
+		if (v < 0.01 || v > 4096 || errno || *end)
+			return ab_error_plain(err, EINVAL,
+					      "--cpus: '%s' is not a number of cores from 0.01 "
+					      "to 4096 (like 0.5 or 2), or none",
+					      arg);
+		cfg->cpu_millis = (unsigned)(v * 1000 + 0.5);
+		return 0;
+	}
+	case OPT_PIDS: {
+		uid_t v;
+		if (strcmp(arg, "none") == 0) {
+			cfg->pids = 0;
+			return 0;
+		}
+		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 4194304)
+			return ab_error_plain(err, EINVAL,
+					      "--pids: '%s' is not a number from 1 to 4194304, or "
+					      "none",
+					      arg);
+		cfg->pids = v;
+		return 0;
+	}
+	case OPT_CGROUP_PARENT: {
+		char *p;
+		if (parse_view_path(opt, arg, &p, err) < 0)
+			return -EINVAL;
+		free(cfg->cgroup_parent);
+		cfg->cgroup_parent = p;
+		return 0;
+	}
+	case OPT_REQUIRE_LIMITS:
+		cfg->require_limits = true;
+		return 0;
 	case OPT_LANDLOCK:
 		if (strcmp(arg, "on") == 0)
 			cfg->no_landlock = false;
@@ -677,9 +564,15 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 			opt = optbuf;
 		}
 		if (c == '?') {
+			/* glibc puts a long option's code in optopt when it was
+			 * given a value it does not take */
+			if (optopt >= 256)
+				return ab_error_plain(err, EINVAL, "option '%s' takes no value",
+						      argv[prev]);
 			if (optopt)
 				return ab_error_plain(err, EINVAL, "unknown option '-%c'", optopt);
-			return ab_error_plain(err, EINVAL, "unknown option '%s'", argv[prev]);
+			return ab_error_plain(err, EINVAL, "unknown or ambiguous option '%s'",
+					      argv[prev]);
 		}
 		if (c == ':') {
 			if (optopt && optopt < 256)

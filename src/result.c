@@ -55,9 +55,37 @@ static json_object *output_json(const struct ab_config *cfg, const struct ab_out
 	return j;
 }
 
+static json_object *limit_json(const struct ab_limit_report *lr, json_object *value)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "value", value);
+	json_object_object_add(o, "how", json_object_new_string(lr->how ? lr->how : "not set"));
+	json_object_object_add(o, "why", lr->why[0] ? json_object_new_string(lr->why) : NULL);
+	return o;
+}
+
 static json_object *limits_json(const struct ab_config *cfg, const struct ab_result *res)
 {
 	json_object *l = json_object_new_object();
+	json_object_object_add(
+		l, "memory",
+		limit_json(&res->memory,
+			   cfg->memory ? json_object_new_int64((int64_t)cfg->memory) : NULL));
+	json_object_object_add(
+		l, "cpus",
+		limit_json(&res->cpu, cfg->cpu_millis
+					      ? json_object_new_double(cfg->cpu_millis / 1000.0)
+					      : NULL));
+	json_object_object_add(
+		l, "pids",
+		limit_json(&res->pids,
+			   cfg->pids ? json_object_new_int64((int64_t)cfg->pids) : NULL));
+	json_object_object_add(
+		l, "cgroup",
+		json_object_new_string(res->cgroup_version ? res->cgroup_version : "none"));
+	json_object_object_add(l, "cgroup_path",
+			       res->cgroup_path[0] ? json_object_new_string(res->cgroup_path)
+						   : NULL);
 	json_object_object_add(l, "timeout_ms",
 			       res->timeout_ms ? json_object_new_int64((int64_t)res->timeout_ms)
 					       : NULL);
@@ -99,9 +127,8 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 	}
 	json_object_object_add(o, "signal", signame[0] ? json_object_new_string(signame) : NULL);
 	json_object_object_add(o, "timed_out", json_object_new_boolean(ran && res->timed_out));
-	/* from the cgroup's own events only; without a cgroup memory limit,
-	 * no OOM kill is attributed to the command */
-	json_object_object_add(o, "oom_killed", json_object_new_boolean(false));
+	/* from the cgroup's own events only, never guessed from SIGKILL */
+	json_object_object_add(o, "oom_killed", json_object_new_boolean(ran && res->oom_killed));
 	json_object_object_add(o, "duration_ms", INT_OR_NULL(res->duration_ms));
 	json_object_object_add(o, "cpu_user_ms", INT_OR_NULL(res->cpu_user_ms));
 	json_object_object_add(o, "cpu_system_ms", INT_OR_NULL(res->cpu_system_ms));

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "error.h"
 #include "init.h"
 #include "mount.h"
@@ -192,8 +193,8 @@ static void close_pair(int fds[2])
 }
 
 static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **envp,
-		       const struct ab_seccomp_profile *seccomp, struct ab_result *res,
-		       struct ab_error *err)
+		       const struct ab_seccomp_profile *seccomp, struct ab_cgroup *cg,
+		       struct ab_result *res, struct ab_error *err)
 {
 	int rd[2], wr[2];
 	cleanup_fd int sigfd = -1;
@@ -261,13 +262,17 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 			.seccomp = seccomp,
 			.out_fd = wr[0],
 			.err_fd = wr[1],
+			.cgroup = cg,
 		};
 		init_main(&a);
 	}
 	ab_close_keep_errno(ab_steal_fd(&child_fd));
 	close_pair(wr); /* only the command may hold them: EOF means it is done */
 
-	r = userns_write_maps(pid, cfg, err);
+	/* into the cgroup before it runs anything: it waits for GO */
+	r = ab_cgroup_attach(cg, pid, err);
+	if (r == 0)
+		r = userns_write_maps(pid, cfg, err);
 	if (r == 0 && (r = sync_send(sync_fd, SYNC_GO, 0, 0, NULL)) < 0)
 		ab_error_set(err, -r, "cannot start the sandbox");
 	if (r < 0) {
@@ -287,6 +292,17 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 		goto out_mask;
 	}
 	r = fill_result(&s, started, res, err);
+	struct ab_cgroup_stats cs;
+	if (ab_cgroup_stats(cg, &cs) == 0) {
+		/* the cgroup's own accounting beats per-process rusage */
+		res->oom_killed = cs.oom_killed;
+		if (cs.have_memory_peak)
+			res->max_rss_kb = cs.memory_peak / 1024;
+		if (cs.have_cpu) {
+			res->cpu_user_ms = cs.cpu_user_us / 1000;
+			res->cpu_system_ms = cs.cpu_system_us / 1000;
+		}
+	}
 	if (r == 0 && (take_output(&s.out, &res->out) < 0 || take_output(&s.err, &res->err) < 0))
 		r = ab_error_set(err, ENOMEM, "collecting the output");
 out_mask:
@@ -298,6 +314,57 @@ out_pipes:
 	capture_free(&s.out);
 	capture_free(&s.err);
 	return r;
+}
+
+static const char *how_name(enum ab_limit_how how)
+{
+	switch (how) {
+	case AB_LIMIT_CGROUP:
+		return "cgroup";
+	case AB_LIMIT_RLIMIT:
+		return "rlimit";
+	case AB_LIMIT_UNAVAILABLE:
+		return "unavailable";
+	default:
+		return "not set";
+	}
+}
+
+/* The sandbox's cgroup with its limits, after reaping what crashed runs
+ * left; --require-limits turns a limit that cannot be applied into an
+ * error before anything runs. */
+static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
+		       struct ab_error *err)
+{
+	ab_cgroup_reap_stale(cfg->cgroup_parent);
+	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids};
+	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
+	if (r < 0)
+		return r;
+	const struct ab_cgroup_status *st = ab_cgroup_status(*cg);
+	const struct {
+		const char *opt;
+		const struct ab_limit_status *ls;
+		struct ab_limit_report *out;
+	} limits[] = {
+		{"--memory", &st->memory, &res->memory},
+		{"--cpus", &st->cpu, &res->cpu},
+		{"--pids", &st->pids, &res->pids},
+	};
+	res->cgroup_version = st->version;
+	snprintf(res->cgroup_path, sizeof(res->cgroup_path), "%s", st->path);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(limits); i++) {
+		limits[i].out->how = how_name(limits[i].ls->how);
+		snprintf(limits[i].out->why, sizeof(limits[i].out->why), "%s", limits[i].ls->why);
+		if (limits[i].ls->how == AB_LIMIT_UNAVAILABLE && cfg->require_limits) {
+			ab_cgroup_destroy(*cg);
+			*cg = NULL;
+			return ab_error_plain(err, EPERM,
+					      "--require-limits: %s cannot be applied: %s",
+					      limits[i].opt, limits[i].ls->why);
+		}
+	}
+	return 0;
 }
 
 /* Pass each line of text to the caller's notice callback. */
@@ -372,6 +439,13 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 		protect_state_free(&protect);
 		return r;
 	}
+	struct ab_cgroup *cg = NULL;
+	r = make_cgroup(cfg, res, &cg, err);
+	if (r < 0) {
+		view_plan_free(&plan);
+		protect_state_free(&protect);
+		return r;
+	}
 	struct ab_seccomp_profile *seccomp = NULL;
 	char *notices = NULL;
 	r = ab_seccomp_load(cfg->seccomp, &seccomp, &notices, err);
@@ -390,10 +464,11 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &envp, err);
 	if (r == 0)
-		r = run_sandbox(cfg, &plan, envp, seccomp, res, err);
+		r = run_sandbox(cfg, &plan, envp, seccomp, cg, res, err);
 	if (r == 0)
 		res->protected_changed = protect_changes(cfg, &protect);
 	ab_env_free(envp);
+	ab_cgroup_destroy(cg);
 	ab_seccomp_free(seccomp);
 	view_plan_free(&plan);
 	protect_state_free(&protect);

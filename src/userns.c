@@ -17,8 +17,9 @@
 
 unsigned long userns_clone_flags(const struct ab_config *cfg)
 {
-	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			  CLONE_NEWCGROUP;
+	/* no CLONE_NEWCGROUP: the init makes the cgroup namespace itself once
+	 * the launcher has moved it into the sandbox's cgroup, its root then */
+	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (cfg->net == AB_NET_NONE)
 		f |= CLONE_NEWNET;
 	return f;

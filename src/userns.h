@@ -8,7 +8,8 @@
 
 #include "agentbox/agentbox.h"
 
-/* clone(2) flags for a sandbox with this configuration. */
+/* clone(2) flags for a sandbox with this configuration (the cgroup
+ * namespace is made by the init itself). */
 unsigned long userns_clone_flags(const struct ab_config *cfg);
 
 /* Launcher: map cfg->uid/gid inside to cfg->host_uid/gid outside, one id

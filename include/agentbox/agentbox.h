@@ -82,6 +82,11 @@ struct ab_config {
 	size_t n_unprotect;
 
 	/* limits and results */
+	unsigned long long memory;	   /* bytes; 0: no limit */
+	unsigned cpu_millis;		   /* thousandths of a core; 0: no limit */
+	unsigned long pids;		   /* 0: no limit */
+	char *cgroup_parent;		   /* where to make the sandbox's cgroup, or NULL */
+	bool require_limits;		   /* an unavailable limit is an error */
 	unsigned long long timeout_ms;	   /* 0: none */
 	unsigned long long kill_after_ms;  /* SIGTERM -> SIGKILL grace */
 	unsigned long long max_timeout_ms; /* requested timeouts are clamped to it; 0: none */
@@ -140,7 +145,16 @@ struct ab_result {
 	unsigned long long max_rss_kb;
 	struct ab_output out, err;     /* with --merge-output, everything is in out */
 	unsigned long long timeout_ms; /* the timeout in force, 0: none */
-	int landlock_abi;	       /* Landlock ABI in force, 0 when none */
+	bool oom_killed;	       /* from the cgroup's own events */
+	/* how each limit was applied: "cgroup", "rlimit", "unavailable",
+	 * "not set", with the reason when unavailable */
+	struct ab_limit_report {
+		const char *how;
+		char why[200];
+	} memory, cpu, pids;
+	const char *cgroup_version; /* "v2", "v1" or "none" */
+	char cgroup_path[512];	    /* below the hierarchy roots, "" when none */
+	int landlock_abi;	    /* Landlock ABI in force, 0 when none */
 	/* protected workspace paths the command created, removed or replaced;
 	 * NULL-terminated, or NULL when none */
 	char **protected_changed;

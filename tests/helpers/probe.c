@@ -207,8 +207,26 @@ static int cmd_nested_remount(const char *dir, const char *file)
 	return 0;
 }
 
+/* getpid through the x32 ABI (the 0x40000000 bit), in a child, reported
+ * like int80. */
+static int cmd_x32(void)
+{
+	pid_t c = fork();
+	if (c == 0)
+		_exit(syscall(39 | 0x40000000L) == getpid() ? 0 : 1);
+	int st;
+	waitpid(c, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("killed-by-%d\n", WTERMSIG(st));
+	else
+		printf("%s\n", WEXITSTATUS(st) == 0 ? "getpid-worked" : "refused");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "x32") == 0)
+		return cmd_x32();
 	if (argc == 4 && strcmp(argv[1], "nested-remount") == 0)
 		return cmd_nested_remount(argv[2], argv[3]);
 	if (argc == 2 && strcmp(argv[1], "escapes") == 0)

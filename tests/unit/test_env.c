@@ -409,6 +409,11 @@ Test(env_secret, secret_names)
 		"GPG_AGENT_INFO",
 		"AWS_SESSION_TOKEN",
 		"GOOGLE_APPLICATION_CREDENTIALS",
+		"PGPASSWORD",
+		"MYSQL_PWD",
+		"OPENAI_API_KEYS",
+		"APP_SECRETS",
+		"LC_API_KEY",
 	};
 	for (size_t i = 0; i < N(secret); i++)
 		cr_assert(ab_env_name_is_secret(secret[i]), "%s not taken for a secret", secret[i]);
@@ -423,4 +428,23 @@ Test(env_secret, ordinary_names)
 	};
 	for (size_t i = 0; i < N(plain); i++)
 		cr_assert_not(ab_env_name_is_secret(plain[i]), "%s taken for a secret", plain[i]);
+}
+
+Test(env_build, core_family_names_that_look_secret_stay_out)
+{
+	struct ab_config cfg;
+	ab_config_init(&cfg);
+	char *envp[] = {"LC_TIME=C", "LC_API_KEY=sekrit", NULL};
+	char **out = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_env_build(&cfg, envp, &out, &err), 0);
+	bool time = false, key = false;
+	for (char **e = out; *e; e++) {
+		time |= strcmp(*e, "LC_TIME=C") == 0;
+		key |= strncmp(*e, "LC_API_KEY=", 11) == 0;
+	}
+	cr_assert(time);
+	cr_assert_not(key, "a secret-looking LC_* name passed under core");
+	ab_env_free(out);
+	ab_config_free(&cfg);
 }

@@ -335,6 +335,14 @@ Test(parse_run, bind_forms)
 	cr_assert_null(cfg.mounts[4].src);
 	cr_assert_str_eq(cfg.mounts[4].dst, "/scratch");
 	ab_config_free(&cfg);
+
+	/* the last ':' splits, so SRC may hold one */
+	ab_config_init(&cfg);
+	PARSE_OK(&cfg, "run", "--bind", "/a:b:/c", "true");
+	cr_assert_eq(cfg.n_mounts, 1);
+	cr_assert_str_eq(cfg.mounts[0].src, "/a:b");
+	cr_assert_str_eq(cfg.mounts[0].dst, "/c");
+	ab_config_free(&cfg);
 }
 
 Test(parse_run, bind_destination_is_normalised)
@@ -876,6 +884,7 @@ Test(finish, identity_refusals)
 		r = ab_config_finish(&cfg, &err);
 		cr_assert_eq(r, -EPERM);
 		cr_assert_not_null(strstr(err.msg, "--host-uid"), "%s", err.msg);
+		cr_assert_not_null(strstr(err.msg, "owned by root"), "%s", err.msg);
 		ab_config_free(&cfg);
 
 		/* and host root is never mapped, even when asked for */
@@ -928,4 +937,41 @@ Test(finish, identity_refusals)
 		ab_config_free(&cfg);
 	}
 	free(ws);
+}
+
+Test(finish, trailing_slash_does_not_get_a_symlink_past_the_check)
+{
+	char *target = make_dir("real");
+	char *link = tmp_path("link");
+	cr_assert_eq(symlink(target, link), 0);
+	struct ab_config cfg;
+	ab_config_init(&cfg);
+	cr_assert_geq(asprintf(&cfg.workspace, "%s/", link), 0);
+	allow_identity(&cfg);
+	struct ab_error err = {0};
+	cr_assert_lt(ab_config_finish(&cfg, &err), 0);
+	cr_assert(strstr(err.msg, "symbolic link"), "%s", err.msg);
+	ab_config_free(&cfg);
+	free(target);
+	free(link);
+}
+
+Test(options, a_value_for_a_flag_is_refused_by_name)
+{
+	struct ab_config cfg;
+	ab_config_init(&cfg);
+	bool help;
+	struct ab_error err = {0};
+	const char *argv[] = {"run", "--capture=yes", "--", "true", NULL};
+	cr_assert_lt(parse(&cfg, &help, &err, argv), 0);
+	cr_assert(strstr(err.msg, "'--capture=yes' takes no value"), "%s", err.msg);
+	ab_config_free(&cfg);
+}
+
+Test(sizes, a_plain_byte_suffix)
+{
+	unsigned long long v;
+	cr_assert_eq(ab_parse_size("100B", &v), 0);
+	cr_assert_eq(v, 100);
+	cr_assert_lt(ab_parse_size("100BB", &v), 0);
 }

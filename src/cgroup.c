@@ -1,0 +1,570 @@
+/* The sandbox's cgroup (cgroup.h). libcgroup finds the hierarchies (v1
+ * controllers, hybrid, or the unified v2 mount); the cgroup files are then
+ * written directly, because the files this needs most (cgroup.kill,
+ * cgroup.events, memory.events, memory.peak, cpu.stat, subtree_control for
+ * a delegated v2 subtree) are outside what libcgroup 2.0 wraps.
+ *
+ * Layouts:
+ *  - v2 with controllers: one directory; memory.max, memory.swap.max,
+ *    cpu.max, pids.max; unprivileged users get one beneath their own
+ *    (systemd-delegated) cgroup, after moving the launcher into a leaf of
+ *    its own so the parent may enable controllers (no internal processes).
+ *  - v1 or hybrid: a directory in each of memory, cpu, cpuacct and pids,
+ *    plus one in a controller-less cgroup2 mount when there is one, which
+ *    tracks every process for kill and CPU accounting.
+ *  - none: no cgroup can be written; memory falls back to RLIMIT_AS, the
+ *    other limits are reported unavailable with the reason. */
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libcgroup.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+enum { H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
+static const char *const h_names[H_COUNT] = {"memory", "cpu", "cpuacct", "pids", "unified"};
+
+struct ab_cgroup {
+	struct ab_cgroup_status st;
+	bool v2;		 /* one unified directory does everything */
+	char dir[H_COUNT][1024]; /* created directories, "" if none */
+	unsigned long long rlimit_as;
+};
+
+static int write_file(const char *dir, const char *file, const char *value)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	cleanup_fd int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(value);
+	if (write(fd, value, n) != (ssize_t)n)
+		return -errno;
+	return 0;
+}
+
+static int read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* "key value" lines: the value of key, or -1. */
+static long long keyed(const char *buf, const char *key)
+{
+	size_t k = strlen(key);
+	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, k) == 0 && p[k] == ' ')
+			return atoll(p + k + 1);
+	return -1;
+}
+
+/* The mount point of a hierarchy: libcgroup for v1 controllers, statfs
+ * for the unified mount. */
+static bool find_mount(int h, char *out, size_t len)
+{
+	if (h == H_UNIFIED) {
+		const char *cands[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+		for (size_t i = 0; i < AB_ARRAY_SIZE(cands); i++) {
+			struct statfs sf;
+			if (statfs(cands[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
+				snprintf(out, len, "%s", cands[i]);
+				return true;
+			}
+		}
+		return false;
+	}
+	char *mp = NULL;
+	if (cgroup_get_subsys_mount_point(h_names[h], &mp) != 0 || !mp)
+		return false;
+	struct statfs sf;
+	bool v1 = statfs(mp, &sf) == 0 && sf.f_type != CGROUP2_SUPER_MAGIC;
+	snprintf(out, len, "%s", mp);
+	free(mp);
+	return v1;
+}
+
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* field 22, counted after the command name's closing parenthesis */
+	char *p = strrchr(buf, ')');
+	for (int f = 2; p && f < 22; f++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* This process's own cgroup in the unified hierarchy ("0::/path"). */
+static bool own_v2_cgroup(char *out, size_t len)
+{
+	char buf[4096];
+	if (read_file("/proc/self", "cgroup", buf, sizeof(buf)) < 0)
+		return false;
+	for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, "0::", 3) == 0) {
+			size_t n = strcspn(l + 3, "\n");
+			snprintf(out, len, "%.*s", (int)n, l + 3);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* v2 with controllers: the caller's parent, or below the caller's own
+ * cgroup when it may write there (a delegated subtree). */
+static bool v2_has_controllers(const char *root)
+{
+	char buf[512];
+	return read_file(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
+	       strstr(buf, "memory") && strstr(buf, "pids");
+}
+
+static int enable_controllers(const char *dir)
+{
+	const char *ctrls[] = {"+memory", "+pids", "+cpu"};
+	int r = 0;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(ctrls); i++) {
+		int e = write_file(dir, "cgroup.subtree_control", ctrls[i]);
+		if (e < 0 && r == 0)
+			r = e;
+	}
+	return r;
+}
+
+static void set_how(struct ab_limit_status *s, enum ab_limit_how how, const char *why)
+{
+	s->how = how;
+	snprintf(s->why, sizeof(s->why), "%s", why ? why : "");
+}
+
+static void set_limit(struct ab_cgroup *cg, struct ab_limit_status *s, const char *dir,
+		      const char *file, const char *value, const char *what)
+{
+	int r = dir[0] ? write_file(dir, file, value) : -ENOENT;
+	if (r == 0) {
+		set_how(s, AB_LIMIT_CGROUP, NULL);
+		return;
+	}
+	char why[200];
+	snprintf(why, sizeof(why), "cannot write %s/%s: %s", dir[0] ? dir : what, file,
+		 strerror(-r));
+	set_how(s, AB_LIMIT_UNAVAILABLE, why);
+	(void)cg;
+}
+
+static void apply_v2(struct ab_cgroup *cg, const struct ab_limits *lim)
+{
+	const char *d = cg->dir[H_UNIFIED];
+	char v[64];
+	if (lim->memory) {
+		snprintf(v, sizeof(v), "%llu", lim->memory);
+		set_limit(cg, &cg->st.memory, d, "memory.max", v, "memory");
+		if (cg->st.memory.how == AB_LIMIT_CGROUP)
+			write_file(d, "memory.swap.max", "0"); /* absent without swap */
+	}
+	if (lim->cpu_millis) {
+		snprintf(v, sizeof(v), "%u 100000", lim->cpu_millis * 100);
+		set_limit(cg, &cg->st.cpu, d, "cpu.max", v, "cpu");
+	}
+	if (lim->pids) {
+		snprintf(v, sizeof(v), "%lu", lim->pids);
+		set_limit(cg, &cg->st.pids, d, "pids.max", v, "pids");
+	}
+}
+
+static void apply_v1(struct ab_cgroup *cg, const struct ab_limits *lim)
+{
+	char v[64];
+	if (lim->memory) {
+		snprintf(v, sizeof(v), "%llu", lim->memory);
+		set_limit(cg, &cg->st.memory, cg->dir[H_MEMORY], "memory.limit_in_bytes", v,
+			  "memory");
+		/* swap not beyond it, where swap accounting exists */
+		if (cg->st.memory.how == AB_LIMIT_CGROUP)
+			write_file(cg->dir[H_MEMORY], "memory.memsw.limit_in_bytes", v);
+	}
+	if (lim->cpu_millis) {
+		snprintf(v, sizeof(v), "%u", lim->cpu_millis * 100);
+		set_limit(cg, &cg->st.cpu, cg->dir[H_CPU], "cpu.cfs_quota_us", v, "cpu");
+	}
+	if (lim->pids) {
+		snprintf(v, sizeof(v), "%lu", lim->pids);
+		set_limit(cg, &cg->st.pids, cg->dir[H_PIDS], "pids.max", v, "pids");
+	}
+}
+
+/* No cgroup: an rlimit where one means the same thing, else say why. */
+static void fall_back(struct ab_cgroup *cg, const struct ab_limits *lim, const char *why)
+{
+	char w[200];
+	if (lim->memory && cg->st.memory.how != AB_LIMIT_CGROUP) {
+		cg->rlimit_as = lim->memory;
+		snprintf(w, sizeof(w), "RLIMIT_AS per process: %s", why);
+		set_how(&cg->st.memory, AB_LIMIT_RLIMIT, w);
+	}
+	if (lim->cpu_millis && cg->st.cpu.how != AB_LIMIT_CGROUP)
+		/* RLIMIT_CPU caps total seconds, not a share of a core */
+		set_how(&cg->st.cpu, AB_LIMIT_UNAVAILABLE, why);
+	if (lim->pids && cg->st.pids.how != AB_LIMIT_CGROUP)
+		/* RLIMIT_NPROC counts every process of the host uid, not the sandbox's */
+		set_how(&cg->st.pids, AB_LIMIT_UNAVAILABLE, why);
+}
+
+static int make_dir(char *out, size_t len, const char *root, const char *rel, const char *name)
+{
+	char parent[1024];
+	snprintf(parent, sizeof(parent), "%.500s%.500s", root, rel);
+	/* the shared parent may already exist (another sandbox, or a delegation) */
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(out, len, "%.900s/%.100s", parent, name);
+	if (mkdir(out, 0755) < 0) {
+		int e = errno;
+		out[0] = '\0';
+		return -e;
+	}
+	return 0;
+}
+
+static unsigned counter;
+
+int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
+		     struct ab_error *err)
+{
+	struct ab_cgroup *cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
+	cg->st.version = "none";
+	char name[96];
+	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
+		 counter++);
+	cgroup_init(); /* fails on a host without cgroups: then nothing is found */
+
+	char roots[H_COUNT][512] = {{0}};
+	bool have[H_COUNT];
+	for (int h = 0; h < H_COUNT; h++)
+		have[h] = find_mount(h, roots[h], sizeof(roots[h]));
+	char why[200] = "no cgroup hierarchy is mounted";
+	int r;
+
+	if (have[H_UNIFIED] && v2_has_controllers(roots[H_UNIFIED])) {
+		char rel[512];
+		if (parent)
+			snprintf(rel, sizeof(rel), "%s", parent);
+		else if (geteuid() == 0)
+			snprintf(rel, sizeof(rel), "/agentbox");
+		else if (!own_v2_cgroup(rel, sizeof(rel)))
+			snprintf(rel, sizeof(rel), "/");
+		if (strcmp(rel, "/") == 0)
+			rel[0] = '\0';
+		char pdir[1024];
+		snprintf(pdir, sizeof(pdir), "%s%s", roots[H_UNIFIED], rel);
+		/* controllers for the children: a cgroup with processes of its
+		 * own cannot, so the launcher first moves into a leaf */
+		if (enable_controllers(pdir) == -EBUSY) {
+			char leaf[1024];
+			snprintf(leaf, sizeof(leaf), "%.900s/%.96s-launcher", pdir, name);
+			char pid[32];
+			snprintf(pid, sizeof(pid), "%d", (int)getpid());
+			if (mkdir(leaf, 0755) == 0)
+				write_file(leaf, "cgroup.procs", pid);
+			enable_controllers(pdir);
+		}
+		r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
+			     name);
+		if (r == 0) {
+			cg->v2 = true;
+			cg->st.version = "v2";
+			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
+			apply_v2(cg, lim);
+			fall_back(cg, lim, "the v2 controller is not enabled for this cgroup");
+			*out = cg;
+			return 0;
+		}
+		snprintf(why, sizeof(why),
+			 "cannot create a cgroup in %.60s: %.30s (run under systemd-run --user "
+			 "--scope "
+			 "-p Delegate=yes, or pass --cgroup-parent)",
+			 pdir, strerror(-r));
+	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
+		const char *rel = parent ? parent : "/agentbox";
+		bool any = false;
+		for (int h = 0; h < H_COUNT; h++) {
+			if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
+				continue; /* cpu,cpuacct mounted together: one directory */
+			r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
+			if (r == 0)
+				any = true;
+			else if (h != H_UNIFIED)
+				snprintf(why, sizeof(why),
+					 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h],
+					 rel, strerror(-r));
+		}
+		if (any) {
+			cg->st.version = "v1";
+			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
+			if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0])
+				snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
+					 cg->dir[H_CPU]);
+			apply_v1(cg, lim);
+		}
+	}
+	fall_back(cg, lim, why);
+	*out = cg;
+	return 0;
+}
+
+const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg)
+{
+	return &cg->st;
+}
+
+int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int h = 0; cg && h < H_COUNT; h++) {
+		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0))
+			continue;
+		int r = write_file(cg->dir[h], "cgroup.procs", v);
+		if (r < 0 && h == H_UNIFIED && !cg->v2) {
+			/* the controller-less mount only tracks processes; moving
+			 * into it needs the common ancestor's cgroup.procs, which
+			 * an unprivileged user with a v1 delegation may lack */
+			rmdir(cg->dir[h]);
+			cg->dir[h][0] = '\0';
+			continue;
+		}
+		if (r < 0)
+			return ab_error_set(err, -r, "cannot move the sandbox into %s", cg->dir[h]);
+	}
+	return 0;
+}
+
+int ab_cgroup_dir_fd(const struct ab_cgroup *cg)
+{
+	(void)cg;
+	return -1;
+}
+
+int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err)
+{
+	if (!cg || !cg->rlimit_as)
+		return 0;
+	struct rlimit rl = {cg->rlimit_as, cg->rlimit_as};
+	if (setrlimit(RLIMIT_AS, &rl) < 0)
+		return ab_error_set(err, errno, "--memory: cannot set RLIMIT_AS");
+	return 0;
+}
+
+/* The directory that lists every process: unified (v2 or the hybrid's
+ * controller-less mount) where there is one, else pids or memory. */
+static const char *procs_dir(const struct ab_cgroup *cg)
+{
+	static const int order[] = {H_UNIFIED, H_PIDS, H_MEMORY, H_CPU};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(order); i++)
+		if (cg->dir[order[i]][0])
+			return cg->dir[order[i]];
+	return NULL;
+}
+
+int ab_cgroup_signal_all(struct ab_cgroup *cg, int sig)
+{
+	const char *d = cg ? procs_dir(cg) : NULL;
+	if (!d)
+		return 0;
+	if (sig == SIGKILL && cg->dir[H_UNIFIED][0] &&
+	    write_file(cg->dir[H_UNIFIED], "cgroup.kill", "1") == 0)
+		return 0;
+	char buf[65536];
+	if (read_file(d, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return 0;
+	for (char *p = buf; *p;) {
+		pid_t pid = (pid_t)strtol(p, &p, 10);
+		if (pid > 0)
+			kill(pid, sig);
+		while (*p == '\n')
+			p++;
+	}
+	return 0;
+}
+
+bool ab_cgroup_is_empty(struct ab_cgroup *cg)
+{
+	const char *d = cg ? procs_dir(cg) : NULL;
+	char buf[64];
+	return !d || read_file(d, "cgroup.procs", buf, sizeof(buf)) < 0 || buf[0] == '\0';
+}
+
+int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!cg || !procs_dir(cg))
+		return -ENOENT;
+	char buf[4096];
+	if (cg->v2) {
+		const char *d = cg->dir[H_UNIFIED];
+		if (read_file(d, "memory.events", buf, sizeof(buf)) == 0)
+			st->oom_killed = keyed(buf, "oom_kill") > 0;
+		if (read_file(d, "memory.peak", buf, sizeof(buf)) == 0) {
+			st->have_memory_peak = true;
+			st->memory_peak = strtoull(buf, NULL, 10);
+		}
+	} else if (cg->dir[H_MEMORY][0]) {
+		const char *d = cg->dir[H_MEMORY];
+		if (read_file(d, "memory.oom_control", buf, sizeof(buf)) == 0)
+			st->oom_killed = keyed(buf, "oom_kill") > 0;
+		if (read_file(d, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0) {
+			st->have_memory_peak = true;
+			st->memory_peak = strtoull(buf, NULL, 10);
+		}
+	}
+	/* cpu.stat works even on a controller-less cgroup2 mount */
+	if (cg->dir[H_UNIFIED][0] &&
+	    read_file(cg->dir[H_UNIFIED], "cpu.stat", buf, sizeof(buf)) == 0 &&
+	    keyed(buf, "user_usec") >= 0) {
+		st->have_cpu = true;
+		st->cpu_user_us = (unsigned long long)keyed(buf, "user_usec");
+		st->cpu_system_us = (unsigned long long)keyed(buf, "system_usec");
+	} else if (cg->dir[H_CPUACCT][0] &&
+		   read_file(cg->dir[H_CPUACCT], "cpuacct.stat", buf, sizeof(buf)) == 0) {
+		long hz = sysconf(_SC_CLK_TCK);
+		st->have_cpu = true;
+		st->cpu_user_us = (unsigned long long)keyed(buf, "user") * 1000000ULL /
+				  (unsigned long long)hz;
+		st->cpu_system_us = (unsigned long long)keyed(buf, "system") * 1000000ULL /
+				    (unsigned long long)hz;
+	}
+	return 0;
+}
+
+/* Kill what is left and remove every directory, waiting (bounded) for
+ * the processes to be gone: a cgroup with members cannot be removed. */
+static void remove_dirs(char dirs[H_COUNT][1024])
+{
+	for (int tries = 0; tries < 200; tries++) {
+		bool left = false;
+		for (int h = 0; h < H_COUNT; h++)
+			if (dirs[h][0] && rmdir(dirs[h]) < 0 && errno == EBUSY)
+				left = true;
+			else
+				dirs[h][0] = '\0';
+		if (!left)
+			return;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+void ab_cgroup_destroy(struct ab_cgroup *cg)
+{
+	if (!cg)
+		return;
+	if (procs_dir(cg)) {
+		ab_cgroup_signal_all(cg, SIGKILL);
+		remove_dirs(cg->dir);
+	}
+	free(cg);
+}
+
+/* agentbox-<pid>-<start>-<n>: is that launcher alive? */
+static bool owner_alive(const char *name)
+{
+	int pid;
+	unsigned long long start;
+	if (sscanf(name, "agentbox-%d-%llu-", &pid, &start) != 2)
+		return true; /* not ours: never touched */
+	return start_time(pid) == start;
+}
+
+static int reap_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "agentbox-", 9) != 0 || owner_alive(de->d_name))
+			continue;
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		char buf[65536];
+		/* kill whatever is still in it, then remove it */
+		if (write_file(path, "cgroup.kill", "1") < 0 &&
+		    read_file(path, "cgroup.procs", buf, sizeof(buf)) == 0)
+			for (char *p = buf; *p;) {
+				pid_t pid = (pid_t)strtol(p, &p, 10);
+				if (pid > 0)
+					kill(pid, SIGKILL);
+				while (*p == '\n')
+					p++;
+			}
+		for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY; tries++) {
+			struct timespec ts = {0, 5 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int ab_cgroup_reap_stale(const char *parent)
+{
+	cgroup_init();
+	int n = 0;
+	for (int h = 0; h < H_COUNT; h++) {
+		char root[512], dir[1024];
+		if (!find_mount(h, root, sizeof(root)))
+			continue;
+		if (parent)
+			snprintf(dir, sizeof(dir), "%s%s", root, parent);
+		else if (h == H_UNIFIED && v2_has_controllers(root) && geteuid() != 0) {
+			char own[512];
+			if (!own_v2_cgroup(own, sizeof(own)))
+				continue;
+			/* siblings of the launcher's leaf, in its delegated parent */
+			char *slash = strrchr(own, '/');
+			if (slash && strstr(slash, "-launcher"))
+				*slash = '\0';
+			snprintf(dir, sizeof(dir), "%s%s", root, own);
+		} else
+			snprintf(dir, sizeof(dir), "%s/agentbox", root);
+		n += reap_in(dir);
+	}
+	return n;
+}

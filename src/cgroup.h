@@ -1,0 +1,85 @@
+/* The sandbox's cgroup, whatever the host has: cgroup v2 (a delegated
+ * subtree for unprivileged users), v1 or hybrid hierarchies. libcgroup does
+ * the work behind this interface; nothing else in agentbox knows which
+ * version the host runs. Where no cgroup can be written, limits fall back to
+ * rlimits where one exists and each limit says how it was (not) applied. */
+#ifndef AB_CGROUP_H
+#define AB_CGROUP_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+
+struct ab_limits {
+	unsigned long long memory; /* bytes, swap not beyond it; 0 = no limit */
+	unsigned cpu_millis;	   /* CPU time quota in thousandths of a core; 0 = none */
+	unsigned long pids;	   /* 0 = no limit */
+};
+
+enum ab_limit_how {
+	AB_LIMIT_NOT_SET,     /* not asked for */
+	AB_LIMIT_CGROUP,      /* applied by the cgroup */
+	AB_LIMIT_RLIMIT,      /* applied by an rlimit instead (weaker: per process) */
+	AB_LIMIT_UNAVAILABLE, /* could not be applied; why says why */
+};
+
+struct ab_limit_status {
+	enum ab_limit_how how;
+	char why[200];
+};
+
+struct ab_cgroup_status {
+	struct ab_limit_status memory, cpu, pids;
+	const char *version; /* "v2", "v1", or "none" */
+	char path[512];	     /* the cgroup's path below the hierarchy root, or "" */
+};
+
+struct ab_cgroup_stats {
+	bool oom_killed; /* from the cgroup's own events, never guessed */
+	bool have_memory_peak;
+	unsigned long long memory_peak; /* bytes */
+	bool have_cpu;
+	unsigned long long cpu_user_us, cpu_system_us;
+};
+
+struct ab_cgroup;
+
+/* Launcher: make a fresh cgroup for one sandbox, named uniquely for this
+ * launcher (pid and start time, so leftovers of dead launchers are
+ * recognisable), under parent (--cgroup-parent) or, when NULL, where this
+ * host allows it. Never fails only because no cgroup can be made: then the
+ * handle is "none" and status says so per limit; fails (negative errno)
+ * for real errors, e.g. a parent that does not exist. */
+int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
+		     struct ab_error *err);
+const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
+
+/* Move pid (the sandbox's init, before it runs anything) into the cgroup in
+ * every hierarchy. A no-op on a "none" handle. */
+int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err);
+
+/* The v2 cgroup directory fd, for clone3(CLONE_INTO_CGROUP), or -1. */
+int ab_cgroup_dir_fd(const struct ab_cgroup *cg);
+
+/* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
+ * in the sandbox, in the command's process before exec. */
+int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err);
+
+/* Send sig to every process in the cgroup (freezing first where that makes
+ * the kill race-free); SIGKILL uses cgroup.kill where the kernel has it. */
+int ab_cgroup_signal_all(struct ab_cgroup *cg, int sig);
+/* True when no process is left in the cgroup. */
+bool ab_cgroup_is_empty(struct ab_cgroup *cg);
+
+int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
+
+/* Kill what is left, remove the cgroup from every hierarchy, free. */
+void ab_cgroup_destroy(struct ab_cgroup *cg);
+
+/* Remove agentbox's own cgroups whose launcher is dead (killed by
+ * SIGKILL, say), under parent or the default places; never one whose
+ * launcher is alive. Returns how many were removed. */
+int ab_cgroup_reap_stale(const char *parent);
+
+#endif

@@ -1,0 +1,249 @@
+/* cgroup limits through the real binary: memory (OOM reported from the
+ * cgroup's events), pids, CPU quota, honest fallbacks, and no cgroup left
+ * behind. Every test that could hurt the host if isolation broke first
+ * proves, in the same command, that it runs inside a sandbox. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct proc_result r;
+
+static void setup(void)
+{
+	require_sandbox();
+}
+
+TestSuite(limits, .init = setup, .fini = test_tmp_cleanup, .timeout = 120);
+
+/* Refuse to go on unless pid 1 is agentbox's init and / is not the host's:
+ * printed by the command before anything heavy, checked by the test. */
+#define IN_SANDBOX                                                                                 \
+	"[ \"$$\" -lt 10 ] && grep -q agentbox /proc/1/cmdline && [ ! -e /root ] || "              \
+	"{ echo NOT-IN-SANDBOX; exit 99; }; "
+
+static json_object *run_report(const char *ws, const char *const *args)
+{
+	char report[4200];
+	snprintf(report, sizeof(report), "%s/.report.json", ws);
+	const char *argv[40] = {AGENTBOX_BIN, "run", "--workspace", ws, "--report", report};
+	size_t n = 6;
+	for (const char *const *a = args; *a && n < 39; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	run_raw(argv, &r, NULL);
+	cr_assert_null(strstr(r.out, "NOT-IN-SANDBOX"), "not in a sandbox: refusing");
+	json_object *j = json_object_from_file(report);
+	cr_assert_not_null(j, "no report; exit %d, stderr: %s", r.exit_code, r.err);
+	unlink(report);
+	return j;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "report lacks %s", key);
+	return v;
+}
+
+static const char *how(json_object *j, const char *limit)
+{
+	return json_object_get_string(get(get(get(j, "limits"), limit), "how"));
+}
+
+/* Root has real cgroups on this machine, and so does a user given a
+ * delegated subtree; otherwise the fallbacks must say what they are. */
+static bool expect_cgroups(void)
+{
+	return geteuid() == 0 || getenv("AGENTBOX_TEST_DELEGATED_PARENT");
+}
+
+static void assert_cgroup_gone(json_object *j)
+{
+	json_object *p = get(get(j, "limits"), "cgroup_path");
+	if (!p)
+		return;
+	const char *path = json_object_get_string(p);
+	const char *roots[] = {"/sys/fs/cgroup",	 "/sys/fs/cgroup/memory",
+			       "/sys/fs/cgroup/pids",	 "/sys/fs/cgroup/cpu",
+			       "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/unified"};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		char full[1024];
+		struct stat st;
+		snprintf(full, sizeof(full), "%s%s", roots[i], path);
+		cr_assert(stat(full, &st) < 0, "cgroup %s left behind", full);
+	}
+}
+
+Test(limits, memory_bomb_is_oom_killed_and_reported)
+{
+	char *ws = test_tmpdir();
+	/* at most 512 MiB in 8 MiB steps: bounded even if no limit held */
+	const char *args[] = {"--memory",
+			      "64M",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      IN_SANDBOX "exec python3 -c \""
+					 "b = []\n"
+					 "for i in range(64): b.append(bytearray(8 << 20))\n"
+					 "print('survived')\"",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	if (expect_cgroups()) {
+		cr_assert_str_eq(how(j, "memory"), "cgroup");
+		cr_assert(json_object_get_boolean(get(j, "oom_killed")), "stderr: %s", r.err);
+		cr_assert_eq(r.exit_code, 128 + SIGKILL, "exit %d", r.exit_code);
+		cr_assert_null(strstr(r.out, "survived"));
+	} else {
+		/* the rlimit fallback: allocation fails, no OOM kill is claimed */
+		cr_assert_str_eq(how(j, "memory"), "rlimit");
+		cr_assert_not(json_object_get_boolean(get(j, "oom_killed")));
+		cr_assert_neq(r.exit_code, 0);
+		cr_assert(strstr(r.err, "MemoryError"), "%s", r.err);
+	}
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
+Test(limits, fork_bomb_stops_at_the_pids_limit)
+{
+	char *ws = test_tmpdir();
+	/* 200 sleeping children at most; count how many could start */
+	const char *args[] = {"--pids",
+			      "64",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      IN_SANDBOX "exec python3 -c \""
+					 "import os, signal\n"
+					 "kids = []\n"
+					 "for i in range(200):\n"
+					 "    try: pid = os.fork()\n"
+					 "    except OSError: break\n"
+					 "    if pid == 0: signal.pause()\n"
+					 "    kids.append(pid)\n"
+					 "for k in kids: os.kill(k, 9)\n"
+					 "print(len(kids))\"",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	if (expect_cgroups()) {
+		cr_assert_str_eq(how(j, "pids"), "cgroup");
+		/* the init, sh-turned-python and its children share 64 */
+		int forked = atoi(r.out);
+		cr_assert(forked > 10 && forked <= 62, "%d children under --pids 64: %s", forked,
+			  r.err);
+	} else {
+		cr_assert_str_neq(how(j, "pids"), "cgroup");
+		cr_assert_not_null(get(get(get(j, "limits"), "pids"), "why"));
+	}
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
+Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
+{
+	char *ws = test_tmpdir();
+	/* the command ends itself after 3 s, so every process is reaped and
+	 * counted even where only rusage can count */
+	const char *args[] = {"--cpus", "0.5",	   "--", "timeout",
+			      "3",	"/bin/sh", "-c", "while :; do :; done",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	cr_assert_eq(r.exit_code, 124, "stderr: %s", r.err);
+	long long cpu = json_object_get_int64(get(j, "cpu_user_ms")) +
+			json_object_get_int64(get(j, "cpu_system_ms"));
+	if (expect_cgroups()) {
+		cr_assert_str_eq(how(j, "cpus"), "cgroup");
+		cr_assert(cpu >= 1200 && cpu <= 1800, "%lld ms of CPU in 3 s at 0.5 cores", cpu);
+	} else {
+		cr_assert_str_eq(how(j, "cpus"), "unavailable");
+		cr_assert_gt(cpu, 1800, "%lld ms: no quota, yet the hog was held back", cpu);
+	}
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
+Test(limits, require_limits_refuses_what_cannot_be_applied)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--require-limits", "--cpus", "1", "--", "true", NULL);
+	if (expect_cgroups())
+		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	else {
+		cr_assert_eq(r.exit_code, 125);
+		cr_assert(strstr(r.err, "--require-limits") && strstr(r.err, "--cpus"), "%s",
+			  r.err);
+	}
+}
+
+Test(limits, no_cgroup_outlives_a_killed_agentbox)
+{
+	if (!expect_cgroups())
+		return; /* no cgroup is made: nothing that could be left */
+	char *ws = test_tmpdir();
+	char report[4200];
+	snprintf(report, sizeof(report), "%s/.r.json", ws);
+	int out;
+	pid_t p = spawn_in(ws, &out, "--report", report, "--", "/bin/sh", "-c",
+			   "echo started; sleep 100", NULL);
+	char buf[64] = {0};
+	cr_assert_gt(read(out, buf, sizeof(buf) - 1), 0);
+	/* the cgroup is named after the launcher's pid: find it */
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd),
+		 "find /sys/fs/cgroup -maxdepth 4 -type d -name 'agentbox-%d-*' | head -1", p);
+	FILE *f = popen(cmd, "r");
+	char dir[512] = {0};
+	cr_assert_not_null(fgets(dir, sizeof(dir), f), "no cgroup named after agentbox %d", p);
+	pclose(f);
+	chomp(dir);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	close(out);
+	struct stat st;
+	cr_assert_eq(stat(dir, &st), 0, "the cgroup should outlive SIGKILL until reaped");
+	/* the next run reaps what the killed one left, and only that */
+	run_in(ws, &r, NULL, "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	time_t deadline = time(NULL) + 5;
+	while (stat(dir, &st) == 0 && time(NULL) < deadline)
+		usleep(10000);
+	cr_assert_neq(stat(dir, &st), 0, "%s was not reaped", dir);
+}
+
+Test(limits, bad_limit_values)
+{
+	char *ws = test_tmpdir();
+	const struct {
+		const char *opt, *val;
+	} cases[] = {
+		{"--memory", "lots"}, {"--memory", "10"},
+		{"--cpus", "0"},      {"--cpus", "-1"},
+		{"--cpus", "1.5x"},   {"--pids", "0"},
+		{"--pids", "many"},   {"--cgroup-parent", "relative/path"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_in(ws, &r, NULL, cases[i].opt, cases[i].val, "--", "true", NULL);
+		cr_assert_eq(r.exit_code, 125, "%s %s: %s", cases[i].opt, cases[i].val, r.err);
+		cr_assert(strstr(r.err, cases[i].opt), "%s", r.err);
+	}
+}
+
+Test(limits, the_sandbox_cgroup_is_the_root_of_its_cgroup_namespace)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--memory", "256M", "--", "/bin/sh", "-c",
+	       "grep -E '^[0-9]+:(memory|pids)?:' /proc/self/cgroup | cut -d: -f3 | sort -u", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	/* nothing of the host's cgroup tree shows, with or without a cgroup */
+	cr_assert_str_eq(r.out, "/\n");
+}
