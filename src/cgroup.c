@@ -43,6 +43,7 @@ static const char *const h_names[H_COUNT] = {"memory", "cpu", "cpuacct", "pids",
 struct ab_cgroup {
 	struct ab_cgroup_status st;
 	bool v2;		 /* one unified directory does everything */
+	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
 	char dir[H_COUNT][1024]; /* created directories, "" if none */
 	unsigned long long rlimit_as;
 };
@@ -247,16 +248,20 @@ static int make_dir(char *out, size_t len, const char *root, const char *rel, co
 {
 	char parent[1024];
 	snprintf(parent, sizeof(parent), "%.500s%.500s", root, rel);
-	/* the shared parent may already exist (another sandbox, or a delegation) */
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-		return -errno;
 	snprintf(out, len, "%.900s/%.100s", parent, name);
-	if (mkdir(out, 0755) < 0) {
-		int e = errno;
-		out[0] = '\0';
-		return -e;
+	/* the shared parent may exist (another sandbox, a delegation), and
+	 * another run may remove it between our two mkdirs: then again */
+	for (int tries = 0; tries < 3; tries++) {
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			break;
+		if (mkdir(out, 0755) == 0)
+			return 0;
+		if (errno != ENOENT)
+			break;
 	}
-	return 0;
+	int e = errno;
+	out[0] = '\0';
+	return -e;
 }
 
 static unsigned counter;
@@ -284,9 +289,10 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		char rel[512];
 		if (parent)
 			snprintf(rel, sizeof(rel), "%s", parent);
-		else if (geteuid() == 0)
+		else if (geteuid() == 0) {
 			snprintf(rel, sizeof(rel), "/agentbox");
-		else if (!own_v2_cgroup(rel, sizeof(rel)))
+			cg->own_parent = true;
+		} else if (!own_v2_cgroup(rel, sizeof(rel)))
 			snprintf(rel, sizeof(rel), "/");
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
@@ -321,6 +327,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			 pdir, strerror(-r));
 	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
 		const char *rel = parent ? parent : "/agentbox";
+		cg->own_parent = !parent;
 		bool any = false;
 		for (int h = 0; h < H_COUNT; h++) {
 			if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
@@ -374,12 +381,6 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
 	return 0;
 }
 
-int ab_cgroup_dir_fd(const struct ab_cgroup *cg)
-{
-	(void)cg;
-	return -1;
-}
-
 int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err)
 {
 	if (!cg || !cg->rlimit_as)
@@ -401,7 +402,9 @@ static const char *procs_dir(const struct ab_cgroup *cg)
 	return NULL;
 }
 
-int ab_cgroup_signal_all(struct ab_cgroup *cg, int sig)
+/* sig to every process in the cgroup; SIGKILL through cgroup.kill where the
+ * kernel has it (5.14). */
+static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 {
 	const char *d = cg ? procs_dir(cg) : NULL;
 	if (!d)
@@ -420,13 +423,6 @@ int ab_cgroup_signal_all(struct ab_cgroup *cg, int sig)
 			p++;
 	}
 	return 0;
-}
-
-bool ab_cgroup_is_empty(struct ab_cgroup *cg)
-{
-	const char *d = cg ? procs_dir(cg) : NULL;
-	char buf[64];
-	return !d || read_file(d, "cgroup.procs", buf, sizeof(buf)) < 0 || buf[0] == '\0';
 }
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
@@ -494,8 +490,22 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	if (!cg)
 		return;
 	if (procs_dir(cg)) {
-		ab_cgroup_signal_all(cg, SIGKILL);
+		cgroup_signal_all(cg, SIGKILL);
+		char parents[H_COUNT][1024];
+		for (int h = 0; h < H_COUNT; h++) {
+			snprintf(parents[h], sizeof(parents[h]), "%s", cg->dir[h]);
+			char *slash = strrchr(parents[h], '/');
+			if (slash && cg->own_parent)
+				*slash = '\0';
+			else
+				parents[h][0] = '\0';
+		}
 		remove_dirs(cg->dir);
+		/* the shared agentbox group too, when no other sandbox is in it
+		 * (rmdir refuses then); never a --cgroup-parent or a delegation */
+		for (int h = 0; h < H_COUNT; h++)
+			if (parents[h][0])
+				rmdir(parents[h]);
 	}
 	free(cg);
 }

@@ -59,18 +59,9 @@ const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
  * every hierarchy. A no-op on a "none" handle. */
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err);
 
-/* The v2 cgroup directory fd, for clone3(CLONE_INTO_CGROUP), or -1. */
-int ab_cgroup_dir_fd(const struct ab_cgroup *cg);
-
 /* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
  * in the sandbox, in the command's process before exec. */
 int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err);
-
-/* Send sig to every process in the cgroup (freezing first where that makes
- * the kill race-free); SIGKILL uses cgroup.kill where the kernel has it. */
-int ab_cgroup_signal_all(struct ab_cgroup *cg, int sig);
-/* True when no process is left in the cgroup. */
-bool ab_cgroup_is_empty(struct ab_cgroup *cg);
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
 

@@ -203,6 +203,12 @@ static int build_argv(const char **argv, int cap, const char *ws, va_list ap)
 		argv[n++] = "--workspace";
 		argv[n++] = ws;
 	}
+	/* CI gives the unprivileged user a delegated cgroup subtree */
+	const char *parent = getenv("AGENTBOX_TEST_DELEGATED_PARENT");
+	if (parent && *parent) {
+		argv[n++] = "--cgroup-parent";
+		argv[n++] = parent;
+	}
 	const char *a;
 	while ((a = va_arg(ap, const char *)) && n < cap - 1)
 		argv[n++] = a;

@@ -36,6 +36,11 @@ static json_object *run_report(const char *ws, const char *const *args)
 	snprintf(report, sizeof(report), "%s/.report.json", ws);
 	const char *argv[40] = {AGENTBOX_BIN, "run", "--workspace", ws, "--report", report};
 	size_t n = 6;
+	const char *parent = getenv("AGENTBOX_TEST_DELEGATED_PARENT");
+	if (parent && *parent) {
+		argv[n++] = "--cgroup-parent";
+		argv[n++] = parent;
+	}
 	for (const char *const *a = args; *a && n < 39; a++)
 		argv[n++] = *a;
 	argv[n] = NULL;
