@@ -4,6 +4,10 @@
  * cgroup.events, memory.events, memory.peak, cpu.stat, subtree_control for
  * a delegated v2 subtree) are outside what libcgroup 2.0 wraps.
  *
+ * libcgroup is asked where the hierarchies are only when they are not
+ * where systemd puts them (its first cgroup_init() costs milliseconds, paid
+ * by every run otherwise).
+ *
  * Layouts:
  *  - v2 with controllers: one directory; memory.max, memory.swap.max,
  *    cpu.max, pids.max; unprivileged users get one beneath their own
@@ -85,14 +89,34 @@ static long long keyed(const char *buf, const char *key)
 	return -1;
 }
 
-/* The mount point of a hierarchy: libcgroup for v1 controllers, statfs
- * for the unified mount. */
+#ifndef CGROUP_SUPER_MAGIC
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#endif
+
+/* libcgroup's view of the mounts, asked only when the usual places do
+ * not answer: its first cgroup_init() costs milliseconds. */
+static bool libcgroup_mount(const char *ctrl, char *out, size_t len)
+{
+	static int ready = -1;
+	if (ready < 0)
+		ready = cgroup_init() == 0;
+	char *mp = NULL;
+	if (!ready || cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
+		return false;
+	snprintf(out, len, "%s", mp);
+	free(mp);
+	return true;
+}
+
+/* The mount point of a hierarchy: /sys/fs/cgroup/<controller> as every
+ * systemd host lays it out, else wherever libcgroup finds it; the unified
+ * mount by its filesystem type. */
 static bool find_mount(int h, char *out, size_t len)
 {
+	struct statfs sf;
 	if (h == H_UNIFIED) {
 		const char *cands[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
 		for (size_t i = 0; i < AB_ARRAY_SIZE(cands); i++) {
-			struct statfs sf;
 			if (statfs(cands[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
 				snprintf(out, len, "%s", cands[i]);
 				return true;
@@ -100,14 +124,14 @@ static bool find_mount(int h, char *out, size_t len)
 		}
 		return false;
 	}
-	char *mp = NULL;
-	if (cgroup_get_subsys_mount_point(h_names[h], &mp) != 0 || !mp)
+	snprintf(out, len, "/sys/fs/cgroup/%s", h_names[h]);
+	if (statfs(out, &sf) == 0)
+		return sf.f_type == CGROUP_SUPER_MAGIC;
+	/* a pure v2 host has no such directory: no v1 controller there */
+	if (statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
 		return false;
-	struct statfs sf;
-	bool v1 = statfs(mp, &sf) == 0 && sf.f_type != CGROUP2_SUPER_MAGIC;
-	snprintf(out, len, "%s", mp);
-	free(mp);
-	return v1;
+	return libcgroup_mount(h_names[h], out, len) && statfs(out, &sf) == 0 &&
+	       sf.f_type == CGROUP_SUPER_MAGIC;
 }
 
 static unsigned long long start_time(pid_t pid)
@@ -276,7 +300,6 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
 		 counter++);
-	cgroup_init(); /* fails on a host without cgroups: then nothing is found */
 
 	char roots[H_COUNT][512] = {{0}};
 	bool have[H_COUNT];
@@ -555,7 +578,6 @@ static int reap_in(const char *dir)
 
 int ab_cgroup_reap_stale(const char *parent)
 {
-	cgroup_init();
 	int n = 0;
 	for (int h = 0; h < H_COUNT; h++) {
 		char root[512], dir[1024];

@@ -655,9 +655,6 @@ static int load(struct loader *l, json_object *root)
 	 * the process: nothing legitimate uses one by accident */
 	seccomp_attr_set(l->ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	seccomp_attr_set(l->ctx, SCMP_FLTATR_CTL_NNP, 0);
-	/* a binary tree of syscall numbers instead of a linear list: shorter
-	 * runs for every syscall and for the kernel's per-syscall cache */
-	seccomp_attr_set(l->ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if ((r = parse_arches(l, root)) < 0)
 		return r;
 	if (json_object_object_get_ex(root, "syscalls", &v)) {
