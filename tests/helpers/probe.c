@@ -167,17 +167,14 @@ static int cmd_tiocsti(void)
 	return 0;
 }
 
-/* getpid through the i386 ABI (int 0x80, eax=20), in a child: prints
- * "getpid-worked", "refused" (an error came back) or "killed-by-N" (a
- * filter killed it, or the kernel has no i386 emulation and faults). */
-static int cmd_int80(void)
+/* Run try() in a child and say how it went: "getpid-worked" (it returned
+ * the pid), "refused" (an error came back) or "killed-by-N" (a filter
+ * killed it, or the kernel lacks the ABI and faults). */
+static int report_child(long (*try)(void))
 {
 	pid_t c = fork();
-	if (c == 0) {
-		long ret;
-		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
-		_exit(ret == (long)getpid() ? 0 : 1);
-	}
+	if (c == 0)
+		_exit(try() == getpid() ? 0 : 1);
 	int st;
 	waitpid(c, &st, 0);
 	if (WIFSIGNALED(st))
@@ -185,6 +182,20 @@ static int cmd_int80(void)
 	else
 		printf("%s\n", WEXITSTATUS(st) == 0 ? "getpid-worked" : "refused");
 	return 0;
+}
+
+/* getpid through the i386 ABI: int 0x80 with eax=20 */
+static long int80_getpid(void)
+{
+	long ret;
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+	return ret;
+}
+
+/* getpid through the x32 ABI: the 0x40000000 bit */
+static long x32_getpid(void)
+{
+	return syscall(39 | 0x40000000L);
 }
 
 /* Become root of a new user and mount namespace (full capabilities there),
@@ -207,26 +218,10 @@ static int cmd_nested_remount(const char *dir, const char *file)
 	return 0;
 }
 
-/* getpid through the x32 ABI (the 0x40000000 bit), in a child, reported
- * like int80. */
-static int cmd_x32(void)
-{
-	pid_t c = fork();
-	if (c == 0)
-		_exit(syscall(39 | 0x40000000L) == getpid() ? 0 : 1);
-	int st;
-	waitpid(c, &st, 0);
-	if (WIFSIGNALED(st))
-		printf("killed-by-%d\n", WTERMSIG(st));
-	else
-		printf("%s\n", WEXITSTATUS(st) == 0 ? "getpid-worked" : "refused");
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "x32") == 0)
-		return cmd_x32();
+		return report_child(x32_getpid);
 	if (argc == 4 && strcmp(argv[1], "nested-remount") == 0)
 		return cmd_nested_remount(argv[2], argv[3]);
 	if (argc == 2 && strcmp(argv[1], "escapes") == 0)
@@ -234,7 +229,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "tiocsti") == 0)
 		return cmd_tiocsti();
 	if (argc == 2 && strcmp(argv[1], "int80") == 0)
-		return cmd_int80();
+		return report_child(int80_getpid);
 	if (argc == 2 && strcmp(argv[1], "fds") == 0)
 		return cmd_fds();
 	if (argc == 2 && strcmp(argv[1], "tty") == 0)

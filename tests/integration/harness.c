@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -194,7 +195,8 @@ int run_raw(const char *const *argv, struct proc_result *res, const struct run_o
 	return res->exit_code;
 }
 
-static int build_argv(const char **argv, int cap, const char *ws, va_list ap)
+/* AGENTBOX_BIN run [--workspace WS] [--cgroup-parent P]: returns the count */
+static int common_argv(const char **argv, const char *ws)
 {
 	int n = 0;
 	argv[n++] = AGENTBOX_BIN;
@@ -209,6 +211,12 @@ static int build_argv(const char **argv, int cap, const char *ws, va_list ap)
 		argv[n++] = "--cgroup-parent";
 		argv[n++] = parent;
 	}
+	return n;
+}
+
+static int build_argv(const char **argv, int cap, const char *ws, va_list ap)
+{
+	int n = common_argv(argv, ws);
 	const char *a;
 	while ((a = va_arg(ap, const char *)) && n < cap - 1)
 		argv[n++] = a;
@@ -284,4 +292,30 @@ char *chomp(char *s)
 	if (n && s[n - 1] == '\n')
 		s[n - 1] = '\0';
 	return s;
+}
+
+struct json_object *run_with_report(const char *ws, const char *const *args,
+				    struct proc_result *res)
+{
+	char report[4200];
+	snprintf(report, sizeof(report), "%s/.report.json", ws);
+	const char *argv[48];
+	int n = common_argv(argv, ws);
+	argv[n++] = "--report";
+	argv[n++] = report;
+	for (const char *const *a = args; *a && n < 47; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	run_raw(argv, res, NULL);
+	json_object *j = json_object_from_file(report);
+	cr_assert_not_null(j, "no report; exit %d, stderr: %s", res->exit_code, res->err);
+	unlink(report);
+	return j;
+}
+
+struct json_object *report_get(struct json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "report lacks %s", key);
+	return v;
 }

@@ -43,6 +43,15 @@ int run_raw(const char *const *argv, struct proc_result *res, const struct run_o
 /* Start agentbox in the background with stdout to a pipe (*out_fd). */
 pid_t spawn_in(const char *ws, int *out_fd, ...) __attribute__((sentinel));
 
+struct json_object;
+
+/* agentbox run --workspace WS [--cgroup-parent] --report WS/.report.json
+ * ARGS...: the parsed report (the test fails without one). */
+struct json_object *run_with_report(const char *ws, const char *const *args,
+				    struct proc_result *res);
+/* o[key], which must be there (its value may be null). */
+struct json_object *report_get(struct json_object *o, const char *key);
+
 /* Number of host processes whose command line contains needle. */
 int count_procs_with(const char *needle);
 

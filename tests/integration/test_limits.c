@@ -32,32 +32,12 @@ TestSuite(limits, .init = setup, .fini = test_tmp_cleanup, .timeout = 120);
 
 static json_object *run_report(const char *ws, const char *const *args)
 {
-	char report[4200];
-	snprintf(report, sizeof(report), "%s/.report.json", ws);
-	const char *argv[40] = {AGENTBOX_BIN, "run", "--workspace", ws, "--report", report};
-	size_t n = 6;
-	const char *parent = getenv("AGENTBOX_TEST_DELEGATED_PARENT");
-	if (parent && *parent) {
-		argv[n++] = "--cgroup-parent";
-		argv[n++] = parent;
-	}
-	for (const char *const *a = args; *a && n < 39; a++)
-		argv[n++] = *a;
-	argv[n] = NULL;
-	run_raw(argv, &r, NULL);
+	json_object *j = run_with_report(ws, args, &r);
 	cr_assert_null(strstr(r.out, "NOT-IN-SANDBOX"), "not in a sandbox: refusing");
-	json_object *j = json_object_from_file(report);
-	cr_assert_not_null(j, "no report; exit %d, stderr: %s", r.exit_code, r.err);
-	unlink(report);
 	return j;
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "report lacks %s", key);
-	return v;
-}
+#define get report_get
 
 static const char *how(json_object *j, const char *limit)
 {

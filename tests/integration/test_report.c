@@ -22,29 +22,12 @@ static void setup(void)
 
 TestSuite(report, .init = setup, .fini = test_tmp_cleanup, .timeout = 120);
 
-/* Run with --report into a file in dir; return the parsed report. */
 static json_object *run_report(const char *ws, const char *const *args)
 {
-	char report[4200];
-	snprintf(report, sizeof(report), "%s/.report.json", ws);
-	const char *argv[40] = {AGENTBOX_BIN, "run", "--workspace", ws, "--report", report};
-	size_t n = 6;
-	for (const char *const *a = args; *a && n < 39; a++)
-		argv[n++] = *a;
-	argv[n] = NULL;
-	run_raw(argv, &r, NULL);
-	json_object *j = json_object_from_file(report);
-	cr_assert_not_null(j, "no report; exit %d, stderr: %s", r.exit_code, r.err);
-	unlink(report);
-	return j;
+	return run_with_report(ws, args, &r);
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "report lacks %s", key);
-	return v;
-}
+#define get report_get
 
 static long long get_int(json_object *o, const char *key)
 {
