@@ -52,11 +52,26 @@ struct ab_cgroup {
 	unsigned long long rlimit_as;
 };
 
+/* Tests only (ab_cgroup_test_fake_v2): a directory laid out like a cgroup2
+ * hierarchy with controllers stands in for the real one. */
+static struct {
+	const char *root; /* NULL: the real hierarchies */
+	const char *own;  /* the caller's cgroup, as /proc/self/cgroup would say */
+} fake;
+
+void ab_cgroup_test_fake_v2(const char *root, const char *own)
+{
+	fake.root = root;
+	fake.own = own;
+}
+
 static int write_file(const char *dir, const char *file, const char *value)
 {
 	char path[1200];
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	cleanup_fd int fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* cgroupfs makes the files of a new cgroup itself; a fake tree cannot */
+	cleanup_fd int fd =
+		open(path, O_WRONLY | O_CLOEXEC | (fake.root ? O_CREAT | O_TRUNC : 0), 0644);
 	if (fd < 0)
 		return -errno;
 	size_t n = strlen(value);
@@ -114,6 +129,10 @@ static bool libcgroup_mount(const char *ctrl, char *out, size_t len)
 static bool find_mount(int h, char *out, size_t len)
 {
 	struct statfs sf;
+	if (fake.root) {
+		snprintf(out, len, "%s", fake.root);
+		return h == H_UNIFIED;
+	}
 	if (h == H_UNIFIED) {
 		const char *cands[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
 		for (size_t i = 0; i < AB_ARRAY_SIZE(cands); i++) {
@@ -155,6 +174,10 @@ static unsigned long long start_time(pid_t pid)
 /* This process's own cgroup in the unified hierarchy ("0::/path"). */
 static bool own_v2_cgroup(char *out, size_t len)
 {
+	if (fake.root) {
+		snprintf(out, len, "%s", fake.own);
+		return true;
+	}
 	char buf[4096];
 	if (read_file("/proc/self", "cgroup", buf, sizeof(buf)) < 0)
 		return false;
@@ -321,9 +344,16 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			rel[0] = '\0';
 		char pdir[1024];
 		snprintf(pdir, sizeof(pdir), "%s%s", roots[H_UNIFIED], rel);
-		/* controllers for the children: a cgroup with processes of its
-		 * own cannot, so the launcher first moves into a leaf */
-		if (enable_controllers(pdir) == -EBUSY) {
+		/* controllers for the children, down from the root (which systemd
+		 * usually has done) to the parent, made first if it is agentbox's;
+		 * a cgroup with processes of its own cannot, so the launcher then
+		 * moves into a leaf first (no internal processes) */
+		if (cg->own_parent) {
+			enable_controllers(roots[H_UNIFIED]);
+			if (mkdir(pdir, 0755) < 0 && errno != EEXIST)
+				pdir[0] = '\0';
+		}
+		if (pdir[0] && enable_controllers(pdir) == -EBUSY) {
 			char leaf[1024];
 			snprintf(leaf, sizeof(leaf), "%.900s/%.96s-launcher", pdir, name);
 			char pid[32];

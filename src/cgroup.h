@@ -73,4 +73,9 @@ void ab_cgroup_destroy(struct ab_cgroup *cg);
  * launcher is alive. Returns how many were removed. */
 int ab_cgroup_reap_stale(const char *parent);
 
+/* Tests only: treat root, a directory laid out like a cgroup2 hierarchy
+ * with controllers, as the host's, with own as the caller's cgroup; NULL
+ * to go back to the real ones. */
+void ab_cgroup_test_fake_v2(const char *root, const char *own);
+
 #endif
