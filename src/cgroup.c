@@ -311,6 +311,8 @@ static int make_dir(char *out, size_t len, const char *root, const char *rel, co
 	return -e;
 }
 
+static const char *procs_dir(const struct ab_cgroup *cg);
+
 static unsigned counter;
 
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
@@ -401,6 +403,12 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 					 cg->dir[H_CPU]);
 			apply_v1(cg, lim);
 		}
+	}
+	if (parent && !procs_dir(cg)) {
+		/* asked for by name: a parent that does not work is an error, not
+		 * a silent fallback */
+		free(cg);
+		return ab_error_plain(err, EACCES, "--cgroup-parent %s: %s", parent, why);
 	}
 	fall_back(cg, lim, why);
 	*out = cg;

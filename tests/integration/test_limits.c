@@ -205,6 +205,15 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 	cr_assert_neq(stat(dir, &st), 0, "%s was not reaped", dir);
 }
 
+Test(limits, a_cgroup_parent_that_does_not_work_is_an_error)
+{
+	char *ws = test_tmpdir();
+	/* a file where the parent directory would have to be made */
+	run_in(ws, &r, NULL, "--cgroup-parent", "/memory.limit_in_bytes/x", "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 125, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "--cgroup-parent /memory.limit_in_bytes/x"), "%s", r.err);
+}
+
 Test(limits, bad_limit_values)
 {
 	char *ws = test_tmpdir();
