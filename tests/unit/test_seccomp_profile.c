@@ -242,3 +242,33 @@ Test(seccomp, the_profile_errno_is_what_the_command_sees)
 	cr_assert_eq(count_of(&d, "getppid"), 1);
 	ab_seccomp_free(p);
 }
+
+static int probe_personality(void)
+{
+	/* exit code: 0x0 works (1), PER_LINUX32 works (2), ADDR_NO_RANDOMIZE
+	 * EPERM (4), READ_IMPLIES_EXEC EPERM (8) */
+	int code = 0;
+	if (syscall(SYS_personality, 0x0UL) >= 0)
+		code |= 1;
+	if (syscall(SYS_personality, 0x8UL) >= 0)
+		code |= 2;
+	if (syscall(SYS_personality, 0x0040000UL) < 0 && errno == EPERM)
+		code |= 4;
+	if (syscall(SYS_personality, 0x0400000UL) < 0 && errno == EPERM)
+		code |= 8;
+	syscall(SYS_personality, 0x0UL);
+	return code;
+}
+
+Test(seccomp, permissive_refuses_personality_flags_that_weaken_the_address_space)
+{
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_seccomp_load("permissive", &p, NULL, &err), 0, "%s", err.msg);
+	struct ab_denials d;
+	int st = run_filtered(p, probe_personality, &d);
+	cr_assert(WIFEXITED(st), "status %#x", st);
+	cr_assert_eq(WEXITSTATUS(st), 15, "probe result %d", WEXITSTATUS(st));
+	cr_assert_eq(count_of(&d, "personality"), 2);
+	ab_seccomp_free(p);
+}
