@@ -497,6 +497,13 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 
 	bool notified;
 	uint32_t action = scmp_action(l, kind, (int)err, &notified);
+	/* the listener answers by syscall name: a conditional rule whose errno
+	 * differs from the default's could not be told apart from the default
+	 * there, so it gives its errno directly (exact, but not counted) */
+	if (notified && n_cmps > 0 && (int)err != l->p->default_errno) {
+		action = SCMP_ACT_ERRNO((uint32_t)err);
+		notified = false;
+	}
 	size_t count = has_names ? json_object_array_length(names) : 1;
 	for (size_t i = 0; i < count; i++) {
 		json_object *nm = has_names ? json_object_array_get_idx(names, i) : name;
@@ -509,10 +516,12 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 			note_unknown(l, sys);
 			continue;
 		}
-		if (action == default_action)
-			continue; /* libseccomp refuses rules that change nothing */
+		/* before the skip below: a rule that notifies like the default
+		 * still says which errno to answer with */
 		if (notified && (r = remember_errno(l, sys, (int)err)) < 0)
 			return r;
+		if (action == default_action)
+			continue; /* libseccomp refuses rules that change nothing */
 		r = seccomp_rule_add_array(l->ctx, action, nr, n_cmps, cmps);
 		/* a syscall this machine's architectures lack (nr < 0: a
 		 * pseudo-syscall number) is nothing to filter */
@@ -534,8 +543,14 @@ static int export_program(struct loader *l)
 	if (r < 0)
 		return ab_error_set(l->err, -r, "compiling the seccomp profile %s", l->file);
 	struct stat st;
+	if (fstat(fd, &st) >= 0 && st.st_size > BPF_MAXINSNS * (off_t)sizeof(struct sock_filter))
+		return ab_error_plain(
+			l->err, E2BIG,
+			"seccomp profile %s: compiles to more than %d BPF instructions, "
+			"the kernel's limit",
+			l->file, BPF_MAXINSNS);
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
-	    st.st_size % (off_t)sizeof(struct sock_filter) != 0 || st.st_size > (1 << 20))
+	    st.st_size % (off_t)sizeof(struct sock_filter) != 0)
 		return ab_error_plain(l->err, EIO, "compiling the seccomp profile %s: bad program",
 				      l->file);
 	struct sock_filter *f = malloc((size_t)st.st_size);

@@ -39,8 +39,8 @@ struct ab_denials {
  * see ab_policy_dir), "none" (*out = NULL), or a path to a JSON file.
  * Errors name the file, the JSON path (e.g. "syscalls[3].args[0].op") and
  * the problem. Syscall names unknown to libseccomp or this architecture are
- * skipped; *notices (may be NULL) receives a heap string listing them,
- * one line each, or NULL when there were none. */
+ * skipped; *notices (may be NULL) receives a heap string naming them all on
+ * one line, or NULL when there were none. */
 int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
 		    struct ab_error *err);
 void ab_seccomp_free(struct ab_seccomp_profile *p);

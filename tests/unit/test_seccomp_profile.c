@@ -272,3 +272,24 @@ Test(seccomp, permissive_refuses_personality_flags_that_weaken_the_address_space
 	cr_assert_eq(count_of(&d, "personality"), 2);
 	ab_seccomp_free(p);
 }
+
+Test(seccomp, a_rule_errno_other_than_the_default_one_reaches_the_command)
+{
+	/* both errno actions are notified: the answer must still be the rule's */
+	const char *path = write_profile(
+		"two-errnos.json", "{\"defaultAction\": \"SCMP_ACT_ERRNO\", "
+				   "\"defaultErrnoRet\": 1, \"syscalls\": ["
+				   "{\"names\": [\"exit_group\", \"exit\", \"sendmsg\", "
+				   "\"close\", \"write\", \"brk\", \"mmap\", \"munmap\"], "
+				   "\"action\": \"SCMP_ACT_ALLOW\"}, "
+				   "{\"names\": [\"getppid\"], \"action\": \"SCMP_ACT_ERRNO\", "
+				   "\"errnoRet\": 13}]}");
+	struct ab_seccomp_profile *p = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_seccomp_load(path, &p, NULL, &err), 0, "%s", err.msg);
+	struct ab_denials d;
+	int st = run_filtered(p, probe_errno_names, &d);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	cr_assert_eq(count_of(&d, "getppid"), 1);
+	ab_seccomp_free(p);
+}
