@@ -143,9 +143,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		    struct view_plan *plan, struct ab_error *err)
 {
 	int r;
-	memset(plan, 0, sizeof(*plan));
-	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
-		plan->dev_fds[i] = -1;
+	view_plan_init(plan);
 
 	if ((r = plan_add_system(plan, err)) < 0)
 		return r;
@@ -201,6 +199,13 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 	return 0;
 }
 
+void view_plan_init(struct view_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
+		plan->dev_fds[i] = -1;
+}
+
 void view_plan_free(struct view_plan *plan)
 {
 	for (size_t i = 0; i < plan->n; i++) {
@@ -211,7 +216,7 @@ void view_plan_free(struct view_plan *plan)
 	free(plan->e);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
-	memset(plan, 0, sizeof(*plan));
+	view_plan_init(plan);
 }
 
 /* ---- sandbox side ---- */

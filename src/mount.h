@@ -44,6 +44,8 @@ struct view_plan {
  * Nothing is created. */
 int view_plan_build(const struct ab_config *cfg, const struct protect_state *protect,
 		    struct view_plan *plan, struct ab_error *err);
+/* An empty plan that view_plan_free() may release. */
+void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
 
 /* Sandbox, still seeing the host's mount tree: open every source with

@@ -428,27 +428,24 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	struct ab_config effective = *cfg;
 	effective.timeout_ms = res->timeout_ms = effective_timeout(cfg);
 	cfg = &effective;
-	struct protect_state protect;
-	r = protect_scan(cfg, &protect, err);
-	if (r < 0)
-		return r;
+	/* everything that checks the caller's input comes before the cgroup,
+	 * the only thing made on the host before the sandbox exists */
+	struct protect_state protect = {0};
 	struct view_plan plan;
-	r = view_plan_build(cfg, &protect, &plan, err);
-	if (r < 0) {
-		view_plan_free(&plan);
-		protect_state_free(&protect);
-		return r;
-	}
-	struct ab_cgroup *cg = NULL;
-	r = make_cgroup(cfg, res, &cg, err);
-	if (r < 0) {
-		view_plan_free(&plan);
-		protect_state_free(&protect);
-		return r;
-	}
+	view_plan_init(&plan);
 	struct ab_seccomp_profile *seccomp = NULL;
+	struct ab_cgroup *cg = NULL;
+	char **envp = NULL;
 	char *notices = NULL;
-	r = ab_seccomp_load(cfg->seccomp, &seccomp, &notices, err);
+	r = protect_scan(cfg, &protect, err);
+	if (r == 0)
+		r = view_plan_build(cfg, &protect, &plan, err);
+	if (r == 0)
+		r = ab_seccomp_load(cfg->seccomp, &seccomp, &notices, err);
+	if (r == 0)
+		r = ab_env_build(cfg, environ, &envp, err);
+	if (r == 0)
+		r = make_cgroup(cfg, res, &cg, err);
 	if (r == 0) {
 		notify_lines(cfg, notices);
 		if (!seccomp)
@@ -458,15 +455,11 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 			notify_lines(cfg, "--landlock off: no Landlock layer under the mounts");
 		if (cfg->net == AB_NET_HOST)
 			notify_lines(cfg, "--net host: the command shares the host's network");
-	}
-	free(notices);
-	char **envp = NULL;
-	if (r == 0)
-		r = ab_env_build(cfg, environ, &envp, err);
-	if (r == 0)
 		r = run_sandbox(cfg, &plan, envp, seccomp, cg, res, err);
+	}
 	if (r == 0)
 		res->protected_changed = protect_changes(cfg, &protect);
+	free(notices);
 	ab_env_free(envp);
 	ab_cgroup_destroy(cg);
 	ab_seccomp_free(seccomp);
