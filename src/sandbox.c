@@ -27,6 +27,7 @@
 #include "mount.h"
 #include "options.h"
 #include "protect.h"
+#include "sandbox.h"
 #include "seccomp_profile.h"
 #include "supervise.h"
 #include "sync.h"
@@ -192,14 +193,58 @@ static void close_pair(int fds[2])
 	fds[0] = fds[1] = -1;
 }
 
-static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **envp,
-		       const struct ab_seccomp_profile *seccomp, struct ab_cgroup *cg,
-		       struct ab_result *res, struct ab_error *err)
+pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, struct ab_error *err)
 {
+	int pair[2];
+	*sync_out = -1;
+	int r = sync_pair(pair, err);
+	if (r < 0)
+		return r;
+	a->cfg = &sb->cfg;
+	a->plan = &sb->plan;
+	a->envp = sb->envp;
+	a->sync_fd = pair[1];
+	/* decided here: in the child, geteuid() depends on whether the maps
+	 * are written yet */
+	a->by_root = geteuid() == 0;
+	a->landlock_fd = -1;
+	a->seccomp = sb->seccomp;
+	a->cgroup = sb->cg;
+	/* raw clone: fork semantics with the new namespaces in one step */
+	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(&sb->cfg) | SIGCHLD, NULL, NULL,
+				   NULL, NULL);
+	if (pid < 0) {
+		r = clone_error(errno, err);
+		close(pair[0]);
+		close(pair[1]);
+		return r;
+	}
+	if (pid == 0) {
+		close(pair[0]);
+		init_main(a);
+	}
+	close(pair[1]);
+	/* into the cgroup before it runs anything: it waits for GO */
+	r = ab_cgroup_attach(sb->cg, pid, err);
+	if (r == 0)
+		r = userns_write_maps(pid, &sb->cfg, err);
+	if (r == 0 && (r = sync_send(pair[0], SYNC_GO, 0, 0, NULL)) < 0)
+		ab_error_set(err, -r, "cannot start the sandbox");
+	if (r < 0) {
+		kill_and_reap(pid);
+		close(pair[0]);
+		return r;
+	}
+	*sync_out = pair[0];
+	return pid;
+}
+
+static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_error *err)
+{
+	const struct ab_config *cfg = &sb->cfg;
 	int rd[2], wr[2];
 	cleanup_fd int sigfd = -1;
 	cleanup_fd int sync_fd = -1;
-	cleanup_fd int child_fd = -1;
 	sigset_t mask, old;
 	int r = capture_pipes(cfg, rd, wr, err);
 	if (r < 0) {
@@ -208,7 +253,7 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 		return r;
 	}
 	struct supervision s = {
-		.seccomp = seccomp,
+		.seccomp = sb->seccomp,
 		.out_rd = rd[0],
 		.err_rd = rd[1],
 		.timeout_ms = cfg->timeout_ms,
@@ -228,55 +273,21 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 		r = ab_error_set(err, errno, "cannot block signals");
 		goto out_pipes;
 	}
-	int pair[2] = {-1, -1};
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sigfd < 0)
+	if (sigfd < 0) {
 		r = ab_error_set(err, errno, "cannot watch signals");
-	else
-		r = sync_pair(pair, err);
-	sync_fd = pair[0];
-	child_fd = pair[1];
-	if (r < 0)
 		goto out_mask;
+	}
 
-	/* decided here: in the child, geteuid() depends on whether the maps
-	 * are written yet */
-	bool by_root = geteuid() == 0;
+	struct init_args a = {
+		.out_fd = wr[0],
+		.err_fd = wr[1],
+	};
 	unsigned long long started = now_ms();
-	/* raw clone: fork semantics with the new namespaces in one step */
-	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(cfg) | SIGCHLD, NULL, NULL, NULL,
-				   NULL);
-	if (pid < 0) {
-		r = clone_error(errno, err);
-		goto out_mask;
-	}
-	if (pid == 0) {
-		close(sync_fd);
-		struct init_args a = {
-			.cfg = cfg,
-			.plan = plan,
-			.envp = envp,
-			.sync_fd = child_fd,
-			.by_root = by_root,
-			.landlock_fd = -1,
-			.seccomp = seccomp,
-			.out_fd = wr[0],
-			.err_fd = wr[1],
-			.cgroup = cg,
-		};
-		init_main(&a);
-	}
-	ab_close_keep_errno(ab_steal_fd(&child_fd));
+	pid_t pid = sandbox_clone(sb, &a, &sync_fd, err);
 	close_pair(wr); /* only the command may hold them: EOF means it is done */
-
-	/* into the cgroup before it runs anything: it waits for GO */
-	r = ab_cgroup_attach(cg, pid, err);
-	if (r == 0)
-		r = userns_write_maps(pid, cfg, err);
-	if (r == 0 && (r = sync_send(sync_fd, SYNC_GO, 0, 0, NULL)) < 0)
-		ab_error_set(err, -r, "cannot start the sandbox");
-	if (r < 0) {
-		kill_and_reap(pid);
+	if (pid < 0) {
+		r = pid;
 		goto out_mask;
 	}
 
@@ -293,7 +304,7 @@ static int run_sandbox(struct ab_config *cfg, struct view_plan *plan, char **env
 	}
 	r = fill_result(&s, started, res, err);
 	struct ab_cgroup_stats cs;
-	if (ab_cgroup_stats(cg, &cs) == 0) {
+	if (ab_cgroup_stats(sb->cg, &cs) == 0) {
 		/* the cgroup's own accounting beats per-process rusage */
 		res->oom_killed = cs.oom_killed;
 		if (cs.have_memory_peak)
@@ -418,53 +429,80 @@ static int check_rlimits(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
-int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
+int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
+	memset(sb, 0, sizeof(*sb));
+	view_plan_init(&sb->plan);
 	int r = ab_config_finish(cfg, err);
 	if (r == 0)
 		r = check_rlimits(cfg, err);
 	if (r < 0)
 		return r;
-	struct ab_config effective = *cfg;
-	effective.timeout_ms = res->timeout_ms = effective_timeout(cfg);
-	cfg = &effective;
+	sb->cfg = *cfg;
+	sb->cfg.timeout_ms = sb->limits.timeout_ms = effective_timeout(cfg);
+	cfg = &sb->cfg;
 	/* everything that checks the caller's input comes before the cgroup,
 	 * the only thing made on the host before the sandbox exists */
-	struct protect_state protect = {0};
-	struct view_plan plan;
-	view_plan_init(&plan);
-	struct ab_seccomp_profile *seccomp = NULL;
-	struct ab_cgroup *cg = NULL;
-	char **envp = NULL;
 	char *notices = NULL;
-	r = protect_scan(cfg, &protect, err);
+	r = protect_scan(cfg, &sb->protect, err);
 	if (r == 0)
-		r = view_plan_build(cfg, &protect, &plan, err);
+		r = view_plan_build(cfg, &sb->protect, &sb->plan, err);
 	if (r == 0)
-		r = ab_seccomp_load(cfg->seccomp, &seccomp, &notices, err);
+		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
-		r = ab_env_build(cfg, environ, &envp, err);
+		r = ab_env_build(cfg, environ, &sb->envp, err);
 	if (r == 0)
-		r = make_cgroup(cfg, res, &cg, err);
+		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
 		notify_lines(cfg, notices);
-		if (!seccomp)
+		if (!sb->seccomp)
 			notify_lines(cfg,
 				     "--seccomp none: the command runs without a syscall filter");
 		if (cfg->no_landlock)
 			notify_lines(cfg, "--landlock off: no Landlock layer under the mounts");
 		if (cfg->net == AB_NET_HOST)
 			notify_lines(cfg, "--net host: the command shares the host's network");
-		r = run_sandbox(cfg, &plan, envp, seccomp, cg, res, err);
 	}
-	if (r == 0)
-		res->protected_changed = protect_changes(cfg, &protect);
 	free(notices);
-	ab_env_free(envp);
-	ab_cgroup_destroy(cg);
-	ab_seccomp_free(seccomp);
-	view_plan_free(&plan);
-	protect_state_free(&protect);
+	if (r < 0)
+		sandbox_release(sb);
+	return r;
+}
+
+void sandbox_release(struct sandbox *sb)
+{
+	ab_env_free(sb->envp);
+	ab_cgroup_destroy(sb->cg);
+	ab_seccomp_free(sb->seccomp);
+	view_plan_free(&sb->plan);
+	protect_state_free(&sb->protect);
+	sb->envp = NULL;
+	sb->cg = NULL;
+	sb->seccomp = NULL;
+}
+
+/* The limits as applied, into a result. */
+void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
+{
+	res->timeout_ms = sb->limits.timeout_ms;
+	res->memory = sb->limits.memory;
+	res->cpu = sb->limits.cpu;
+	res->pids = sb->limits.pids;
+	res->cgroup_version = sb->limits.cgroup_version;
+	memcpy(res->cgroup_path, sb->limits.cgroup_path, sizeof(res->cgroup_path));
+}
+
+int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
+{
+	struct sandbox sb;
+	int r = sandbox_prepare(cfg, &sb, err);
+	if (r < 0)
+		return r;
+	sandbox_limits_into(&sb, res);
+	r = run_sandbox(&sb, res, err);
+	if (r == 0)
+		res->protected_changed = protect_changes(&sb.cfg, &sb.protect);
+	sandbox_release(&sb);
 	return r;
 }
 

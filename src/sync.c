@@ -1,6 +1,7 @@
 #include "sync.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -14,22 +15,24 @@ int sync_pair(int fds[2], struct ab_error *err)
 	return 0;
 }
 
-static int send_msg(int fd, const struct sync_msg *m, int passed_fd)
+static int send_msg(int fd, const struct sync_msg *m, const int *fds, size_t nfds)
 {
 	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(SYNC_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (passed_fd >= 0) {
+	if (nfds > SYNC_MAX_FDS)
+		return -EINVAL;
+	if (nfds) {
 		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &passed_fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	}
 	ssize_t n;
 	do
@@ -45,20 +48,31 @@ int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const c
 	struct sync_msg m = {.type = type, .code = code, .status = status};
 	if (text)
 		strncpy(m.text, text, sizeof(m.text) - 1);
-	return send_msg(fd, &m, -1);
+	return send_msg(fd, &m, NULL, 0);
 }
 
 int sync_send_fd(int fd, enum sync_type type, int passed_fd)
 {
 	struct sync_msg m = {.type = type};
-	return send_msg(fd, &m, passed_fd);
+	return send_msg(fd, &m, &passed_fd, 1);
 }
 
-int sync_recv(int fd, struct sync_msg *m, int *passed)
+int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n)
+{
+	struct sync_msg m = {.type = type};
+	return send_msg(fd, &m, fds, n);
+}
+
+static size_t fds_expected(uint32_t type)
+{
+	return type == SYNC_LISTENER ? 1 : type == SYNC_EXEC ? SYNC_EXEC_FDS : 0;
+}
+
+int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout)
 {
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
 	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE((SYNC_MAX_FDS + 4) * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {
@@ -67,40 +81,48 @@ int sync_recv(int fd, struct sync_msg *m, int *passed)
 		.msg_control = u.buf,
 		.msg_controllen = sizeof(u.buf),
 	};
-	if (passed)
-		*passed = -1;
+	*nout = 0;
 	ssize_t n;
 	do
 		n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	/* take every fd that came along: keep one if asked for, close the rest */
-	int got = -1;
+	/* take every fd that came along: keep what fits, close the rest */
+	size_t got = 0;
+	bool extra = false;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
-		size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfds; i++) {
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
 			int pfd;
 			memcpy(&pfd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (got < 0 && passed)
-				got = pfd;
-			else
+			if (got < max) {
+				fds[got++] = pfd;
+			} else {
 				close(pfd);
+				extra = true;
+			}
 		}
 	}
-	if (n == 0) {
-		ab_close_keep_errno(got);
-		return 0;
+	if (n != 0 && n == (ssize_t)sizeof(*m) && !(mh.msg_flags & MSG_CTRUNC) && !extra &&
+	    m->type >= SYNC_GO && m->type <= SYNC_EXEC &&
+	    memchr(m->text, '\0', sizeof(m->text)) != NULL && got == fds_expected(m->type)) {
+		*nout = got;
+		return 1;
 	}
-	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & MSG_CTRUNC) || m->type < SYNC_GO ||
-	    m->type > SYNC_SIGNAL_ALL || memchr(m->text, '\0', sizeof(m->text)) == NULL ||
-	    (got >= 0) != (m->type == SYNC_LISTENER)) {
-		ab_close_keep_errno(got);
-		return -EBADMSG;
-	}
+	for (size_t i = 0; i < got; i++)
+		ab_close_keep_errno(fds[i]);
+	return n == 0 ? 0 : -EBADMSG;
+}
+
+int sync_recv(int fd, struct sync_msg *m, int *passed)
+{
+	int fds[SYNC_MAX_FDS];
+	size_t n;
+	int r = sync_recv_fds(fd, m, fds, passed ? 1 : 0, &n);
 	if (passed)
-		*passed = got;
-	return 1;
+		*passed = n ? fds[0] : -1;
+	return r;
 }

@@ -4,6 +4,7 @@
 #ifndef AB_SYNC_H
 #define AB_SYNC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agentbox/agentbox.h"
@@ -15,7 +16,14 @@ enum sync_type {
 	SYNC_EXIT,	 /* init -> launcher: the command ended (status = wait status) */
 	SYNC_LISTENER,	 /* init -> launcher: a seccomp listener fd rides along */
 	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
+	/* session mode (agentbox serve) */
+	SYNC_LISTENER_AT, /* init -> launcher: its seccomp listener is its fd number status */
+	SYNC_EXEC,	  /* launcher -> init: run a command; SYNC_EXEC_FDS fds ride along */
 };
+
+/* The fds of SYNC_EXEC, in order. */
+enum { EXEC_FD_SPEC, EXEC_FD_CTL, EXEC_FD_STDIN, EXEC_FD_STDOUT, EXEC_FD_STDERR, SYNC_EXEC_FDS };
+#define SYNC_MAX_FDS SYNC_EXEC_FDS
 
 struct sync_msg {
 	uint32_t type;
@@ -29,9 +37,15 @@ int sync_pair(int fds[2], struct ab_error *err);
 int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text);
 /* The same with an fd passed along (SCM_RIGHTS). */
 int sync_send_fd(int fd, enum sync_type type, int passed_fd);
+/* The same with n fds (at most SYNC_MAX_FDS). */
+int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n);
 /* Returns 1 with a valid message, 0 on EOF, -EBADMSG for a malformed one,
  * or -errno. A passed fd (close-on-exec) lands in *passed, else -1; passed
  * may be NULL, and fds nobody asked for are closed, never kept. */
 int sync_recv(int fd, struct sync_msg *m, int *passed);
+/* The same taking up to max fds into fds[], their number in *n. A message
+ * with fds its type does not carry is malformed (SYNC_LISTENER carries 1,
+ * SYNC_EXEC SYNC_EXEC_FDS, the others none). */
+int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *n);
 
 #endif

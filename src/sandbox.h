@@ -1,0 +1,39 @@
+/* The launcher's part of building one sandbox, shared by `agentbox run`
+ * (ab_run) and sessions (ab_session_open): check and plan everything on
+ * the host first, make the cgroup last, then clone the init. */
+#ifndef AB_SANDBOX_H
+#define AB_SANDBOX_H
+
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+#include "cgroup.h"
+#include "init.h"
+#include "mount.h"
+#include "protect.h"
+#include "seccomp_profile.h"
+
+struct sandbox {
+	struct ab_config cfg; /* the effective configuration (timeout clamped); shallow */
+	struct protect_state protect;
+	struct view_plan plan;
+	struct ab_seccomp_profile *seccomp; /* NULL: no filter */
+	struct ab_cgroup *cg;
+	char **envp;		 /* the commands' environment under the policy */
+	struct ab_result limits; /* only the limit reports, cgroup and timeout_ms */
+};
+
+/* Check cfg, plan the view, load the seccomp profile, build the
+ * environment, make the cgroup; notices go to cfg->notice. On failure
+ * nothing is left on the host. */
+int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err);
+void sandbox_release(struct sandbox *sb);
+void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res);
+
+/* Clone the init into the new namespaces with the arguments a (the fields
+ * from sb are filled in here), put it in the cgroup, write its id maps and
+ * send GO. Returns its pid and the launcher's end of the control channel
+ * in *sync_fd, or a negative errno with nothing left running. */
+pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_fd, struct ab_error *err);
+
+#endif
