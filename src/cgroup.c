@@ -492,23 +492,36 @@ int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
 	if (!cg || !procs_dir(cg))
 		return -ENOENT;
 	char buf[4096];
+	st->memory_current = st->pids_current = -1;
 	if (cg->v2) {
 		const char *d = cg->dir[H_UNIFIED];
-		if (read_file(d, "memory.events", buf, sizeof(buf)) == 0)
-			st->oom_killed = keyed(buf, "oom_kill") > 0;
+		if (read_file(d, "memory.events", buf, sizeof(buf)) == 0 &&
+		    keyed(buf, "oom_kill") > 0)
+			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
+		if (read_file(d, "memory.current", buf, sizeof(buf)) == 0)
+			st->memory_current = strtoll(buf, NULL, 10);
+		if (read_file(d, "pids.current", buf, sizeof(buf)) == 0)
+			st->pids_current = strtoll(buf, NULL, 10);
 		if (read_file(d, "memory.peak", buf, sizeof(buf)) == 0) {
 			st->have_memory_peak = true;
 			st->memory_peak = strtoull(buf, NULL, 10);
 		}
 	} else if (cg->dir[H_MEMORY][0]) {
 		const char *d = cg->dir[H_MEMORY];
-		if (read_file(d, "memory.oom_control", buf, sizeof(buf)) == 0)
-			st->oom_killed = keyed(buf, "oom_kill") > 0;
+		if (read_file(d, "memory.oom_control", buf, sizeof(buf)) == 0 &&
+		    keyed(buf, "oom_kill") > 0)
+			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
+		if (read_file(d, "memory.usage_in_bytes", buf, sizeof(buf)) == 0)
+			st->memory_current = strtoll(buf, NULL, 10);
 		if (read_file(d, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0) {
 			st->have_memory_peak = true;
 			st->memory_peak = strtoull(buf, NULL, 10);
 		}
 	}
+	st->oom_killed = st->oom_kills > 0;
+	if (!cg->v2 && cg->dir[H_PIDS][0] &&
+	    read_file(cg->dir[H_PIDS], "pids.current", buf, sizeof(buf)) == 0)
+		st->pids_current = strtoll(buf, NULL, 10);
 	/* cpu.stat works even on a controller-less cgroup2 mount */
 	if (cg->dir[H_UNIFIED][0] &&
 	    read_file(cg->dir[H_UNIFIED], "cpu.stat", buf, sizeof(buf)) == 0 &&

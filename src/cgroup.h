@@ -41,6 +41,8 @@ struct ab_cgroup_stats {
 	unsigned long long memory_peak; /* bytes */
 	bool have_cpu;
 	unsigned long long cpu_user_us, cpu_system_us;
+	unsigned long long oom_kills;		/* how many, for sessions: per command */
+	long long memory_current, pids_current; /* bytes, processes; -1: unknown */
 };
 
 struct ab_cgroup;

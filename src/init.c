@@ -41,6 +41,7 @@
 #include "cgroup.h"
 #include "landlock.h"
 #include "seccomp_profile.h"
+#include "shim.h"
 #include "error.h"
 #include "options.h"
 #include "sync.h"
@@ -245,6 +246,77 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 	}
 }
 
+/* Session mode: the init confines itself once (what every command would
+ * do), so that each command only needs a fork, and its seccomp listener is
+ * handed over once for the whole session; then it forks a shim for every
+ * SYNC_EXEC. As pid 1 of the namespace, no process of the sandbox can kill
+ * it. */
+static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
+{
+	struct ab_error err = {0};
+	if (apply_rlimits(a->cfg, &err) < 0 || ab_cgroup_apply_rlimits(a->cgroup, &err) < 0 ||
+	    caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0)
+		init_fail(a->sync_fd, &err);
+	if (a->landlock_fd >= 0)
+		close(a->landlock_fd);
+	if (a->seccomp) {
+		/* the launcher takes the listener with pidfd_getfd(2), which needs
+		 * this process dumpable for that moment */
+		prctl(PR_SET_DUMPABLE, 1);
+		int listener = -1;
+		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
+			init_fail(a->sync_fd, &err);
+		if (listener >= 0) {
+			struct sync_msg m;
+			if (sync_send(a->sync_fd, SYNC_LISTENER_AT, 0, listener, NULL) < 0 ||
+			    sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
+				_exit(AB_EXIT_FAILURE);
+			close(listener);
+		}
+		prctl(PR_SET_DUMPABLE, 0);
+	}
+	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
+		_exit(AB_EXIT_FAILURE);
+	struct pollfd pfd[2] = {
+		{.fd = sigfd, .events = POLLIN},
+		{.fd = a->sync_fd, .events = POLLIN},
+	};
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(AB_EXIT_FAILURE);
+		}
+		if (pfd[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				;
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		}
+		if (!pfd[1].revents)
+			continue;
+		struct sync_msg m;
+		int fds[SYNC_EXEC_FDS];
+		size_t n;
+		/* the launcher is gone or misbehaves: leave, and the kernel
+		 * ends the sandbox */
+		if (sync_recv_fds(a->sync_fd, &m, fds, SYNC_EXEC_FDS, &n) != 1 ||
+		    m.type != SYNC_EXEC)
+			_exit(AB_EXIT_FAILURE);
+		pid_t shim = fork();
+		if (shim == 0) {
+			close(sigfd);
+			close(a->sync_fd);
+			shim_main(a, fds);
+		}
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		if (shim < 0)
+			_exit(AB_EXIT_FAILURE); /* the launcher sees the end of the session */
+	}
+}
+
 /* The init is a copy of the launcher, environment included: wipe the
  * strings (the command gets its own filtered copy, a->envp), so that no
  * variable the policy filtered out is left in the sandbox's memory. */
@@ -298,11 +370,15 @@ _Noreturn void init_main(struct init_args *a)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
 		sigaddset(&mask, ab_forwarded_signals[i]);
 	sigaddset(&mask, SIGCHLD);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* blocked here too: a session's launcher does not block them for us */
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0) {
 		ab_error_set(&err, errno, "cannot watch signals in the sandbox");
 		init_fail(a->sync_fd, &err);
 	}
+	if (a->session)
+		session_loop(a, sigfd, landlock_abi);
 	/* the parent-death signal is armed again; if the launcher died in
 	 * between, this send fails and nothing runs unsupervised */
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)

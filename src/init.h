@@ -22,6 +22,7 @@ struct init_args {
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	int out_fd, err_fd;		/* write ends of the capture pipes, or -1: pass through */
 	const struct ab_cgroup *cgroup; /* for the rlimit fallbacks */
+	bool session;			/* agentbox serve: run commands as the launcher asks */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "serve.h"
 
 static const char usage_main[] =
 	"Usage: agentbox COMMAND [OPTIONS]\n"
@@ -13,6 +14,8 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  run       run one command in a fresh sandbox (agentbox run --help)\n"
+	"  serve     one sandbox for many commands: JSON lines on stdin and stdout\n"
+	"            (agentbox serve --help, docs/protocol.md)\n"
 	"\n"
 	"Options:\n"
 	"  --help     show this help\n"
@@ -91,6 +94,30 @@ static const char usage_run[] =
 	"Exit status: the command's; 124 timed out; 125 agentbox failed; 126 the\n"
 	"command cannot be run; 127 not found; 128+N killed by signal N.\n";
 
+static const char usage_serve[] =
+	"Usage: agentbox serve [OPTIONS]\n"
+	"\n"
+	"Build one sandbox (as agentbox run does, with the same options) and run\n"
+	"many commands in it: one JSON request per line on stdin, one JSON message\n"
+	"per line on stdout, as docs/protocol.md specifies (protocol agentbox/1).\n"
+	"Files one command writes are there for the next. End of file on stdin, a\n"
+	"shutdown request, SIGTERM, SIGINT or SIGHUP end the session: every process\n"
+	"is killed and everything agentbox made is removed.\n"
+	"\n"
+	"Session options (besides those of agentbox run --help, but for -c,\n"
+	"--report, --capture, --merge-output and --output-encoding, which each\n"
+	"request chooses):\n"
+	"  --max-concurrent N   commands running at once (default 8); more wait\n"
+	"                       in a queue of 1024\n"
+	"  --audit-log FILE     append one JSON line per request and per result\n"
+	"                       (never the values of environment variables)\n"
+	"  --timeout DURATION   each command's default timeout (default 120s);\n"
+	"                       a request's timeout is clamped to --max-timeout\n"
+	"  --max-output SIZE    each stream's default cap (default 1M)\n"
+	"\n"
+	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
+	"or dies.\n";
+
 static void print_notice(const char *line)
 {
 	fprintf(stderr, "agentbox: %s\n", line);
@@ -153,6 +180,28 @@ static int cmd_run(int argc, char **argv)
 	return code;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
+	if (r == 0 && help) {
+		fputs(usage_serve, stdout);
+		ab_config_free(&cfg);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		ab_config_free(&cfg);
+		return AB_EXIT_FAILURE;
+	}
+	int status = ab_serve(&cfg);
+	ab_config_free(&cfg);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -169,6 +218,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
 	fprintf(stderr, "agentbox: unknown command '%s' (try 'agentbox --help')\n", argv[1]);
 	return AB_EXIT_FAILURE;
 }

@@ -38,6 +38,7 @@ void ab_config_init(struct ab_config *cfg)
 	cfg->tmpfs_size = DEFAULT_TMPFS_SIZE;
 	cfg->max_output = DEFAULT_MAX_OUTPUT;
 	cfg->pids = DEFAULT_PIDS;
+	cfg->max_concurrent = 8;
 	/* no core dumps, and a sane number of open files */
 	cfg->rlimits[0] = (struct ab_rlimit){RLIMIT_CORE, 0, false};
 	cfg->rlimits[1] = (struct ab_rlimit){RLIMIT_NOFILE, 8192, false};
@@ -60,6 +61,7 @@ void ab_config_free(struct ab_config *cfg)
 	free(cfg->home);
 	free(cfg->seccomp);
 	free(cfg->report);
+	free(cfg->audit_log);
 	free(cfg->cgroup_parent);
 	for (size_t i = 0; i < cfg->n_mounts; i++) {
 		free(cfg->mounts[i].src);
@@ -294,6 +296,8 @@ enum {
 	OPT_PIDS,
 	OPT_CGROUP_PARENT,
 	OPT_REQUIRE_LIMITS,
+	OPT_MAX_CONCURRENT,
+	OPT_AUDIT_LOG,
 	OPT_HELP,
 };
 
@@ -333,6 +337,8 @@ static const struct option run_options[] = {
 	{"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
 	{"require-limits", no_argument, NULL, OPT_REQUIRE_LIMITS},
 	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
+	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -534,6 +540,19 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
 					      arg);
 		return 0;
+	case OPT_MAX_CONCURRENT: {
+		uid_t v;
+		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 256)
+			return ab_error_plain(
+				err, EINVAL, "--max-concurrent: '%s' is not a number from 1 to 256",
+				arg);
+		cfg->max_concurrent = v;
+		return 0;
+	}
+	case OPT_AUDIT_LOG:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--audit-log: empty path");
+		return set_string(&cfg->audit_log, arg);
 	case OPT_PROTECT:
 		return parse_protect_path(cfg, opt, arg, true, err);
 	case OPT_UNPROTECT:
@@ -542,7 +561,29 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 	return ab_error_plain(err, EINVAL, "internal: unhandled option %d", c);
 }
 
-int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
+/* Options that only one of run and serve takes. */
+static const char *wrong_mode(int c, bool serve)
+{
+	if (serve) {
+		switch (c) {
+		case 'c':
+			return "agentbox serve takes its commands on stdin (docs/protocol.md)";
+		case OPT_REPORT:
+		case OPT_CAPTURE:
+			return "agentbox serve puts every result on stdout (docs/protocol.md)";
+		case OPT_MERGE_OUTPUT:
+		case OPT_OUTPUT_ENCODING:
+			return "in agentbox serve each exec request chooses this "
+			       "(merge_output, encoding)";
+		}
+		return NULL;
+	}
+	if (c == OPT_MAX_CONCURRENT || c == OPT_AUDIT_LOG)
+		return "applies to agentbox serve only";
+	return NULL;
+}
+
+static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
 			struct ab_error *err)
 {
 	const char *shell_cmd = NULL;
@@ -584,6 +625,9 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 			*help = true;
 			return 0;
 		}
+		const char *wrong = wrong_mode(c, serve);
+		if (wrong)
+			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
 		int r = parse_one(cfg, c, opt ? opt : "-c", optarg, &shell_cmd, err);
 		if (r < 0) {
 			if (r == -ENOMEM)
@@ -593,7 +637,13 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 	}
 
 	int rest = argc - optind;
-	if (shell_cmd) {
+	if (serve) {
+		if (rest > 0)
+			return ab_error_plain(err, EINVAL,
+					      "agentbox serve takes no command ('%s'): commands "
+					      "come on stdin (docs/protocol.md)",
+					      argv[optind]);
+	} else if (shell_cmd) {
 		if (rest > 0)
 			return ab_error_plain(err, EINVAL,
 					      "-c takes the whole command as one string; "
@@ -630,6 +680,7 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 	cfg->n_protect = kept;
 	if (cfg->protect)
 		cfg->protect[kept] = NULL;
+
 	if (cfg->capture && !cfg->report)
 		return ab_error_plain(err, EINVAL,
 				      "--capture needs --report FILE or --report fd:N to put "
@@ -637,6 +688,8 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
 		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
 				      cfg->merge_output ? "--merge-output" : "--output-encoding");
+	if (serve)
+		cfg->capture = true; /* every result carries the output */
 	if (!cfg->seccomp && set_string(&cfg->seccomp, "default") < 0)
 		return ab_error_set(err, ENOMEM, "parsing options");
 	if (!cfg->hostname && set_string(&cfg->hostname, DEFAULT_HOSTNAME) < 0)
@@ -644,4 +697,16 @@ int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help
 	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)
 		return ab_error_set(err, ENOMEM, "parsing options");
 	return 0;
+}
+
+int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
+			struct ab_error *err)
+{
+	return parse_common(cfg, argc, argv, false, help, err);
+}
+
+int ab_config_parse_serve(struct ab_config *cfg, int argc, char **argv, bool *help,
+			  struct ab_error *err)
+{
+	return parse_common(cfg, argc, argv, true, help, err);
 }

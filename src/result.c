@@ -14,6 +14,7 @@
 #include "error.h"
 #include "options.h"
 #include "output.h"
+#include "result.h"
 #include "util.h"
 
 int ab_report_open(const char *spec, bool *owned, struct ab_error *err)
@@ -38,11 +39,11 @@ int ab_report_open(const char *spec, bool *owned, struct ab_error *err)
 	return fd;
 }
 
-static json_object *output_json(const struct ab_config *cfg, const struct ab_output *o)
+static json_object *output_json(bool base64, const struct ab_output *o)
 {
 	if (!o->data)
 		return NULL;
-	if (cfg->output_base64) {
+	if (base64) {
 		char *b = base64_encode(o->data, o->len);
 		json_object *j = b ? json_object_new_string(b) : NULL;
 		free(b);
@@ -64,7 +65,7 @@ static json_object *limit_json(const struct ab_limit_report *lr, json_object *va
 	return o;
 }
 
-static json_object *limits_json(const struct ab_config *cfg, const struct ab_result *res)
+json_object *ab_limits_json(const struct ab_config *cfg, const struct ab_result *res)
 {
 	json_object *l = json_object_new_object();
 	json_object_object_add(
@@ -110,13 +111,12 @@ static json_object *limits_json(const struct ab_config *cfg, const struct ab_res
 	return l;
 }
 
-int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *res,
-			 const struct ab_error *failure, int fd, struct ab_error *err)
+json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool captured,
+				   bool merged, bool base64)
 {
 	json_object *o = json_object_new_object();
 	if (!o)
-		return ab_error_set(err, ENOMEM, "writing the report");
-	bool ran = failure == NULL;
+		return NULL;
 #define INT_OR_NULL(v) (ran ? json_object_new_int64((int64_t)(v)) : NULL)
 	json_object_object_add(o, "exit_code",
 			       json_object_new_int(ran ? res->exit_code : AB_EXIT_FAILURE));
@@ -133,38 +133,80 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 	json_object_object_add(o, "cpu_user_ms", INT_OR_NULL(res->cpu_user_ms));
 	json_object_object_add(o, "cpu_system_ms", INT_OR_NULL(res->cpu_system_ms));
 	json_object_object_add(o, "max_rss_kb", INT_OR_NULL(res->max_rss_kb));
-	bool captured = ran && cfg->capture;
-	if (captured && cfg->merge_output) {
-		json_object_object_add(o, "output", output_json(cfg, &res->out));
+	captured = captured && ran;
+	if (captured && merged) {
+		json_object_object_add(o, "output", output_json(base64, &res->out));
 	} else if (captured) {
-		json_object_object_add(o, "stdout", output_json(cfg, &res->out));
-		json_object_object_add(o, "stderr", output_json(cfg, &res->err));
+		json_object_object_add(o, "stdout", output_json(base64, &res->out));
+		json_object_object_add(o, "stderr", output_json(base64, &res->err));
 	}
 	if (captured)
-		json_object_object_add(
-			o, "encoding",
-			json_object_new_string(cfg->output_base64 ? "base64" : "utf-8"));
+		json_object_object_add(o, "encoding",
+				       json_object_new_string(base64 ? "base64" : "utf-8"));
 	/* passed-through output is never seen by agentbox, so it is not counted */
 	json_object_object_add(o, "stdout_bytes", captured ? INT_OR_NULL(res->out.total) : NULL);
 	json_object_object_add(o, "stderr_bytes",
-			       captured && !cfg->merge_output ? INT_OR_NULL(res->err.total) : NULL);
+			       captured && !merged ? INT_OR_NULL(res->err.total) : NULL);
 	json_object_object_add(
 		o, "truncated",
 		json_object_new_boolean(captured && (res->out.truncated || res->err.truncated)));
-	json_object *denied = json_object_new_array();
-	for (size_t i = 0; ran && i < res->n_denied; i++) {
-		json_object *d = json_object_new_object();
-		json_object_object_add(d, "syscall", json_object_new_string(res->denied[i].name));
-		json_object_object_add(d, "count",
-				       json_object_new_int64((int64_t)res->denied[i].count));
-		json_object_array_add(denied, d);
+	json_object_object_add(o, "denied_syscalls",
+			       ab_denied_json(ran ? res->denied : NULL, ran ? res->n_denied : 0));
+#undef INT_OR_NULL
+	return o;
+}
+
+json_object *ab_denied_json(const struct ab_denied_syscall *d, size_t n)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "syscall", json_object_new_string(d[i].name));
+		json_object_object_add(e, "count", json_object_new_int64((int64_t)d[i].count));
+		json_object_array_add(a, e);
 	}
-	json_object_object_add(o, "denied_syscalls", denied);
+	return a;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, p + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int ab_json_write_line(json_object *o, int fd, struct ab_error *err)
+{
+	size_t len;
+	const char *text = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	if (!text)
+		return ab_error_set(err, ENOMEM, "writing JSON");
+	int r = write_all(fd, text, len);
+	if (r == 0)
+		r = write_all(fd, "\n", 1);
+	return r < 0 ? ab_error_set(err, -r, "writing JSON") : 0;
+}
+
+int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *res,
+			 const struct ab_error *failure, int fd, struct ab_error *err)
+{
+	bool ran = failure == NULL;
+	json_object *o = ab_result_fields_json(res, ran, cfg->capture, cfg->merge_output,
+					       cfg->output_base64);
+	if (!o)
+		return ab_error_set(err, ENOMEM, "writing the report");
 	json_object *prot = json_object_new_array();
 	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
 		json_object_array_add(prot, json_object_new_string(*p));
 	json_object_object_add(o, "protected_paths_changed", prot);
-	json_object_object_add(o, "limits", limits_json(cfg, res));
+	json_object_object_add(o, "limits", ab_limits_json(cfg, res));
 	if (failure) {
 		json_object *e = json_object_new_object();
 		const char *code = strerrorname_np(failure->code);
@@ -174,24 +216,9 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 	} else {
 		json_object_object_add(o, "error", NULL);
 	}
-#undef INT_OR_NULL
-	size_t len;
-	const char *text = json_object_to_json_string_length(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	int r = 0;
-	size_t off = 0;
-	while (text && off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = ab_error_set(err, errno ? errno : EIO, "writing the report");
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (r == 0 && write(fd, "\n", 1) != 1)
-		r = ab_error_set(err, errno ? errno : EIO, "writing the report");
+	int r = ab_json_write_line(o, fd, err);
+	if (r < 0)
+		ab_error_set(err, err->code, "writing the report");
 	json_object_put(o);
 	return r;
 }

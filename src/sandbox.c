@@ -509,6 +509,7 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 void ab_result_free(struct ab_result *res)
 {
 	free(res->denied);
+	free(res->background);
 	free(res->out.data);
 	free(res->err.data);
 	ab_cleanup_strvp(&res->protected_changed);

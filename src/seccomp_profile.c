@@ -773,7 +773,8 @@ static void count_denial(struct ab_denials *d, int nr, const char *name)
 	d->e[d->n++].count = 1;
 }
 
-int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d)
+int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d,
+		      ab_denial_route route, void *arg)
 {
 	/* the kernel's structures may be larger than our headers' */
 	static struct seccomp_notif_sizes sizes;
@@ -799,7 +800,11 @@ int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct a
 	else
 		snprintf(name, sizeof(name), "syscall_%d", req->data.nr);
 	free(resolved);
-	count_denial(d, req->data.nr, name);
+	if (d)
+		count_denial(d, req->data.nr, name);
+	struct ab_denials *to = route ? route((pid_t)req->pid, arg) : NULL;
+	if (to)
+		count_denial(to, req->data.nr, name);
 	resp->id = req->id;
 	resp->error = -errno_for(p, name);
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0 && errno != ENOENT)

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "agentbox/agentbox.h"
 
@@ -50,11 +51,17 @@ void ab_seccomp_free(struct ab_seccomp_profile *p);
  * profile denies nothing through notification. */
 int ab_seccomp_install(const struct ab_seccomp_profile *p, int *listener, struct ab_error *err);
 
-/* Supervisor: receive one notification from listener, count it in d, and
- * answer it with the profile's errno for that syscall. Returns 1 when one
- * was answered, 0 when the target was gone (nothing to do), or -errno
+/* Where a denial by the process pid (in the supervisor's pid namespace)
+ * is counted as well, or NULL. */
+typedef struct ab_denials *(*ab_denial_route)(pid_t pid, void *arg);
+
+/* Supervisor: receive one notification from listener, count it in d (when
+ * not NULL) and in route's choice (when route is not NULL), and answer it
+ * with the profile's errno for that syscall. Returns 1 when one was
+ * answered, 0 when the target was gone (nothing to do), or -errno
  * (-ENOENT never escapes; a closed listener gives a negative value). */
-int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d);
+int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d,
+		      ab_denial_route route, void *arg);
 
 /* Where the installed (or, for a build-tree binary, the source tree's)
  * policies are: $AGENTBOX_POLICY_DIR if set, else the source tree's policy/

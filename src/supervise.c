@@ -143,8 +143,8 @@ int supervise(struct supervision *s)
 		}
 		for (size_t i = 0; i < s->n_listeners; i++) {
 			short ev = pfd[P_LISTEN + i].revents;
-			if ((ev & POLLIN) &&
-			    ab_seccomp_answer(s->seccomp, s->listeners[i], &s->denials) >= 0)
+			if ((ev & POLLIN) && ab_seccomp_answer(s->seccomp, s->listeners[i],
+							       &s->denials, NULL, NULL) >= 0)
 				continue;
 			if (ev) {
 				/* every process under that filter is gone */

@@ -15,9 +15,9 @@ int sync_pair(int fds[2], struct ab_error *err)
 	return 0;
 }
 
-static int send_msg(int fd, const struct sync_msg *m, const int *fds, size_t nfds)
+int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
 {
-	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE(SYNC_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
@@ -40,7 +40,12 @@ static int send_msg(int fd, const struct sync_msg *m, const int *fds, size_t nfd
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	return n == (ssize_t)sizeof(*m) ? 0 : -EIO;
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+static int send_msg(int fd, const struct sync_msg *m, const int *fds, size_t nfds)
+{
+	return packet_send(fd, m, sizeof(*m), fds, nfds);
 }
 
 int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text)
@@ -68,9 +73,9 @@ static size_t fds_expected(uint32_t type)
 	return type == SYNC_LISTENER ? 1 : type == SYNC_EXEC ? SYNC_EXEC_FDS : 0;
 }
 
-int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout)
+ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *nout)
 {
-	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE((SYNC_MAX_FDS + 4) * sizeof(int))];
 		struct cmsghdr align;
@@ -106,15 +111,34 @@ int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout
 			}
 		}
 	}
-	if (n != 0 && n == (ssize_t)sizeof(*m) && !(mh.msg_flags & MSG_CTRUNC) && !extra &&
-	    m->type >= SYNC_GO && m->type <= SYNC_EXEC &&
+	if (n > 0 && ((size_t)n != len || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || extra)) {
+		for (size_t i = 0; i < got; i++)
+			ab_close_keep_errno(fds[i]);
+		return -EBADMSG;
+	}
+	if (n == 0)
+		for (size_t i = 0; i < got; i++)
+			ab_close_keep_errno(fds[i]);
+	else
+		*nout = got;
+	return n;
+}
+
+int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout)
+{
+	size_t got;
+	ssize_t n = packet_recv(fd, m, sizeof(*m), fds, max, &got);
+	*nout = 0;
+	if (n <= 0)
+		return n == -EAGAIN ? -EAGAIN : (int)n;
+	if (m->type >= SYNC_GO && m->type <= SYNC_EXEC &&
 	    memchr(m->text, '\0', sizeof(m->text)) != NULL && got == fds_expected(m->type)) {
 		*nout = got;
 		return 1;
 	}
 	for (size_t i = 0; i < got; i++)
 		ab_close_keep_errno(fds[i]);
-	return n == 0 ? 0 : -EBADMSG;
+	return -EBADMSG;
 }
 
 int sync_recv(int fd, struct sync_msg *m, int *passed)

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "agentbox/agentbox.h"
 
@@ -33,6 +34,13 @@ struct sync_msg {
 };
 
 int sync_pair(int fds[2], struct ab_error *err);
+
+/* One packet of exactly len bytes on a SOCK_SEQPACKET socket, with up to
+ * SYNC_MAX_FDS fds. packet_recv returns len, 0 at EOF, -EAGAIN (on a
+ * non-blocking socket), -EBADMSG for a packet of another size or with
+ * more than max fds (which are closed), or -errno. */
+int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds);
+ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *n);
 /* Returns 0, or -errno (-EPIPE when the peer is gone). */
 int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text);
 /* The same with an fd passed along (SCM_RIGHTS). */

@@ -109,6 +109,10 @@ struct ab_config {
 	char **argv; /* the command; NULL-terminated */
 	size_t argc;
 
+	/* agentbox serve */
+	unsigned max_concurrent; /* commands running at once (default 8) */
+	char *audit_log;	 /* FILE to append the audit log to, or NULL */
+
 	/* Called with one line for the user (a warning or notice) while the
 	 * sandbox is set up; NULL to drop them. Not owned. */
 	void (*notice)(const char *line);
@@ -122,6 +126,10 @@ void ab_config_free(struct ab_config *cfg);
  * Every value is checked here, before anything is created. */
 int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
 			struct ab_error *err);
+/* The same for `agentbox serve` (argv[0] is "serve"): no command; adds
+ * --max-concurrent and --audit-log. */
+int ab_config_parse_serve(struct ab_config *cfg, int argc, char **argv, bool *help,
+			  struct ab_error *err);
 
 /* Resolve defaults that depend on the caller (workspace, identity) and check
  * the paths on the host. Called by ab_run() and by tests. */
@@ -164,6 +172,17 @@ struct ab_result {
 		unsigned long count;
 	} * denied;
 	size_t n_denied;
+
+	/* session commands only */
+	bool cancelled; /* ended by ab_session_cancel() */
+	/* with keep_background: processes the command left running (pids in
+	 * the sandbox) and the file in the sandbox their output goes to */
+	struct ab_background {
+		int pid;
+		char command[20];
+	} * background;
+	size_t n_background;
+	char background_log[64];
 };
 
 void ab_result_free(struct ab_result *res);
@@ -184,6 +203,87 @@ int ab_report_open(const char *spec, bool *owned, struct ab_error *err);
  * ran (whatever its status, see *res) and a negative errno when the sandbox
  * could not be built. */
 int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err);
+
+/* Sessions: one sandbox, many commands (agentbox serve is a loop over
+ * these; docs/c-api.md has an example).
+ *
+ * ab_session_open() builds the sandbox from cfg (which must outlive the
+ * session; cfg->argv is not used). Commands start with ab_session_start()
+ * and run concurrently; ab_session_dispatch() does the supervision (output,
+ * timeouts, results) and calls back with each event. ab_session_fd() is a
+ * descriptor that is readable whenever dispatch has work, for a caller's
+ * poll loop. ab_session_exec() runs one command to its end. A session is
+ * used from one thread. */
+struct ab_session;
+
+struct ab_exec {
+	char *const *argv;	       /* run directly; NULL-terminated */
+	const char *cwd;	       /* in the view; NULL: the session's */
+	char *const *env;	       /* NAME=VALUE added, NULL-terminated, or NULL */
+	unsigned long long timeout_ms; /* 0: the session's; clamped to its maximum */
+	const char *stdin_data;	       /* NULL: stdin is /dev/null */
+	size_t stdin_len;
+	unsigned long long max_output; /* bytes kept per stream; 0: the session's */
+	bool merge_output;
+	bool stream; /* deliver AB_EVENT_OUTPUT as output is read */
+	bool keep_background;
+};
+
+enum ab_event_kind {
+	AB_EVENT_OUTPUT, /* a chunk of a command's output (stream only) */
+	AB_EVENT_RESULT, /* a command ended: result, or error when it failed */
+};
+
+struct ab_event {
+	enum ab_event_kind kind;
+	unsigned long long tag; /* as given to ab_session_start() */
+	int stream;		/* OUTPUT: 1 stdout (or merged output), 2 stderr */
+	const char *data;	/* OUTPUT */
+	size_t len;
+	struct ab_result *result;     /* RESULT: the callee may keep it by zeroing *result */
+	const struct ab_error *error; /* RESULT: NULL, or why there is no result */
+};
+
+typedef void (*ab_event_fn)(const struct ab_event *ev, void *arg);
+
+struct ab_session_stats {
+	unsigned long long uptime_ms;
+	unsigned long long commands_run;
+	size_t running;
+	struct ab_denied_syscall *denied; /* the session's total; owned by the session */
+	size_t n_denied;
+	bool have_cgroup;
+	long long memory_current, memory_peak, pids_current; /* -1: unknown */
+	long long cpu_user_ms, cpu_system_ms;		     /* -1: unknown */
+};
+
+int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_error *err);
+/* The limits as applied (memory, cpu, pids, cgroup, timeout_ms) and the
+ * Landlock ABI, in the shape of a result; and the sandbox's id. */
+const struct ab_result *ab_session_limits(const struct ab_session *s);
+const char *ab_session_id(const struct ab_session *s);
+/* Start a command. -EBUSY when cfg->max_concurrent are running; -EINVAL
+ * (with err) for a bad request; the command's events carry tag. */
+int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned long long tag,
+		     struct ab_error *err);
+/* End a running command like a timeout does; its result says cancelled.
+ * -ESRCH when no command has that tag. */
+int ab_session_cancel(struct ab_session *s, unsigned long long tag);
+size_t ab_session_running(const struct ab_session *s);
+int ab_session_fd(const struct ab_session *s);
+/* Wait up to timeout_ms (-1: forever, 0: not at all) for work and do it.
+ * Returns 0, or a negative errno when the sandbox is gone: then every
+ * running command has had its RESULT event with an error, and the session
+ * can only be closed. */
+int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, void *arg,
+			struct ab_error *err);
+/* Run one command to its end (other commands' events are dropped). */
+int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
+		    struct ab_error *err);
+int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
+/* Kill every process of the sandbox, remove its cgroup, free. Running
+ * commands get no events. */
+void ab_session_close(struct ab_session *s);
 
 /* Build the environment a command gets under cfg's policy from envp.
  * Returns a NULL-terminated, heap-allocated array (free with ab_env_free). */

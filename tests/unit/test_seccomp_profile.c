@@ -171,7 +171,7 @@ static int run_filtered(struct ab_seccomp_profile *p, int (*probe)(void), struct
 	while (waitpid(c, &st, WNOHANG) == 0) {
 		struct pollfd pfd = {.fd = listener, .events = POLLIN};
 		if (listener >= 0 && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
-			ab_seccomp_answer(p, listener, d);
+			ab_seccomp_answer(p, listener, d, NULL, NULL);
 		else if (listener < 0)
 			usleep(1000);
 	}

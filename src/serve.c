@@ -1,0 +1,972 @@
+/* agentbox serve: the session protocol agentbox/1 (docs/protocol.md) on
+ * stdin and stdout, a thin loop over the session API. Every line is
+ * checked before anything runs; a bad one gets an error reply and the
+ * session goes on. Replies are queued and written without blocking when
+ * stdout is a pipe, so a slow client never stops timeouts from firing. */
+#include "serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentbox/agentbox.h"
+#include "output.h"
+#include "result.h"
+
+#define PROTOCOL       "agentbox/1"
+#define MAX_LINE       (8u << 20)
+#define MAX_QUEUE      1024
+#define MAX_ID_LEN     256
+#define OUT_HIGH_WATER (16u << 20) /* replies queued: stop taking more work */
+#define READ_CHUNK     (256u << 10)
+
+struct request {
+	struct request *next, *prev;
+	json_object *req; /* keeps the strings of x alive */
+	json_object *id;
+	unsigned long long tag;
+	bool running;
+	struct ab_exec x;
+	char **argv; /* owned arrays; the strings belong to req */
+	char **env;  /* owned "NAME=VALUE" strings */
+	bool base64, merged;
+	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
+	size_t hold_len[2];
+};
+
+struct server {
+	struct ab_config *cfg;
+	struct ab_session *s;
+	int audit;
+	struct request *head, *tail; /* queued and running, in arrival order */
+	size_t queued;
+	unsigned long long next_tag;
+	char *out;
+	size_t out_len, out_cap, out_off;
+	bool out_nonblock, out_broken;
+	char *in;
+	size_t in_len;
+	bool discarding;
+	bool stdin_eof;
+	bool shutting_down;
+	json_object *shutdown_id;
+};
+
+/* ---- output ---- */
+
+static void out_add(struct server *sv, const char *p, size_t n)
+{
+	if (sv->out_len + n > sv->out_cap) {
+		size_t cap = sv->out_cap ? sv->out_cap : 65536;
+		while (cap < sv->out_len + n)
+			cap *= 2;
+		char *q = realloc(sv->out, cap);
+		if (!q) {
+			fputs("agentbox: out of memory for replies\n", stderr);
+			exit(AB_EXIT_FAILURE);
+		}
+		sv->out = q;
+		sv->out_cap = cap;
+	}
+	memcpy(sv->out + sv->out_len, p, n);
+	sv->out_len += n;
+}
+
+static void send_json(struct server *sv, json_object *o)
+{
+	size_t len;
+	const char *t = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	out_add(sv, t, len);
+	out_add(sv, "\n", 1);
+	json_object_put(o);
+}
+
+/* Write what is queued; false when stdout is gone. */
+static bool flush_out(struct server *sv, bool block)
+{
+	while (sv->out_off < sv->out_len && !sv->out_broken) {
+		ssize_t n = write(STDOUT_FILENO, sv->out + sv->out_off, sv->out_len - sv->out_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (!block)
+				break;
+			poll(&(struct pollfd){.fd = STDOUT_FILENO, .events = POLLOUT}, 1, 1000);
+			continue;
+		}
+		if (n <= 0) {
+			sv->out_broken = true;
+			break;
+		}
+		sv->out_off += (size_t)n;
+	}
+	if (sv->out_off == sv->out_len)
+		sv->out_off = sv->out_len = 0;
+	return !sv->out_broken;
+}
+
+static size_t out_pending(const struct server *sv)
+{
+	return sv->out_len - sv->out_off;
+}
+
+static json_object *id_copy(json_object *id)
+{
+	return id ? json_object_get(id) : NULL;
+}
+
+static void send_error(struct server *sv, json_object *id, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void audit_error(struct server *sv, json_object *id, const char *code);
+
+static void send_error(struct server *sv, json_object *id, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "id", id_copy(id));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	send_json(sv, o);
+	audit_error(sv, id, code);
+}
+
+/* ---- the audit log ---- */
+
+static json_object *audit_entry(const char *event)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char when[64];
+	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "event", json_object_new_string(event));
+	return o;
+}
+
+static void audit_write(struct server *sv, json_object *o)
+{
+	struct ab_error err;
+	if (sv->audit >= 0 && ab_json_write_line(o, sv->audit, &err) < 0) {
+		fprintf(stderr, "agentbox: --audit-log: %s\n", err.msg);
+		close(sv->audit);
+		sv->audit = -1;
+	}
+	json_object_put(o);
+}
+
+static void audit_error(struct server *sv, json_object *id, const char *code)
+{
+	if (sv->audit < 0)
+		return;
+	json_object *o = audit_entry("error");
+	json_object_object_add(o, "id", id_copy(id));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	audit_write(sv, o);
+}
+
+static void audit_request(struct server *sv, json_object *req, const char *op)
+{
+	if (sv->audit < 0)
+		return;
+	json_object *o = audit_entry("request");
+	json_object *v;
+	json_object_object_add(o, "id", id_copy(json_object_object_get(req, "id")));
+	json_object_object_add(o, "op", json_object_new_string(op));
+	const char *keep[] = {"command", "argv", "cwd", "timeout", "target", "keep_background"};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_object_get_ex(req, keep[i], &v))
+			json_object_object_add(o, keep[i], json_object_get(v));
+	if (json_object_object_get_ex(req, "env", &v) && json_object_is_type(v, json_type_object)) {
+		/* names only: values may be secrets */
+		json_object *names = json_object_new_array();
+		json_object_object_foreach(v, k, val)
+		{
+			(void)val;
+			json_object_array_add(names, json_object_new_string(k));
+		}
+		json_object_object_add(o, "env", names);
+	}
+	if (json_object_object_get_ex(req, "stdin", &v))
+		json_object_object_add(o, "stdin_bytes",
+				       json_object_new_int(json_object_get_string_len(v)));
+	audit_write(sv, o);
+}
+
+/* ---- requests ---- */
+
+static void request_free(struct request *r)
+{
+	if (!r)
+		return;
+	json_object_put(r->req);
+	free(r->argv);
+	for (char **e = r->env; e && *e; e++)
+		free(*e);
+	free(r->env);
+	free(r);
+}
+
+static void list_add(struct server *sv, struct request *r)
+{
+	r->prev = sv->tail;
+	if (sv->tail)
+		sv->tail->next = r;
+	else
+		sv->head = r;
+	sv->tail = r;
+}
+
+static void list_del(struct server *sv, struct request *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		sv->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		sv->tail = r->prev;
+}
+
+static struct request *by_tag(struct server *sv, unsigned long long tag)
+{
+	for (struct request *r = sv->head; r; r = r->next)
+		if (r->tag == tag)
+			return r;
+	return NULL;
+}
+
+static struct request *by_id(struct server *sv, json_object *id)
+{
+	for (struct request *r = sv->head; r; r = r->next)
+		if (json_object_equal(r->id, id))
+			return r;
+	return NULL;
+}
+
+static bool valid_id(json_object *id)
+{
+	if (json_object_is_type(id, json_type_int))
+		return true;
+	if (!json_object_is_type(id, json_type_string))
+		return false;
+	int n = json_object_get_string_len(id);
+	return n >= 1 && n <= MAX_ID_LEN;
+}
+
+/* A string field without NUL bytes. */
+static bool plain_string(json_object *v)
+{
+	return json_object_is_type(v, json_type_string) &&
+	       strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
+}
+
+static bool only_fields(struct server *sv, json_object *req, json_object *id, const char *op,
+			const char *const *allowed)
+{
+	json_object_object_foreach(req, key, val)
+	{
+		(void)val;
+		bool ok = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
+		for (const char *const *a = allowed; !ok && *a; a++)
+			ok = strcmp(key, *a) == 0;
+		if (!ok) {
+			send_error(sv, id, "invalid_request", "%s: unknown field '%.64s'", op, key);
+			return false;
+		}
+	}
+	return true;
+}
+
+#define BAD(...)                                                                                   \
+	do {                                                                                       \
+		send_error(sv, id, "invalid_request", __VA_ARGS__);                                \
+		request_free(r);                                                                   \
+		return NULL;                                                                       \
+	} while (0)
+
+static struct request *parse_exec(struct server *sv, json_object *req, json_object *id)
+{
+	static const char *const fields[] = {
+		"command",  "argv",	  "cwd",	  "env",    "timeout",
+		"stdin",    "max_output", "merge_output", "stream", "keep_background",
+		"encoding", NULL,
+	};
+	if (!only_fields(sv, req, id, "exec", fields))
+		return NULL;
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, id, "internal", "out of memory");
+		return NULL;
+	}
+	r->req = json_object_get(req);
+	r->id = id;
+	json_object *v, *cmd = NULL, *argv = NULL;
+	json_object_object_get_ex(req, "command", &cmd);
+	json_object_object_get_ex(req, "argv", &argv);
+	if (!cmd == !argv)
+		BAD("exec: give exactly one of 'command' (a shell string) and 'argv' (an array)");
+	if (cmd) {
+		if (!plain_string(cmd) || json_object_get_string_len(cmd) == 0)
+			BAD("exec: 'command' must be a non-empty string without NUL bytes");
+		r->argv = calloc(4, sizeof(char *));
+		if (!r->argv)
+			BAD("exec: out of memory");
+		r->argv[0] = "/bin/sh";
+		r->argv[1] = "-c";
+		r->argv[2] = (char *)json_object_get_string(cmd);
+	} else {
+		size_t n = json_object_is_type(argv, json_type_array)
+				   ? json_object_array_length(argv)
+				   : 0;
+		if (n == 0)
+			BAD("exec: 'argv' must be a non-empty array of strings");
+		r->argv = calloc(n + 1, sizeof(char *));
+		if (!r->argv)
+			BAD("exec: out of memory");
+		for (size_t i = 0; i < n; i++) {
+			json_object *a = json_object_array_get_idx(argv, i);
+			if (!plain_string(a))
+				BAD("exec: argv[%zu] must be a string without NUL bytes", i);
+			r->argv[i] = (char *)json_object_get_string(a);
+		}
+		if (!r->argv[0][0])
+			BAD("exec: argv[0] is empty");
+	}
+	r->x.argv = r->argv;
+	if (json_object_object_get_ex(req, "cwd", &v)) {
+		if (!plain_string(v) || json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) > 4095)
+			BAD("exec: 'cwd' must be a non-empty path");
+		r->x.cwd = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(req, "env", &v)) {
+		if (!json_object_is_type(v, json_type_object))
+			BAD("exec: 'env' must be an object of strings");
+		size_t n = (size_t)json_object_object_length(v), i = 0;
+		r->env = calloc(n + 1, sizeof(char *));
+		if (!r->env)
+			BAD("exec: out of memory");
+		json_object_object_foreach(v, k, val)
+		{
+			if (!plain_string(val))
+				BAD("exec: env.%.64s must be a string without NUL bytes", k);
+			if (asprintf(&r->env[i], "%s=%s", k, json_object_get_string(val)) < 0) {
+				r->env[i] = NULL;
+				BAD("exec: out of memory");
+			}
+			i++;
+		}
+		r->x.env = r->env;
+	}
+	if (json_object_object_get_ex(req, "timeout", &v)) {
+		if (!json_object_is_type(v, json_type_int) &&
+		    !json_object_is_type(v, json_type_double))
+			BAD("exec: 'timeout' must be a number of seconds");
+		double t = json_object_get_double(v);
+		if (!(t >= 0) || t > 1e7)
+			BAD("exec: 'timeout' must be from 0 to 10000000 seconds");
+		r->x.timeout_ms = (unsigned long long)(t * 1000 + 0.5);
+		if (t > 0 && r->x.timeout_ms == 0)
+			r->x.timeout_ms = 1;
+	}
+	if (json_object_object_get_ex(req, "stdin", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			BAD("exec: 'stdin' must be a string");
+		r->x.stdin_data = json_object_get_string(v);
+		r->x.stdin_len = (size_t)json_object_get_string_len(v);
+	}
+	if (json_object_object_get_ex(req, "max_output", &v)) {
+		int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+		if (m < 1024 || m > (1LL << 30))
+			BAD("exec: 'max_output' must be an integer from 1024 to 1073741824 bytes");
+		r->x.max_output = (unsigned long long)m;
+	}
+	const struct {
+		const char *name;
+		bool *out;
+	} flags[] = {
+		{"merge_output", &r->x.merge_output},
+		{"stream", &r->x.stream},
+		{"keep_background", &r->x.keep_background},
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (!json_object_object_get_ex(req, flags[i].name, &v))
+			continue;
+		if (!json_object_is_type(v, json_type_boolean))
+			BAD("exec: '%s' must be true or false", flags[i].name);
+		*flags[i].out = json_object_get_boolean(v);
+	}
+	r->merged = r->x.merge_output;
+	if (json_object_object_get_ex(req, "encoding", &v)) {
+		const char *e =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		if (strcmp(e, "base64") == 0)
+			r->base64 = true;
+		else if (strcmp(e, "utf-8") != 0 && strcmp(e, "utf8") != 0)
+			BAD("exec: 'encoding' must be \"utf-8\" or \"base64\"");
+	}
+	return r;
+}
+
+static void start_queued(struct server *sv)
+{
+	for (struct request *r = sv->head, *next; r; r = next) {
+		next = r->next;
+		if (r->running)
+			continue;
+		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent)
+			return;
+		struct ab_error err = {0};
+		int rc = ab_session_start(sv->s, &r->x, r->tag, &err);
+		if (rc == -EBUSY)
+			return;
+		sv->queued--;
+		if (rc < 0) {
+			send_error(sv, r->id,
+				   rc == -EINVAL || rc == -EPERM || rc == -ELOOP ? "invalid_request"
+										 : "internal",
+				   "exec: %s", err.msg);
+			list_del(sv, r);
+			request_free(r);
+			continue;
+		}
+		r->running = true;
+	}
+}
+
+static void op_exec(struct server *sv, json_object *req, json_object *id)
+{
+	if (by_id(sv, id)) {
+		send_error(sv, id, "duplicate_id", "a command with this id is running or queued");
+		return;
+	}
+	if (sv->queued >= MAX_QUEUE) {
+		send_error(sv, id, "busy", "%d commands are queued already", MAX_QUEUE);
+		return;
+	}
+	struct request *r = parse_exec(sv, req, id);
+	if (!r)
+		return;
+	r->tag = ++sv->next_tag;
+	list_add(sv, r);
+	sv->queued++;
+	start_queued(sv);
+}
+
+static void op_cancel(struct server *sv, json_object *req, json_object *id)
+{
+	static const char *const fields[] = {"target", NULL};
+	if (!only_fields(sv, req, id, "cancel", fields))
+		return;
+	json_object *target;
+	if (!json_object_object_get_ex(req, "target", &target) || !valid_id(target)) {
+		send_error(sv, id, "invalid_request",
+			   "cancel: 'target' must be the id of a running or queued command");
+		return;
+	}
+	struct request *r = by_id(sv, target);
+	if (!r) {
+		send_error(sv, id, "invalid_request",
+			   "cancel: no command with this target id is running or queued");
+		return;
+	}
+	json_object *ok = json_object_new_object();
+	json_object_object_add(ok, "type", json_object_new_string("ok"));
+	json_object_object_add(ok, "id", id_copy(id));
+	json_object_object_add(ok, "op", json_object_new_string("cancel"));
+	send_json(sv, ok);
+	if (r->running) {
+		ab_session_cancel(sv->s, r->tag);
+		return;
+	}
+	send_error(sv, r->id, "cancelled", "cancelled before it started");
+	sv->queued--;
+	list_del(sv, r);
+	request_free(r);
+}
+
+static void op_stats(struct server *sv, json_object *id)
+{
+	struct ab_session_stats st;
+	ab_session_stats(sv->s, &st);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("stats"));
+	json_object_object_add(o, "id", id_copy(id));
+	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
+	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
+	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "denied_syscalls", ab_denied_json(st.denied, st.n_denied));
+	json_object *cg = NULL;
+	if (st.have_cgroup) {
+		cg = json_object_new_object();
+#define OPT_INT(name, v)                                                                           \
+	json_object_object_add(cg, name, (v) >= 0 ? json_object_new_int64(v) : NULL)
+		OPT_INT("memory_current", st.memory_current);
+		OPT_INT("memory_peak", st.memory_peak);
+		OPT_INT("pids_current", st.pids_current);
+		OPT_INT("cpu_user_ms", st.cpu_user_ms);
+		OPT_INT("cpu_system_ms", st.cpu_system_ms);
+#undef OPT_INT
+	}
+	json_object_object_add(o, "cgroup", cg);
+	send_json(sv, o);
+}
+
+static void handle_line(struct server *sv, char *line, size_t len)
+{
+	size_t a = 0;
+	while (a < len && strchr(" \t\r", line[a]))
+		a++;
+	if (a == len)
+		return; /* blank */
+	json_tokener *tok = json_tokener_new_ex(64);
+	if (!tok) {
+		send_error(sv, NULL, "internal", "out of memory");
+		return;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	json_object *req = json_tokener_parse_ex(tok, line, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	while (req && end < len && strchr(" \t\r", line[end]))
+		end++;
+	if (!req || jerr != json_tokener_success || end != len) {
+		send_error(sv, NULL, "invalid_json", "not a JSON object on one line of UTF-8: %s",
+			   jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+							: "trailing characters");
+		json_object_put(req);
+		return;
+	}
+	if (!json_object_is_type(req, json_type_object)) {
+		send_error(sv, NULL, "invalid_json", "a request must be a JSON object");
+		json_object_put(req);
+		return;
+	}
+	json_object *id = NULL, *opv = NULL;
+	json_object_object_get_ex(req, "id", &id);
+	if (!id || !valid_id(id)) {
+		send_error(sv, NULL, "invalid_request",
+			   "'id' must be a string of 1 to %d bytes or an integer", MAX_ID_LEN);
+		json_object_put(req);
+		return;
+	}
+	if (!json_object_object_get_ex(req, "op", &opv) ||
+	    !json_object_is_type(opv, json_type_string)) {
+		send_error(sv, id, "invalid_request", "'op' must be a string");
+		json_object_put(req);
+		return;
+	}
+	const char *op = json_object_get_string(opv);
+	static const char *const none[] = {NULL};
+	audit_request(sv, req, op);
+	if (sv->shutting_down)
+		send_error(sv, id, "shutdown", "the session is shutting down");
+	else if (strcmp(op, "exec") == 0)
+		op_exec(sv, req, id);
+	else if (strcmp(op, "cancel") == 0)
+		op_cancel(sv, req, id);
+	else if (strcmp(op, "stats") == 0 && only_fields(sv, req, id, op, none))
+		op_stats(sv, id);
+	else if (strcmp(op, "ping") == 0 && only_fields(sv, req, id, op, none)) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("pong"));
+		json_object_object_add(o, "id", id_copy(id));
+		send_json(sv, o);
+	} else if (strcmp(op, "shutdown") == 0 && only_fields(sv, req, id, op, none)) {
+		sv->shutting_down = true;
+		sv->shutdown_id = json_object_get(id);
+	} else if (strcmp(op, "stats") && strcmp(op, "ping") && strcmp(op, "shutdown"))
+		send_error(sv, id, "unknown_op", "unknown op '%.64s'", op);
+	json_object_put(req);
+}
+
+/* Complete lines from the input buffer; an overlong one is answered and
+ * skipped up to its newline. */
+static void handle_input(struct server *sv)
+{
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(sv->in + start, '\n', sv->in_len - start);
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - (sv->in + start));
+		if (sv->discarding)
+			sv->discarding = false;
+		else if (len > MAX_LINE)
+			send_error(sv, NULL, "too_large", "a request line is longer than %u bytes",
+				   MAX_LINE);
+		else
+			handle_line(sv, sv->in + start, len);
+		start += len + 1;
+	}
+	memmove(sv->in, sv->in + start, sv->in_len - start);
+	sv->in_len -= start;
+	if (sv->in_len > MAX_LINE) {
+		if (!sv->discarding)
+			send_error(sv, NULL, "too_large", "a request line is longer than %u bytes",
+				   MAX_LINE);
+		sv->discarding = true;
+		sv->in_len = 0;
+	}
+	if (sv->stdin_eof && sv->in_len && !sv->discarding) {
+		/* a last line without its newline */
+		handle_line(sv, sv->in, sv->in_len);
+		sv->in_len = 0;
+	}
+}
+
+/* ---- events from the session ---- */
+
+static size_t utf8_complete_len(const char *p, size_t n)
+{
+	/* the length of p without an incomplete sequence at its end */
+	size_t i = n, back = 0;
+	while (i > 0 && back < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return n;
+	unsigned char c = (unsigned char)p[i - 1];
+	size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+	if (c >= 0xC0 && back + 1 < need && c < 0xF8)
+		return i - 1;
+	return n;
+}
+
+static void on_output(struct server *sv, struct request *r, const struct ab_event *ev)
+{
+	int k = ev->stream == 2 ? 1 : 0;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("output"));
+	json_object_object_add(o, "id", id_copy(r->id));
+	json_object_object_add(o, "stream",
+			       json_object_new_string(r->merged ? "output"
+						      : k	? "stderr"
+								: "stdout"));
+	if (r->base64) {
+		char *b = base64_encode(ev->data, ev->len);
+		json_object_object_add(o, "data", json_object_new_string(b ? b : ""));
+		free(b);
+	} else {
+		/* whole characters only: the held-back bytes go first */
+		size_t n = r->hold_len[k] + ev->len;
+		char *buf = malloc(n);
+		if (!buf) {
+			json_object_put(o);
+			return;
+		}
+		memcpy(buf, r->hold[k], r->hold_len[k]);
+		memcpy(buf + r->hold_len[k], ev->data, ev->len);
+		size_t keep = utf8_complete_len(buf, n);
+		r->hold_len[k] = n - keep;
+		memcpy(r->hold[k], buf + keep, r->hold_len[k]);
+		size_t tl;
+		char *t = utf8_lossy(buf, keep, &tl);
+		free(buf);
+		json_object_object_add(o, "data",
+				       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
+		free(t);
+	}
+	json_object_object_add(o, "encoding",
+			       json_object_new_string(r->base64 ? "base64" : "utf-8"));
+	send_json(sv, o);
+}
+
+static void flush_held(struct server *sv, struct request *r)
+{
+	for (int k = 0; k < 2; k++) {
+		if (!r->hold_len[k])
+			continue;
+		struct ab_event ev = {.stream = k + 1, .data = r->hold[k], .len = r->hold_len[k]};
+		r->hold_len[k] = 0;
+		json_object *o = json_object_new_object();
+		size_t tl;
+		char *t = utf8_lossy(ev.data, ev.len, &tl);
+		json_object_object_add(o, "type", json_object_new_string("output"));
+		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "stream",
+				       json_object_new_string(r->merged ? "output"
+							      : k	? "stderr"
+									: "stdout"));
+		json_object_object_add(o, "data",
+				       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
+		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
+		free(t);
+		send_json(sv, o);
+	}
+}
+
+static void audit_result(struct server *sv, struct request *r, const struct ab_result *res,
+			 const char *code)
+{
+	if (sv->audit < 0)
+		return;
+	json_object *o = audit_entry("result");
+	json_object_object_add(o, "id", id_copy(r->id));
+	if (res) {
+		json_object *f = ab_result_fields_json(res, true, false, false, false);
+		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
+				      "denied_syscalls"};
+		for (size_t i = 0; f && i < sizeof(keep) / sizeof(keep[0]); i++) {
+			json_object *v;
+			if (json_object_object_get_ex(f, keep[i], &v))
+				json_object_object_add(o, keep[i], json_object_get(v));
+		}
+		json_object_put(f);
+		json_object_object_add(
+			o, "truncated",
+			json_object_new_boolean(res->out.truncated || res->err.truncated));
+		json_object_object_add(o, "cancelled", json_object_new_boolean(res->cancelled));
+	}
+	json_object_object_add(o, "error", code ? json_object_new_string(code) : NULL);
+	audit_write(sv, o);
+}
+
+static void on_event(const struct ab_event *ev, void *arg)
+{
+	struct server *sv = arg;
+	struct request *r = by_tag(sv, ev->tag);
+	if (!r)
+		return;
+	if (ev->kind == AB_EVENT_OUTPUT) {
+		on_output(sv, r, ev);
+		return;
+	}
+	flush_held(sv, r);
+	if (ev->error) {
+		int e = ev->error->code;
+		const char *code =
+			e == ENOENT || e == ENOTDIR || e == EACCES || e == EPERM || e == EINVAL
+				? "invalid_request"
+				: "internal";
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("error"));
+		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "code", json_object_new_string(code));
+		json_object_object_add(o, "message", json_object_new_string(ev->error->msg));
+		send_json(sv, o);
+		audit_result(sv, r, NULL, code);
+	} else {
+		const struct ab_result *res = ev->result;
+		json_object *o = ab_result_fields_json(res, true, true, r->merged, r->base64);
+		json_object *head = json_object_new_object();
+		json_object_object_add(head, "type", json_object_new_string("result"));
+		json_object_object_add(head, "id", id_copy(r->id));
+		json_object_object_foreach(o, k, v)
+			json_object_object_add(head, k, json_object_get(v));
+		json_object_put(o);
+		json_object_object_add(head, "cancelled", json_object_new_boolean(res->cancelled));
+		json_object *bg = json_object_new_array();
+		for (size_t i = 0; i < res->n_background; i++) {
+			json_object *b = json_object_new_object();
+			json_object_object_add(b, "pid",
+					       json_object_new_int(res->background[i].pid));
+			json_object_object_add(b, "command",
+					       json_object_new_string(res->background[i].command));
+			json_object_array_add(bg, b);
+		}
+		json_object_object_add(head, "background", bg);
+		json_object_object_add(head, "background_log",
+				       res->background_log[0]
+					       ? json_object_new_string(res->background_log)
+					       : NULL);
+		json_object_object_add(head, "error", NULL);
+		send_json(sv, head);
+		audit_result(sv, r, res, NULL);
+	}
+	list_del(sv, r);
+	request_free(r);
+}
+
+/* ---- the session ---- */
+
+static void send_hello(struct server *sv)
+{
+	const struct ab_result *lim = ab_session_limits(sv->s);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("hello"));
+	json_object_object_add(o, "protocol", json_object_new_string(PROTOCOL));
+	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
+	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
+	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
+	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));
+	json_object_object_add(o, "cwd", json_object_new_string(sv->cfg->cwd));
+	json_object *d = json_object_new_object();
+	json_object_object_add(d, "timeout_ms",
+			       lim->timeout_ms ? json_object_new_int64((int64_t)lim->timeout_ms)
+					       : NULL);
+	json_object_object_add(d, "max_timeout_ms",
+			       sv->cfg->max_timeout_ms
+				       ? json_object_new_int64((int64_t)sv->cfg->max_timeout_ms)
+				       : NULL);
+	json_object_object_add(d, "kill_after_ms",
+			       json_object_new_int64((int64_t)sv->cfg->kill_after_ms));
+	json_object_object_add(d, "max_output",
+			       json_object_new_int64((int64_t)sv->cfg->max_output));
+	json_object_object_add(o, "defaults", d);
+	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
+	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
+	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
+	json_object_object_add(
+		o, "net", json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host" : "none"));
+	send_json(sv, o);
+}
+
+/* Every command still running or queued is answered "shutdown". */
+static void end_all(struct server *sv)
+{
+	while (sv->head) {
+		struct request *r = sv->head;
+		send_error(sv, r->id, "shutdown", "the session is shutting down");
+		list_del(sv, r);
+		request_free(r);
+	}
+	sv->queued = 0;
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+int ab_serve(struct ab_config *cfg)
+{
+	struct server sv = {.cfg = cfg, .audit = -1};
+	struct ab_error err = {0};
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg->audit_log) {
+		sv.audit = open(cfg->audit_log,
+				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+		if (sv.audit < 0) {
+			fprintf(stderr, "agentbox: --audit-log: cannot write '%s': %s\n",
+				cfg->audit_log, strerror(errno));
+			return AB_EXIT_FAILURE;
+		}
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	cfg->notice = print_notice;
+	if (sigfd < 0 || ab_session_open(cfg, &sv.s, &err) < 0) {
+		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
+		if (sv.audit >= 0)
+			close(sv.audit);
+		return AB_EXIT_FAILURE;
+	}
+	struct stat st;
+	if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+		int fl = fcntl(STDOUT_FILENO, F_GETFL);
+		sv.out_nonblock = fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
+	}
+	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
+	if (!sv.in) {
+		fputs("agentbox: out of memory\n", stderr);
+		ab_session_close(sv.s);
+		return AB_EXIT_FAILURE;
+	}
+	if (sv.audit >= 0) {
+		json_object *o = audit_entry("start");
+		json_object_object_add(o, "sandbox_id",
+				       json_object_new_string(ab_session_id(sv.s)));
+		json_object_object_add(o, "workspace", json_object_new_string(cfg->workspace));
+		json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+		audit_write(&sv, o);
+	}
+	send_hello(&sv);
+	int status = 0;
+	bool dead = false;
+	while (!sv.shutting_down && !sv.stdin_eof && !sv.out_broken) {
+		bool busy = out_pending(&sv) > OUT_HIGH_WATER;
+		struct pollfd p[4] = {
+			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
+			{.fd = out_pending(&sv) ? STDOUT_FILENO : -1, .events = POLLOUT},
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = busy ? -1 : ab_session_fd(sv.s), .events = POLLIN},
+		};
+		if (poll(p, 4, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			flush_out(&sv, !sv.out_nonblock);
+		if (p[2].revents) {
+			struct signalfd_siginfo si;
+			(void)!read(sigfd, &si, sizeof(si));
+			break;
+		}
+		if (p[3].revents && ab_session_dispatch(sv.s, 0, on_event, &sv, &err) < 0) {
+			dead = true;
+			break;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(STDIN_FILENO, sv.in + sv.in_len, READ_CHUNK);
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				sv.stdin_eof = true;
+			if (n == 0)
+				sv.stdin_eof = true;
+			if (n > 0)
+				sv.in_len += (size_t)n;
+			handle_input(&sv);
+		}
+		start_queued(&sv);
+		if (!out_pending(&sv) || sv.out_nonblock)
+			flush_out(&sv, false);
+	}
+	if (dead) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("error"));
+		json_object_object_add(o, "id", NULL);
+		json_object_object_add(o, "code", json_object_new_string("internal"));
+		json_object_object_add(o, "message", json_object_new_string(err.msg));
+		send_json(&sv, o);
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		status = AB_EXIT_FAILURE;
+	}
+	end_all(&sv);
+	if (sv.shutdown_id) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("ok"));
+		json_object_object_add(o, "id", sv.shutdown_id);
+		json_object_object_add(o, "op", json_object_new_string("shutdown"));
+		send_json(&sv, o);
+	}
+	ab_session_close(sv.s);
+	flush_out(&sv, true);
+	if (sv.audit >= 0) {
+		audit_write(&sv, audit_entry("end"));
+		close(sv.audit);
+	}
+	free(sv.in);
+	free(sv.out);
+	close(sigfd);
+	return status;
+}

@@ -1,0 +1,418 @@
+/* The per-command shim of a session (see shim.h). It runs in the sandbox
+ * with the init's confinement already in force (no capabilities,
+ * no_new_privs, Landlock, seccomp), so the command inherits all of it and
+ * only needs its own session, stdio, working directory and environment. */
+#include "shim.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+struct shim {
+	int ctl;
+	int out, err;		  /* the launcher's pipes, -1 once closed */
+	int relay_out, relay_err; /* keep_background: the command's pipes to us */
+	int log;		  /* keep_background: where output goes after the result */
+	pid_t cmd;
+	bool cmd_done, killing, exited_sent;
+	int status;
+	struct shim_msg msg;
+};
+
+/* what: the first part of the message, strerror(e) follows */
+static _Noreturn void shim_fail(struct shim *sh, int e, const char *what)
+{
+	struct shim_msg m = {.type = SHIM_FAILED, .status = e};
+	snprintf(m.text, sizeof(m.text), "%s: %s", what, strerror(e));
+	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
+	_exit(AB_EXIT_FAILURE);
+}
+
+/* The spec the launcher wrote: header and strings, every bound checked. */
+static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp, char **cwd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*hdr) || st.st_size > SHIM_SPEC_MAX)
+		return NULL;
+	size_t len = (size_t)st.st_size;
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return NULL;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = pread(fd, buf + off, len - off, (off_t)off);
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		off += (size_t)n;
+	}
+	buf[len] = '\0';
+	memcpy(hdr, buf, sizeof(*hdr));
+	if (hdr->magic != SHIM_SPEC_MAGIC || hdr->argc == 0 || hdr->argc > len || hdr->envc > len) {
+		free(buf);
+		return NULL;
+	}
+	size_t n = (size_t)hdr->argc + hdr->envc + 1;
+	char **v = calloc(n + 2, sizeof(char *)); /* argv NULL, envp NULL */
+	if (!v) {
+		free(buf);
+		return NULL;
+	}
+	char *p = buf + sizeof(*hdr), *end = buf + len;
+	for (size_t i = 0, k = 0; i < n; i++, k++) {
+		if (p >= end) {
+			free(v);
+			free(buf);
+			return NULL;
+		}
+		if (i == hdr->argc)
+			k++; /* argv's NULL */
+		v[k] = p;
+		p += strlen(p) + 1;
+	}
+	*argv = v;
+	*envp = v + hdr->argc + 1;
+	*cwd = v[hdr->argc + 1 + hdr->envc];
+	v[hdr->argc + 1 + hdr->envc] = NULL; /* envp's NULL */
+	return buf;
+}
+
+static _Noreturn void exec_child(struct shim *sh, int fds[SYNC_EXEC_FDS], char **argv, char **envp,
+				 int out, int err)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	/* its own session: a process group the shim can signal, no terminal */
+	setsid();
+	if (dup2(fds[EXEC_FD_STDIN], STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+	    dup2(err, STDERR_FILENO) < 0)
+		_exit(AB_EXIT_FAILURE);
+	/* only 0, 1 and 2 reach the command */
+	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+	(void)sh;
+	environ = envp;
+	execvp(argv[0], argv);
+	int e = errno;
+	dprintf(STDERR_FILENO, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));
+	_exit(e == ENOENT || e == ENOTDIR ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC);
+}
+
+/* Every process below this one, by walking /proc (the sandbox's own
+ * procfs, whose pids are ours): as the subreaper, whatever the command
+ * left behind is our child or a child's descendant. Returns how many
+ * there are; signals them when sig != 0; fills up to max of list. */
+static size_t descendants(int sig, struct shim_msg *list, size_t max)
+{
+	enum { MAXP = 8192 };
+	static pid_t pid[MAXP], ppid[MAXP];
+	static bool mine[MAXP];
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < MAXP) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+		if (*end || p <= 0)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
+		char *rp = strrchr(buf, ')');
+		if (!rp || sscanf(rp + 1, " %*c %d", &ppid[n]) != 1)
+			continue;
+		pid[n] = (pid_t)p;
+		mine[n] = false;
+		n++;
+	}
+	closedir(d);
+	pid_t self = getpid();
+	size_t found = 0;
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (mine[i])
+				continue;
+			bool under = ppid[i] == self;
+			for (size_t j = 0; !under && j < n; j++)
+				under = mine[j] && pid[j] == ppid[i];
+			if (under) {
+				mine[i] = grew = true;
+				found++;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!mine[i])
+			continue;
+		if (sig)
+			kill(pid[i], sig);
+		if (list && list->n_background < max) {
+			char path[64], comm[32] = "";
+			snprintf(path, sizeof(path), "/proc/%d/comm", pid[i]);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			comm[k > 0 ? k : 0] = '\0';
+			comm[strcspn(comm, "\n")] = '\0';
+			list->background[list->n_background].pid = pid[i];
+			snprintf(list->background[list->n_background].comm,
+				 sizeof(list->background[0].comm), "%s", comm);
+			list->n_background++;
+		}
+	}
+	return found;
+}
+
+static void add_rusage(struct shim_msg *m, const struct rusage *ru)
+{
+	m->utime_us += (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec;
+	m->stime_us += (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
+	if ((uint64_t)ru->ru_maxrss > m->maxrss_kb)
+		m->maxrss_kb = (uint64_t)ru->ru_maxrss;
+}
+
+/* Reap what has exited. Returns false when no child is left. */
+static bool reap(struct shim *sh)
+{
+	for (;;) {
+		int st;
+		struct rusage ru;
+		pid_t p = wait4(-1, &st, WNOHANG, &ru);
+		if (p < 0)
+			return errno != ECHILD;
+		if (p == 0)
+			return true;
+		add_rusage(&sh->msg, &ru);
+		if (p == sh->cmd) {
+			sh->cmd_done = true;
+			sh->status = st;
+		}
+	}
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* keep_background: copy what the command's pipe holds to dst. Returns
+ * false at end of file. */
+static bool relay(int *src, int dst)
+{
+	char buf[65536];
+	ssize_t n = read(*src, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0) {
+		close_fd(src);
+		return false;
+	}
+	for (ssize_t off = 0; dst >= 0 && off < n;) {
+		ssize_t w = write(dst, buf + off, (size_t)(n - off));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break; /* the reader is gone: drop it */
+		off += w;
+	}
+	return true;
+}
+
+/* The main process has exited: report, and for keep_background move the
+ * output of what is left to the log. */
+static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
+{
+	bool left = reap(sh);
+	sh->msg.type = SHIM_EXITED;
+	sh->msg.status = sh->status;
+	if (left && keep_background) {
+		descendants(0, &sh->msg, SHIM_MAX_BACKGROUND);
+		snprintf(sh->msg.text, sizeof(sh->msg.text), "/tmp/agentbox-background-%llu.log",
+			 (unsigned long long)seq);
+		sh->log = open(sh->msg.text, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+			       0600);
+		if (sh->log < 0)
+			sh->msg.text[0] = '\0';
+		/* what is in the pipes now belongs to the result */
+		while (sh->relay_out >= 0 && relay(&sh->relay_out, sh->out) &&
+		       poll(&(struct pollfd){.fd = sh->relay_out, .events = POLLIN}, 1, 0) > 0)
+			;
+		while (sh->relay_err >= 0 && relay(&sh->relay_err, sh->err) &&
+		       poll(&(struct pollfd){.fd = sh->relay_err, .events = POLLIN}, 1, 0) > 0)
+			;
+	}
+	packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0);
+	sh->exited_sent = true;
+	if (keep_background) {
+		/* the result is complete: the launcher sees end of file */
+		close_fd(&sh->out);
+		close_fd(&sh->err);
+		close_fd(&sh->ctl);
+	}
+}
+
+/* SIGKILL to everything left, until nothing is. */
+static _Noreturn void kill_all_and_exit(struct shim *sh, bool keep_background, uint64_t seq)
+{
+	for (;;) {
+		descendants(SIGKILL, NULL, 0);
+		if (!reap(sh))
+			break;
+		if (sh->cmd_done && !sh->exited_sent)
+			report_exit(sh, keep_background, seq);
+		usleep(1000);
+	}
+	if (sh->cmd_done && !sh->exited_sent)
+		report_exit(sh, keep_background, seq);
+	_exit(0);
+}
+
+_Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
+{
+	(void)a;
+	struct shim sh = {
+		.ctl = fds[EXEC_FD_CTL],
+		.out = fds[EXEC_FD_STDOUT],
+		.err = fds[EXEC_FD_STDERR],
+		.relay_out = -1,
+		.relay_err = -1,
+		.log = -1,
+	};
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	struct shim_spec hdr;
+	char **argv, **envp, *cwd;
+	char *spec = read_spec(fds[EXEC_FD_SPEC], &hdr, &argv, &envp, &cwd);
+	if (!spec)
+		shim_fail(&sh, EBADMSG, "malformed command spec");
+	close_fd(&fds[EXEC_FD_SPEC]);
+	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;
+	bool merged = hdr.flags & SHIM_MERGED;
+	if (chdir(cwd) < 0) {
+		char what[300];
+		snprintf(what, sizeof(what), "cwd: cannot enter %.256s", cwd);
+		shim_fail(&sh, errno, what);
+	}
+
+	int cmd_out = sh.out, cmd_err = sh.err;
+	int rp[2][2] = {{-1, -1}, {-1, -1}};
+	if (keep_bg) {
+		/* the command writes to us; we pass it on until its main
+		 * process ends, then into the log */
+		for (int i = 0; i < (merged ? 1 : 2); i++)
+			if (pipe2(rp[i], O_CLOEXEC) < 0)
+				shim_fail(&sh, errno, "cannot create the relay pipes");
+		cmd_out = rp[0][1];
+		cmd_err = merged ? rp[0][1] : rp[1][1];
+		sh.relay_out = rp[0][0];
+		sh.relay_err = merged ? -1 : rp[1][0];
+	}
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0)
+		shim_fail(&sh, errno, "cannot watch the command");
+
+	sh.cmd = fork();
+	if (sh.cmd < 0)
+		shim_fail(&sh, errno, "cannot start the command");
+	if (sh.cmd == 0)
+		exec_child(&sh, fds, argv, envp, cmd_out, cmd_err);
+	free(argv);
+	free(spec);
+	close_fd(&fds[EXEC_FD_STDIN]);
+	if (keep_bg) {
+		close_fd(&rp[0][1]);
+		close_fd(&rp[1][1]);
+	} else {
+		/* only the command's processes hold them now: end of file
+		 * means they are all done with them */
+		if (sh.err != sh.out)
+			close_fd(&sh.err);
+		close_fd(&sh.out);
+		sh.err = -1;
+	}
+	int pidfds[2] = {
+		(int)syscall(SYS_pidfd_open, getpid(), 0),
+		(int)syscall(SYS_pidfd_open, sh.cmd, 0),
+	};
+	struct shim_msg started = {.type = SHIM_STARTED};
+	packet_send(sh.ctl, &started, sizeof(started), pidfds,
+		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
+	close_fd(&pidfds[0]);
+	close_fd(&pidfds[1]);
+
+	for (;;) {
+		struct pollfd p[4] = {
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = sh.ctl, .events = POLLIN},
+			{.fd = sh.relay_out, .events = POLLIN},
+			{.fd = sh.relay_err, .events = POLLIN},
+		};
+		if (poll(p, 4, -1) < 0 && errno != EINTR)
+			kill_all_and_exit(&sh, keep_bg, hdr.seq);
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				;
+			bool left = reap(&sh);
+			if (sh.cmd_done && !sh.exited_sent)
+				report_exit(&sh, keep_bg, hdr.seq);
+			if (sh.cmd_done && !left && sh.relay_out < 0 && sh.relay_err < 0)
+				_exit(0);
+		}
+		if (p[1].revents) {
+			char c = 0;
+			ssize_t n = read(sh.ctl, &c, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 1 && c == SHIM_TERM)
+				descendants(SIGTERM, NULL, 0);
+			else
+				kill_all_and_exit(&sh, keep_bg, hdr.seq);
+		}
+		int to_out = sh.exited_sent ? sh.log : sh.out;
+		int to_err = sh.exited_sent ? sh.log : sh.err;
+		if (p[2].revents)
+			relay(&sh.relay_out, to_out);
+		if (p[3].revents)
+			relay(&sh.relay_err, to_err);
+		if (sh.exited_sent && keep_bg && sh.relay_out < 0 && sh.relay_err < 0 && !reap(&sh))
+			_exit(0);
+	}
+}

@@ -1,0 +1,61 @@
+/* A session's command shim: for each command of `agentbox serve`, the
+ * sandbox's init forks a shim, which becomes the subreaper of everything
+ * the command starts, forks and execs the command, reports its status and,
+ * when told, signals or kills every process the command left behind.
+ *
+ * The launcher gives each command, through the init (SYNC_EXEC):
+ *   spec    a sealed memfd: struct shim_spec, then argc + envc + 1
+ *           NUL-terminated strings (argv, environment, working directory)
+ *   ctl     one end of a SOCK_SEQPACKET pair; the launcher keeps the other
+ *   stdin   a sealed memfd with the request's data, or /dev/null
+ *   stdout, stderr  write ends of the launcher's pipes (the same with merge)
+ *
+ * On ctl the shim sends SHIM_STARTED (with pidfds of itself and of the
+ * command), then SHIM_EXITED when the command's main process has exited,
+ * or SHIM_FAILED when it could not start it. The launcher sends one byte:
+ * SHIM_TERM (SIGTERM to every process of the command) or SHIM_KILL (SIGKILL
+ * to all of them, reap, exit); end of file means SHIM_KILL. The shim runs
+ * as the sandbox user, under the seccomp filter, so the launcher believes
+ * nothing it says beyond its validated form. */
+#ifndef AB_SHIM_H
+#define AB_SHIM_H
+
+#include <stdint.h>
+
+#include "init.h"
+#include "sync.h"
+
+#define SHIM_SPEC_MAGIC 0x61627331u /* "abs1" */
+#define SHIM_SPEC_MAX	(32u << 20)
+
+enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2 };
+
+struct shim_spec {
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t argc, envc;
+	uint64_t seq; /* the session's command number, for the background log's name */
+};
+
+enum shim_msg_type { SHIM_STARTED = 1, SHIM_FAILED, SHIM_EXITED };
+enum { SHIM_TERM = 'T', SHIM_KILL = 'K' };
+
+#define SHIM_MAX_BACKGROUND 32
+
+struct shim_msg {
+	uint32_t type;
+	int32_t status; /* EXITED: the main process's wait status; FAILED: errno */
+	uint64_t utime_us, stime_us;
+	uint64_t maxrss_kb;
+	uint32_t n_background; /* EXITED with keep_background: processes left running */
+	struct {
+		int32_t pid;
+		char comm[20];
+	} background[SHIM_MAX_BACKGROUND];
+	char text[512]; /* FAILED: why; EXITED: the background log's path, or "" */
+};
+
+/* In the child the init forked for SYNC_EXEC; never returns. */
+_Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS]);
+
+#endif
