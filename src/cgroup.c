@@ -486,6 +486,21 @@ static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 	return 0;
 }
 
+unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
+{
+	const char *d = cg ? procs_dir(cg) : NULL;
+	char buf[1024];
+	if (!d)
+		return 0;
+	long long v = -1;
+	if (cg->v2 && read_file(cg->dir[H_UNIFIED], "memory.events", buf, sizeof(buf)) == 0)
+		v = keyed(buf, "oom_kill");
+	else if (!cg->v2 && cg->dir[H_MEMORY][0] &&
+		 read_file(cg->dir[H_MEMORY], "memory.oom_control", buf, sizeof(buf)) == 0)
+		v = keyed(buf, "oom_kill");
+	return v > 0 ? (unsigned long long)v : 0;
+}
+
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -66,6 +66,8 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err);
 int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err);
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
+/* OOM kills in the cgroup so far (0 without a memory controller). */
+unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg);
 
 /* Kill what is left, remove the cgroup from every hierarchy, free. */
 void ab_cgroup_destroy(struct ab_cgroup *cg);

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -246,6 +247,34 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 	}
 }
 
+/* A new shim for the pool: it waits for commands on a socket whose other
+ * end is returned (-1 when it cannot be made). It must hold no fd but its
+ * own: a copy of another command's pipe would keep that pipe open. */
+static int new_shim(struct init_args *a, int sigfd, const int *pool, size_t n, const int *fds,
+		    size_t n_fds)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sp[0]);
+		close(sigfd);
+		close(a->sync_fd);
+		for (size_t i = 0; i < n; i++)
+			close(pool[i]);
+		for (size_t i = 0; i < n_fds; i++)
+			close(fds[i]);
+		shim_serve(a, sp[1]);
+	}
+	close(sp[1]);
+	if (pid < 0) {
+		close(sp[0]);
+		return -1;
+	}
+	return sp[0];
+}
+
 /* Session mode: the init confines itself once (what every command would
  * do), so that each command only needs a fork, and its seccomp listener is
  * handed over once for the whole session; then it forks a shim for every
@@ -277,12 +306,21 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	}
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
-	struct pollfd pfd[2] = {
-		{.fd = sigfd, .events = POLLIN},
-		{.fd = a->sync_fd, .events = POLLIN},
-	};
+	/* the pool: shims that ran a command wait for the next, so a
+	 * command costs no fork once the pool is as big as the concurrency */
+	enum { MAX_SHIMS = 1024 };
+	static int pool[MAX_SHIMS];
+	static bool idle[MAX_SHIMS];
+	static struct pollfd pfd[2 + MAX_SHIMS];
+	size_t n_pool = 0;
+	if ((pool[0] = new_shim(a, sigfd, pool, 0, NULL, 0)) >= 0)
+		idle[n_pool++] = true;
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		pfd[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+		pfd[1] = (struct pollfd){.fd = a->sync_fd, .events = POLLIN};
+		for (size_t i = 0; i < n_pool; i++)
+			pfd[2 + i] = (struct pollfd){.fd = pool[i], .events = POLLIN};
+		if (poll(pfd, 2 + n_pool, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			_exit(AB_EXIT_FAILURE);
@@ -294,6 +332,19 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			while (waitpid(-1, NULL, WNOHANG) > 0)
 				;
 		}
+		/* shims back from a command, or gone (some command killed them) */
+		for (size_t i = n_pool; i-- > 0;) {
+			if (!pfd[2 + i].revents)
+				continue;
+			struct sync_msg m;
+			if (sync_recv(pool[i], &m, NULL) == 1 && m.type == SYNC_READY) {
+				idle[i] = true;
+				continue;
+			}
+			close(pool[i]);
+			pool[i] = pool[--n_pool];
+			idle[i] = idle[n_pool];
+		}
 		if (!pfd[1].revents)
 			continue;
 		struct sync_msg m;
@@ -304,16 +355,33 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		if (sync_recv_fds(a->sync_fd, &m, fds, SYNC_EXEC_FDS, &n) != 1 ||
 		    m.type != SYNC_EXEC)
 			_exit(AB_EXIT_FAILURE);
-		pid_t shim = fork();
-		if (shim == 0) {
-			close(sigfd);
-			close(a->sync_fd);
-			shim_main(a, fds);
+		for (int tries = 0; tries < 3; tries++) {
+			size_t i = 0;
+			while (i < n_pool && !idle[i])
+				i++;
+			if (i == n_pool) {
+				if (n_pool == MAX_SHIMS ||
+				    (pool[i] = new_shim(a, sigfd, pool, n_pool, fds, n)) < 0)
+					break; /* the launcher sees the command's channel close */
+				n_pool++;
+			}
+			if (sync_send_fds(pool[i], SYNC_EXEC, fds, n) == 0) {
+				idle[i] = false;
+				break;
+			}
+			close(pool[i]);
+			pool[i] = pool[--n_pool];
+			idle[i] = idle[n_pool];
 		}
 		for (size_t i = 0; i < n; i++)
 			close(fds[i]);
-		if (shim < 0)
-			_exit(AB_EXIT_FAILURE); /* the launcher sees the end of the session */
+		/* keep a spare, so the fork is not on the next command's path */
+		bool spare = false;
+		for (size_t i = 0; i < n_pool && !spare; i++)
+			spare = idle[i];
+		if (!spare && n_pool < MAX_SHIMS &&
+		    (pool[n_pool] = new_shim(a, sigfd, pool, n_pool, NULL, 0)) >= 0)
+			idle[n_pool++] = true;
 	}
 }
 
@@ -333,6 +401,9 @@ _Noreturn void init_main(struct init_args *a)
 	struct sync_msg m;
 
 	scrub_environ();
+	/* the launcher may ignore SIGPIPE (agentbox serve does); commands
+	 * get every signal at its default */
+	signal(SIGPIPE, SIG_DFL);
 
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);

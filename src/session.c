@@ -384,8 +384,7 @@ static void cmd_release(struct ab_session *s, struct cmd *c)
 
 static unsigned long long oom_kills(struct ab_session *s)
 {
-	struct ab_cgroup_stats cs;
-	return ab_cgroup_stats(s->sb.cg, &cs) == 0 ? cs.oom_kills : 0;
+	return ab_cgroup_oom_kills(s->sb.cg);
 }
 
 int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned long long tag,

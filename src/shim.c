@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +36,11 @@ struct shim {
 };
 
 /* what: the first part of the message, strerror(e) follows */
-static _Noreturn void shim_fail(struct shim *sh, int e, const char *what)
+static void shim_fail(struct shim *sh, int e, const char *what)
 {
 	struct shim_msg m = {.type = SHIM_FAILED, .status = e};
 	snprintf(m.text, sizeof(m.text), "%s: %s", what, strerror(e));
 	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
-	_exit(AB_EXIT_FAILURE);
 }
 
 /* The spec the launcher wrote: header and strings, every bound checked. */
@@ -93,28 +93,61 @@ static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp
 	return buf;
 }
 
-static _Noreturn void exec_child(struct shim *sh, int fds[SYNC_EXEC_FDS], char **argv, char **envp,
-				 int out, int err)
+struct spawn_args {
+	int in, out, err;
+	char **argv;
+	int exec_errno; /* written by the child: memory is shared until it execs */
+};
+
+/* The child of spawn_command, on its own stack in the shim's memory: raw
+ * system calls only until execve. */
+static int spawn_child(void *p)
 {
+	struct spawn_args *a = p;
 	sigset_t none;
 	sigemptyset(&none);
+	if (setsid() < 0 || dup2(a->in, STDIN_FILENO) < 0 || dup2(a->out, STDOUT_FILENO) < 0 ||
+	    dup2(a->err, STDERR_FILENO) < 0) {
+		a->exec_errno = errno;
+		_exit(AB_EXIT_CANNOT_EXEC);
+	}
+	/* every fd of the shim but 0-2 is close-on-exec */
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	/* its own session: a process group the shim can signal, no terminal */
-	setsid();
-	if (dup2(fds[EXEC_FD_STDIN], STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
-	    dup2(err, STDERR_FILENO) < 0)
-		_exit(AB_EXIT_FAILURE);
-	/* only 0, 1 and 2 reach the command */
-	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-	(void)sh;
+	execvp(a->argv[0], a->argv); /* the PATH of environ: the command's */
+	a->exec_errno = errno;
+	_exit(AB_EXIT_CANNOT_EXEC);
+}
+
+/* The command, spawned the cheap way: clone(CLONE_VM | CLONE_VFORK), as
+ * posix_spawn does, so no page table is copied, but without its query of
+ * every signal's disposition (the shim has no handlers and no ignored
+ * signals, so exec resets nothing). Its own session, an empty signal mask,
+ * stdio, and only fds 0-2. Returns 0, or the errno of the exec. */
+static int spawn_command(struct shim *sh, int in, int out, int err, char **argv, char **envp)
+{
+	enum { STACK = 256 << 10 };
+	static char *stack;
+	if (!stack) {
+		stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stack == MAP_FAILED) {
+			stack = NULL;
+			return ENOMEM;
+		}
+	}
+	struct spawn_args a = {.in = in, .out = out, .err = err, .argv = argv};
 	environ = envp;
-	execvp(argv[0], argv);
-	int e = errno;
-	dprintf(STDERR_FILENO, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));
-	_exit(e == ENOENT || e == ENOTDIR ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC);
+	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	environ = NULL;
+	if (sh->cmd < 0)
+		return errno;
+	if (a.exec_errno) {
+		/* it exited without running anything: reap it here */
+		waitpid(sh->cmd, NULL, 0);
+		sh->cmd = -1;
+		return a.exec_errno;
+	}
+	return 0;
 }
 
 /* Every process below this one, by walking /proc (the sandbox's own
@@ -228,6 +261,15 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* The launcher's output pipes (one fd when merged). */
+static void close_output(struct shim *sh)
+{
+	if (sh->err != sh->out)
+		close_fd(&sh->err);
+	close_fd(&sh->out);
+	sh->err = -1;
+}
+
 /* keep_background: copy what the command's pipe holds to dst. Returns
  * false at end of file. */
 static bool relay(int *src, int dst)
@@ -267,25 +309,26 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 		if (sh->log < 0)
 			sh->msg.text[0] = '\0';
 		/* what is in the pipes now belongs to the result */
-		while (sh->relay_out >= 0 && relay(&sh->relay_out, sh->out) &&
-		       poll(&(struct pollfd){.fd = sh->relay_out, .events = POLLIN}, 1, 0) > 0)
+		while (sh->relay_out >= 0 &&
+		       poll(&(struct pollfd){.fd = sh->relay_out, .events = POLLIN}, 1, 0) > 0 &&
+		       relay(&sh->relay_out, sh->out))
 			;
-		while (sh->relay_err >= 0 && relay(&sh->relay_err, sh->err) &&
-		       poll(&(struct pollfd){.fd = sh->relay_err, .events = POLLIN}, 1, 0) > 0)
+		while (sh->relay_err >= 0 &&
+		       poll(&(struct pollfd){.fd = sh->relay_err, .events = POLLIN}, 1, 0) > 0 &&
+		       relay(&sh->relay_err, sh->err))
 			;
 	}
 	packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0);
 	sh->exited_sent = true;
 	if (keep_background) {
 		/* the result is complete: the launcher sees end of file */
-		close_fd(&sh->out);
-		close_fd(&sh->err);
+		close_output(sh);
 		close_fd(&sh->ctl);
 	}
 }
 
 /* SIGKILL to everything left, until nothing is. */
-static _Noreturn void kill_all_and_exit(struct shim *sh, bool keep_background, uint64_t seq)
+static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
 {
 	for (;;) {
 		descendants(SIGKILL, NULL, 0);
@@ -297,12 +340,12 @@ static _Noreturn void kill_all_and_exit(struct shim *sh, bool keep_background, u
 	}
 	if (sh->cmd_done && !sh->exited_sent)
 		report_exit(sh, keep_background, seq);
-	_exit(0);
 }
 
-_Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
+/* One command, from its fds to the last process reaped; every fd of it
+ * closed on return. */
+static void shim_run(int fds[SYNC_EXEC_FDS])
 {
-	(void)a;
 	struct shim sh = {
 		.ctl = fds[EXEC_FD_CTL],
 		.out = fds[EXEC_FD_STDOUT],
@@ -311,29 +354,36 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 		.relay_err = -1,
 		.log = -1,
 	};
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	fds[EXEC_FD_CTL] = fds[EXEC_FD_STDOUT] = fds[EXEC_FD_STDERR] = -1; /* sh's now */
 	struct shim_spec hdr;
-	char **argv, **envp, *cwd;
+	char **argv = NULL, **envp, *cwd;
+	int rp[2][2] = {{-1, -1}, {-1, -1}};
+	int sigfd = -1;
 	char *spec = read_spec(fds[EXEC_FD_SPEC], &hdr, &argv, &envp, &cwd);
-	if (!spec)
-		shim_fail(&sh, EBADMSG, "malformed command spec");
 	close_fd(&fds[EXEC_FD_SPEC]);
+	if (!spec) {
+		shim_fail(&sh, EBADMSG, "malformed command spec");
+		goto done;
+	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;
 	bool merged = hdr.flags & SHIM_MERGED;
 	if (chdir(cwd) < 0) {
 		char what[300];
 		snprintf(what, sizeof(what), "cwd: cannot enter %.256s", cwd);
 		shim_fail(&sh, errno, what);
+		goto done;
 	}
 
 	int cmd_out = sh.out, cmd_err = sh.err;
-	int rp[2][2] = {{-1, -1}, {-1, -1}};
 	if (keep_bg) {
 		/* the command writes to us; we pass it on until its main
 		 * process ends, then into the log */
 		for (int i = 0; i < (merged ? 1 : 2); i++)
-			if (pipe2(rp[i], O_CLOEXEC) < 0)
+			if (pipe2(rp[i], O_CLOEXEC) < 0 ||
+			    fcntl(rp[i][0], F_SETFL, O_NONBLOCK) < 0) {
 				shim_fail(&sh, errno, "cannot create the relay pipes");
+				goto done;
+			}
 		cmd_out = rp[0][1];
 		cmd_err = merged ? rp[0][1] : rp[1][1];
 		sh.relay_out = rp[0][0];
@@ -343,18 +393,21 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sigfd < 0)
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0) {
 		shim_fail(&sh, errno, "cannot watch the command");
+		goto done;
+	}
 
-	sh.cmd = fork();
-	if (sh.cmd < 0)
-		shim_fail(&sh, errno, "cannot start the command");
-	if (sh.cmd == 0)
-		exec_child(&sh, fds, argv, envp, cmd_out, cmd_err);
-	free(argv);
-	free(spec);
+	int e = spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	if (e) {
+		/* as a shell says it, with its statuses */
+		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));
+		sh.cmd = -1;
+		sh.cmd_done = true;
+		sh.status = (e == ENOENT || e == ENOTDIR ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC)
+			    << 8;
+	}
 	close_fd(&fds[EXEC_FD_STDIN]);
 	if (keep_bg) {
 		close_fd(&rp[0][1]);
@@ -362,20 +415,21 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 	} else {
 		/* only the command's processes hold them now: end of file
 		 * means they are all done with them */
-		if (sh.err != sh.out)
-			close_fd(&sh.err);
-		close_fd(&sh.out);
-		sh.err = -1;
+		close_output(&sh);
 	}
 	int pidfds[2] = {
 		(int)syscall(SYS_pidfd_open, getpid(), 0),
-		(int)syscall(SYS_pidfd_open, sh.cmd, 0),
+		sh.cmd > 0 ? (int)syscall(SYS_pidfd_open, sh.cmd, 0) : -1,
 	};
 	struct shim_msg started = {.type = SHIM_STARTED};
 	packet_send(sh.ctl, &started, sizeof(started), pidfds,
 		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
 	close_fd(&pidfds[0]);
 	close_fd(&pidfds[1]);
+	if (sh.cmd_done) {
+		report_exit(&sh, keep_bg, hdr.seq);
+		goto done;
+	}
 
 	for (;;) {
 		struct pollfd p[4] = {
@@ -384,8 +438,10 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 			{.fd = sh.relay_out, .events = POLLIN},
 			{.fd = sh.relay_err, .events = POLLIN},
 		};
-		if (poll(p, 4, -1) < 0 && errno != EINTR)
-			kill_all_and_exit(&sh, keep_bg, hdr.seq);
+		if (poll(p, 4, -1) < 0 && errno != EINTR) {
+			kill_all(&sh, keep_bg, hdr.seq);
+			break;
+		}
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
@@ -394,17 +450,19 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 			if (sh.cmd_done && !sh.exited_sent)
 				report_exit(&sh, keep_bg, hdr.seq);
 			if (sh.cmd_done && !left && sh.relay_out < 0 && sh.relay_err < 0)
-				_exit(0);
+				break;
 		}
 		if (p[1].revents) {
 			char c = 0;
 			ssize_t n = read(sh.ctl, &c, 1);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n == 1 && c == SHIM_TERM)
+			if (n == 1 && c == SHIM_TERM) {
 				descendants(SIGTERM, NULL, 0);
-			else
-				kill_all_and_exit(&sh, keep_bg, hdr.seq);
+			} else {
+				kill_all(&sh, keep_bg, hdr.seq);
+				break;
+			}
 		}
 		int to_out = sh.exited_sent ? sh.log : sh.out;
 		int to_err = sh.exited_sent ? sh.log : sh.err;
@@ -413,6 +471,41 @@ _Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS])
 		if (p[3].revents)
 			relay(&sh.relay_err, to_err);
 		if (sh.exited_sent && keep_bg && sh.relay_out < 0 && sh.relay_err < 0 && !reap(&sh))
+			break;
+	}
+done:
+	/* nothing of this command is left: the next one starts clean */
+	free(argv);
+	free(spec);
+	close_fd(&fds[EXEC_FD_SPEC]);
+	close_fd(&fds[EXEC_FD_STDIN]);
+	close_output(&sh);
+	int mine[] = {sh.ctl, sh.relay_out, sh.relay_err, sh.log, rp[0][1], rp[1][1], sigfd};
+	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+		close_fd(&mine[i]);
+}
+
+_Noreturn void shim_serve(const struct init_args *a, int pool)
+{
+	(void)a;
+	/* orphans of the command's processes come here, not to the init */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	for (;;) {
+		struct sync_msg m;
+		int fds[SYNC_EXEC_FDS];
+		size_t n;
+		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
+			_exit(0);
+		shim_run(fds);
+		/* a SIGCHLD of this command left pending would wake the next */
+		struct timespec zero = {0};
+		while (sigtimedwait(&mask, NULL, &zero) > 0)
+			;
+		if (sync_send(pool, SYNC_READY, 0, 0, NULL) < 0)
 			_exit(0);
 	}
 }

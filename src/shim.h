@@ -55,7 +55,9 @@ struct shim_msg {
 	char text[512]; /* FAILED: why; EXITED: the background log's path, or "" */
 };
 
-/* In the child the init forked for SYNC_EXEC; never returns. */
-_Noreturn void shim_main(const struct init_args *a, int fds[SYNC_EXEC_FDS]);
+/* A shim process of the init's pool: takes one SYNC_EXEC at a time on
+ * pool, runs that command to its end, then says SYNC_READY and waits for
+ * the next; leaves when pool is closed. Never returns. */
+_Noreturn void shim_serve(const struct init_args *a, int pool);
 
 #endif
