@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "fileop.h"
 #include "output.h"
 #include "result.h"
 
@@ -40,7 +41,9 @@ struct request {
 	char **argv; /* owned arrays; the strings belong to req */
 	char **env;  /* owned "NAME=VALUE" strings */
 	bool base64, merged;
-	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
+	const char *file_op; /* the file operation's name, or NULL for exec */
+	char *inner;	     /* its request for the sandbox */
+	char hold[2][4];     /* stream: an incomplete UTF-8 sequence held back */
 	size_t hold_len[2];
 };
 
@@ -193,7 +196,9 @@ static void audit_request(struct server *sv, json_object *req, const char *op)
 	json_object *v;
 	json_object_object_add(o, "id", id_copy(json_object_object_get(req, "id")));
 	json_object_object_add(o, "op", json_object_new_string(op));
-	const char *keep[] = {"command", "argv", "cwd", "timeout", "target", "keep_background"};
+	/* what was asked, not the data: no file content, no stdin */
+	const char *keep[] = {"command",	 "argv", "cwd",	    "timeout",	 "target",
+			      "keep_background", "path", "pattern", "recursive", "overwrite"};
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_object_get_ex(req, keep[i], &v))
 			json_object_object_add(o, keep[i], json_object_get(v));
@@ -224,6 +229,7 @@ static void request_free(struct request *r)
 	for (char **e = r->env; e && *e; e++)
 		free(*e);
 	free(r->env);
+	free(r->inner);
 	free(r);
 }
 
@@ -306,6 +312,27 @@ static bool only_fields(struct server *sv, json_object *req, json_object *id, co
 		return NULL;                                                                       \
 	} while (0)
 
+/* A request's "timeout" in seconds, into *ms (0 when absent). */
+static bool parse_timeout(struct server *sv, json_object *req, json_object *id, const char *op,
+			  unsigned long long *ms)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, "timeout", &v))
+		return true;
+	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
+			   ? json_object_get_double(v)
+			   : -1;
+	if (!(t >= 0) || t > 1e7) {
+		send_error(sv, id, "invalid_request",
+			   "%s: 'timeout' must be a number of seconds from 0 to 10000000", op);
+		return false;
+	}
+	*ms = (unsigned long long)(t * 1000 + 0.5);
+	if (t > 0 && *ms == 0)
+		*ms = 1;
+	return true;
+}
+
 static struct request *parse_exec(struct server *sv, json_object *req, json_object *id)
 {
 	static const char *const fields[] = {
@@ -380,16 +407,9 @@ static struct request *parse_exec(struct server *sv, json_object *req, json_obje
 		}
 		r->x.env = r->env;
 	}
-	if (json_object_object_get_ex(req, "timeout", &v)) {
-		if (!json_object_is_type(v, json_type_int) &&
-		    !json_object_is_type(v, json_type_double))
-			BAD("exec: 'timeout' must be a number of seconds");
-		double t = json_object_get_double(v);
-		if (!(t >= 0) || t > 1e7)
-			BAD("exec: 'timeout' must be from 0 to 10000000 seconds");
-		r->x.timeout_ms = (unsigned long long)(t * 1000 + 0.5);
-		if (t > 0 && r->x.timeout_ms == 0)
-			r->x.timeout_ms = 1;
+	if (!parse_timeout(sv, req, id, "exec", &r->x.timeout_ms)) {
+		request_free(r);
+		return NULL;
 	}
 	if (json_object_object_get_ex(req, "stdin", &v)) {
 		if (!json_object_is_type(v, json_type_string))
@@ -447,7 +467,7 @@ static void start_queued(struct server *sv)
 			send_error(sv, r->id,
 				   rc == -EINVAL || rc == -EPERM || rc == -ELOOP ? "invalid_request"
 										 : "internal",
-				   "exec: %s", err.msg);
+				   "%s: %s", r->file_op ? r->file_op : "exec", err.msg);
 			list_del(sv, r);
 			request_free(r);
 			continue;
@@ -456,17 +476,50 @@ static void start_queued(struct server *sv)
 	}
 }
 
-static void op_exec(struct server *sv, json_object *req, json_object *id)
+/* A file operation: checked here, done inside (fileop.h). */
+static struct request *parse_file_op(struct server *sv, json_object *req, json_object *id,
+				     const char *op)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, id, "internal", "out of memory");
+		return NULL;
+	}
+	r->req = json_object_get(req);
+	r->id = id;
+	const char *code;
+	char msg[512];
+	if (fileop_prepare(req, op, &r->inner, &code, msg, sizeof(msg)) < 0) {
+		send_error(sv, id, code, "%s", msg);
+		request_free(r);
+		return NULL;
+	}
+	if (!parse_timeout(sv, req, id, op, &r->x.timeout_ms)) {
+		request_free(r);
+		return NULL;
+	}
+	/* the name as the table has it: req's string goes with req */
+	static const char *const names[] = {"read", "write",  "edit",	"ls",	   "glob",
+					    "grep", "delete", "upload", "download"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(op, names[i]) == 0)
+			r->file_op = names[i];
+	r->x.file_op = r->inner;
+	return r;
+}
+
+/* exec and the file operations: queued, then run as slots free up. */
+static void op_exec(struct server *sv, json_object *req, json_object *id, const char *op)
 {
 	if (by_id(sv, id)) {
-		send_error(sv, id, "duplicate_id", "a command with this id is running or queued");
+		send_error(sv, id, "duplicate_id", "a request with this id is running or queued");
 		return;
 	}
 	if (sv->queued >= MAX_QUEUE) {
-		send_error(sv, id, "busy", "%d commands are queued already", MAX_QUEUE);
+		send_error(sv, id, "busy", "%d requests are queued already", MAX_QUEUE);
 		return;
 	}
-	struct request *r = parse_exec(sv, req, id);
+	struct request *r = op ? parse_file_op(sv, req, id, op) : parse_exec(sv, req, id);
 	if (!r)
 		return;
 	r->tag = ++sv->next_tag;
@@ -586,7 +639,9 @@ static void handle_line(struct server *sv, char *line, size_t len)
 	if (sv->shutting_down)
 		send_error(sv, id, "shutdown", "the session is shutting down");
 	else if (strcmp(op, "exec") == 0)
-		op_exec(sv, req, id);
+		op_exec(sv, req, id, NULL);
+	else if (fileop_is_op(op))
+		op_exec(sv, req, id, op);
 	else if (strcmp(op, "cancel") == 0)
 		op_cancel(sv, req, id);
 	else if (strcmp(op, "stats") == 0 && only_fields(sv, req, id, op, none))
@@ -747,6 +802,42 @@ static void audit_result(struct server *sv, struct request *r, const struct ab_r
 	audit_write(sv, o);
 }
 
+/* A file operation has ended: its reply, checked, or why there is none. */
+static void file_op_done(struct server *sv, struct request *r, const struct ab_result *res)
+{
+	char msg[512];
+	const char *code = NULL;
+	json_object *o = NULL;
+	if (res->cancelled) {
+		code = "cancelled";
+		snprintf(msg, sizeof(msg), "%s: cancelled", r->file_op);
+	} else if (res->timed_out) {
+		code = "timeout";
+		snprintf(msg, sizeof(msg), "%s: took longer than its timeout of %llu ms",
+			 r->file_op, res->timeout_ms);
+	} else if (res->exit_code != 0 || res->out.truncated) {
+		code = "internal";
+		snprintf(msg, sizeof(msg), "%s: the operation failed (exit status %d%s)",
+			 r->file_op, res->exit_code, res->oom_killed ? ", out of memory" : "");
+	} else if (!(o = fileop_reply(r->file_op, r->id, res->out.data ? res->out.data : "",
+				      res->out.len, msg, sizeof(msg)))) {
+		code = "internal";
+	}
+	if (code) {
+		o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("error"));
+		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "code", json_object_new_string(code));
+		json_object_object_add(o, "message", json_object_new_string(msg));
+	} else {
+		json_object *c;
+		if (json_object_object_get_ex(o, "code", &c))
+			code = json_object_get_string(c);
+	}
+	audit_result(sv, r, NULL, code); /* before o, which holds code, is gone */
+	send_json(sv, o);
+}
+
 static void on_event(const struct ab_event *ev, void *arg)
 {
 	struct server *sv = arg;
@@ -758,7 +849,9 @@ static void on_event(const struct ab_event *ev, void *arg)
 		return;
 	}
 	flush_held(sv, r);
-	if (ev->error) {
+	if (r->file_op && !ev->error) {
+		file_op_done(sv, r, ev->result);
+	} else if (ev->error) {
 		int e = ev->error->code;
 		const char *code =
 			e == ENOENT || e == ENOTDIR || e == EACCES || e == EPERM || e == EINVAL

@@ -26,6 +26,7 @@
 #include "agentbox/agentbox.h"
 #include "cgroup.h"
 #include "error.h"
+#include "fileop.h"
 #include "options.h"
 #include "output.h"
 #include "sandbox.h"
@@ -394,6 +395,17 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		*err = s->death;
 		return -EPIPE;
 	}
+	struct ab_exec fop;
+	char *fop_argv[2] = {(char *)x->file_op, NULL};
+	if (x->file_op) {
+		fop = (struct ab_exec){
+			.argv = fop_argv,
+			.cwd = "/", /* whatever commands did to the session's */
+			.timeout_ms = x->timeout_ms,
+			.max_output = FILEOP_REPLY_MAX,
+		};
+		x = &fop;
+	}
 	if (!x->argv || !x->argv[0] || !x->argv[0][0])
 		return ab_error_plain(err, EINVAL, "no command given");
 	size_t slot = 0;
@@ -422,7 +434,8 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->merged = x->merge_output;
 	c->stream = x->stream;
 	c->keep_bg = x->keep_background;
-	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0);
+	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
+			 (x == &fop ? SHIM_FILEOP : 0);
 	struct buf spec = {0};
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	int pipes[2][2] = {{-1, -1}, {-1, -1}};

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileop.h"
 #include "util.h"
 
 struct shim {
@@ -150,6 +151,27 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 	return 0;
 }
 
+/* A file operation instead of a command: the shim's fork does it, so it
+ * is timed, cancelled and killed as a command is. Returns 0 or an errno. */
+static int spawn_fileop(struct shim *sh, int in, int out, int err, const char *request)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+		    dup2(err, STDERR_FILENO) < 0)
+			_exit(AB_EXIT_FAILURE);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		_exit(fileop_run(request));
+	}
+	if (p < 0)
+		return errno;
+	sh->cmd = p;
+	return 0;
+}
+
 /* Every process below this one, by walking /proc (the sandbox's own
  * procfs, whose pids are ours): as the subreaper, whatever the command
  * left behind is our child or a child's descendant. Returns how many
@@ -220,7 +242,8 @@ static size_t descendants(int sig, struct shim_msg *list, size_t max)
 			comm[strcspn(comm, "\n")] = '\0';
 			list->background[list->n_background].pid = pid[i];
 			snprintf(list->background[list->n_background].comm,
-				 sizeof(list->background[0].comm), "%s", comm);
+				 sizeof(list->background[0].comm), "%.*s",
+				 (int)sizeof(list->background[0].comm) - 1, comm);
 			list->n_background++;
 		}
 	}
@@ -399,7 +422,9 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 
-	int e = spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	int e = hdr.flags & SHIM_FILEOP
+			? spawn_fileop(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[0])
+			: spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */
 		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));

@@ -28,7 +28,9 @@
 #define SHIM_SPEC_MAGIC 0x61627331u /* "abs1" */
 #define SHIM_SPEC_MAX	(32u << 20)
 
-enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2 };
+/* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for a forked child
+ * of the shim to do instead of running a program */
+enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2, SHIM_FILEOP = 4 };
 
 struct shim_spec {
 	uint32_t magic;

@@ -227,6 +227,12 @@ struct ab_exec {
 	bool merge_output;
 	bool stream; /* deliver AB_EVENT_OUTPUT as output is read */
 	bool keep_background;
+	/* Instead of argv: a file operation of the protocol (docs/protocol.md,
+	 * "File operations") as one JSON object with "op" and the operation's
+	 * fields, paths absolute in the view. A process of the sandbox does it
+	 * with the sandbox's credentials; the result's stdout is its JSON reply
+	 * (merge_output, stream and keep_background do not apply). */
+	const char *file_op;
 };
 
 enum ab_event_kind {

@@ -1,0 +1,49 @@
+/* File operations of a session (docs/protocol.md, "File operations"):
+ * read, write, edit, ls, glob, grep, delete, upload, download, done inside
+ * the sandbox with its view and credentials, so the view is the guard.
+ *
+ * Three steps, two sides of the trust boundary:
+ *   fileop_prepare  launcher: checks a request's fields and paths and
+ *                   writes the request the sandbox gets (compact JSON);
+ *   fileop_run      inside, in a process the command shim forks: does the
+ *                   operation and writes a JSON reply on stdout;
+ *   fileop_reply    launcher: validates that reply against the operation's
+ *                   schema (it comes from inside, so it is untrusted) and
+ *                   builds the protocol message. */
+#ifndef AB_FILEOP_H
+#define AB_FILEOP_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* file data in one message: 8 MiB of base64 fits in a request line */
+#define FILEOP_DATA_MAX	 (6u << 20)
+#define FILEOP_EDIT_MAX	 (16u << 20) /* files edit rewrites and grep searches */
+#define FILEOP_LIST_MAX	 10000	     /* ls and glob entries */
+#define FILEOP_WALK_MAX	 100000	     /* directory entries glob and grep look at */
+#define FILEOP_REPLY_MAX (64u << 20) /* a reply, JSON escaping included */
+
+/* Whether op names a file operation. */
+bool fileop_is_op(const char *op);
+
+/* Check req (an object with "op" and "id") for op. On success returns 0
+ * and sets *inner to the request for fileop_run (a heap string); on a bad
+ * field returns -1 with the error code in *code ("invalid_request", or
+ * "invalid_path" for a malformed path) and a message naming the field in
+ * msg. The request's "timeout" is not checked here (the caller takes it as
+ * exec's). */
+int fileop_prepare(json_object *req, const char *op, char **inner, const char **code, char *msg,
+		   size_t msglen);
+
+/* Inside the sandbox: run the request fileop_prepare wrote and write the
+ * reply to stdout. Returns the exit status for the process. */
+int fileop_run(const char *request);
+
+/* The message for the reply the sandbox wrote (len bytes at data) to the
+ * request with id and op: a "result", or an "error" with a file error
+ * code. NULL when the reply is malformed (msg says how). */
+json_object *fileop_reply(const char *op, json_object *id, const char *data, size_t len, char *msg,
+			  size_t msglen);
+
+#endif

@@ -1,0 +1,395 @@
+"""The file operations of agentbox/1 (docs/protocol.md, "File operations"),
+against the built server: run as root (the sandbox user is then host uid
+65534) and as an unprivileged user. AGENTBOX_BIN names the binary."""
+
+import base64
+import json
+import os
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
+ROOT = os.getuid() == 0
+SANDBOX_UID = 65534 if ROOT else os.getuid()
+RECV_TIMEOUT = 30
+
+
+class Server:
+    """One `agentbox serve`, with a reader thread so that a hung server
+    fails the test instead of hanging it."""
+
+    def __init__(self, ws, *extra):
+        args = [BIN, "serve", "--workspace", ws, *extra]
+        if ROOT:
+            args += ["--host-uid", str(SANDBOX_UID)]
+        self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.q = queue.Queue()
+        self.n = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        self.hello = self.recv()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(json.loads(line))
+        self.q.put(None)
+
+    def recv(self):
+        m = self.q.get(timeout=RECV_TIMEOUT)
+        if m is None:
+            err = self.p.stderr.read().decode(errors="replace")
+            raise AssertionError("the server ended: " + err)
+        return m
+
+    def send(self, **req):
+        self.n += 1
+        req.setdefault("id", self.n)
+        self.p.stdin.write((json.dumps(req) + "\n").encode())
+        self.p.stdin.flush()
+        return req["id"]
+
+    def call(self, **req):
+        rid = self.send(**req)
+        while True:
+            m = self.recv()
+            if m.get("id") == rid and m["type"] != "output":
+                return m
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout=RECV_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.p.stdout.close()
+        self.p.stderr.close()
+
+
+def make_dir(parent=None):
+    d = tempfile.mkdtemp(prefix="agentbox-test-", dir=parent)
+    if ROOT:
+        os.chown(d, SANDBOX_UID, SANDBOX_UID)
+    return d
+
+
+class FileOps(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="agentbox-fileops-")
+        os.chmod(cls.tmp, 0o755)
+        cls.skills = os.path.join(cls.tmp, "skills")
+        os.mkdir(cls.skills)
+        with open(os.path.join(cls.skills, "SKILL.md"), "w") as f:
+            f.write("# a skill\n")
+        # a file outside the view that a planted symlink points at
+        cls.secret = os.path.join(cls.tmp, "host-secret")
+        with open(cls.secret, "w") as f:
+            f.write("host secret\n")
+        os.chmod(cls.secret, 0o644)
+        cls.ws = make_dir(cls.tmp)
+        try:
+            cls.sv = Server(cls.ws, "--skills", cls.skills)
+        except AssertionError as e:
+            shutil.rmtree(cls.tmp)
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            raise unittest.SkipTest(f"agentbox cannot run here: {e}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sv.close()
+        shutil.rmtree(cls.tmp)
+
+    def call(self, **req):
+        return self.sv.call(**req)
+
+    def ok(self, **req):
+        m = self.call(**req)
+        self.assertEqual(m["type"], "result", m)
+        self.assertEqual(m["op"], req["op"])
+        return m
+
+    def err(self, code, **req):
+        m = self.call(**req)
+        self.assertEqual((m["type"], m["code"]), ("error", code), m)
+        return m
+
+    def sh(self, command):
+        m = self.call(op="exec", command=command)
+        self.assertEqual(m["exit_code"], 0, m)
+        return m["stdout"]
+
+    def host(self, rel):
+        return os.path.join(self.ws, rel)
+
+    def host_write(self, rel, data=b"", size=None):
+        """A file made from the host, owned by the sandbox's user."""
+        path = self.host(rel)
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+            if size is not None:
+                f.truncate(size)
+        if ROOT:
+            for p in (d, path):
+                os.chown(p, SANDBOX_UID, SANDBOX_UID)
+
+    # ---- write and read ----
+
+    def test_write_creates_parents_and_refuses_to_overwrite(self):
+        m = self.ok(op="write", path="w/a/b/new.txt", content="héllo\n")
+        self.assertEqual((m["path"], m["bytes"], m["created"]),
+                         ("/workspace/w/a/b/new.txt", 7, True))
+        with open(self.host("w/a/b/new.txt"), "rb") as f:
+            self.assertEqual(f.read(), "héllo\n".encode())
+        st = os.stat(self.host("w/a/b/new.txt"))
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (SANDBOX_UID, 0o644))
+        self.err("exists", op="write", path="w/a/b/new.txt", content="x")
+        m = self.ok(op="write", path="/workspace/w/a/b/new.txt", content="x", overwrite=True)
+        self.assertFalse(m["created"])
+        with open(self.host("w/a/b/new.txt")) as f:
+            self.assertEqual(f.read(), "x")
+
+    def test_write_base64_content(self):
+        data = bytes(range(256))
+        self.ok(op="write", path="w/bytes.bin", encoding="base64",
+                content=base64.b64encode(data).decode())
+        with open(self.host("w/bytes.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.err("invalid_request", op="write", path="w/bad.bin", encoding="base64",
+                 content="not base64!")
+        self.assertFalse(os.path.exists(self.host("w/bad.bin")))
+
+    def test_read_pages_by_lines(self):
+        self.ok(op="write", path="r/five.txt", content="one\ntwo\nthree\nfour\nfive")
+        m = self.ok(op="read", path="r/five.txt", offset=1, limit=2)
+        self.assertEqual((m["content"], m["total_lines"], m["start_line"], m["end_line"],
+                          m["next_offset"], m["encoding"]),
+                         ("two\nthree\n", 5, 2, 3, 3, "utf-8"))
+        m = self.ok(op="read", path="r/five.txt", offset=m["next_offset"])
+        self.assertEqual((m["content"], m["start_line"], m["end_line"], m["next_offset"]),
+                         ("four\nfive", 4, 5, None))
+        m = self.ok(op="read", path="r/five.txt", offset=9)
+        self.assertEqual((m["content"], m["start_line"], m["end_line"], m["next_offset"]),
+                         ("", 0, 0, None))
+        self.ok(op="write", path="r/empty.txt", content="")
+        m = self.ok(op="read", path="r/empty.txt")
+        self.assertEqual((m["content"], m["total_lines"], m["size"]), ("", 0, 0))
+
+    def test_read_default_limit_is_2000_lines(self):
+        self.ok(op="write", path="r/long.txt", content="".join(f"{i}\n" for i in range(2500)))
+        m = self.ok(op="read", path="r/long.txt")
+        self.assertEqual((m["end_line"], m["next_offset"], m["total_lines"]), (2000, 2000, 2500))
+        self.assertTrue(m["content"].endswith("1999\n"))
+
+    def test_read_binary_and_invalid_utf8_come_as_base64(self):
+        for name, data in (("r/nul.bin", b"ab\0cd\n"), ("r/latin1.txt", b"caf\xe9\n")):
+            self.host_write(name, data)
+            m = self.ok(op="read", path=name)
+            self.assertEqual(m["encoding"], "base64")
+            self.assertEqual(base64.b64decode(m["content"]), data)
+            self.assertIsNone(m["total_lines"])
+
+    def test_read_stops_before_6_mib_of_content(self):
+        line = "x" * (1 << 20) + "\n"
+        self.host_write("r/big.txt", (line * 8).encode())
+        m = self.ok(op="read", path="r/big.txt")
+        self.assertEqual((m["start_line"], m["end_line"], m["next_offset"], m["total_lines"]),
+                         (1, 5, 5, 8))
+        self.assertEqual(m["content"], line * 5)
+        self.assertFalse(m["truncated"])
+
+    def test_read_refuses_what_is_not_a_regular_file(self):
+        self.sh("mkdir -p r && mkfifo r/fifo")
+        self.err("invalid_path", op="read", path="r/fifo")  # and does not block
+        self.err("is_directory", op="read", path="/workspace")
+        self.err("file_not_found", op="read", path="r/none")
+        self.err("not_directory", op="read", path="r/fifo/x")
+
+    # ---- edit ----
+
+    def test_edit(self):
+        self.ok(op="write", path="e/app.py", content="a = 'hi'\nb = 'hi'\n")
+        os.chmod(self.host("e/app.py"), 0o751)
+        self.err("not_unique", op="edit", path="e/app.py", old_string="hi", new_string="yo")
+        self.err("not_found", op="edit", path="e/app.py", old_string="zz", new_string="yo")
+        m = self.ok(op="edit", path="e/app.py", old_string="a = 'hi'", new_string="a = 1")
+        self.assertEqual(m["occurrences"], 1)
+        m = self.ok(op="edit", path="e/app.py", old_string="hi", new_string="yo",
+                    replace_all=True)
+        self.assertEqual(m["occurrences"], 1)
+        with open(self.host("e/app.py")) as f:
+            self.assertEqual(f.read(), "a = 1\nb = 'yo'\n")
+        self.assertEqual(os.stat(self.host("e/app.py")).st_mode & 0o777, 0o751)
+        self.assertEqual([n for n in os.listdir(self.host("e")) if n != "app.py"], [])
+        self.err("invalid_request", op="edit", path="e/app.py", old_string="",
+                 new_string="x")
+
+    def test_edit_keeps_hard_links_together(self):
+        self.ok(op="write", path="e/linked.txt", content="old\n")
+        self.sh("ln e/linked.txt e/other-link.txt")
+        self.ok(op="edit", path="e/linked.txt", old_string="old", new_string="new")
+        with open(self.host("e/other-link.txt")) as f:
+            self.assertEqual(f.read(), "new\n")
+
+    # ---- ls, glob, grep ----
+
+    def test_ls(self):
+        self.sh("mkdir -p l/sub && printf 12345 > l/b.txt && ln -s sub l/to-sub")
+        m = self.ok(op="ls", path="l")
+        self.assertEqual(m["path"], "/workspace/l")
+        self.assertFalse(m["truncated"])
+        got = {e["path"]: (e["is_dir"], e["size"]) for e in m["entries"]}
+        self.assertEqual(list(got), ["/workspace/l/b.txt", "/workspace/l/sub",
+                                     "/workspace/l/to-sub"])
+        self.assertEqual(got["/workspace/l/b.txt"], (False, 5))
+        self.assertTrue(got["/workspace/l/sub"][0] and got["/workspace/l/to-sub"][0])
+        self.assertRegex(m["entries"][0]["modified_at"],
+                         r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.err("not_directory", op="ls", path="l/b.txt")
+        self.err("file_not_found", op="ls", path="l/none")
+
+    def test_glob(self):
+        self.sh("mkdir -p g/src/deep g/.hidden && touch -d '2020-01-01' g/old.py && "
+                "touch g/src/new.py g/src/deep/deeper.py g/readme.md g/.hidden/x.py")
+        m = self.ok(op="glob", pattern="*.py", path="g")
+        self.assertEqual([e["path"] for e in m["matches"]], ["/workspace/g/old.py"])
+        m = self.ok(op="glob", pattern="**/*.py", path="/workspace/g")
+        paths = [e["path"] for e in m["matches"]]
+        self.assertEqual(sorted(paths), ["/workspace/g/.hidden/x.py", "/workspace/g/old.py",
+                                         "/workspace/g/src/deep/deeper.py",
+                                         "/workspace/g/src/new.py"])
+        self.assertEqual(paths[-1], "/workspace/g/old.py")  # the oldest last
+        m = self.ok(op="glob", pattern="/workspace/g/src/*")
+        self.assertEqual(sorted(e["path"] for e in m["matches"]),
+                         ["/workspace/g/src/deep", "/workspace/g/src/new.py"])
+        self.assertTrue(next(e for e in m["matches"] if e["path"].endswith("deep"))["is_dir"])
+        self.err("file_not_found", op="glob", pattern="*", path="g/none")
+
+    def test_grep(self):
+        self.sh("mkdir -p gr/sub && printf 'abc\\na.c\\nA.C\\n' > gr/one.txt && "
+                "printf 'x\\nmore a.c here\\n' > gr/sub/two.md && "
+                "printf 'a.c\\0binary' > gr/bin.dat")
+        m = self.ok(op="grep", pattern="a.c", path="gr")
+        self.assertEqual([(x["path"], x["line"], x["text"]) for x in m["matches"]],
+                         [("/workspace/gr/one.txt", 2, "a.c"),
+                          ("/workspace/gr/sub/two.md", 2, "more a.c here")])
+        m = self.ok(op="grep", pattern="a.c", path="gr", ignore_case=True, glob="*.txt")
+        self.assertEqual([x["line"] for x in m["matches"]], [2, 3])
+        m = self.ok(op="grep", pattern="^a.c$", regex=True, path="gr/one.txt")
+        self.assertEqual([x["text"] for x in m["matches"]], ["abc", "a.c"])
+        m = self.ok(op="grep", pattern="a", path="gr", max_count=2, ignore_case=True)
+        self.assertEqual((len(m["matches"]), m["truncated"]), (2, True))
+        self.err("invalid_request", op="grep", pattern="(", regex=True, path="gr")
+
+    # ---- delete, upload, download ----
+
+    def test_delete(self):
+        self.sh("mkdir -p d/tree/a/b d/empty d/keep && touch d/tree/a/b/f d/keep/precious "
+                "d/file && ln -s ../keep d/tree/link")
+        self.ok(op="delete", path="d/file")
+        self.assertFalse(os.path.exists(self.host("d/file")))
+        self.ok(op="delete", path="d/empty")
+        self.err("is_directory", op="delete", path="d/tree")
+        m = self.ok(op="delete", path="d/tree", recursive=True)
+        self.assertEqual(m["deleted"], 5)  # f, b, a, link, tree
+        self.assertFalse(os.path.exists(self.host("d/tree")))
+        self.assertTrue(os.path.exists(self.host("d/keep/precious")))  # not followed
+        self.err("invalid_path", op="delete", path="/workspace", recursive=True)
+        self.err("invalid_path", op="delete", path=".", recursive=True)
+        self.err("file_not_found", op="delete", path="d/none")
+
+    def test_upload_and_download(self):
+        data = os.urandom(300000)
+        m = self.ok(op="upload", path="u/blob", data=base64.b64encode(data).decode())
+        self.assertEqual((m["bytes"], m["created"]), (len(data), True))
+        m = self.ok(op="upload", path="u/blob", data=base64.b64encode(b"2").decode())
+        self.assertFalse(m["created"])  # upload overwrites by default
+        self.err("exists", op="upload", path="u/blob", data="", overwrite=False)
+        self.ok(op="upload", path="u/blob", data=base64.b64encode(data).decode())
+        m = self.ok(op="download", path="u/blob")
+        self.assertEqual((base64.b64decode(m["data"]), m["size"]), (data, len(data)))
+        self.host_write("u/huge", size=(6 << 20) + 1)
+        self.err("too_large", op="download", path="u/huge")
+
+    # ---- the view is the guard ----
+
+    def test_planted_symlinks_reach_the_view_not_the_host(self):
+        os.symlink(self.secret, self.host("planted"))
+        m = self.err("file_not_found", op="read", path="planted")
+        self.assertNotIn("host secret", json.dumps(m))
+        os.symlink(os.path.join(self.tmp, "created-by-sandbox"), self.host("planted-w"))
+        self.call(op="write", path="planted-w", content="x")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "created-by-sandbox")))
+        m = self.err("permission_denied", op="read", path="/etc/shadow")
+        self.assertNotIn("root:", json.dumps(m))
+        self.err("invalid_path", op="read", path="../etc/passwd")
+        self.err("invalid_path", op="read", path="/workspace/../etc/passwd")
+
+    def test_read_only_places(self):
+        m = self.ok(op="read", path="/skills/SKILL.md")
+        self.assertEqual(m["content"], "# a skill\n")
+        self.err("read_only", op="write", path="/skills/new.md", content="x")
+        self.err("read_only", op="edit", path="/skills/SKILL.md", old_string="skill",
+                 new_string="x")
+        self.err("read_only", op="delete", path="/skills/SKILL.md")
+        self.err("read_only", op="write", path="/usr/bin/planted", content="x")
+        with open(os.path.join(self.skills, "SKILL.md")) as f:
+            self.assertEqual(f.read(), "# a skill\n")
+
+    # ---- requests ----
+
+    def test_bad_requests(self):
+        self.err("invalid_request", op="read", path="x", bogus=1)
+        self.err("invalid_request", op="read")
+        self.err("invalid_request", op="read", path="x", offset=-1)
+        self.err("invalid_request", op="read", path="x", limit=0)
+        self.err("invalid_request", op="write", path="x", content=3)
+        self.err("invalid_request", op="write", path="x", content="x", encoding="latin1")
+        self.err("invalid_request", op="grep", pattern="")
+        self.err("invalid_path", op="read", path="")
+        self.err("invalid_path", op="read", path="a\u0000b")
+        self.err("invalid_path", op="read", path=7)
+        # and the session goes on
+        self.assertEqual(self.call(op="ping")["type"], "pong")
+
+    def test_timeout_and_cancel(self):
+        # text at the start, then 64 GiB of (sparse) zeros to count lines in
+        self.host_write("t-huge.txt", b"line\n" * 2000, size=64 << 30)
+        m = self.err("timeout", op="read", path="t-huge.txt", timeout=0.3)
+        self.assertIn("timeout", m["message"])
+        rid = self.sv.send(op="read", path="t-huge.txt")
+        time.sleep(0.2)
+        cid = self.sv.send(op="cancel", target=rid)
+        got = {}
+        while len(got) < 2:
+            m = self.sv.recv()
+            got[m["id"]] = m
+        self.assertEqual(got[cid]["type"], "ok")
+        self.assertEqual((got[rid]["type"], got[rid]["code"]), ("error", "cancelled"))
+        os.unlink(self.host("t-huge.txt"))
+
+    def test_file_ops_run_concurrently_with_commands(self):
+        ids = [self.sv.send(op="exec", command="sleep 1")]
+        t = time.monotonic()
+        ids.append(self.sv.send(op="write", path="c/during.txt", content="x"))
+        got = {}
+        while len(got) < 2:
+            m = self.sv.recv()
+            got[m["id"]] = (m, time.monotonic() - t)
+        self.assertEqual(got[ids[1]][0]["type"], "result")
+        self.assertLess(got[ids[1]][1], got[ids[0]][1])  # did not wait for the sleep
+
+
+if __name__ == "__main__":
+    unittest.main()
