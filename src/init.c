@@ -277,9 +277,9 @@ static int new_shim(struct init_args *a, int sigfd, const int *pool, size_t n, c
 
 /* Session mode: the init confines itself once (what every command would
  * do), so that each command only needs a fork, and its seccomp listener is
- * handed over once for the whole session; then it forks a shim for every
- * SYNC_EXEC. As pid 1 of the namespace, no process of the sandbox can kill
- * it. */
+ * handed over once for the whole session; then it hands every SYNC_EXEC
+ * to an idle shim of its pool, forking a new one only when none is idle.
+ * As pid 1 of the namespace, no process of the sandbox can kill it. */
 static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
 {
 	struct ab_error err = {0};

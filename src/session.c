@@ -1,6 +1,6 @@
 /* The launcher side of a session (design.md, "Processes and trust"): one
  * sandbox, many commands. For each command the launcher makes the pipes
- * and the control socket, hands them to the init (which forks a shim, see
+ * and the control socket, hands them to the init (which passes them to a shim, see
  * shim.h), reads the output itself, enforces caps and timeouts from
  * outside, answers seccomp notifications, and assembles the result.
  * Everything runs from one epoll set so a caller can fold the session into

@@ -1,7 +1,9 @@
-/* A session's command shim: for each command of `agentbox serve`, the
- * sandbox's init forks a shim, which becomes the subreaper of everything
- * the command starts, forks and execs the command, reports its status and,
- * when told, signals or kills every process the command left behind.
+/* A session's command shim: the sandbox's init keeps a pool of shims and
+ * hands each command of `agentbox serve` to an idle one, which becomes the
+ * subreaper of everything the command starts, spawns the command (or, for
+ * a file operation, forks a child that does it), reports its status and,
+ * when told, signals or kills every process the command left behind; then
+ * it waits for the next command.
  *
  * The launcher gives each command, through the init (SYNC_EXEC):
  *   spec    a sealed memfd: struct shim_spec, then argc + envc + 1
