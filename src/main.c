@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "check.h"
 #include "serve.h"
 
 static const char usage_main[] =
@@ -16,6 +17,7 @@ static const char usage_main[] =
 	"  run       run one command in a fresh sandbox (agentbox run --help)\n"
 	"  serve     one sandbox for many commands: JSON lines on stdin and stdout\n"
 	"            (agentbox serve --help, docs/protocol.md)\n"
+	"  check     can this host run agentbox, and what will be limited?\n"
 	"\n"
 	"Options:\n"
 	"  --help     show this help\n"
@@ -117,6 +119,42 @@ static const char usage_serve[] =
 	"\n"
 	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
 	"or dies.\n";
+
+static const char usage_check[] =
+	"Usage: agentbox check [--json]\n"
+	"\n"
+	"Tell whether this host can run agentbox and what will be limited: the\n"
+	"kernel, user namespaces (and what restricts them: sysctls, AppArmor, a\n"
+	"container), seccomp, Landlock, and which limits cgroups will really\n"
+	"apply, from a trial run of /bin/true in a sandbox; with the command that\n"
+	"fixes each problem.\n"
+	"\n"
+	"  --json   the same as one JSON object\n"
+	"\n"
+	"Exit status: 0 when agentbox can run here, 1 when it cannot, 125 on bad\n"
+	"options.\n";
+
+static int cmd_check(int argc, char **argv)
+{
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage_check, stdout);
+			return 0;
+		} else {
+			fprintf(stderr,
+				"agentbox: check: unknown option '%s' (try 'agentbox check "
+				"--help')\n",
+				argv[i]);
+			return AB_EXIT_FAILURE;
+		}
+	}
+	struct check_facts f;
+	check_gather(&f);
+	return check_print(&f, json);
+}
 
 static void print_notice(const char *line)
 {
@@ -220,6 +258,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
 	fprintf(stderr, "agentbox: unknown command '%s' (try 'agentbox --help')\n", argv[1]);
 	return AB_EXIT_FAILURE;
 }

@@ -1,0 +1,336 @@
+/* agentbox check (see check.h). The trial run is the ground truth for
+ * "can run"; the sysctls and the kernel's features say why not, and what
+ * to do about it. */
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <linux/landlock.h>
+#include <linux/magic.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "agentbox/agentbox.h"
+#include "util.h"
+
+/* the oldest kernel with every interface agentbox uses (mount_setattr) */
+#define MIN_MAJOR 5
+#define MIN_MINOR 12
+
+static int read_int(const char *path)
+{
+	char buf[32] = {0};
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		return -1;
+	return atoi(buf);
+}
+
+static bool file_has(const char *path, const char *word)
+{
+	char buf[512] = {0};
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 && strstr(buf, word);
+}
+
+static void copy_limit(struct check_limit *dst, const struct ab_limit_report *src)
+{
+	snprintf(dst->how, sizeof(dst->how), "%s", src->how ? src->how : "unavailable");
+	snprintf(dst->why, sizeof(dst->why), "%s", src->why);
+}
+
+static void trial(struct check_facts *f)
+{
+	char ws[] = "/tmp/agentbox-check-XXXXXX";
+	if (!mkdtemp(ws)) {
+		snprintf(f->trial_error, sizeof(f->trial_error),
+			 "cannot make a workspace in /tmp: %s", strerror(errno));
+		return;
+	}
+	if (f->root && chown(ws, 65534, 65534) < 0) {
+		snprintf(f->trial_error, sizeof(f->trial_error), "cannot hand %s to uid 65534: %s",
+			 ws, strerror(errno));
+		rmdir(ws);
+		return;
+	}
+	char *argv[16];
+	int argc = 0;
+	char *common[] = {"run",    "--workspace", ws,		"--memory", "64M",
+			  "--cpus", "1",	   "--timeout", "10s"};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(common); i++)
+		argv[argc++] = common[i];
+	if (f->root) {
+		/* root never runs a sandbox as itself: nobody will do */
+		argv[argc++] = "--host-uid";
+		argv[argc++] = "65534";
+	}
+	argv[argc++] = "--";
+	argv[argc++] = "/bin/true";
+	argv[argc] = NULL;
+	struct ab_config cfg;
+	struct ab_result res = {0};
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_run(&cfg, argc, argv, &help, &err);
+	if (r == 0)
+		r = ab_run(&cfg, &res, &err);
+	if (r < 0) {
+		snprintf(f->trial_error, sizeof(f->trial_error), "%s", err.msg);
+	} else if (res.exit_code != 0) {
+		snprintf(f->trial_error, sizeof(f->trial_error),
+			 "the sandbox started, but /bin/true exited with %d", res.exit_code);
+	} else {
+		f->trial_ok = true;
+		snprintf(f->cgroup_version, sizeof(f->cgroup_version), "%s",
+			 res.cgroup_version ? res.cgroup_version : "none");
+		copy_limit(&f->memory, &res.memory);
+		copy_limit(&f->cpu, &res.cpu);
+		copy_limit(&f->pids, &res.pids);
+	}
+	ab_result_free(&res);
+	ab_config_free(&cfg);
+	rmdir(ws);
+}
+
+void check_gather(struct check_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	struct utsname u;
+	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
+	f->root = geteuid() == 0;
+	f->userns_clone = read_int("/proc/sys/kernel/unprivileged_userns_clone");
+	f->max_user_namespaces = read_int("/proc/sys/user/max_user_namespaces");
+	f->apparmor_restrict = read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+	f->in_container = access("/.dockerenv", F_OK) == 0 ||
+			  access("/run/.containerenv", F_OK) == 0 ||
+			  file_has("/proc/1/environ", "container=");
+	f->seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+	f->seccomp_notify = file_has("/proc/sys/kernel/seccomp/actions_avail", "user_notif");
+	int abi =
+		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	f->landlock_abi = abi > 0 ? abi : 0;
+	struct statfs sfs;
+	const char *host = "none";
+	if (statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+		host = "v2";
+	else if (access("/sys/fs/cgroup/memory", F_OK) == 0 ||
+		 access("/sys/fs/cgroup/pids", F_OK) == 0)
+		host = "v1";
+	snprintf(f->host_cgroup, sizeof(f->host_cgroup), "%s", host);
+	snprintf(f->cgroup_version, sizeof(f->cgroup_version), "none");
+	trial(f);
+}
+
+static __attribute__((format(printf, 4, 5))) void item(struct check_item *it, const char *name,
+						       enum check_level level, const char *fmt, ...)
+{
+	it->name = name;
+	it->level = level;
+	it->fix[0] = '\0';
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
+	va_end(ap);
+}
+
+static void fix(struct check_item *it, const char *text)
+{
+	snprintf(it->fix, sizeof(it->fix), "%s", text);
+}
+
+size_t check_assess(const struct check_facts *f, struct check_item *items)
+{
+	size_t n = 0;
+	struct check_item *it;
+
+	/* kernel */
+	it = &items[n++];
+	int major = 0, minor = 0;
+	sscanf(f->kernel, "%d.%d", &major, &minor);
+	if (major > MIN_MAJOR || (major == MIN_MAJOR && minor >= MIN_MINOR))
+		item(it, "kernel", CHECK_OK, "Linux %s", f->kernel);
+	else {
+		item(it, "kernel", CHECK_FAIL,
+		     "Linux %s is older than %d.%d, the first with every "
+		     "interface agentbox uses (mount_setattr, pidfds)",
+		     f->kernel, MIN_MAJOR, MIN_MINOR);
+		fix(it, "upgrade the kernel (Debian 12, Ubuntu 22.04 and Fedora 36 and later have "
+			"one new enough)");
+	}
+
+	/* user namespaces: what is known to stop them, whatever the trial says */
+	it = &items[n++];
+	if (f->userns_clone == 0 && !f->root) {
+		item(it, "user namespaces", CHECK_FAIL,
+		     "disabled for unprivileged users (sysctl kernel.unprivileged_userns_clone=0)");
+		fix(it, "sudo sysctl -w kernel.unprivileged_userns_clone=1 (and put it in "
+			"/etc/sysctl.d/ to keep it)");
+	} else if (f->max_user_namespaces == 0) {
+		item(it, "user namespaces", CHECK_FAIL,
+		     "disabled (sysctl user.max_user_namespaces=0)");
+		fix(it, "sudo sysctl -w user.max_user_namespaces=15000 (and put it in "
+			"/etc/sysctl.d/ to keep it)");
+	} else if (f->apparmor_restrict == 1 && !f->root && !f->trial_ok) {
+		item(it, "user namespaces", CHECK_FAIL,
+		     "AppArmor restricts unprivileged user namespaces "
+		     "(sysctl kernel.apparmor_restrict_unprivileged_userns=1) and no profile "
+		     "grants them to agentbox");
+		fix(it, "install agentbox from its package, whose AppArmor profile allows it "
+			"(/etc/apparmor.d/usr.bin.agentbox), or load that profile: sudo "
+			"apparmor_parser -r /etc/apparmor.d/usr.bin.agentbox");
+	} else if (!f->trial_ok && f->in_container) {
+		item(it, "user namespaces", CHECK_FAIL,
+		     "this is a container whose runtime or seccomp profile may forbid new "
+		     "namespaces");
+		fix(it, "run the container with a seccomp profile that allows clone/unshare of "
+			"namespaces (e.g. docker run --security-opt seccomp=unconfined), or run "
+			"agentbox on the host");
+	} else if (f->apparmor_restrict == 1 && !f->root) {
+		item(it, "user namespaces", CHECK_OK,
+		     "available (AppArmor restricts them, and its profile grants them to "
+		     "agentbox)");
+	} else {
+		item(it, "user namespaces", f->trial_ok ? CHECK_OK : CHECK_WARN, "%s",
+		     f->trial_ok ? "available" : "not restricted by any sysctl (see the trial)");
+	}
+
+	/* seccomp */
+	it = &items[n++];
+	if (!f->seccomp) {
+		item(it, "seccomp", CHECK_FAIL, "the kernel has no seccomp filters");
+		fix(it, "use a kernel built with CONFIG_SECCOMP_FILTER (every distro kernel is)");
+	} else if (!f->seccomp_notify) {
+		item(it, "seccomp", CHECK_WARN,
+		     "filters work, but without user notification denied syscalls are not "
+		     "reported by name");
+		fix(it, "a kernel of 5.5 or later has it");
+	} else {
+		item(it, "seccomp", CHECK_OK, "filters and user notification");
+	}
+
+	/* landlock */
+	it = &items[n++];
+	if (f->landlock_abi > 0) {
+		item(it, "landlock", CHECK_OK,
+		     "ABI %d: writes only beneath the view's writable places", f->landlock_abi);
+	} else {
+		item(it, "landlock", CHECK_WARN,
+		     "not available: the mount view alone keeps writes in the workspace (no second "
+		     "layer)");
+		fix(it, "enable the Landlock LSM: add landlock to the kernel's lsm= boot parameter "
+			"(cat /sys/kernel/security/lsm shows the current list)");
+	}
+
+	/* cgroups: which limits will be real, from the trial */
+	it = &items[n++];
+	if (!f->trial_ok) {
+		item(it, "cgroup limits", CHECK_WARN, "unknown: the trial sandbox did not run");
+	} else {
+		const struct {
+			const char *name;
+			const struct check_limit *l;
+		} lim[] = {{"memory", &f->memory}, {"cpu", &f->cpu}, {"pids", &f->pids}};
+		char text[300] = "";
+		bool all = true;
+		for (size_t i = 0; i < 3; i++) {
+			bool cg = strcmp(lim[i].l->how, "cgroup") == 0;
+			all &= cg;
+			snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s: %s",
+				 i ? ", " : "", lim[i].name,
+				 cg ? "cgroup"
+				 : strcmp(lim[i].l->how, "rlimit") == 0
+					 ? "rlimit only (per process)"
+					 : "none");
+		}
+		item(it, "cgroup limits", all ? CHECK_OK : CHECK_WARN,
+		     "host cgroup %s, the sandbox's %s; %s", f->host_cgroup, f->cgroup_version,
+		     text);
+		if (!all && strcmp(f->host_cgroup, "v1") == 0 && !f->root)
+			fix(it,
+			    "cgroup v1 cannot be delegated to users safely: boot with "
+			    "systemd.unified_cgroup_hierarchy=1 for cgroup v2, or have root make "
+			    "you a "
+			    "group in each controller (memory, cpu, pids) that you own, and pass "
+			    "--cgroup-parent NAME");
+		else if (!all && !f->root)
+			fix(it,
+			    "run agentbox in a delegated cgroup: systemd-run --user --scope -p "
+			    "Delegate=yes agentbox ..., or pass --cgroup-parent with a subtree you "
+			    "own");
+		else if (!all)
+			fix(it, "mount the memory, cpu and pids controllers (cgroup v2: "
+				"systemd.unified_cgroup_hierarchy=1)");
+	}
+
+	/* the trial */
+	it = &items[n++];
+	if (f->trial_ok)
+		item(it, "trial", CHECK_OK, "agentbox run -- /bin/true worked");
+	else
+		item(it, "trial", CHECK_FAIL, "agentbox run -- /bin/true failed: %s",
+		     f->trial_error);
+	return n;
+}
+
+static const char *level_name(enum check_level l)
+{
+	return l == CHECK_OK ? "ok" : l == CHECK_WARN ? "warn" : "FAIL";
+}
+
+int check_print(const struct check_facts *f, bool json)
+{
+	struct check_item items[CHECK_MAX_ITEMS];
+	size_t n = check_assess(f, items);
+	bool can = true;
+	for (size_t i = 0; i < n; i++)
+		can &= items[i].level != CHECK_FAIL;
+	if (json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "can_run", json_object_new_boolean(can));
+		json_object *arr = json_object_new_array();
+		for (size_t i = 0; i < n; i++) {
+			json_object *e = json_object_new_object();
+			json_object_object_add(e, "name", json_object_new_string(items[i].name));
+			json_object_object_add(
+				e, "status",
+				json_object_new_string(items[i].level == CHECK_OK     ? "ok"
+						       : items[i].level == CHECK_WARN ? "warn"
+										      : "fail"));
+			json_object_object_add(e, "detail",
+					       json_object_new_string(items[i].detail));
+			json_object_object_add(
+				e, "fix",
+				items[i].fix[0] ? json_object_new_string(items[i].fix) : NULL);
+			json_object_array_add(arr, e);
+		}
+		json_object_object_add(o, "checks", arr);
+		json_object_object_add(o, "kernel", json_object_new_string(f->kernel));
+		json_object_object_add(o, "host_cgroup", json_object_new_string(f->host_cgroup));
+		json_object_object_add(o, "cgroup", json_object_new_string(f->cgroup_version));
+		json_object_object_add(o, "landlock_abi", json_object_new_int(f->landlock_abi));
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		printf("agentbox %s: %s\n", AGENTBOX_VERSION,
+		       can ? "this host can run agentbox" : "this host cannot run agentbox");
+		for (size_t i = 0; i < n; i++) {
+			printf("  %-5s %-16s %s\n", level_name(items[i].level), items[i].name,
+			       items[i].detail);
+			if (items[i].fix[0])
+				printf("  %-5s %-16s fix: %s\n", "", "", items[i].fix);
+		}
+	}
+	return can ? 0 : 1;
+}

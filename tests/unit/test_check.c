@@ -1,0 +1,235 @@
+/* agentbox check: the assessment of faked hosts (check_assess is a pure
+ * function of the facts), the printed verdict, and the real host's facts. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+/* A host that can run agentbox with everything. */
+static struct check_facts good(void)
+{
+	struct check_facts f = {
+		.kernel = "6.1.0-13-amd64",
+		.userns_clone = 1,
+		.max_user_namespaces = 15000,
+		.apparmor_restrict = -1,
+		.seccomp = true,
+		.seccomp_notify = true,
+		.landlock_abi = 3,
+		.trial_ok = true,
+		.host_cgroup = "v2",
+		.cgroup_version = "v2",
+		.memory = {.how = "cgroup"},
+		.cpu = {.how = "cgroup"},
+		.pids = {.how = "cgroup"},
+	};
+	return f;
+}
+
+static const struct check_item *find(const struct check_facts *f, const char *name,
+				     struct check_item *items)
+{
+	size_t n = check_assess(f, items);
+	cr_assert_leq(n, CHECK_MAX_ITEMS);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(items[i].name, name) == 0)
+			return &items[i];
+	cr_assert_fail("no item '%s'", name);
+	return NULL;
+}
+
+static bool can_run(const struct check_facts *f)
+{
+	struct check_item items[CHECK_MAX_ITEMS];
+	size_t n = check_assess(f, items);
+	for (size_t i = 0; i < n; i++)
+		if (items[i].level == CHECK_FAIL)
+			return false;
+	return true;
+}
+
+Test(check, a_good_host_is_all_ok)
+{
+	struct check_facts f = good();
+	struct check_item items[CHECK_MAX_ITEMS];
+	size_t n = check_assess(&f, items);
+	cr_assert_geq(n, 6);
+	for (size_t i = 0; i < n; i++) {
+		cr_expect_eq(items[i].level, CHECK_OK, "%s: %s", items[i].name, items[i].detail);
+		cr_expect_str_empty(items[i].fix, "%s", items[i].name);
+	}
+}
+
+Test(check, userns_disabled_by_the_debian_sysctl)
+{
+	struct check_facts f = good();
+	f.userns_clone = 0;
+	f.trial_ok = false;
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "user namespaces", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
+	cr_assert(strstr(it->fix, "sysctl -w kernel.unprivileged_userns_clone=1"), "%s", it->fix);
+	cr_assert_not(can_run(&f));
+	/* root is not affected by that sysctl */
+	f.root = true;
+	f.trial_ok = true;
+	cr_assert_eq(find(&f, "user namespaces", items)->level, CHECK_OK);
+}
+
+Test(check, userns_disabled_by_max_user_namespaces)
+{
+	struct check_facts f = good();
+	f.max_user_namespaces = 0;
+	f.trial_ok = false;
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "user namespaces", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
+	cr_assert(strstr(it->fix, "user.max_user_namespaces="), "%s", it->fix);
+}
+
+Test(check, apparmor_restriction_with_and_without_the_profile)
+{
+	struct check_facts f = good();
+	f.apparmor_restrict = 1;
+	f.trial_ok = false;
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "user namespaces", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
+	cr_assert(strstr(it->detail, "AppArmor"), "%s", it->detail);
+	cr_assert(strstr(it->fix, "apparmor_parser -r /etc/apparmor.d/usr.bin.agentbox"), "%s",
+		  it->fix);
+	/* the installed profile lets the trial run */
+	f.trial_ok = true;
+	it = find(&f, "user namespaces", items);
+	cr_assert_eq(it->level, CHECK_OK);
+	cr_assert(strstr(it->detail, "profile"), "%s", it->detail);
+	cr_assert(can_run(&f));
+}
+
+Test(check, a_container_that_forbids_namespaces)
+{
+	struct check_facts f = good();
+	f.in_container = true;
+	f.trial_ok = false;
+	snprintf(f.trial_error, sizeof(f.trial_error), "cannot create the sandbox's namespaces");
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "user namespaces", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
+	cr_assert(strstr(it->fix, "seccomp=unconfined"), "%s", it->fix);
+	it = find(&f, "trial", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
+	cr_assert(strstr(it->detail, "cannot create the sandbox's namespaces"), "%s", it->detail);
+}
+
+Test(check, an_old_kernel)
+{
+	struct check_facts f = good();
+	snprintf(f.kernel, sizeof(f.kernel), "5.10.0-28-amd64");
+	struct check_item items[CHECK_MAX_ITEMS];
+	cr_assert_eq(find(&f, "kernel", items)->level, CHECK_FAIL);
+	snprintf(f.kernel, sizeof(f.kernel), "5.12.1");
+	cr_assert_eq(find(&f, "kernel", items)->level, CHECK_OK);
+}
+
+Test(check, missing_layers_are_warnings_with_fixes)
+{
+	struct check_facts f = good();
+	f.landlock_abi = 0;
+	f.seccomp_notify = false;
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "landlock", items);
+	cr_assert_eq(it->level, CHECK_WARN);
+	cr_assert(strstr(it->fix, "lsm="), "%s", it->fix);
+	cr_assert_eq(find(&f, "seccomp", items)->level, CHECK_WARN);
+	cr_assert(can_run(&f));
+	f.seccomp = false;
+	cr_assert_eq(find(&f, "seccomp", items)->level, CHECK_FAIL);
+	cr_assert_not(can_run(&f));
+}
+
+Test(check, cgroup_limits_say_which_are_real)
+{
+	struct check_facts f = good();
+	snprintf(f.cgroup_version, sizeof(f.cgroup_version), "none");
+	snprintf(f.memory.how, sizeof(f.memory.how), "rlimit");
+	snprintf(f.cpu.how, sizeof(f.cpu.how), "unavailable");
+	snprintf(f.pids.how, sizeof(f.pids.how), "unavailable");
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "cgroup limits", items);
+	cr_assert_eq(it->level, CHECK_WARN);
+	cr_assert(strstr(it->detail, "memory: rlimit only"), "%s", it->detail);
+	cr_assert(strstr(it->detail, "cpu: none"), "%s", it->detail);
+	cr_assert(strstr(it->fix, "Delegate=yes"), "%s", it->fix);
+	snprintf(f.host_cgroup, sizeof(f.host_cgroup), "v1");
+	it = find(&f, "cgroup limits", items);
+	cr_assert(strstr(it->fix, "systemd.unified_cgroup_hierarchy=1"), "%s", it->fix);
+	cr_assert(can_run(&f), "missing limits do not stop agentbox");
+}
+
+static char *slurp(FILE *f)
+{
+	static char buf[16384];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	return buf;
+}
+
+Test(check, json_says_the_verdict_and_the_status_is_1_when_it_cannot_run,
+     .init = cr_redirect_stdout)
+{
+	struct check_facts f = good();
+	f.max_user_namespaces = 0;
+	f.trial_ok = false;
+	cr_assert_eq(check_print(&f, true), 1);
+	fflush(stdout);
+	json_object *o = json_tokener_parse(slurp(cr_get_redirected_stdout()));
+	cr_assert_not_null(o, "not one JSON object");
+	json_object *v, *checks;
+	cr_assert(json_object_object_get_ex(o, "can_run", &v));
+	cr_assert_not(json_object_get_boolean(v));
+	cr_assert(json_object_object_get_ex(o, "checks", &checks));
+	bool found = false;
+	for (size_t i = 0; i < json_object_array_length(checks); i++) {
+		json_object *c = json_object_array_get_idx(checks, i), *name, *status, *fix;
+		json_object_object_get_ex(c, "name", &name);
+		json_object_object_get_ex(c, "status", &status);
+		json_object_object_get_ex(c, "fix", &fix);
+		if (strcmp(json_object_get_string(name), "user namespaces") == 0) {
+			found = true;
+			cr_assert_str_eq(json_object_get_string(status), "fail");
+			cr_assert(strstr(json_object_get_string(fix), "max_user_namespaces"));
+		}
+	}
+	cr_assert(found);
+	json_object_put(o);
+}
+
+Test(check, text_says_the_verdict_and_the_status_is_0_when_it_can, .init = cr_redirect_stdout)
+{
+	struct check_facts f = good();
+	f.landlock_abi = 0;
+	cr_assert_eq(check_print(&f, false), 0);
+	fflush(stdout);
+	const char *out = slurp(cr_get_redirected_stdout());
+	cr_assert(strstr(out, "this host can run agentbox"), "%s", out);
+	cr_assert(strstr(out, "warn  landlock"), "%s", out);
+	cr_assert(strstr(out, "fix: enable the Landlock LSM"), "%s", out);
+}
+
+/* This host: the trial sandbox must run where sandboxes must work. */
+Test(check, this_host)
+{
+	struct check_facts f;
+	check_gather(&f);
+	const char *must = getenv("AGENTBOX_MUST_WORK");
+	if (!f.trial_ok && !(must && strcmp(must, "1") == 0))
+		cr_skip_test("this host cannot run sandboxes: %s", f.trial_error);
+	cr_assert(f.trial_ok, "%s", f.trial_error);
+	cr_assert_str_neq(f.kernel, "unknown");
+	cr_assert_str_neq(f.host_cgroup, "");
+	cr_assert(f.seccomp);
+}
