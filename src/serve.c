@@ -69,6 +69,13 @@ struct server {
 
 static void out_add(struct server *sv, const char *p, size_t n)
 {
+	if (sv->out_len + n > sv->out_cap && sv->out_off > 0) {
+		/* what was written makes room: a slow reader must not make the
+		 * buffer grow with everything ever sent */
+		memmove(sv->out, sv->out + sv->out_off, sv->out_len - sv->out_off);
+		sv->out_len -= sv->out_off;
+		sv->out_off = 0;
+	}
 	if (sv->out_len + n > sv->out_cap) {
 		size_t cap = sv->out_cap ? sv->out_cap : 65536;
 		while (cap < sv->out_len + n)
