@@ -12,6 +12,7 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -76,6 +77,7 @@ struct loader {
 	size_t unknown_len;
 	char native[72]; /* Docker's spelling of this machine's arch: amd64, arm64, ... */
 	unsigned kernel_major, kernel_minor;
+	bool session; /* the session's plumbing syscalls are allowed whatever the profile says */
 	struct ab_error *err;
 };
 
@@ -89,6 +91,35 @@ static int fail(struct loader *l, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return ab_error_plain(l->err, EINVAL, "seccomp profile %s: %s", l->file, msg);
+}
+
+/* What a session's init and shims do after they confined themselves:
+ * pass fds to each other over unix sockets (see shim.h). */
+static const char *const session_plumbing[] = {"sendmsg", "recvmsg", "socketpair", NULL};
+
+static bool is_plumbing(const char *name)
+{
+	for (const char *const *p = session_plumbing; *p; p++)
+		if (strcmp(*p, name) == 0)
+			return true;
+	return false;
+}
+
+/* Allow the plumbing: sendmsg and recvmsg, and socketpair of AF_UNIX only. */
+static int add_plumbing(struct loader *l, uint32_t def_action)
+{
+	if (def_action == SCMP_ACT_ALLOW)
+		return 0;
+	for (const char *const *p = session_plumbing; *p; p++) {
+		int nr = seccomp_syscall_resolve_name(*p);
+		bool pair = strcmp(*p, "socketpair") == 0;
+		int r = pair ? seccomp_rule_add(l->ctx, SCMP_ACT_ALLOW, nr, 1,
+						SCMP_A0(SCMP_CMP_EQ, AF_UNIX))
+			     : seccomp_rule_add(l->ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (r < 0)
+			return fail(l, "cannot allow \"%s\" for the session: %s", *p, strerror(-r));
+	}
+	return 0;
 }
 
 static const char *type_name(json_object *o)
@@ -511,6 +542,8 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 			return fail(l, "%s.names[%zu]: expected a string, got %s", where, i,
 				    type_name(nm));
 		const char *sys = json_object_get_string(nm);
+		if (l->session && is_plumbing(sys))
+			continue; /* add_plumbing decides */
 		int nr = seccomp_syscall_resolve_name(sys);
 		if (nr == __NR_SCMP_ERROR) {
 			note_unknown(l, sys);
@@ -679,11 +712,13 @@ static int load(struct loader *l, json_object *root)
 			if ((r = parse_rule(l, json_object_array_get_idx(v, i), i, def_action)) < 0)
 				return r;
 	}
+	if (l->session && (r = add_plumbing(l, def_action)) < 0)
+		return r;
 	return export_program(l);
 }
 
-int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
-		    struct ab_error *err)
+static int load_spec(const char *spec, bool session, struct ab_seccomp_profile **out,
+		     char **notices, struct ab_error *err)
 {
 	*out = NULL;
 	if (notices)
@@ -697,7 +732,7 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 	else
 		snprintf(path, sizeof(path), "%s", spec);
 
-	struct loader l = {.file = path, .err = err};
+	struct loader l = {.file = path, .err = err, .session = session};
 	l.use_notify = seccomp_api_get() >= 6;
 	native_arch_docker_name(l.native, sizeof(l.native));
 	struct utsname u;
@@ -725,6 +760,18 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 	}
 	*out = l.p;
 	return 0;
+}
+
+int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
+		    struct ab_error *err)
+{
+	return load_spec(spec, false, out, notices, err);
+}
+
+int ab_seccomp_load_session(const char *spec, struct ab_seccomp_profile **out, char **notices,
+			    struct ab_error *err)
+{
+	return load_spec(spec, true, out, notices, err);
 }
 
 void ab_seccomp_free(struct ab_seccomp_profile *p)

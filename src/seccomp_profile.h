@@ -44,6 +44,12 @@ struct ab_denials {
  * one line, or NULL when there were none. */
 int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
 		    struct ab_error *err);
+/* The same for a session (agentbox serve): its init and command shims
+ * confine themselves once and then still pass fds over unix sockets, so
+ * sendmsg, recvmsg and socketpair(AF_UNIX) are allowed whatever the
+ * profile says of them (the profile's rules for them are ignored). */
+int ab_seccomp_load_session(const char *spec, struct ab_seccomp_profile **out, char **notices,
+			    struct ab_error *err);
 void ab_seccomp_free(struct ab_seccomp_profile *p);
 
 /* In the command's process, after no_new_privs: install the filter.

@@ -175,7 +175,7 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 		return ab_error_set(err, ENOMEM, "opening the session");
 	s->init_pidfd = s->sync_fd = s->listener = s->epfd = s->timerfd = s->devnull = -1;
 	s->max = cfg->max_concurrent ? cfg->max_concurrent : 8;
-	int r = sandbox_prepare(cfg, &s->sb, err);
+	int r = sandbox_prepare(cfg, true, &s->sb, err);
 	if (r < 0) {
 		free(s);
 		return r;
