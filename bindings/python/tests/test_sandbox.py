@@ -1,0 +1,212 @@
+"""agentbox.Sandbox against the real server (AGENTBOX_BIN). Runs as root
+(the sandbox user is then host uid 65534) and as an unprivileged user."""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import agentbox
+from agentbox import ProtocolError, Sandbox, SandboxClosed, SandboxError
+
+ROOT = os.getuid() == 0
+UID = 65534 if ROOT else os.getuid()
+
+
+def workspace():
+    d = tempfile.mkdtemp(prefix="agentbox-py-")
+    if ROOT:
+        os.chown(d, UID, UID)
+    return d
+
+
+def sandbox(ws, **kw):
+    extra = tuple(kw.pop("extra_args", ()))
+    if ROOT:
+        extra += ("--host-uid", str(UID))
+    try:
+        return Sandbox(ws, extra_args=extra, **kw)
+    except SandboxError as e:
+        if os.environ.get("AGENTBOX_MUST_WORK") == "1" or "user namespace" not in str(e):
+            raise
+        raise unittest.SkipTest("agentbox cannot run here: %s" % e)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.ws = workspace()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.sb = sandbox(self.ws)
+        self.addCleanup(self.sb.close)
+
+
+class Commands(Base):
+    def test_execute_has_deepagents_shape(self):
+        r = self.sb.execute("echo out; echo err >&2; exit 3")
+        self.assertIsInstance(r, agentbox.ExecuteResponse)
+        self.assertEqual((r.output, r.exit_code, r.truncated), ("out\nerr\n", 3, False))
+
+    def test_timeout_is_124_with_partial_output(self):
+        t = time.monotonic()
+        r = self.sb.execute("echo partial; sleep 30", timeout=0.5)
+        self.assertEqual((r.exit_code, r.output), (124, "partial\n"))
+        self.assertLess(time.monotonic() - t, 10)
+
+    def test_run_gives_every_field(self):
+        r = self.sb.run("cat; echo $GREETING; pwd; echo e >&2", env={"GREETING": "hi"},
+                        cwd="/tmp", stdin="in\n")
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (0, "in\nhi\n/tmp\n", "e\n"))
+        self.assertFalse(r.timed_out or r.cancelled or r.oom_killed or r.truncated)
+        self.assertGreaterEqual(r.duration_ms, 0)
+        self.assertEqual(r.raw["type"], "result")
+        r = self.sb.run(["echo", "$HOME"])  # an argv: no shell
+        self.assertEqual(r.stdout, "$HOME\n")
+
+    def test_state_persists_between_calls(self):
+        self.sb.execute("echo kept > note.txt")
+        self.assertEqual(self.sb.execute("cat note.txt").output, "kept\n")
+        with open(os.path.join(self.ws, "note.txt")) as f:
+            self.assertEqual(f.read(), "kept\n")
+
+    def test_truncation(self):
+        ws = workspace()
+        self.addCleanup(shutil.rmtree, ws, True)
+        with sandbox(ws, max_output=2048) as sb:
+            r = sb.execute("head -c 100000 /dev/zero | tr '\\0' x")
+            self.assertTrue(r.truncated)
+            self.assertLess(len(r.output), 4096)
+
+    def test_protocol_errors_raise_with_the_code(self):
+        with self.assertRaises(ProtocolError) as cm:
+            self.sb.run("true", env={"GITHUB_TOKEN": "x"})
+        self.assertEqual(cm.exception.code, "invalid_request")
+        with self.assertRaises(ProtocolError) as cm:
+            self.sb.request("exec", comand="true")
+        self.assertEqual(cm.exception.code, "invalid_request")
+        self.assertEqual(self.sb.execute("true").exit_code, 0)  # and it goes on
+
+    def test_threads(self):
+        results = {}
+
+        def worker(n):
+            for i in range(10):
+                results[(n, i)] = self.sb.execute("echo %d-%d" % (n, i)).output
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, {(n, i): "%d-%d\n" % (n, i)
+                                   for n in range(8) for i in range(10)})
+
+
+class Files(Base):
+    def test_write_read_edit(self):
+        w = self.sb.write("src/app.py", "a = 1\nb = 1\n")
+        self.assertEqual((w.error, w.path), (None, "/workspace/src/app.py"))
+        self.assertIsNotNone(self.sb.write("src/app.py", "x").error)  # create-only
+        r = self.sb.read("src/app.py")
+        self.assertEqual((r.error, r.content, r.total_lines), (None, "a = 1\nb = 1\n", 2))
+        self.assertEqual(r.numbered(), "     1\ta = 1\n     2\tb = 1")
+        e = self.sb.edit("src/app.py", "= 1", "= 2")
+        self.assertIn("2 times", e.error)
+        e = self.sb.edit("src/app.py", "= 1", "= 2", replace_all=True)
+        self.assertEqual((e.error, e.occurrences), (None, 2))
+        self.assertEqual(self.sb.read("src/app.py", offset=1, limit=1).content, "b = 2\n")
+        r = self.sb.read("missing.txt")
+        self.assertIn("No such file", r.error)
+
+    def test_listing_and_search(self):
+        self.sb.write("d/one.txt", "needle\n")
+        self.sb.write("d/sub/two.py", "x\nneedle here\n")
+        ls = self.sb.ls("d")
+        self.assertEqual([e["path"] for e in ls.entries], ["/workspace/d/one.txt",
+                                                           "/workspace/d/sub"])
+        self.assertEqual(self.sb.ls_info("d"), ls.entries)
+        self.assertEqual(self.sb.ls("nope").entries, None)
+        self.assertEqual(self.sb.ls_info("nope"), [])
+        g = self.sb.glob("**/*.py", "d")
+        self.assertEqual([m["path"] for m in g.matches], ["/workspace/d/sub/two.py"])
+        self.assertEqual(self.sb.glob_info("*.txt", "/workspace/d")[0]["path"],
+                         "/workspace/d/one.txt")
+        m = self.sb.grep_raw("needle", "d")
+        self.assertEqual([(x["path"], x["line"]) for x in m],
+                         [("/workspace/d/one.txt", 1), ("/workspace/d/sub/two.py", 2)])
+        self.assertEqual(len(self.sb.grep("needle", "d", "*.py").matches), 1)
+        self.assertIsInstance(self.sb.grep_raw("(", "d"), list)  # literal by default
+        self.assertIsNotNone(self.sb.grep("(", "d", regex=True).error)
+
+    def test_upload_download_delete(self):
+        data = bytes(range(256)) * 10
+        up = self.sb.upload_files([("bin/a.bin", data), ("/skills/x", b"no")])
+        self.assertEqual([(u.path, u.error) for u in up],
+                         [("bin/a.bin", None), ("/skills/x", "read_only")])
+        down = self.sb.download_files(["bin/a.bin", "bin/none"])
+        self.assertEqual((down[0].content, down[0].error), (data, None))
+        self.assertEqual((down[1].content, down[1].error), (None, "file_not_found"))
+        self.assertEqual(self.sb.read("bin/a.bin").data, data)
+        self.assertIsNotNone(self.sb.delete("bin").error)
+        self.assertEqual(self.sb.delete("bin", recursive=True).deleted, 2)
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "bin")))
+
+
+class Lifecycle(unittest.TestCase):
+    def test_close_is_idempotent_and_ends_the_server(self):
+        ws = workspace()
+        self.addCleanup(shutil.rmtree, ws, True)
+        with sandbox(ws) as sb:
+            pid = sb._proc.pid
+            sb.execute("true")
+        self.assertIsNotNone(sb._proc.returncode)
+        sb.close()
+        self.assertTrue(sb.closed)
+        with self.assertRaises(SandboxClosed):
+            sb.execute("true")
+        with self.assertRaises(ProcessLookupError):
+            os.kill(pid, 0)
+
+    def test_a_killed_server_fails_the_next_call_and_a_new_one_works(self):
+        ws = workspace()
+        self.addCleanup(shutil.rmtree, ws, True)
+        sb = sandbox(ws)
+        self.addCleanup(sb.close)
+        waiter = {}
+
+        def wait_long():
+            try:
+                sb.execute("sleep 60")
+            except SandboxError as e:
+                waiter["error"] = e
+
+        t = threading.Thread(target=wait_long)
+        t.start()
+        time.sleep(0.3)
+        os.kill(sb._proc.pid, signal.SIGKILL)
+        t.join(10)
+        self.assertFalse(t.is_alive(), "a caller waiting on a dead server must wake up")
+        self.assertIsInstance(waiter.get("error"), SandboxClosed)
+        start = time.monotonic()
+        with self.assertRaises(SandboxClosed) as cm:
+            sb.execute("true")
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn("ended", str(cm.exception))
+        with sandbox(ws) as again:
+            self.assertEqual(again.execute("echo back").output, "back\n")
+
+    def test_bad_start_says_why(self):
+        with self.assertRaises(SandboxError) as cm:
+            Sandbox("/nonexistent/agentbox-ws", extra_args=("--host-uid", "65534") if ROOT
+                    else ())
+        self.assertIn("/nonexistent/agentbox-ws", str(cm.exception))
+        with self.assertRaises(SandboxError) as cm:
+            Sandbox(tempfile.gettempdir(), binary="/nonexistent/agentbox")
+        self.assertIn("cannot start", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
