@@ -1,0 +1,361 @@
+"""agentbox/1 (docs/protocol.md) against the built server: the hello,
+exec, cancel, stats, ping, shutdown, concurrency, supervision and every
+error code. Runs as root (sandbox user = host uid 65534) and as an
+unprivileged user. AGENTBOX_BIN names the binary."""
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_fileops import Server, make_dir  # noqa: E402
+
+
+def status(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+class Base(unittest.TestCase):
+    args = ()
+
+    def setUp(self):
+        self.ws = make_dir()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        try:
+            self.sv = Server(self.ws, *self.args)
+        except AssertionError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(self.sv.close)
+
+    def call(self, **req):
+        return self.sv.call(**req)
+
+    def exec(self, command, **kw):
+        m = self.call(op="exec", command=command, **kw)
+        self.assertEqual(m["type"], "result", m)
+        return m
+
+    def error(self, code, **req):
+        m = self.call(**req)
+        self.assertEqual((m["type"], m.get("code")), ("error", code), m)
+        return m
+
+    def collect(self, ids):
+        """Messages until every id in ids has its result or error."""
+        got, order = {}, []
+        while len(got) < len(ids):
+            m = self.sv.recv()
+            if m["type"] in ("result", "error", "ok") and m["id"] in ids:
+                got[m["id"]] = m
+                order.append(m["id"])
+        return got, order
+
+
+class Hello(Base):
+    def test_hello(self):
+        h = self.sv.hello
+        self.assertEqual((h["type"], h["protocol"]), ("hello", "agentbox/1"))
+        self.assertEqual((h["max_line"], h["max_concurrent"], h["max_queue"]),
+                         (8388608, 8, 1024))
+        self.assertEqual((h["workspace"], h["cwd"], h["net"]), ("/workspace", "/workspace",
+                                                                "none"))
+        self.assertEqual(h["defaults"]["timeout_ms"], 120000)
+        self.assertIn("pids", h["limits"])
+        self.assertTrue(h["sandbox_id"].startswith("ab-"))
+
+
+class Exec(Base):
+    def test_command_and_argv(self):
+        m = self.exec("echo out; echo err >&2; exit 3")
+        self.assertEqual((m["exit_code"], m["stdout"], m["stderr"], m["signal"]),
+                         (3, "out\n", "err\n", None))
+        m = self.call(op="exec", argv=["echo", "$HOME", "a b"])
+        self.assertEqual(m["stdout"], "$HOME a b\n")  # no shell
+
+    def test_exit_statuses(self):
+        self.assertEqual(self.exec("kill -9 $$")["exit_code"], 137)
+        self.assertEqual(self.exec("kill -9 $$")["signal"], "SIGKILL")
+        self.assertEqual(self.call(op="exec", argv=["/nonexistent"])["exit_code"], 127)
+        self.exec("printf '#!/bin/sh\\n' > noexec.sh; chmod 644 noexec.sh")
+        self.assertEqual(self.call(op="exec", argv=["./noexec.sh"])["exit_code"], 126)
+
+    def test_merge_output(self):
+        m = self.exec("echo a; echo b >&2; echo c", merge_output=True)
+        self.assertEqual(m["output"], "a\nb\nc\n")
+        self.assertNotIn("stdout", m)
+
+    def test_state_persists_but_the_shell_does_not(self):
+        self.exec("mkdir -p sub && echo kept > sub/f && cd sub && export X=1")
+        m = self.exec("pwd; cat sub/f; echo ${X:-unset}")
+        self.assertEqual(m["stdout"], "/workspace\nkept\nunset\n")
+
+    def test_cwd(self):
+        self.exec("mkdir -p deep/er")
+        self.assertEqual(self.exec("pwd", cwd="deep/er")["stdout"], "/workspace/deep/er\n")
+        self.assertEqual(self.exec("pwd", cwd="/tmp")["stdout"], "/tmp\n")
+        self.error("invalid_request", op="exec", command="pwd", cwd="missing")
+        self.error("invalid_request", op="exec", command="pwd", cwd="../etc")
+
+    def test_env(self):
+        self.assertEqual(self.exec("echo $FOO", env={"FOO": "bar"})["stdout"], "bar\n")
+        m = self.error("invalid_request", op="exec", command="true",
+                       env={"GITHUB_TOKEN": "ghp_x"})
+        self.assertIn("--pass-env GITHUB_TOKEN", m["message"])
+        self.error("invalid_request", op="exec", command="true", env={"1BAD": "x"})
+
+    def test_stdin(self):
+        self.assertEqual(self.exec("cat; echo done", stdin="data\n")["stdout"], "data\ndone\n")
+        t = time.monotonic()
+        m = self.exec("cat")  # /dev/null: at once, not waiting for input
+        self.assertEqual(m["stdout"], "")
+        self.assertLess(time.monotonic() - t, 5)
+
+    def test_timeout(self):
+        m = self.exec("echo partial; sleep 30", timeout=0.3)
+        self.assertEqual((m["exit_code"], m["timed_out"], m["stdout"]), (124, True,
+                                                                        "partial\n"))
+        m = self.exec("trap '' TERM; sleep 30", timeout=0.3)  # SIGKILL after the grace
+        self.assertEqual((m["exit_code"], m["timed_out"]), (124, True))
+
+    def test_max_output_and_base64(self):
+        m = self.exec("head -c 100000 /dev/zero | tr '\\0' x", max_output=2048)
+        self.assertTrue(m["truncated"])
+        self.assertEqual(m["stdout_bytes"], 100000)
+        self.assertIn("truncated", m["stdout"])
+        self.assertLess(len(m["stdout"]), 3000)
+        m = self.exec("printf '\\000\\377ab'", encoding="base64")
+        self.assertEqual(base64.b64decode(m["stdout"]), b"\0\xffab")
+
+    def test_streaming_comes_in_order_before_the_result(self):
+        rid = self.sv.send(op="exec", command="for i in 1 2 3; do echo $i; sleep 0.05; done;"
+                           " echo e >&2", stream=True)
+        chunks = []
+        while True:
+            m = self.sv.recv()
+            self.assertEqual(m["id"], rid)
+            if m["type"] == "result":
+                break
+            self.assertEqual(m["type"], "output")
+            chunks.append(m)
+        out = "".join(c["data"] for c in chunks if c["stream"] == "stdout")
+        err = "".join(c["data"] for c in chunks if c["stream"] == "stderr")
+        self.assertEqual((out, err), ("1\n2\n3\n", "e\n"))
+        self.assertGreaterEqual(len(chunks), 3)
+        self.assertEqual(m["stdout"], out)
+
+    def test_denied_syscalls_belong_to_their_command(self):
+        a = self.sv.send(op="exec", command="unshare -U true; sleep 0.3")
+        b = self.sv.send(op="exec", command="sleep 0.3; echo quiet")
+        got, _ = self.collect({a, b})
+        self.assertIn("unshare", [d["syscall"] for d in got[a]["denied_syscalls"]])
+        self.assertEqual(got[b]["denied_syscalls"], [])
+
+
+class Supervision(Base):
+    def test_background_holding_stdout_does_not_hang_and_is_killed(self):
+        t = time.monotonic()
+        m = self.exec("sleep 30 & echo started")
+        self.assertEqual(m["stdout"], "started\n")
+        self.assertLess(time.monotonic() - t, 5)
+        self.assertEqual(m["background"], [])
+        left = self.exec("ps -eo comm | grep -c '^sleep$' || true")["stdout"]
+        self.assertEqual(left, "0\n")
+        m = self.exec("setsid sh -c 'sleep 30 &' ; nohup sleep 31 >/dev/null 2>&1 &")
+        left = self.exec("ps -eo comm | grep -c '^sleep$' || true")["stdout"]
+        self.assertEqual(left, "0\n")
+
+    def test_keep_background(self):
+        m = self.exec("(sleep 0.3; echo later) & echo now", keep_background=True)
+        self.assertEqual(m["stdout"], "now\n")
+        # the subshell, and perhaps its sleep already: what runs at that moment
+        self.assertTrue(m["background"], m)
+        self.assertTrue(all(isinstance(b["pid"], int) and b["pid"] > 1 for b in m["background"]))
+        log = m["background_log"]
+        self.assertTrue(log.startswith("/tmp/agentbox-background-"), log)
+        time.sleep(0.8)
+        self.assertEqual(self.exec("cat " + log)["stdout"], "later\n")
+        m = self.exec("sleep 30 >/dev/null 2>&1 & echo $!", keep_background=True)
+        pid = m["stdout"].strip()
+        self.assertEqual(self.exec("kill -0 %s && echo alive" % pid)["stdout"], "alive\n")
+
+    def test_concurrency(self):
+        t = time.monotonic()
+        ids = [self.sv.send(op="exec", command="sleep 0.5; echo %d" % i) for i in range(20)]
+        got, _ = self.collect(set(ids))
+        self.assertLess(time.monotonic() - t, 5)  # 8 at a time, not one after another
+        for i, rid in enumerate(ids):
+            self.assertEqual((got[rid]["exit_code"], got[rid]["stdout"]), (0, "%d\n" % i))
+
+    def test_cancel(self):
+        rid = self.sv.send(op="exec", command="sleep 30")
+        time.sleep(0.2)
+        cid = self.sv.send(op="cancel", target=rid)
+        got, order = self.collect({rid, cid})
+        self.assertEqual(order, [cid, rid])
+        self.assertEqual((got[rid]["cancelled"], got[rid]["exit_code"], got[rid]["signal"]),
+                         (True, 143, "SIGTERM"))
+        self.error("invalid_request", op="cancel", target="nothing-like-it")
+
+    def test_stats_and_ping(self):
+        before = self.call(op="stats")
+        self.exec("true")
+        after = self.call(op="stats")
+        self.assertEqual(after["commands_run"], before["commands_run"] + 1)
+        self.assertGreaterEqual(after["uptime_ms"], before["uptime_ms"])
+        self.assertEqual((after["running"], after["queued"]), (0, 0))
+        self.assertIn("cgroup", after)
+        self.assertEqual(self.call(op="ping"), {"type": "pong", "id": self.sv.n})
+
+    def test_streaming_to_a_slow_reader_keeps_memory_bounded(self):
+        rid = self.sv.send(op="exec", command="head -c 200M /dev/zero", stream=True,
+                           encoding="base64")
+        time.sleep(1)  # the server's replies pile up in the pipe and its buffer
+        while True:
+            m = self.sv.recv()
+            if m["type"] == "result" and m["id"] == rid:
+                break
+        self.assertEqual(m["stdout_bytes"], 200 << 20)
+        hwm = status(self.sv.p.pid, "VmHWM")
+        self.assertLess(hwm, 128 << 10, "the server held %d KiB" % hwm)
+
+
+class Serial(Base):
+    args = ("--max-concurrent", "1")
+
+    def test_max_concurrent_queues_and_cancel_of_a_queued_one(self):
+        a = self.sv.send(op="exec", command="sleep 0.3; echo a")
+        b = self.sv.send(op="exec", command="echo b")
+        c = self.sv.send(op="exec", command="echo c")
+        x = self.sv.send(op="cancel", target=c)
+        got, order = self.collect({a, b, c, x})
+        self.assertEqual(order.index(a) < order.index(b), True)
+        self.assertEqual((got[c]["type"], got[c]["code"]), ("error", "cancelled"))
+        self.assertEqual(got[b]["stdout"], "b\n")
+
+    def test_busy_when_the_queue_is_full(self):
+        first = self.sv.send(op="exec", command="sleep 2")
+        ids = [self.sv.send(op="exec", command="true") for _ in range(1030)]
+        busy = 0
+        got, _ = self.collect(set(ids) | {first})
+        for rid in ids:
+            if got[rid]["type"] == "error":
+                self.assertEqual(got[rid]["code"], "busy")
+                busy += 1
+        self.assertEqual(busy, 1030 - 1024)
+
+    def test_duplicate_id(self):
+        self.sv.send(op="exec", id="same", command="sleep 0.3")
+        m = self.sv.call(op="exec", id="same", command="true")
+        self.assertEqual((m["type"], m["code"]), ("error", "duplicate_id"))
+        m = self.sv.recv()
+        self.assertEqual((m["id"], m["type"]), ("same", "result"))
+
+
+class BadInput(Base):
+    def raw(self, data):
+        self.sv.p.stdin.write(data)
+        self.sv.p.stdin.flush()
+
+    def test_error_codes(self):
+        for line, code in ((b"garbage\n", "invalid_json"), (b"[1]\n", "invalid_json"),
+                           (b'{"op":"exec","id":1,"command":"\xff"}\n', "invalid_json"),
+                           (b'{"op":"nope","id":1}\n', "unknown_op"),
+                           (b'{"op":"exec","id":1,"comand":"x"}\n', "invalid_request"),
+                           (b'{"op":"exec","id":1}\n', "invalid_request"),
+                           (b'{"op":"exec","id":1,"command":"x","argv":["x"]}\n',
+                            "invalid_request"),
+                           (b'{"op":"exec","id":1,"command":"x","timeout":-1}\n',
+                            "invalid_request"),
+                           (b'{"op":"exec","id":1,"command":7}\n', "invalid_request"),
+                           (b'{"op":"exec","id":[1],"command":"x"}\n', "invalid_request"),
+                           (b'{"op":"ping","id":1,"extra":true}\n', "invalid_request")):
+            self.raw(line)
+            m = self.sv.recv()
+            self.assertEqual((m["type"], m["code"]), ("error", code), line)
+        self.assertEqual(self.call(op="ping")["type"], "pong")
+
+    def test_too_large_line_is_skipped_and_the_session_goes_on(self):
+        self.raw(b'{"op":"exec","id":1,"command":"' + b"x" * (8 << 20) + b'"}\n')
+        m = self.sv.recv()
+        self.assertEqual((m["type"], m["code"]), ("error", "too_large"))
+        self.assertEqual(self.exec("echo fine")["stdout"], "fine\n")
+
+    def test_a_flood_of_bad_lines(self):
+        self.raw(b"{bad\n" * 1000)
+        for _ in range(1000):
+            self.assertEqual(self.sv.recv()["code"], "invalid_json")
+        self.assertEqual(self.exec("echo alive")["stdout"], "alive\n")
+
+
+class Isolation(Base):
+    def test_the_view_and_the_namespaces(self):
+        marker = tempfile.NamedTemporaryFile(prefix="agentbox-host-marker-", dir="/tmp")
+        self.addCleanup(marker.close)
+        m = self.exec("ls /tmp; ls /proc | grep -c '^[0-9]'; cat /proc/net/dev | tail -n +3 |"
+                      " cut -d: -f1 | tr -d ' '; id -u; hostname")
+        lines = m["stdout"].split("\n")
+        self.assertNotIn(os.path.basename(marker.name), m["stdout"])
+        self.assertIn("lo", lines)
+        self.assertNotIn("eth0", lines)
+        self.assertEqual(lines[-2], "agentbox")
+        nprocs = [int(x) for x in lines if x.isdigit() and int(x) < 100]
+        self.assertTrue(nprocs and nprocs[0] < 20, m["stdout"])
+
+
+class Lifecycle(Base):
+    def test_shutdown_answers_running_commands(self):
+        rid = self.sv.send(op="exec", command="sleep 30")
+        time.sleep(0.2)
+        sid = self.sv.send(op="shutdown")
+        got, order = self.collect({rid, sid})
+        self.assertEqual(order, [rid, sid])
+        self.assertEqual((got[rid]["code"], got[sid]["type"]), ("shutdown", "ok"))
+        self.assertEqual(self.sv.p.wait(timeout=10), 0)
+
+    def test_eof_answers_running_commands(self):
+        rid = self.sv.send(op="exec", command="sleep 30")
+        time.sleep(0.2)
+        self.sv.p.stdin.close()
+        m = self.sv.recv()
+        self.assertEqual((m["id"], m["code"]), (rid, "shutdown"))
+        self.assertEqual(self.sv.p.wait(timeout=10), 0)
+
+    def test_sigterm_ends_the_session_cleanly(self):
+        rid = self.sv.send(op="exec", command="sleep 30")
+        time.sleep(0.2)
+        self.sv.p.send_signal(signal.SIGTERM)
+        m = self.sv.recv()
+        self.assertEqual((m["id"], m["code"]), (rid, "shutdown"))
+        self.assertEqual(self.sv.p.wait(timeout=10), 0)
+
+    def test_many_commands_leak_nothing(self):
+        pid = self.sv.p.pid
+        for i in range(200):  # warm up: pools and buffers at their size
+            self.sv.call(op="exec", argv=["true"])
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+        rss = status(pid, "VmRSS")
+        for i in range(10000):  # 8 at a time
+            self.sv.send(op="exec", argv=["true"])
+            if i % 8 == 7:
+                self.collect({self.sv.n})
+        time.sleep(0.5)
+        self.assertEqual(len(os.listdir("/proc/%d/fd" % pid)), fds)
+        self.assertLess(status(pid, "VmRSS") - rss, 4096, "RSS grew by more than 4 MiB")
+        self.assertEqual(self.call(op="stats")["running"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
