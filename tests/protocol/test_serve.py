@@ -341,6 +341,36 @@ class Lifecycle(Base):
         self.assertEqual((m["id"], m["code"]), (rid, "shutdown"))
         self.assertEqual(self.sv.p.wait(timeout=10), 0)
 
+    def test_sigkill_of_the_server_ends_everything_inside(self):
+        marker = "agentbox-test-marker-%d" % os.getpid()
+        self.sv.send(op="exec", argv=["bash", "-c", "exec -a %s sleep 60" % marker],
+                     keep_background=True)
+        self.sv.send(op="exec", command="setsid bash -c 'exec -a %s sleep 61' &" % marker,
+                     keep_background=True)
+
+        def count():
+            n = 0
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        n += marker.encode() in f.read()
+                except OSError:
+                    pass
+            return n
+
+        for _ in range(100):
+            if count() == 2:
+                break
+            time.sleep(0.05)
+        self.assertEqual(count(), 2, "both commands run")
+        self.sv.p.kill()
+        self.sv.p.wait()
+        for _ in range(100):
+            if count() == 0:
+                break
+            time.sleep(0.05)
+        self.assertEqual(count(), 0, "a process of the sandbox outlived the server")
+
     def test_many_commands_leak_nothing(self):
         pid = self.sv.p.pid
         for i in range(200):  # warm up: pools and buffers at their size
