@@ -264,6 +264,34 @@ class Serial(Base):
         self.assertEqual((m["id"], m["type"]), ("same", "result"))
 
 
+class Audit(Base):
+    def setUp(self):
+        self.log = os.path.join(tempfile.mkdtemp(prefix="agentbox-audit-"), "audit.log")
+        self.addCleanup(shutil.rmtree, os.path.dirname(self.log), True)
+        self.args = ("--audit-log", self.log)
+        super().setUp()
+
+    def test_requests_and_results_without_env_values(self):
+        self.exec("echo hi", env={"MY_SETTING": "very-private-value"}, cwd="/tmp")
+        self.call(op="exec", argv=["false"])
+        self.sv.call(op="bogus")
+        self.sv.close()
+        with open(self.log) as f:
+            text = f.read()
+        self.assertNotIn("very-private-value", text)
+        events = [json.loads(line) for line in text.splitlines()]
+        kinds = [e["event"] for e in events]
+        self.assertEqual((kinds[0], kinds[-1]), ("start", "end"))
+        req = next(e for e in events if e["event"] == "request")
+        self.assertEqual((req["op"], req["command"], req["cwd"], req["env"]),
+                         ("exec", "echo hi", "/tmp", ["MY_SETTING"]))
+        results = [e for e in events if e["event"] == "result"]
+        self.assertEqual([r["exit_code"] for r in results], [0, 1])
+        self.assertTrue(all("duration_ms" in r and "denied_syscalls" in r for r in results))
+        self.assertIn("unknown_op", [e.get("code") for e in events if e["event"] == "error"])
+        self.assertEqual(os.stat(self.log).st_mode & 0o777, 0o600)
+
+
 class BadInput(Base):
     def raw(self, data):
         self.sv.p.stdin.write(data)

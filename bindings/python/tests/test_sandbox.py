@@ -155,6 +155,71 @@ class Files(Base):
         self.assertFalse(os.path.exists(os.path.join(self.ws, "bin")))
 
 
+class Containment(unittest.TestCase):
+    """Symlink and path tricks through the client: the view is the guard,
+    and nothing outside the workspace changes on the host."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentbox-py-contain-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.ws = os.path.join(self.tmp, "ws")
+        self.skills = os.path.join(self.tmp, "skills")
+        os.mkdir(self.ws)
+        os.mkdir(self.skills)
+        if ROOT:
+            os.chown(self.ws, UID, UID)
+        with open(os.path.join(self.skills, "SKILL.md"), "w") as f:
+            f.write("skill\n")
+        self.home_secret = os.path.join(self.tmp, "home-secret")  # stands for ~/.ssh/id_rsa
+        with open(self.home_secret, "w") as f:
+            f.write("PRIVATE KEY\n")
+        os.chmod(self.home_secret, 0o644)
+        for name, target in (("passwd", "/etc/passwd"), ("secret", self.home_secret),
+                             ("skills-link", "/skills/SKILL.md"),
+                             ("outside", os.path.join(self.tmp, "planted-by-sandbox"))):
+            os.symlink(target, os.path.join(self.ws, name))
+        self.sb = sandbox(self.ws, skills=self.skills)
+        self.addCleanup(self.sb.close)
+
+    def snapshot(self):
+        out = {}
+        for root, dirs, files in os.walk(self.tmp):
+            if root.startswith(self.ws):
+                continue
+            for n in files:
+                p = os.path.join(root, n)
+                with open(p, "rb") as f:
+                    out[p] = f.read()
+        return out
+
+    def test_tricks_are_contained(self):
+        before = self.snapshot()
+        sb = self.sb
+        r = sb.read("passwd")  # the view's /etc/passwd: the host's, read-only
+        self.assertIsNone(r.error)
+        self.assertIsNotNone(sb.write("passwd", "x", overwrite=True).error)
+        r = sb.read("secret")  # a host path that is not in the view
+        self.assertIsNotNone(r.error)
+        self.assertIsNone(r.content)
+        self.assertEqual(sb.download_files(["secret"])[0].error, "file_not_found")
+        self.assertIsNotNone(sb.write("skills-link", "overwritten", overwrite=True).error)
+        self.assertIsNotNone(sb.edit("skills-link", "skill", "x").error)
+        self.assertEqual(sb.upload_files([("/skills/new", b"x")])[0].error, "read_only")
+        self.assertIsNotNone(sb.write("outside", "x").error)
+        self.assertIsNotNone(sb.write("../escape.txt", "x").error)
+        self.assertIsNotNone(sb.write("/workspace/../escape.txt", "x").error)
+        # the host path names the sandbox's own /tmp (a tmpfs): the write lands
+        # there, and the snapshot below shows the host's file untouched
+        sb.write(self.home_secret, "x", overwrite=True)
+        self.assertIsNotNone(sb.write("/etc/agentbox-test", "x").error)
+        self.assertIsNotNone(sb.delete("/etc/passwd").error)
+        self.assertIsNone(sb.delete("passwd").error)  # the link itself, in the workspace
+        self.assertEqual(self.snapshot(), before, "something outside the workspace changed")
+        self.assertTrue(os.path.exists("/etc/passwd"))
+        self.assertFalse(os.path.exists("/etc/agentbox-test"))
+
+
 class Lifecycle(unittest.TestCase):
     def test_close_is_idempotent_and_ends_the_server(self):
         ws = workspace()
