@@ -48,6 +48,8 @@ class Commands(Base):
     def test_execute_has_deepagents_shape(self):
         r = self.sb.execute("echo out; echo err >&2; exit 3")
         self.assertIsInstance(r, agentbox.ExecuteResponse)
+        self.assertTrue(self.sb.id.startswith("ab-"), self.sb.id)
+        self.assertEqual(self.sb.id, self.sb.hello["sandbox_id"])
         self.assertEqual((r.output, r.exit_code, r.truncated), ("out\nerr\n", 3, False))
 
     def test_timeout_is_124_with_partial_output(self):
