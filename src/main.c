@@ -68,6 +68,7 @@ static const char usage_run[] =
 	"  --timeout DURATION   500ms, 30s, 2m, 1h or none (default 120s); on expiry\n"
 	"                       SIGTERM to every process, SIGKILL after --kill-after\n"
 	"                       (default 2s), exit status 124\n"
+	"  --kill-after DURATION   grace between that SIGTERM and the SIGKILL\n"
 	"  --max-timeout DURATION  clamp longer timeouts (default 10m; none lifts it)\n"
 	"  --tmpfs-size SIZE    size of /tmp, $HOME and each --tmpfs (default 256M)\n"
 	"  --rlimit NAME=VALUE  e.g. nofile=1024, as=1G, core=0 (defaults: core=0,\n"

@@ -1,0 +1,35 @@
+# bash completion for agentbox
+_agentbox()
+{
+	local cur prev opts
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	local common="--workspace --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
+		--uid --gid --host-uid --host-gid --env-policy --pass-env --env --memory --cpus --pids
+		--cgroup-parent --require-limits --timeout --kill-after --max-timeout --tmpfs-size
+		--rlimit --max-output --seccomp --landlock --protect --unprotect --help"
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "run serve check --help --version" -- "$cur"))
+		return
+	fi
+	case $prev in
+	--workspace|--skills|--cgroup-parent) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--ro-bind|--bind|--report|--audit-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
+	--env-policy) COMPREPLY=($(compgen -W "core none all" -- "$cur")); return ;;
+	--landlock) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
+	--output-encoding) COMPREPLY=($(compgen -W "utf8 base64" -- "$cur")); return ;;
+	--seccomp) COMPREPLY=($(compgen -W "default strict permissive none" -- "$cur") $(compgen -f -- "$cur")); return ;;
+	esac
+	case ${COMP_WORDS[1]} in
+	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
+	serve) opts="$common --max-concurrent --audit-log" ;;
+	check) opts="--json --help" ;;
+	esac
+	local i
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		[ "${COMP_WORDS[i]}" = "--" ] && { COMPREPLY=($(compgen -c -- "$cur")); return; }
+	done
+	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -F _agentbox agentbox
