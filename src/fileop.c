@@ -402,13 +402,15 @@ malformed:
 
 /* ---- inside: replies ---- */
 
+static int reply_fd = STDOUT_FILENO; /* where fileop_run writes */
+
 static int emit(json_object *o)
 {
 	size_t len;
 	const char *s = json_object_to_json_string_length(
 		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	for (size_t off = 0; s && off < len;) {
-		ssize_t n = write(STDOUT_FILENO, s + off, len - off);
+		ssize_t n = write(reply_fd, s + off, len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -1550,8 +1552,9 @@ static int op_download(json_object *q)
 	return result(o);
 }
 
-int fileop_run(const char *request)
+int fileop_run(const char *request, int out)
 {
+	reply_fd = out;
 	json_object *q = json_tokener_parse(request);
 	json_object *opv;
 	if (!q || !json_object_object_get_ex(q, "op", &opv)) {

@@ -5,8 +5,8 @@
  * Three steps, two sides of the trust boundary:
  *   fileop_prepare  launcher: checks a request's fields and paths and
  *                   writes the request the sandbox gets (compact JSON);
- *   fileop_run      inside, in a process the command shim forks: does the
- *                   operation and writes a JSON reply on stdout;
+ *   fileop_run      inside, in a shim of the sandbox's pool: does the
+ *                   operation and writes a JSON reply to the launcher's pipe;
  *   fileop_reply    launcher: validates that reply against the operation's
  *                   schema (it comes from inside, so it is untrusted) and
  *                   builds the protocol message. */
@@ -37,8 +37,9 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		   size_t msglen);
 
 /* Inside the sandbox: run the request fileop_prepare wrote and write the
- * reply to stdout. Returns the exit status for the process. */
-int fileop_run(const char *request);
+ * reply to out. Returns 0 when a reply was written. Leaves nothing behind
+ * (memory, fds): the shim that calls it goes on to the next command. */
+int fileop_run(const char *request, int out);
 
 /* The message for the reply the sandbox wrote (len bytes at data) to the
  * request with id and op: a "result", or an "error" with a file error

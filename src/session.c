@@ -56,6 +56,7 @@ struct cmd {
 	pid_t shim_pid; /* on the host, once looked up; 0: not yet, -1: unknown */
 	struct ab_capture out, err;
 	bool merged, stream, keep_bg;
+	bool file_op; /* done by the shim itself: its process is the shim */
 	bool exited, failed, ctl_eof, term_sent, kill_sent, timed_out, cancelled;
 	int timeout_signal;
 	struct shim_msg msg; /* EXITED, or FAILED */
@@ -434,6 +435,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->merged = x->merge_output;
 	c->stream = x->stream;
 	c->keep_bg = x->keep_background;
+	c->file_op = x == &fop;
 	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
 			 (x == &fop ? SHIM_FILEOP : 0);
 	struct buf spec = {0};
@@ -538,7 +540,8 @@ static void cmd_stop(struct ab_session *s, struct cmd *c, unsigned long long now
 	if (c->term_sent || c->kill_sent)
 		return;
 	c->timeout_signal = SIGTERM;
-	if (s->sb.cfg.kill_after_ms == 0) {
+	if (s->sb.cfg.kill_after_ms == 0 || c->file_op) {
+		/* a file operation has nothing to clean up: no grace */
 		c->timeout_signal = SIGKILL;
 		cmd_kill(c);
 		return;
@@ -627,7 +630,12 @@ static void on_ctl(struct ab_session *s, struct cmd *c)
 		if (n == 0 || (n < 0 && n != -EBADMSG)) {
 			c->ctl_eof = true;
 			close_watched(s, &c->ctl);
-			if (!c->exited && !c->failed) {
+			if (!c->exited && !c->failed && c->file_op &&
+			    (c->timed_out || c->cancelled)) {
+				/* the operation's process was the shim: ended as asked */
+				c->exited = true;
+				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+			} else if (!c->exited && !c->failed) {
 				/* the shim died: the command may have killed it */
 				c->failed = true;
 				c->msg.status = EIO;

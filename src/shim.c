@@ -151,27 +151,6 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 	return 0;
 }
 
-/* A file operation instead of a command: the shim's fork does it, so it
- * is timed, cancelled and killed as a command is. Returns 0 or an errno. */
-static int spawn_fileop(struct shim *sh, int in, int out, int err, const char *request)
-{
-	pid_t p = fork();
-	if (p == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
-		    dup2(err, STDERR_FILENO) < 0)
-			_exit(AB_EXIT_FAILURE);
-		syscall(SYS_close_range, 3, ~0U, 0);
-		_exit(fileop_run(request));
-	}
-	if (p < 0)
-		return errno;
-	sh->cmd = p;
-	return 0;
-}
-
 /* Every process below this one, by walking /proc (the sandbox's own
  * procfs, whose pids are ours): as the subreaper, whatever the command
  * left behind is our child or a child's descendant. Returns how many
@@ -365,6 +344,31 @@ static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
 		report_exit(sh, keep_background, seq);
 }
 
+/* A file operation, done by this shim itself: no fork. For the launcher it
+ * is a command whose process is the shim (both pidfds of SHIM_STARTED are
+ * ours), so a timeout or a cancel kills the shim, and the pool makes
+ * another. After SHIM_EXITED the shim waits for the launcher's SHIM_KILL
+ * (or end of file) before it takes another command: until then the
+ * launcher may still signal this process as the operation's. */
+static void run_file_op(struct shim *sh, const char *request)
+{
+	int self[2] = {
+		(int)syscall(SYS_pidfd_open, getpid(), 0),
+		(int)syscall(SYS_pidfd_open, getpid(), 0),
+	};
+	struct shim_msg started = {.type = SHIM_STARTED};
+	packet_send(sh->ctl, &started, sizeof(started), self, self[0] >= 0 && self[1] >= 0 ? 2 : 0);
+	close_fd(&self[0]);
+	close_fd(&self[1]);
+	int r = fileop_run(request, sh->out);
+	close_output(sh); /* the reply is complete */
+	struct shim_msg m = {.type = SHIM_EXITED, .status = r ? 1 << 8 : 0};
+	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
+	char c;
+	while (read(sh->ctl, &c, 1) < 0 && errno == EINTR)
+		;
+}
+
 /* One command, from its fds to the last process reaped; every fd of it
  * closed on return. */
 static void shim_run(int fds[SYNC_EXEC_FDS])
@@ -386,6 +390,10 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 	close_fd(&fds[EXEC_FD_SPEC]);
 	if (!spec) {
 		shim_fail(&sh, EBADMSG, "malformed command spec");
+		goto done;
+	}
+	if (hdr.flags & SHIM_FILEOP) {
+		run_file_op(&sh, argv[0]);
 		goto done;
 	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;
@@ -422,9 +430,7 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 
-	int e = hdr.flags & SHIM_FILEOP
-			? spawn_fileop(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[0])
-			: spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	int e = spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */
 		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));

@@ -1,7 +1,7 @@
 /* A session's command shim: the sandbox's init keeps a pool of shims and
  * hands each command of `agentbox serve` to an idle one, which becomes the
  * subreaper of everything the command starts, spawns the command (or, for
- * a file operation, forks a child that does it), reports its status and,
+ * a file operation, does it itself), reports its status and,
  * when told, signals or kills every process the command left behind; then
  * it waits for the next command.
  *
@@ -30,8 +30,8 @@
 #define SHIM_SPEC_MAGIC 0x61627331u /* "abs1" */
 #define SHIM_SPEC_MAX	(32u << 20)
 
-/* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for a forked child
- * of the shim to do instead of running a program */
+/* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for the shim itself
+ * to do instead of running a program */
 enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2, SHIM_FILEOP = 4 };
 
 struct shim_spec {
