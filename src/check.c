@@ -27,15 +27,6 @@
 #define MIN_MAJOR 5
 #define MIN_MINOR 12
 
-static int read_int(const char *path)
-{
-	char buf[32] = {0};
-	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
-		return -1;
-	return atoi(buf);
-}
-
 static bool file_has(const char *path, const char *word)
 {
 	char buf[512] = {0};
@@ -109,9 +100,10 @@ void check_gather(struct check_facts *f)
 	struct utsname u;
 	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
 	f->root = geteuid() == 0;
-	f->userns_clone = read_int("/proc/sys/kernel/unprivileged_userns_clone");
-	f->max_user_namespaces = read_int("/proc/sys/user/max_user_namespaces");
-	f->apparmor_restrict = read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+	f->userns_clone = ab_read_int("/proc/sys/kernel/unprivileged_userns_clone");
+	f->max_user_namespaces = ab_read_int("/proc/sys/user/max_user_namespaces");
+	f->apparmor_restrict =
+		ab_read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
 	f->in_container = access("/.dockerenv", F_OK) == 0 ||
 			  access("/run/.containerenv", F_OK) == 0 ||
 			  file_has("/proc/1/environ", "container=");

@@ -109,9 +109,10 @@ static const struct opdef *opdef_of(const char *op)
 	return NULL;
 }
 
-bool fileop_is_op(const char *op)
+const char *fileop_name(const char *op)
 {
-	return opdef_of(op) != NULL;
+	const struct opdef *d = opdef_of(op);
+	return d ? d->op : NULL;
 }
 
 /* ---- launcher: the request ---- */
@@ -529,28 +530,6 @@ static json_object *file_info(const char *path)
 
 /* ---- inside: helpers ---- */
 
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		unsigned c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-		if (len == 0 || c > 0xF4 || i + len > n)
-			return false;
-		for (size_t k = 1; k < len; k++)
-			if ((s[i + k] & 0xC0) != 0x80)
-				return false;
-		if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0) ||
-		    (c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
-			return false; /* overlong, surrogate, above U+10FFFF */
-		i += len;
-	}
-	return true;
-}
-
 static int b64_value(int c)
 {
 	if (c >= 'A' && c <= 'Z')
@@ -854,7 +833,7 @@ static int op_read(json_object *q)
 	uint64_t total = line + (!last_nl ? 1 : 0);
 	if (!last_nl && collecting && line >= first && line < stop)
 		n_in++;
-	if (binary || (content.len && !utf8_valid((unsigned char *)content.p, content.len))) {
+	if (binary || (content.len && !utf8_valid(content.p, content.len))) {
 		free(content.p);
 		return read_binary(path, (int64_t)st.st_size);
 	}

@@ -24,8 +24,9 @@
 #define FILEOP_WALK_MAX	 100000	     /* directory entries glob and grep look at */
 #define FILEOP_REPLY_MAX (64u << 20) /* a reply, JSON escaping included */
 
-/* Whether op names a file operation. */
-bool fileop_is_op(const char *op);
+/* The file operation op names, as a static string, or NULL if it names
+ * none. */
+const char *fileop_name(const char *op);
 
 /* Check req (an object with "op" and "id") for op. On success returns 0
  * and sets *inner to the request for fileop_run (a heap string); on a bad

@@ -111,6 +111,25 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+bool utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0, n; i < len; i += n)
+		if (!(n = utf8_seq(u + i, len - i)))
+			return false;
+	return true;
+}
+
+int capture_take(const struct ab_capture *c, struct ab_output *o)
+{
+	o->total = c->total;
+	o->truncated = capture_truncated(c);
+	if (!c->buf)
+		return 0;
+	o->data = capture_contents(c, &o->len);
+	return o->data ? 0 : -ENOMEM;
+}
+
 char *utf8_lossy(const char *s, size_t len, size_t *out_len)
 {
 	/* each bad byte becomes the 3 bytes of U+FFFD at worst */

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "agentbox/agentbox.h"
+
 struct ab_capture {
 	size_t max;		  /* bytes kept at most */
 	char *buf;		  /* head (max/2) then the tail ring (the rest) */
@@ -26,6 +28,14 @@ bool capture_truncated(const struct ab_capture *c);
  * ...]\n" between them when something was dropped. Heap string, *len set;
  * not NUL-safe on its own (binary data), but NUL-terminated. */
 char *capture_contents(const struct ab_capture *c, size_t *len);
+
+/* Move what was kept into o (data as capture_contents gives it, NULL when
+ * nothing was captured), with the total and whether it was cut. */
+int capture_take(const struct ab_capture *c, struct ab_output *o);
+
+/* Whether s is valid UTF-8 throughout (no overlong forms, surrogates or
+ * values past U+10FFFF). */
+bool utf8_valid(const char *s, size_t len);
 
 /* Text for JSON: each byte that is not part of valid UTF-8 replaced by
  * U+FFFD. Heap string of *out_len bytes (NUL bytes stay). */

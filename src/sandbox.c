@@ -36,27 +36,18 @@
 
 extern char **environ;
 
-static int read_sysctl(const char *path)
-{
-	char buf[32] = {0};
-	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
-		return -1;
-	return atoi(buf);
-}
-
 /* Say why the kernel refused new namespaces, in terms a user can act on. */
 static int clone_error(int e, struct ab_error *err)
 {
-	if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == 0 && geteuid() != 0)
+	if (ab_read_int("/proc/sys/kernel/unprivileged_userns_clone") == 0 && geteuid() != 0)
 		return ab_error_plain(err, e,
 				      "cannot create a user namespace: user namespaces are "
 				      "disabled (sysctl kernel.unprivileged_userns_clone=0)");
-	if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0)
+	if (ab_read_int("/proc/sys/user/max_user_namespaces") == 0)
 		return ab_error_plain(err, e,
 				      "cannot create a user namespace: user namespaces are "
 				      "disabled (sysctl user.max_user_namespaces=0)");
-	if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1 &&
+	if (ab_read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1 &&
 	    geteuid() != 0)
 		return ab_error_plain(err, e,
 				      "cannot create a user namespace: AppArmor restricts "
@@ -109,16 +100,6 @@ static unsigned long long now_ms(void)
 static unsigned long long tv_ms(struct timeval tv)
 {
 	return (unsigned long long)tv.tv_sec * 1000 + (unsigned long long)tv.tv_usec / 1000;
-}
-
-static int take_output(struct ab_capture *c, struct ab_output *o)
-{
-	o->total = c->total;
-	o->truncated = capture_truncated(c);
-	if (!c->buf)
-		return 0;
-	o->data = capture_contents(c, &o->len);
-	return o->data ? 0 : -ENOMEM;
 }
 
 /* The command's result from what supervision saw. */
@@ -314,7 +295,7 @@ static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_erro
 			res->cpu_system_ms = cs.cpu_system_us / 1000;
 		}
 	}
-	if (r == 0 && (take_output(&s.out, &res->out) < 0 || take_output(&s.err, &res->err) < 0))
+	if (r == 0 && (capture_take(&s.out, &res->out) < 0 || capture_take(&s.err, &res->err) < 0))
 		r = ab_error_set(err, ENOMEM, "collecting the output");
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);

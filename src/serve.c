@@ -340,6 +340,20 @@ static bool parse_timeout(struct server *sv, json_object *req, json_object *id, 
 	return true;
 }
 
+/* A request that keeps its JSON (its strings live there); NULL after an
+ * error reply. */
+static struct request *request_new(struct server *sv, json_object *req, json_object *id)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, id, "internal", "out of memory");
+		return NULL;
+	}
+	r->req = json_object_get(req);
+	r->id = id;
+	return r;
+}
+
 static struct request *parse_exec(struct server *sv, json_object *req, json_object *id)
 {
 	static const char *const fields[] = {
@@ -349,13 +363,9 @@ static struct request *parse_exec(struct server *sv, json_object *req, json_obje
 	};
 	if (!only_fields(sv, req, id, "exec", fields))
 		return NULL;
-	struct request *r = calloc(1, sizeof(*r));
-	if (!r) {
-		send_error(sv, id, "internal", "out of memory");
+	struct request *r = request_new(sv, req, id);
+	if (!r)
 		return NULL;
-	}
-	r->req = json_object_get(req);
-	r->id = id;
 	json_object *v, *cmd = NULL, *argv = NULL;
 	json_object_object_get_ex(req, "command", &cmd);
 	json_object_object_get_ex(req, "argv", &argv);
@@ -487,13 +497,9 @@ static void start_queued(struct server *sv)
 static struct request *parse_file_op(struct server *sv, json_object *req, json_object *id,
 				     const char *op)
 {
-	struct request *r = calloc(1, sizeof(*r));
-	if (!r) {
-		send_error(sv, id, "internal", "out of memory");
+	struct request *r = request_new(sv, req, id);
+	if (!r)
 		return NULL;
-	}
-	r->req = json_object_get(req);
-	r->id = id;
 	const char *code;
 	char msg[512];
 	if (fileop_prepare(req, op, &r->inner, &code, msg, sizeof(msg)) < 0) {
@@ -505,12 +511,7 @@ static struct request *parse_file_op(struct server *sv, json_object *req, json_o
 		request_free(r);
 		return NULL;
 	}
-	/* the name as the table has it: req's string goes with req */
-	static const char *const names[] = {"read", "write",  "edit",	"ls",	   "glob",
-					    "grep", "delete", "upload", "download"};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(op, names[i]) == 0)
-			r->file_op = names[i];
+	r->file_op = fileop_name(op); /* req's string goes with req */
 	r->x.file_op = r->inner;
 	return r;
 }
@@ -647,7 +648,7 @@ static void handle_line(struct server *sv, char *line, size_t len)
 		send_error(sv, id, "shutdown", "the session is shutting down");
 	else if (strcmp(op, "exec") == 0)
 		op_exec(sv, req, id, NULL);
-	else if (fileop_is_op(op))
+	else if (fileop_name(op))
 		op_exec(sv, req, id, op);
 	else if (strcmp(op, "cancel") == 0)
 		op_cancel(sv, req, id);

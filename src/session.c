@@ -771,16 +771,6 @@ static int collect_denials(const struct ab_denials *d, struct ab_denied_syscall 
 	return 0;
 }
 
-static int take_output(struct ab_capture *c, struct ab_output *o)
-{
-	o->total = c->total;
-	o->truncated = capture_truncated(c);
-	if (!c->buf)
-		return 0;
-	o->data = capture_contents(c, &o->len);
-	return o->data ? 0 : -ENOMEM;
-}
-
 static void finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg)
 {
 	struct ab_result res = {0};
@@ -825,7 +815,7 @@ static void finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *ar
 				 c->msg.text);
 		}
 		if (collect_denials(&c->denials, &res.denied, &res.n_denied) < 0 ||
-		    take_output(&c->out, &res.out) < 0 || take_output(&c->err, &res.err) < 0) {
+		    capture_take(&c->out, &res.out) < 0 || capture_take(&c->err, &res.err) < 0) {
 			ab_error_set(&error, ENOMEM, "collecting the result");
 			failure = &error;
 		}

@@ -4,6 +4,7 @@
 #define AB_UTIL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -53,6 +54,17 @@ static inline int ab_steal_fd(int *fd)
 	int v = *fd;
 	*fd = -1;
 	return v;
+}
+
+/* The integer a small file holds (a sysctl in /proc/sys), or -1 when it
+ * cannot be read. */
+static inline int ab_read_int(const char *path)
+{
+	char buf[32] = {0};
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		return -1;
+	return atoi(buf);
 }
 
 #define AB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
