@@ -37,17 +37,13 @@
 
 #define MAX_PROFILE_BYTES (4 << 20)
 
-struct errno_entry {
-	char name[32];
-	int err;
-};
-
 struct ab_seccomp_profile {
 	struct sock_fprog prog;
 	bool notify; /* the program returns SECCOMP_RET_USER_NOTIF somewhere */
 	int default_errno;
-	struct errno_entry *errnos; /* per-syscall errno of notified rules */
+	struct ab_seccomp_errno *errnos; /* per-syscall errno of notified rules */
 	size_t n_errnos;
+	bool precompiled; /* taken from ab_seccomp_compiled, not compiled here */
 };
 
 const char *ab_policy_dir(void)
@@ -77,6 +73,8 @@ struct loader {
 	size_t unknown_len;
 	char native[72]; /* Docker's spelling of this machine's arch: amd64, arm64, ... */
 	unsigned kernel_major, kernel_minor;
+	bool kernel_dependent; /* a rule's minKernel was looked at */
+	bool optimize;	       /* a binary tree: slower to compile, faster to run */
 	bool session; /* the session's plumbing syscalls are allowed whatever the profile says */
 	struct ab_error *err;
 };
@@ -358,6 +356,7 @@ static int rule_applies(struct loader *l, json_object *rule, const char *where, 
 		}
 		if (json_object_object_get_ex(f, "minKernel", &v)) {
 			unsigned maj, min;
+			l->kernel_dependent = true;
 			if (!json_object_is_type(v, json_type_string) ||
 			    sscanf(json_object_get_string(v), "%u.%u", &maj, &min) != 2)
 				return fail(l, "%s.minKernel: %s", w, "expected \"MAJOR.MINOR\"");
@@ -463,7 +462,7 @@ static int remember_errno(struct loader *l, const char *name, int err)
 	for (size_t i = 0; i < l->p->n_errnos; i++)
 		if (strcmp(l->p->errnos[i].name, name) == 0)
 			return 0; /* the first errno given for a syscall answers for it */
-	struct errno_entry *e = realloc(l->p->errnos, (l->p->n_errnos + 1) * sizeof(*e));
+	struct ab_seccomp_errno *e = realloc(l->p->errnos, (l->p->n_errnos + 1) * sizeof(*e));
 	if (!e)
 		return ab_error_set(l->err, ENOMEM, "loading the seccomp profile");
 	l->p->errnos = e;
@@ -602,7 +601,8 @@ static int export_program(struct loader *l)
 	return 0;
 }
 
-static int read_profile(struct loader *l, json_object **out)
+/* The profile file's bytes, NUL-terminated, in *out (*len of them). */
+static int read_profile(struct loader *l, char **out, size_t *len)
 {
 	cleanup_fd int fd = open(l->file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -620,6 +620,14 @@ static int read_profile(struct loader *l, json_object **out)
 	ssize_t n = read(fd, buf, (size_t)st.st_size);
 	if (n < 0)
 		return ab_error_set(l->err, errno, "reading %s", l->file);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	*out = ab_steal_pointer(&buf);
+	return 0;
+}
+
+static int parse_profile(struct loader *l, const char *buf, size_t n, json_object **out)
+{
 	json_tokener *tok = json_tokener_new();
 	if (!tok)
 		return ab_error_set(l->err, ENOMEM, "reading %s", l->file);
@@ -703,6 +711,8 @@ static int load(struct loader *l, json_object *root)
 	 * the process: nothing legitimate uses one by accident */
 	seccomp_attr_set(l->ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	seccomp_attr_set(l->ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (l->optimize)
+		seccomp_attr_set(l->ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if ((r = parse_arches(l, root)) < 0)
 		return r;
 	if (json_object_object_get_ex(root, "syscalls", &v)) {
@@ -715,6 +725,72 @@ static int load(struct loader *l, json_object *root)
 	if (l->session && (r = add_plumbing(l, def_action)) < 0)
 		return r;
 	return export_program(l);
+}
+
+/* FNV-1a: tells a shipped profile's bytes from an edited copy (not a
+ * defence: whoever can choose the file can choose --seccomp none too) */
+static uint64_t profile_hash(const char *buf, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The program compiled at build time from exactly these bytes for this
+ * kind of load, copied into l->p; false when there is none. */
+static bool take_precompiled(struct loader *l, const char *buf, size_t n)
+{
+	uint64_t h = profile_hash(buf, n);
+	for (size_t i = 0; i < ab_seccomp_n_compiled; i++) {
+		const struct ab_seccomp_compiled *c = &ab_seccomp_compiled[i];
+		if (c->hash != h || c->size != n || c->session != l->session ||
+		    c->notify_api != l->use_notify || strcmp(c->arch, l->native) != 0)
+			continue;
+		struct sock_filter *f = malloc(c->len * sizeof(*f));
+		struct ab_seccomp_errno *e = malloc((c->n_errnos + 1) * sizeof(*e));
+		if (!f || !e) {
+			free(f);
+			free(e);
+			return false;
+		}
+		memcpy(f, c->filter, c->len * sizeof(*f));
+		memcpy(e, c->errnos, c->n_errnos * sizeof(*e));
+		*l->p = (struct ab_seccomp_profile){.prog = {.len = c->len, .filter = f},
+						    .notify = c->notify,
+						    .default_errno = c->default_errno,
+						    .errnos = e,
+						    .n_errnos = c->n_errnos,
+						    .precompiled = true};
+		if (c->unknown && (l->unknown = strdup(c->unknown)))
+			l->unknown_len = strlen(l->unknown);
+		return true;
+	}
+	return false;
+}
+
+static void loader_init(struct loader *l)
+{
+	l->use_notify = seccomp_api_get() >= 6;
+	native_arch_docker_name(l->native, sizeof(l->native));
+	struct utsname u;
+	uname(&u);
+	sscanf(u.release, "%u.%u", &l->kernel_major, &l->kernel_minor);
+}
+
+/* Compile the file's bytes buf (len n) into l->p. */
+static int compile(struct loader *l, const char *buf, size_t n)
+{
+	json_object *root = NULL;
+	int r = parse_profile(l, buf, n, &root);
+	if (r == 0)
+		r = load(l, root);
+	if (root)
+		json_object_put(root);
+	if (l->ctx)
+		seccomp_release(l->ctx);
+	l->ctx = NULL;
+	return r;
 }
 
 static int load_spec(const char *spec, bool session, struct ab_seccomp_profile **out,
@@ -733,22 +809,15 @@ static int load_spec(const char *spec, bool session, struct ab_seccomp_profile *
 		snprintf(path, sizeof(path), "%s", spec);
 
 	struct loader l = {.file = path, .err = err, .session = session};
-	l.use_notify = seccomp_api_get() >= 6;
-	native_arch_docker_name(l.native, sizeof(l.native));
-	struct utsname u;
-	uname(&u);
-	sscanf(u.release, "%u.%u", &l.kernel_major, &l.kernel_minor);
+	loader_init(&l);
 	l.p = calloc(1, sizeof(*l.p));
 	if (!l.p)
 		return ab_error_set(err, ENOMEM, "loading the seccomp profile");
-	json_object *root = NULL;
-	int r = read_profile(&l, &root);
-	if (r == 0)
-		r = load(&l, root);
-	if (root)
-		json_object_put(root);
-	if (l.ctx)
-		seccomp_release(l.ctx);
+	cleanup_free char *buf = NULL;
+	size_t n = 0;
+	int r = read_profile(&l, &buf, &n);
+	if (r == 0 && !take_precompiled(&l, buf, n))
+		r = compile(&l, buf, n);
 	if (r == 0 && l.unknown && notices &&
 	    asprintf(notices, "seccomp profile %s: syscalls unknown to libseccomp skipped: %s",
 		     path, l.unknown) < 0)
@@ -760,6 +829,100 @@ static int load_spec(const char *spec, bool session, struct ab_seccomp_profile *
 	}
 	*out = l.p;
 	return 0;
+}
+
+bool ab_seccomp_is_precompiled(const struct ab_seccomp_profile *p)
+{
+	return p && p->precompiled;
+}
+
+const struct sock_fprog *ab_seccomp_program(const struct ab_seccomp_profile *p)
+{
+	return &p->prog;
+}
+
+/* ---- build time: the shipped profiles as C data (tools/seccomp-compile) ---- */
+
+static void emit_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++)
+		fprintf(out, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	fputc('"', out);
+}
+
+int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err)
+{
+	fprintf(out, "/* Made by tools/seccomp-compile at build time: do not edit. */\n"
+		     "#include \"seccomp_profile.h\"\n\n");
+	size_t n_out = 0;
+	char table[16384] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < n_paths; i++) {
+		for (int session = 0; session <= 1; session++) {
+			struct loader l = {.file = paths[i], .err = err, .session = session};
+			loader_init(&l);
+			/* the program for kernels with user notification; a kernel
+			 * without it compiles at run time */
+			l.use_notify = true;
+			l.optimize = true;
+			if (!(l.p = calloc(1, sizeof(*l.p))))
+				return ab_error_set(err, ENOMEM, "compiling %s", paths[i]);
+			cleanup_free char *buf = NULL;
+			size_t n = 0;
+			int r = read_profile(&l, &buf, &n);
+			if (r == 0)
+				r = compile(&l, buf, n);
+			if (r == 0 && l.kernel_dependent) {
+				/* the result depends on the kernel it runs on */
+				fprintf(out, "/* %s: uses minKernel, compiled at run time */\n",
+					paths[i]);
+			} else if (r == 0) {
+				fprintf(out, "static const struct sock_filter f%zu[] = {\n", n_out);
+				for (unsigned k = 0; k < l.p->prog.len; k++) {
+					const struct sock_filter *f = &l.p->prog.filter[k];
+					fprintf(out, "\t{%#x, %u, %u, %#x},\n", f->code, f->jt,
+						f->jf, f->k);
+				}
+				fprintf(out,
+					"};\nstatic const struct ab_seccomp_errno e%zu[] = {\n",
+					n_out);
+				for (size_t k = 0; k < l.p->n_errnos; k++)
+					fprintf(out, "\t{\"%s\", %d},\n", l.p->errnos[k].name,
+						l.p->errnos[k].err);
+				fprintf(out, "\t{\"\", 0}};\n");
+				if (l.unknown) {
+					fprintf(out, "static const char u%zu[] = ", n_out);
+					emit_string(out, l.unknown);
+					fprintf(out, ";\n");
+				}
+				char unknown[32] = "NULL";
+				if (l.unknown)
+					snprintf(unknown, sizeof(unknown), "u%zu", n_out);
+				used += (size_t)snprintf(
+					table + used, sizeof(table) - used,
+					"\t{%#llxULL, %zu, %s, true, \"%s\", f%zu, %u, %s, %d, "
+					"e%zu, "
+					"%zu, %s},\n",
+					(unsigned long long)profile_hash(buf, n), n,
+					session ? "true" : "false", l.native, n_out, l.p->prog.len,
+					l.p->notify ? "true" : "false", l.p->default_errno, n_out,
+					l.p->n_errnos, unknown);
+				if (used >= sizeof(table))
+					r = ab_error_plain(err, E2BIG, "too many profiles");
+				n_out++;
+			}
+			free(l.unknown);
+			ab_seccomp_free(l.p);
+			if (r < 0)
+				return r;
+		}
+	}
+	fprintf(out,
+		"\nconst struct ab_seccomp_compiled ab_seccomp_compiled[] = {\n%s\t{0}};\n"
+		"const size_t ab_seccomp_n_compiled = %zu;\n",
+		table, n_out);
+	return ferror(out) ? ab_error_set(err, EIO, "writing the compiled profiles") : 0;
 }
 
 int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,

@@ -22,7 +22,39 @@
 
 #include "agentbox/agentbox.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/filter.h>
+
 struct ab_seccomp_profile;
+
+/* The errno a notified syscall is answered with. */
+struct ab_seccomp_errno {
+	char name[32];
+	int err;
+};
+
+/* A profile compiled at build time (tools/seccomp-compile writes the table
+ * from the shipped policy into the library): a load whose file has exactly
+ * these bytes, for the same kind of sandbox, architecture and notification
+ * support, copies it instead of parsing and compiling, which costs a
+ * one-shot run about 2 ms. An edited profile is compiled as before. */
+struct ab_seccomp_compiled {
+	uint64_t hash; /* FNV-1a of the file's bytes */
+	size_t size;
+	bool session;
+	bool notify_api;  /* compiled for kernels with user notification */
+	const char *arch; /* Docker's name of the architecture */
+	const struct sock_filter *filter;
+	unsigned short len;
+	bool notify;
+	int default_errno;
+	const struct ab_seccomp_errno *errnos;
+	size_t n_errnos;
+	const char *unknown; /* syscalls libseccomp did not know, or NULL */
+};
+extern const struct ab_seccomp_compiled ab_seccomp_compiled[];
+extern const size_t ab_seccomp_n_compiled;
 
 #define AB_DENIALS_MAX 64
 
@@ -51,6 +83,16 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 int ab_seccomp_load_session(const char *spec, struct ab_seccomp_profile **out, char **notices,
 			    struct ab_error *err);
 void ab_seccomp_free(struct ab_seccomp_profile *p);
+
+/* The profile came from the build-time table, not a compile. */
+bool ab_seccomp_is_precompiled(const struct ab_seccomp_profile *p);
+
+/* The BPF program (for tests). */
+const struct sock_fprog *ab_seccomp_program(const struct ab_seccomp_profile *p);
+
+/* Build time: compile each profile file for run and for session sandboxes
+ * into a C source that defines ab_seccomp_compiled (tools/seccomp-compile). */
+int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err);
 
 /* In the command's process, after no_new_privs: install the filter.
  * *listener receives the user-notification fd (O_CLOEXEC), or -1 when the

@@ -14,8 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+
 #include "seccomp_profile.h"
 #include "sync.h"
+#include "util.h"
 
 static char dir[64];
 
@@ -292,4 +296,136 @@ Test(seccomp, a_rule_errno_other_than_the_default_one_reaches_the_command)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
 	cr_assert_eq(count_of(&d, "getppid"), 1);
 	ab_seccomp_free(p);
+}
+
+/* ---- the shipped profiles, compiled at build time ---- */
+
+/* A classic-BPF interpreter for what libseccomp emits: the verdict of
+ * prog for one struct seccomp_data. */
+static uint32_t bpf_run(const struct sock_fprog *prog, const struct seccomp_data *d)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+	for (unsigned pc = 0; pc < prog->len; pc++) {
+		const struct sock_filter *f = &prog->filter[pc];
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			cr_assert_leq(f->k + 4, sizeof(*d), "load beyond seccomp_data at %u", pc);
+			memcpy(&a, (const char *)d + f->k, 4);
+			break;
+		case BPF_LD | BPF_MEM:
+			a = mem[f->k];
+			break;
+		case BPF_LDX | BPF_MEM:
+			x = mem[f->k];
+			break;
+		case BPF_ST:
+			mem[f->k] = a;
+			break;
+		case BPF_STX:
+			mem[f->k] = x;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= f->k;
+			break;
+		case BPF_ALU | BPF_OR | BPF_K:
+			a |= f->k;
+			break;
+		case BPF_JMP | BPF_JA:
+			pc += f->k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			pc += a > f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += a >= f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += a & f->k ? f->jt : f->jf;
+			break;
+		case BPF_RET | BPF_K:
+			return f->k;
+		default:
+			cr_assert_fail("opcode %#x at %u is not interpreted here", f->code, pc);
+		}
+	}
+	cr_assert_fail("the program ran off its end");
+	return 0;
+}
+
+/* Both programs give the same verdict for every syscall number, on the
+ * native and a foreign ABI, with each argument set to values the shipped
+ * rules compare against. */
+static void expect_same_verdicts(const char *what, const struct sock_fprog *a,
+				 const struct sock_fprog *b)
+{
+	static const uint64_t values[] = {0,
+					  1,
+					  2,
+					  10,
+					  0x5412,
+					  0x5413,
+					  0x541c,
+					  0x100005412ULL,
+					  0x10000000,
+					  0x20000000,
+					  0x7e020000,
+					  0xffffffff,
+					  0x0008,
+					  0x0400000,
+					  0xffffffffffffffffULL};
+	static const uint32_t arches[] = {AUDIT_ARCH_X86_64, AUDIT_ARCH_I386};
+	unsigned checked = 0;
+	for (size_t ar = 0; ar < AB_ARRAY_SIZE(arches); ar++)
+		for (int nr = 0; nr < 460; nr++)
+			for (size_t i = 0; i < 2 * 6 * AB_ARRAY_SIZE(values); i++) {
+				size_t x32 = i % 2, arg = i / 2 % 6, v = i / 12;
+				struct seccomp_data d = {.nr = nr | (x32 ? 0x40000000 : 0),
+							 .arch = arches[ar]};
+				d.args[arg] = values[v];
+				uint32_t ra = bpf_run(a, &d), rb = bpf_run(b, &d);
+				cr_assert_eq(ra, rb,
+					     "%s: syscall %d (arch %#x) args[%zu]=%#llx: %#x "
+					     "precompiled, %#x compiled",
+					     what, d.nr, d.arch, arg, (unsigned long long)values[v],
+					     ra, rb);
+				checked++;
+			}
+	cr_assert_gt(checked, 100000);
+}
+
+/* The build-time program of each shipped profile decides every syscall
+ * exactly as the same profile compiled at run time: a copy of the file with
+ * one more byte is not in the table, so it is compiled here. */
+Test(seccomp, shipped_profiles_are_precompiled_and_decide_as_a_runtime_compile)
+{
+	static const char *const names[] = {"default", "strict", "permissive"};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(names); i++) {
+		char src[512], copy[256], cmd[1200];
+		snprintf(src, sizeof(src), "%s/seccomp/%s.json", AGENTBOX_TEST_POLICY_DIR,
+			 names[i]);
+		snprintf(copy, sizeof(copy), "%s/%s.json", dir, names[i]);
+		snprintf(cmd, sizeof(cmd), "cp %s %s && echo >>%s", src, copy, copy);
+		cr_assert_eq(system(cmd), 0);
+		for (int session = 0; session <= 1; session++) {
+			struct ab_seccomp_profile *pre = NULL, *rt = NULL;
+			struct ab_error err = {0};
+			int (*load)(const char *, struct ab_seccomp_profile **, char **,
+				    struct ab_error *) =
+				session ? ab_seccomp_load_session : ab_seccomp_load;
+			cr_assert_eq(load(names[i], &pre, NULL, &err), 0, "%s", err.msg);
+			cr_assert_eq(load(copy, &rt, NULL, &err), 0, "%s", err.msg);
+			cr_assert(ab_seccomp_is_precompiled(pre), "%s is not precompiled",
+				  names[i]);
+			cr_assert_not(ab_seccomp_is_precompiled(rt),
+				      "an edited %s was not compiled", names[i]);
+			char what[64];
+			snprintf(what, sizeof(what), "%s%s", names[i], session ? " (session)" : "");
+			expect_same_verdicts(what, ab_seccomp_program(pre), ab_seccomp_program(rt));
+			ab_seccomp_free(pre);
+			ab_seccomp_free(rt);
+		}
+	}
 }

@@ -1,0 +1,35 @@
+/* seccomp-compile OUT.c PROFILE.json...: compile the shipped seccomp
+ * profiles at build time into the table the library looks up before it
+ * compiles a profile itself (seccomp_profile.h, ab_seccomp_compiled). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "seccomp_profile.h"
+
+/* this tool is linked without a table: it is what makes one */
+const struct ab_seccomp_compiled ab_seccomp_compiled[1];
+const size_t ab_seccomp_n_compiled = 0;
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: seccomp-compile OUT.c PROFILE.json...\n");
+		return 2;
+	}
+	FILE *out = fopen(argv[1], "w");
+	if (!out) {
+		perror(argv[1]);
+		return 1;
+	}
+	struct ab_error err = {0};
+	int r = ab_seccomp_emit_c(out, argv + 2, (size_t)(argc - 2), &err);
+	if (fclose(out) != 0 && r == 0)
+		r = -1;
+	if (r < 0) {
+		fprintf(stderr, "seccomp-compile: %s\n", err.msg[0] ? err.msg : "cannot write");
+		remove(argv[1]);
+		return 1;
+	}
+	return 0;
+}
