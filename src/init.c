@@ -121,44 +121,7 @@ static void cloexec_fds_above_stdio(void)
 	closedir(d);
 }
 
-/* The seccomp listener is created by the command's own seccomp(2) call,
- * after which any syscall its filter denies would wait for an answer
- * from a listener nobody holds yet. So the command only writes the fd's
- * number on sc (write and read pass every sane filter), and waits while the
- * init, unfiltered, copies the fd out with pidfd_getfd(2) and hands it to
- * the launcher; then the command closes its copy and execs. */
-static void command_hand_over_listener(int sc, int listener)
-{
-	char ack;
-	if (write(sc, &listener, sizeof(listener)) == (ssize_t)sizeof(listener))
-		(void)!read(sc, &ack, 1);
-	close(listener);
-}
-
-static int init_take_listener(const struct init_args *a, pid_t cmd, int sc, struct ab_error *err)
-{
-	int remote;
-	ssize_t n = read(sc, &remote, sizeof(remote));
-	if (n <= 0)
-		return 0; /* the command execs without a listener, or failed */
-	if (n != (ssize_t)sizeof(remote))
-		return ab_error_plain(err, EBADMSG, "the command sent a malformed listener");
-	cleanup_fd int pidfd = (int)syscall(SYS_pidfd_open, cmd, 0);
-	cleanup_fd int fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, remote, 0);
-	if (fd < 0)
-		return ab_error_set(err, errno,
-				    "cannot take the seccomp listener for denial reports "
-				    "(pidfd_getfd needs Linux 5.6)");
-	int r = sync_send_fd(a->sync_fd, SYNC_LISTENER, fd);
-	if (r < 0)
-		return ab_error_set(err, -r, "cannot pass the seccomp listener on");
-	char ack = 1;
-	if (write(sc, &ack, 1) != 1)
-		return ab_error_set(err, errno, "cannot resume the command");
-	return 0;
-}
-
-static _Noreturn void exec_command(const struct init_args *a, int sc)
+static _Noreturn void exec_command(const struct init_args *a)
 {
 	struct ab_error err = {0};
 	sigset_t none;
@@ -181,17 +144,21 @@ static _Noreturn void exec_command(const struct init_args *a, int sc)
 	if (caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	cloexec_fds_above_stdio();
-	/* seccomp last: nothing after it but the hand-over and exec. The init
-	 * takes the listener with pidfd_getfd, which needs this process to be
-	 * dumpable (as exec would make it anyway); its memory holds nothing
-	 * secret: the init scrubbed the launcher's environment at start */
+	/* seccomp last: nothing after it but handing the listener to the
+	 * launcher and exec. No need to wait: a denied syscall waits until
+	 * the launcher answers, and the listener travels in the message */
 	if (a->seccomp) {
-		prctl(PR_SET_DUMPABLE, 1);
 		int listener = -1;
 		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
 			init_fail(a->sync_fd, &err);
-		if (listener >= 0)
-			command_hand_over_listener(sc, listener);
+		if (listener >= 0) {
+			int r = sync_send_fd(a->sync_fd, SYNC_LISTENER, listener);
+			if (r < 0) {
+				ab_error_set(&err, -r, "cannot pass the seccomp listener on");
+				init_fail(a->sync_fd, &err);
+			}
+			close(listener);
+		}
 	}
 	/* execvp searches the PATH of environ, which is the sandbox's */
 	environ = a->envp;
@@ -289,20 +256,14 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	if (a->landlock_fd >= 0)
 		close(a->landlock_fd);
 	if (a->seccomp) {
-		/* the launcher takes the listener with pidfd_getfd(2), which needs
-		 * this process dumpable for that moment */
-		prctl(PR_SET_DUMPABLE, 1);
 		int listener = -1;
 		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
 			init_fail(a->sync_fd, &err);
 		if (listener >= 0) {
-			struct sync_msg m;
-			if (sync_send(a->sync_fd, SYNC_LISTENER_AT, 0, listener, NULL) < 0 ||
-			    sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
+			if (sync_send_fd(a->sync_fd, SYNC_LISTENER, listener) < 0)
 				_exit(AB_EXIT_FAILURE);
 			close(listener);
 		}
-		prctl(PR_SET_DUMPABLE, 0);
 	}
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
@@ -455,11 +416,6 @@ _Noreturn void init_main(struct init_args *a)
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
 
-	int sc[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sc) < 0) {
-		ab_error_set(&err, errno, "cannot start the command");
-		init_fail(a->sync_fd, &err);
-	}
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		ab_error_set(&err, errno, "cannot start the command");
@@ -467,18 +423,11 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	if (cmd == 0) {
 		close(sigfd);
-		close(sc[0]);
-		exec_command(a, sc[1]);
+		exec_command(a);
 	}
-	close(sc[1]);
 	/* only the command may hold the output pipes, so EOF means it is done */
 	ab_close_keep_errno(a->out_fd);
 	if (a->err_fd != a->out_fd)
 		ab_close_keep_errno(a->err_fd);
-	if (init_take_listener(a, cmd, sc[0], &err) < 0) {
-		kill(cmd, SIGKILL);
-		init_fail(a->sync_fd, &err);
-	}
-	close(sc[0]);
 	reap_loop(a, cmd, sigfd);
 }

@@ -410,7 +410,7 @@ static int check_rlimits(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
-int sandbox_prepare(struct ab_config *cfg, bool session, struct sandbox *sb, struct ab_error *err)
+int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
 	view_plan_init(&sb->plan);
@@ -429,8 +429,7 @@ int sandbox_prepare(struct ab_config *cfg, bool session, struct sandbox *sb, str
 	if (r == 0)
 		r = view_plan_build(cfg, &sb->protect, &sb->plan, err);
 	if (r == 0)
-		r = session ? ab_seccomp_load_session(cfg->seccomp, &sb->seccomp, &notices, err)
-			    : ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
+		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
 	if (r == 0)
@@ -477,7 +476,7 @@ void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
 int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 {
 	struct sandbox sb;
-	int r = sandbox_prepare(cfg, false, &sb, err);
+	int r = sandbox_prepare(cfg, &sb, err);
 	if (r < 0)
 		return r;
 	sandbox_limits_into(&sb, res);

@@ -23,11 +23,10 @@ struct sandbox {
 	struct ab_result limits; /* only the limit reports, cgroup and timeout_ms */
 };
 
-/* Check cfg, plan the view, load the seccomp profile (for a session when
- * session: see ab_seccomp_load_session), build the environment, make the
- * cgroup; notices go to cfg->notice. On failure nothing is left on the
- * host. */
-int sandbox_prepare(struct ab_config *cfg, bool session, struct sandbox *sb, struct ab_error *err);
+/* Check cfg, plan the view, load the seccomp profile, build the
+ * environment, make the cgroup; notices go to cfg->notice. On failure
+ * nothing is left on the host. */
+int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err);
 void sandbox_release(struct sandbox *sb);
 void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res);
 

@@ -75,7 +75,6 @@ struct loader {
 	unsigned kernel_major, kernel_minor;
 	bool kernel_dependent; /* a rule's minKernel was looked at */
 	bool optimize;	       /* a binary tree: slower to compile, faster to run */
-	bool session; /* the session's plumbing syscalls are allowed whatever the profile says */
 	struct ab_error *err;
 };
 
@@ -91,13 +90,14 @@ static int fail(struct loader *l, const char *fmt, ...)
 	return ab_error_plain(l->err, EINVAL, "seccomp profile %s: %s", l->file, msg);
 }
 
-/* What a session's init and shims do after they confined themselves:
- * pass fds to each other over unix sockets (see shim.h). */
-static const char *const session_plumbing[] = {"sendmsg", "recvmsg", "socketpair", NULL};
+/* How agentbox itself passes fds inside a sandbox after it confined
+ * itself: a command (or a session's init) sends its seccomp listener to the
+ * launcher, a session's init and shims pass commands' fds to each other. */
+static const char *const plumbing[] = {"sendmsg", "recvmsg", "socketpair", NULL};
 
 static bool is_plumbing(const char *name)
 {
-	for (const char *const *p = session_plumbing; *p; p++)
+	for (const char *const *p = plumbing; *p; p++)
 		if (strcmp(*p, name) == 0)
 			return true;
 	return false;
@@ -108,14 +108,15 @@ static int add_plumbing(struct loader *l, uint32_t def_action)
 {
 	if (def_action == SCMP_ACT_ALLOW)
 		return 0;
-	for (const char *const *p = session_plumbing; *p; p++) {
+	for (const char *const *p = plumbing; *p; p++) {
 		int nr = seccomp_syscall_resolve_name(*p);
 		bool pair = strcmp(*p, "socketpair") == 0;
 		int r = pair ? seccomp_rule_add(l->ctx, SCMP_ACT_ALLOW, nr, 1,
 						SCMP_A0(SCMP_CMP_EQ, AF_UNIX))
 			     : seccomp_rule_add(l->ctx, SCMP_ACT_ALLOW, nr, 0);
 		if (r < 0)
-			return fail(l, "cannot allow \"%s\" for the session: %s", *p, strerror(-r));
+			return fail(l, "cannot allow \"%s\" for agentbox's own fd passing: %s", *p,
+				    strerror(-r));
 	}
 	return 0;
 }
@@ -541,7 +542,7 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 			return fail(l, "%s.names[%zu]: expected a string, got %s", where, i,
 				    type_name(nm));
 		const char *sys = json_object_get_string(nm);
-		if (l->session && is_plumbing(sys))
+		if (is_plumbing(sys))
 			continue; /* add_plumbing decides */
 		int nr = seccomp_syscall_resolve_name(sys);
 		if (nr == __NR_SCMP_ERROR) {
@@ -722,7 +723,7 @@ static int load(struct loader *l, json_object *root)
 			if ((r = parse_rule(l, json_object_array_get_idx(v, i), i, def_action)) < 0)
 				return r;
 	}
-	if (l->session && (r = add_plumbing(l, def_action)) < 0)
+	if ((r = add_plumbing(l, def_action)) < 0)
 		return r;
 	return export_program(l);
 }
@@ -744,8 +745,8 @@ static bool take_precompiled(struct loader *l, const char *buf, size_t n)
 	uint64_t h = profile_hash(buf, n);
 	for (size_t i = 0; i < ab_seccomp_n_compiled; i++) {
 		const struct ab_seccomp_compiled *c = &ab_seccomp_compiled[i];
-		if (c->hash != h || c->size != n || c->session != l->session ||
-		    c->notify_api != l->use_notify || strcmp(c->arch, l->native) != 0)
+		if (c->hash != h || c->size != n || c->notify_api != l->use_notify ||
+		    strcmp(c->arch, l->native) != 0)
 			continue;
 		struct sock_filter *f = malloc(c->len * sizeof(*f));
 		struct ab_seccomp_errno *e = malloc((c->n_errnos + 1) * sizeof(*e));
@@ -793,8 +794,8 @@ static int compile(struct loader *l, const char *buf, size_t n)
 	return r;
 }
 
-static int load_spec(const char *spec, bool session, struct ab_seccomp_profile **out,
-		     char **notices, struct ab_error *err)
+int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
+		    struct ab_error *err)
 {
 	*out = NULL;
 	if (notices)
@@ -808,7 +809,7 @@ static int load_spec(const char *spec, bool session, struct ab_seccomp_profile *
 	else
 		snprintf(path, sizeof(path), "%s", spec);
 
-	struct loader l = {.file = path, .err = err, .session = session};
+	struct loader l = {.file = path, .err = err};
 	loader_init(&l);
 	l.p = calloc(1, sizeof(*l.p));
 	if (!l.p)
@@ -851,90 +852,75 @@ static void emit_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* One profile's program, errnos and notices as C data named by index i;
+ * its entry of the table is appended to table. */
+static void emit_profile(FILE *out, struct loader *l, const char *buf, size_t n, size_t i,
+			 FILE *table)
+{
+	fprintf(out, "static const struct sock_filter f%zu[] = {\n", i);
+	for (unsigned k = 0; k < l->p->prog.len; k++) {
+		const struct sock_filter *f = &l->p->prog.filter[k];
+		fprintf(out, "\t{%#x, %u, %u, %#x},\n", f->code, f->jt, f->jf, f->k);
+	}
+	fprintf(out, "};\nstatic const struct ab_seccomp_errno e%zu[] = {\n", i);
+	for (size_t k = 0; k < l->p->n_errnos; k++)
+		fprintf(out, "\t{\"%s\", %d},\n", l->p->errnos[k].name, l->p->errnos[k].err);
+	fprintf(out, "\t{\"\", 0}};\n");
+	char unknown[32] = "NULL";
+	if (l->unknown) {
+		snprintf(unknown, sizeof(unknown), "u%zu", i);
+		fprintf(out, "static const char u%zu[] = ", i);
+		emit_string(out, l->unknown);
+		fprintf(out, ";\n");
+	}
+	fprintf(table, "\t{%#llxULL, %zu, true, \"%s\", f%zu, %u, %s, %d, e%zu, %zu, %s},\n",
+		(unsigned long long)profile_hash(buf, n), n, l->native, i, l->p->prog.len,
+		l->p->notify ? "true" : "false", l->p->default_errno, i, l->p->n_errnos, unknown);
+}
+
 int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err)
 {
+	cleanup_free char *table_text = NULL;
+	size_t table_len = 0;
+	FILE *table = open_memstream(&table_text, &table_len);
+	if (!table)
+		return ab_error_set(err, errno, "compiling the profiles");
 	fprintf(out, "/* Made by tools/seccomp-compile at build time: do not edit. */\n"
 		     "#include \"seccomp_profile.h\"\n\n");
 	size_t n_out = 0;
-	char table[16384] = "";
-	size_t used = 0;
-	for (size_t i = 0; i < n_paths; i++) {
-		for (int session = 0; session <= 1; session++) {
-			struct loader l = {.file = paths[i], .err = err, .session = session};
-			loader_init(&l);
-			/* the program for kernels with user notification; a kernel
-			 * without it compiles at run time */
-			l.use_notify = true;
-			l.optimize = true;
-			if (!(l.p = calloc(1, sizeof(*l.p))))
-				return ab_error_set(err, ENOMEM, "compiling %s", paths[i]);
-			cleanup_free char *buf = NULL;
-			size_t n = 0;
-			int r = read_profile(&l, &buf, &n);
-			if (r == 0)
-				r = compile(&l, buf, n);
-			if (r == 0 && l.kernel_dependent) {
-				/* the result depends on the kernel it runs on */
-				fprintf(out, "/* %s: uses minKernel, compiled at run time */\n",
-					paths[i]);
-			} else if (r == 0) {
-				fprintf(out, "static const struct sock_filter f%zu[] = {\n", n_out);
-				for (unsigned k = 0; k < l.p->prog.len; k++) {
-					const struct sock_filter *f = &l.p->prog.filter[k];
-					fprintf(out, "\t{%#x, %u, %u, %#x},\n", f->code, f->jt,
-						f->jf, f->k);
-				}
-				fprintf(out,
-					"};\nstatic const struct ab_seccomp_errno e%zu[] = {\n",
-					n_out);
-				for (size_t k = 0; k < l.p->n_errnos; k++)
-					fprintf(out, "\t{\"%s\", %d},\n", l.p->errnos[k].name,
-						l.p->errnos[k].err);
-				fprintf(out, "\t{\"\", 0}};\n");
-				if (l.unknown) {
-					fprintf(out, "static const char u%zu[] = ", n_out);
-					emit_string(out, l.unknown);
-					fprintf(out, ";\n");
-				}
-				char unknown[32] = "NULL";
-				if (l.unknown)
-					snprintf(unknown, sizeof(unknown), "u%zu", n_out);
-				used += (size_t)snprintf(
-					table + used, sizeof(table) - used,
-					"\t{%#llxULL, %zu, %s, true, \"%s\", f%zu, %u, %s, %d, "
-					"e%zu, "
-					"%zu, %s},\n",
-					(unsigned long long)profile_hash(buf, n), n,
-					session ? "true" : "false", l.native, n_out, l.p->prog.len,
-					l.p->notify ? "true" : "false", l.p->default_errno, n_out,
-					l.p->n_errnos, unknown);
-				if (used >= sizeof(table))
-					r = ab_error_plain(err, E2BIG, "too many profiles");
-				n_out++;
-			}
-			free(l.unknown);
-			ab_seccomp_free(l.p);
-			if (r < 0)
-				return r;
+	int r = 0;
+	for (size_t i = 0; i < n_paths && r == 0; i++) {
+		struct loader l = {.file = paths[i], .err = err};
+		loader_init(&l);
+		/* the program for kernels with user notification; a kernel
+		 * without it compiles at run time */
+		l.use_notify = true;
+		l.optimize = true;
+		if (!(l.p = calloc(1, sizeof(*l.p)))) {
+			r = ab_error_set(err, ENOMEM, "compiling %s", paths[i]);
+			break;
 		}
+		cleanup_free char *buf = NULL;
+		size_t n = 0;
+		r = read_profile(&l, &buf, &n);
+		if (r == 0)
+			r = compile(&l, buf, n);
+		if (r == 0 && l.kernel_dependent) /* depends on the kernel it runs on */
+			fprintf(out, "/* %s: uses minKernel, compiled at run time */\n", paths[i]);
+		else if (r == 0)
+			emit_profile(out, &l, buf, n, n_out++, table);
+		free(l.unknown);
+		ab_seccomp_free(l.p);
 	}
+	if (fclose(table) != 0 && r == 0)
+		r = ab_error_set(err, errno, "compiling the profiles");
+	if (r < 0)
+		return r;
 	fprintf(out,
 		"\nconst struct ab_seccomp_compiled ab_seccomp_compiled[] = {\n%s\t{0}};\n"
 		"const size_t ab_seccomp_n_compiled = %zu;\n",
-		table, n_out);
+		table_text ? table_text : "", n_out);
 	return ferror(out) ? ab_error_set(err, EIO, "writing the compiled profiles") : 0;
-}
-
-int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
-		    struct ab_error *err)
-{
-	return load_spec(spec, false, out, notices, err);
-}
-
-int ab_seccomp_load_session(const char *spec, struct ab_seccomp_profile **out, char **notices,
-			    struct ab_error *err)
-{
-	return load_spec(spec, true, out, notices, err);
 }
 
 void ab_seccomp_free(struct ab_seccomp_profile *p)

@@ -36,13 +36,11 @@ struct ab_seccomp_errno {
 
 /* A profile compiled at build time (tools/seccomp-compile writes the table
  * from the shipped policy into the library): a load whose file has exactly
- * these bytes, for the same kind of sandbox, architecture and notification
- * support, copies it instead of parsing and compiling, which costs a
- * one-shot run about 2 ms. An edited profile is compiled as before. */
+ * these bytes, for the same architecture and notification support, copies it instead of parsing and
+ * compiling, which costs a one-shot run about 2 ms. An edited profile is compiled as before. */
 struct ab_seccomp_compiled {
 	uint64_t hash; /* FNV-1a of the file's bytes */
 	size_t size;
-	bool session;
 	bool notify_api;  /* compiled for kernels with user notification */
 	const char *arch; /* Docker's name of the architecture */
 	const struct sock_filter *filter;
@@ -73,15 +71,14 @@ struct ab_denials {
  * Errors name the file, the JSON path (e.g. "syscalls[3].args[0].op") and
  * the problem. Syscall names unknown to libseccomp or this architecture are
  * skipped; *notices (may be NULL) receives a heap string naming them all on
- * one line, or NULL when there were none. */
+ * one line, or NULL when there were none.
+ *
+ * Whatever the profile says of them, sendmsg, recvmsg and
+ * socketpair(AF_UNIX) are allowed: a command hands its seccomp listener to
+ * the launcher with sendmsg after it confined itself, and a session's init
+ * and shims pass commands' fds to each other. */
 int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **notices,
 		    struct ab_error *err);
-/* The same for a session (agentbox serve): its init and command shims
- * confine themselves once and then still pass fds over unix sockets, so
- * sendmsg, recvmsg and socketpair(AF_UNIX) are allowed whatever the
- * profile says of them (the profile's rules for them are ignored). */
-int ab_seccomp_load_session(const char *spec, struct ab_seccomp_profile **out, char **notices,
-			    struct ab_error *err);
 void ab_seccomp_free(struct ab_seccomp_profile *p);
 
 /* The profile came from the build-time table, not a compile. */
@@ -90,8 +87,8 @@ bool ab_seccomp_is_precompiled(const struct ab_seccomp_profile *p);
 /* The BPF program (for tests). */
 const struct sock_fprog *ab_seccomp_program(const struct ab_seccomp_profile *p);
 
-/* Build time: compile each profile file for run and for session sandboxes
- * into a C source that defines ab_seccomp_compiled (tools/seccomp-compile). */
+/* Build time: compile each profile file into a C source that defines ab_seccomp_compiled
+ * (tools/seccomp-compile). */
 int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err);
 
 /* In the command's process, after no_new_privs: install the filter.

@@ -112,7 +112,7 @@ static void close_watched(struct ab_session *s, int *fd)
 /* ---- setup ---- */
 
 /* The init's messages until it is ready: errors, and the seccomp listener
- * it installed on itself, taken out of it with pidfd_getfd(2). */
+ * it installed on itself, passed over the sync socket. */
 static int await_ready(struct ab_session *s, struct ab_error *err)
 {
 	unsigned long long deadline = now_ms() + SETUP_TIMEOUT_MS;
@@ -135,7 +135,8 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			return ab_error_plain(err, EIO,
 					      "the sandbox's init died while it was set up");
 		struct sync_msg m;
-		int r = sync_recv(s->sync_fd, &m, NULL);
+		int passed = -1;
+		int r = sync_recv(s->sync_fd, &m, &passed);
 		if (r == 0)
 			return ab_error_plain(err, EIO,
 					      "the sandbox's init died while it was set up");
@@ -144,19 +145,13 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 		switch (m.type) {
 		case SYNC_ERROR:
 			return ab_error_plain(err, m.code > 0 ? m.code : EIO, "%s", m.text);
-		case SYNC_LISTENER_AT:
-			if (s->listener >= 0 || !s->sb.seccomp)
+		case SYNC_LISTENER:
+			if (s->listener >= 0 || !s->sb.seccomp) {
+				close(passed);
 				return ab_error_plain(err, EBADMSG,
 						      "the sandbox sent a listener twice");
-			s->listener = (int)syscall(SYS_pidfd_getfd, s->init_pidfd, m.status, 0);
-			if (s->listener < 0)
-				return ab_error_set(err, errno,
-						    "cannot take the sandbox's seccomp listener "
-						    "(pidfd_getfd needs Linux 5.6)");
-			fcntl(s->listener, F_SETFD, FD_CLOEXEC);
-			if (sync_send(s->sync_fd, SYNC_GO, 0, 0, NULL) < 0)
-				return ab_error_plain(
-					err, EIO, "the sandbox's init died while it was set up");
+			}
+			s->listener = passed;
 			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
@@ -176,7 +171,7 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 		return ab_error_set(err, ENOMEM, "opening the session");
 	s->init_pidfd = s->sync_fd = s->listener = s->epfd = s->timerfd = s->devnull = -1;
 	s->max = cfg->max_concurrent ? cfg->max_concurrent : 8;
-	int r = sandbox_prepare(cfg, true, &s->sb, err);
+	int r = sandbox_prepare(cfg, &s->sb, err);
 	if (r < 0) {
 		free(s);
 		return r;

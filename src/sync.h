@@ -11,15 +11,14 @@
 #include "agentbox/agentbox.h"
 
 enum sync_type {
-	SYNC_GO = 1,	 /* launcher -> init: the id maps are written */
-	SYNC_ERROR,	 /* init -> launcher: setup failed (code, text) */
-	SYNC_READY,	 /* init -> launcher: the view is built, the command starts */
-	SYNC_EXIT,	 /* init -> launcher: the command ended (status = wait status) */
-	SYNC_LISTENER,	 /* init -> launcher: a seccomp listener fd rides along */
+	SYNC_GO = 1,   /* launcher -> init: the id maps are written */
+	SYNC_ERROR,    /* init -> launcher: setup failed (code, text) */
+	SYNC_READY,    /* init -> launcher: the view is built, the command starts */
+	SYNC_EXIT,     /* init -> launcher: the command ended (status = wait status) */
+	SYNC_LISTENER, /* command or session init -> launcher: a seccomp listener fd rides along */
 	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
 	/* session mode (agentbox serve) */
-	SYNC_LISTENER_AT, /* init -> launcher: its seccomp listener is its fd number status */
-	SYNC_EXEC,	  /* launcher -> init: run a command; SYNC_EXEC_FDS fds ride along */
+	SYNC_EXEC, /* launcher -> init: run a command; SYNC_EXEC_FDS fds ride along */
 };
 
 /* The fds of SYNC_EXEC, in order. */
