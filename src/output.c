@@ -82,8 +82,7 @@ char *capture_contents(const struct ab_capture *c, size_t *len)
 	return out;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t utf8_seq_len(const unsigned char *s, size_t n)
 {
 	if (s[0] < 0x80)
 		return 1;
@@ -115,7 +114,7 @@ bool utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0, n; i < len; i += n)
-		if (!(n = utf8_seq(u + i, len - i)))
+		if (!(n = utf8_seq_len(u + i, len - i)))
 			return false;
 	return true;
 }
@@ -139,7 +138,7 @@ char *utf8_lossy(const char *s, size_t len, size_t *out_len)
 	size_t o = 0;
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(u + i, len - i);
+		size_t n = utf8_seq_len(u + i, len - i);
 		if (n) {
 			memcpy(out + o, s + i, n);
 			o += n;

@@ -33,6 +33,9 @@ char *capture_contents(const struct ab_capture *c, size_t *len);
  * nothing was captured), with the total and whether it was cut. */
 int capture_take(const struct ab_capture *c, struct ab_output *o);
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), or 0. */
+size_t utf8_seq_len(const unsigned char *s, size_t n);
+
 /* Whether s is valid UTF-8 throughout (no overlong forms, surrogates or
  * values past U+10FFFF). */
 bool utf8_valid(const char *s, size_t len);

@@ -1,9 +1,10 @@
-/* The result report: one JSON object, written with json-c, documented
- * field by field in docs/result.md. */
+/* The result report: one JSON object, built with json-c and written with
+ * jsonw.h, documented field by field in docs/result.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "agentbox/agentbox.h"
 #include "error.h"
+#include "jsonw.h"
 #include "options.h"
 #include "output.h"
 #include "result.h"
@@ -49,11 +51,8 @@ static json_object *output_json(bool base64, const struct ab_output *o)
 		free(b);
 		return j;
 	}
-	size_t n;
-	char *t = utf8_lossy(o->data, o->len, &n);
-	json_object *j = t ? json_object_new_string_len(t, (int)n) : NULL;
-	free(t);
-	return j;
+	/* escaped when written, from the result's own bytes */
+	return ab_json_text(o->data, o->len);
 }
 
 static json_object *limit_json(const struct ab_limit_report *lr, json_object *value)
@@ -168,29 +167,13 @@ json_object *ab_denied_json(const struct ab_denied_syscall *d, size_t n)
 	return a;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, p + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		off += (size_t)n;
-	}
-	return 0;
-}
-
 int ab_json_write_line(json_object *o, int fd, struct ab_error *err)
 {
-	size_t len;
-	const char *text = json_object_to_json_string_length(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	if (!text)
-		return ab_error_set(err, ENOMEM, "writing JSON");
-	int r = write_all(fd, text, len);
-	if (r == 0)
-		r = write_all(fd, "\n", 1);
+	struct ab_jw w;
+	ab_jw_init(&w, ab_jw_fd_sink, (void *)(intptr_t)fd);
+	ab_jw_value(&w, o);
+	ab_jw_raw(&w, "\n", 1);
+	int r = ab_jw_finish(&w);
 	return r < 0 ? ab_error_set(err, -r, "writing JSON") : 0;
 }
 

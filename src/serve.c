@@ -21,6 +21,7 @@
 
 #include "agentbox/agentbox.h"
 #include "fileop.h"
+#include "jsonw.h"
 #include "output.h"
 #include "result.h"
 
@@ -92,13 +93,19 @@ static void out_add(struct server *sv, const char *p, size_t n)
 	sv->out_len += n;
 }
 
+static int out_sink(void *arg, const char *p, size_t n)
+{
+	out_add(arg, p, n);
+	return 0;
+}
+
 static void send_json(struct server *sv, json_object *o)
 {
-	size_t len;
-	const char *t = json_object_to_json_string_length(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	out_add(sv, t, len);
-	out_add(sv, "\n", 1);
+	struct ab_jw w;
+	ab_jw_init(&w, out_sink, sv);
+	ab_jw_value(&w, o);
+	ab_jw_raw(&w, "\n", 1);
+	ab_jw_finish(&w);
 	json_object_put(o);
 }
 
@@ -748,15 +755,13 @@ static void on_output(struct server *sv, struct request *r, const struct ab_even
 		size_t keep = utf8_complete_len(buf, n);
 		r->hold_len[k] = n - keep;
 		memcpy(r->hold[k], buf + keep, r->hold_len[k]);
-		size_t tl;
-		char *t = utf8_lossy(buf, keep, &tl);
+		json_object_object_add(o, "data", ab_json_text(buf, keep));
+		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
+		send_json(sv, o); /* written before buf goes */
 		free(buf);
-		json_object_object_add(o, "data",
-				       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
-		free(t);
+		return;
 	}
-	json_object_object_add(o, "encoding",
-			       json_object_new_string(r->base64 ? "base64" : "utf-8"));
+	json_object_object_add(o, "encoding", json_object_new_string("base64"));
 	send_json(sv, o);
 }
 
@@ -768,18 +773,14 @@ static void flush_held(struct server *sv, struct request *r)
 		struct ab_event ev = {.stream = k + 1, .data = r->hold[k], .len = r->hold_len[k]};
 		r->hold_len[k] = 0;
 		json_object *o = json_object_new_object();
-		size_t tl;
-		char *t = utf8_lossy(ev.data, ev.len, &tl);
 		json_object_object_add(o, "type", json_object_new_string("output"));
 		json_object_object_add(o, "id", id_copy(r->id));
 		json_object_object_add(o, "stream",
 				       json_object_new_string(r->merged ? "output"
 							      : k	? "stderr"
 									: "stdout"));
-		json_object_object_add(o, "data",
-				       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
+		json_object_object_add(o, "data", ab_json_text(ev.data, ev.len));
 		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
-		free(t);
 		send_json(sv, o);
 	}
 }

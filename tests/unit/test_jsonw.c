@@ -1,0 +1,113 @@
+/* The streaming JSON writer: what it writes is what json-c writes for the
+ * same values, big texts are escaped from their bytes (lossy), and the
+ * output survives a round trip through json-c's parser. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+
+struct mem {
+	char *p;
+	size_t len, calls;
+	int fail_after; /* the sink fails from this call on; 0: never */
+};
+
+static int mem_sink(void *arg, const char *p, size_t n)
+{
+	struct mem *m = arg;
+	if (m->fail_after && ++m->calls >= (size_t)m->fail_after)
+		return -ENOSPC;
+	m->p = realloc(m->p, m->len + n + 1);
+	cr_assert_not_null(m->p);
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	m->p[m->len] = '\0';
+	return 0;
+}
+
+static char *written(json_object *o, size_t *len)
+{
+	struct mem m = {0};
+	struct ab_jw w;
+	ab_jw_init(&w, mem_sink, &m);
+	ab_jw_value(&w, o);
+	cr_assert_eq(ab_jw_finish(&w), 0);
+	if (len)
+		*len = m.len;
+	return m.p ? m.p : strdup("");
+}
+
+Test(jsonw, writes_what_json_c_writes)
+{
+	json_object *o = json_tokener_parse(
+		"{\"a\":1,\"b\":-9223372036854775807,\"c\":18446744073709551615,\"d\":0.5,"
+		"\"e\":true,\"f\":null,\"g\":[1,\"x\\\"y\\\\z/\",{\"h\":[]}],\"i\":\"\\u0001\\n\\t"
+		"\\u00e9\\u20ac\",\"j\":{}}");
+	cr_assert_not_null(o);
+	char *mine = written(o, NULL);
+	const char *theirs = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	cr_assert_str_eq(mine, theirs);
+	free(mine);
+	json_object_put(o);
+}
+
+Test(jsonw, text_is_escaped_lossily_from_its_bytes)
+{
+	/* NUL, controls, quote, backslash, valid 2- and 4-byte sequences, a
+	 * lone continuation byte, a truncated sequence, an overlong '/' */
+	static const char in[] = "a\0b\x01\x1f\"\\/\xc3\xa9\xf0\x9f\x98\x80\x80z\xe2\x82\xc0\xaf";
+	json_object *t = ab_json_text(in, sizeof(in) - 1);
+	char *mine = written(t, NULL);
+	cr_assert_str_eq(mine, "\"a\\u0000b\\u0001\\u001f\\\"\\\\/\xc3\xa9\xf0\x9f\x98\x80"
+			       "\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+	/* json-c writes it the same way through the serializer */
+	cr_assert_str_eq(json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN), mine);
+	/* and reads back what was meant */
+	json_object *back = json_tokener_parse(mine);
+	cr_assert_not_null(back);
+	cr_assert_eq(json_object_get_string_len(back), 30);
+	cr_assert_eq(memcmp(json_object_get_string(back), "a\0b\x01\x1f\"\\/", 8), 0);
+	json_object_put(back);
+	json_object_put(t);
+	free(mine);
+}
+
+Test(jsonw, a_big_text_crosses_the_buffer_intact)
+{
+	size_t n = 300000;
+	char *data = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i % 7 == 0 ? 0 : 'a' + i % 26);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "stdout", ab_json_text(data, n));
+	json_object_object_add(o, "n", json_object_new_int64((int64_t)n));
+	size_t len;
+	char *text = written(o, &len);
+	json_object *back = json_tokener_parse(text);
+	cr_assert_not_null(back, "not JSON: %.200s", text);
+	json_object *s;
+	cr_assert(json_object_object_get_ex(back, "stdout", &s));
+	cr_assert_eq((size_t)json_object_get_string_len(s), n);
+	cr_assert_eq(memcmp(json_object_get_string(s), data, n), 0);
+	json_object_put(back);
+	json_object_put(o);
+	free(text);
+	free(data);
+}
+
+Test(jsonw, the_first_sink_error_is_returned)
+{
+	struct mem m = {.fail_after = 2};
+	struct ab_jw w;
+	ab_jw_init(&w, mem_sink, &m);
+	char *big = calloc(1, 100000);
+	json_object *t = ab_json_text(big, 100000);
+	ab_jw_value(&w, t);
+	cr_assert_eq(ab_jw_finish(&w), -ENOSPC);
+	json_object_put(t);
+	free(big);
+	free(m.p);
+}
