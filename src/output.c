@@ -57,29 +57,21 @@ bool capture_truncated(const struct ab_capture *c)
 	return c->total > c->head_len + c->tail_len;
 }
 
-char *capture_contents(const struct ab_capture *c, size_t *len)
+static void reverse(char *p, size_t n)
 {
-	char marker[80] = "";
-	if (capture_truncated(c))
-		snprintf(marker, sizeof(marker), "\n[... %llu bytes truncated ...]\n",
-			 c->total - c->head_len - c->tail_len);
-	size_t mlen = strlen(marker);
-	size_t n = c->head_len + mlen + c->tail_len;
-	char *out = malloc(n + 1);
-	if (!out)
-		return NULL;
-	memcpy(out, c->buf, c->head_len);
-	memcpy(out + c->head_len, marker, mlen);
-	size_t ring_cap = c->max - c->max / 2;
-	const char *ring = c->buf + c->max / 2;
-	/* the oldest ring byte sits at tail_pos once the ring has wrapped */
-	size_t start = c->tail_len == ring_cap ? c->tail_pos : 0;
-	char *t = out + c->head_len + mlen;
-	for (size_t i = 0; i < c->tail_len; i++)
-		t[i] = ring[(start + i) % ring_cap];
-	out[n] = '\0';
-	*len = n;
-	return out;
+	for (size_t i = 0; i < n / 2; i++) {
+		char t = p[i];
+		p[i] = p[n - 1 - i];
+		p[n - 1 - i] = t;
+	}
+}
+
+/* p[k..n) then p[0..k), in place. */
+static void rotate_left(char *p, size_t n, size_t k)
+{
+	reverse(p, k);
+	reverse(p + k, n - k);
+	reverse(p, n);
 }
 
 size_t utf8_seq_len(const unsigned char *s, size_t n)
@@ -119,14 +111,35 @@ bool utf8_valid(const char *s, size_t len)
 	return true;
 }
 
-int capture_take(const struct ab_capture *c, struct ab_output *o)
+int capture_take(struct ab_capture *c, struct ab_output *o)
 {
 	o->total = c->total;
 	o->truncated = capture_truncated(c);
+	o->data = NULL;
+	o->len = 0;
 	if (!c->buf)
 		return 0;
-	o->data = capture_contents(c, &o->len);
-	return o->data ? 0 : -ENOMEM;
+	size_t head_cap = c->max / 2, ring_cap = c->max - head_cap;
+	/* the oldest ring byte sits at tail_pos once the ring has wrapped */
+	if (c->tail_len == ring_cap && c->tail_pos)
+		rotate_left(c->buf + head_cap, ring_cap, c->tail_pos);
+	char marker[80] = "";
+	if (o->truncated)
+		snprintf(marker, sizeof(marker), "\n[... %llu bytes truncated ...]\n",
+			 c->total - c->head_len - c->tail_len);
+	size_t mlen = strlen(marker);
+	size_t n = c->head_len + mlen + c->tail_len;
+	char *b = realloc(c->buf, (n > c->max ? n : c->max) + 1);
+	if (!b)
+		return -ENOMEM;
+	/* a tail exists only behind a full head */
+	memmove(b + c->head_len + mlen, b + head_cap, c->tail_len);
+	memcpy(b + c->head_len, marker, mlen);
+	b[n] = '\0';
+	o->data = b;
+	o->len = n;
+	c->buf = NULL;
+	return 0;
 }
 
 char *utf8_lossy(const char *s, size_t len, size_t *out_len)

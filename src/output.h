@@ -24,14 +24,12 @@ void capture_free(struct ab_capture *c);
 void capture_append(struct ab_capture *c, const char *data, size_t len);
 bool capture_truncated(const struct ab_capture *c);
 
-/* The kept bytes, head then tail, with the marker "\n[... N bytes truncated
- * ...]\n" between them when something was dropped. Heap string, *len set;
- * not NUL-safe on its own (binary data), but NUL-terminated. */
-char *capture_contents(const struct ab_capture *c, size_t *len);
-
-/* Move what was kept into o (data as capture_contents gives it, NULL when
- * nothing was captured), with the total and whether it was cut. */
-int capture_take(const struct ab_capture *c, struct ab_output *o);
+/* Move what was kept into o: the kept bytes, head then tail, with the
+ * marker "\n[... N bytes truncated ...]\n" between them when something was
+ * dropped (NUL-terminated, not NUL-safe on its own: binary data), the total
+ * and whether it was cut. The buffer is rearranged in place and handed
+ * over, so c keeps nothing (o->data is NULL when nothing was captured). */
+int capture_take(struct ab_capture *c, struct ab_output *o);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), or 0. */
 size_t utf8_seq_len(const unsigned char *s, size_t n);

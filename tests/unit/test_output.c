@@ -7,9 +7,11 @@
 
 static char *contents(struct ab_capture *c, size_t *len)
 {
-	char *s = capture_contents(c, len);
-	cr_assert_not_null(s);
-	return s;
+	struct ab_output o;
+	cr_assert_eq(capture_take(c, &o), 0);
+	cr_assert_not_null(o.data);
+	*len = o.len;
+	return o.data;
 }
 
 Test(capture, small_output_is_kept_whole)
@@ -54,6 +56,26 @@ Test(capture, long_output_keeps_head_and_tail_with_exact_count)
 	cr_assert_str_eq(s, "0123\n[... 28 bytes truncated ...]\nwxyz");
 	cr_assert(capture_truncated(&c));
 	cr_assert_eq(c.total, 36);
+	free(s);
+	capture_free(&c);
+}
+
+Test(capture, a_ring_wrapped_mid_way_comes_out_oldest_first)
+{
+	struct ab_capture c;
+	cr_assert_eq(capture_init(&c, 8), 0);
+	capture_append(&c, "0123456789a", 11);
+	size_t n;
+	char *s = contents(&c, &n);
+	cr_assert_str_eq(s, "0123\n[... 3 bytes truncated ...]\n789a");
+	cr_assert_eq(n, strlen(s));
+	free(s);
+	capture_free(&c);
+	/* a ring not yet full: its bytes in order, nothing dropped */
+	cr_assert_eq(capture_init(&c, 8), 0);
+	capture_append(&c, "012345", 6);
+	s = contents(&c, &n);
+	cr_assert_str_eq(s, "012345");
 	free(s);
 	capture_free(&c);
 }
