@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "error.h"
+#include "profile.h"
 #include "protect.h"
 #include "util.h"
 
@@ -298,6 +299,7 @@ enum {
 	OPT_REQUIRE_LIMITS,
 	OPT_MAX_CONCURRENT,
 	OPT_AUDIT_LOG,
+	OPT_PROFILE,
 	OPT_HELP,
 };
 
@@ -339,6 +341,7 @@ static const struct option run_options[] = {
 	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"profile", required_argument, NULL, OPT_PROFILE},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -583,11 +586,82 @@ static const char *wrong_mode(int c, bool serve)
 	return NULL;
 }
 
+/* Options that may be given more than once, each adding to a list. */
+static const char *const repeatable[] = {"ro-bind", "bind",	 "tmpfs",  "pass-env", "env",
+					 "protect", "unprotect", "rlimit", NULL};
+
+static const struct option *option_by_name(const char *name)
+{
+	for (const struct option *o = run_options; o->name; o++)
+		if (strcmp(o->name, name) == 0)
+			return o;
+	return NULL;
+}
+
+enum ab_option_kind ab_option_kind(const char *name)
+{
+	const struct option *o = option_by_name(name);
+	if (!o)
+		return AB_OPTION_UNKNOWN;
+	if (o->has_arg == no_argument)
+		return AB_OPTION_FLAG;
+	for (const char *const *r = repeatable; *r; r++)
+		if (strcmp(*r, name) == 0)
+			return AB_OPTION_LIST;
+	return AB_OPTION_VALUE;
+}
+
+int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
+		    struct ab_error *err)
+{
+	const struct option *o = option_by_name(name);
+	if (!o || o->val == OPT_HELP || o->val == OPT_PROFILE)
+		return ab_error_plain(err, EINVAL, "--%s: not an option a profile can set", name);
+	if ((o->has_arg == no_argument) != (value == NULL))
+		return ab_error_plain(err, EINVAL, "--%s: %s", name,
+				      value ? "takes no value" : "needs a value");
+	char opt[64];
+	snprintf(opt, sizeof(opt), "--%s", name);
+	const char *shell_cmd = NULL;
+	int r = parse_one(cfg, o->val, opt, value, &shell_cmd, err);
+	if (r == -ENOMEM)
+		return ab_error_set(err, ENOMEM, "%s", opt);
+	return r;
+}
+
+/* --profile is applied before every other option, wherever it stands, so
+ * that the command line overrides it. This pass only looks for it: the
+ * second one reports what is wrong with the rest. */
+static int apply_profile(struct ab_config *cfg, int argc, char **argv, struct ab_error *err)
+{
+	const char *profile = NULL;
+	opterr = 0;
+	optind = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:c:h", run_options, NULL)) != -1) {
+		if (c == 'h' || c == OPT_HELP)
+			return 0; /* --help needs no profile, even a broken one */
+		if (c != OPT_PROFILE)
+			continue;
+		if (profile)
+			return ab_error_plain(
+				err, EINVAL,
+				"--profile: given twice ('%s', '%s'); one profile at a "
+				"time",
+				profile, optarg);
+		profile = optarg;
+	}
+	return profile ? ab_profile_load(cfg, profile, err) : 0;
+}
+
 static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
 			struct ab_error *err)
 {
 	const char *shell_cmd = NULL;
 	*help = false;
+	int r = apply_profile(cfg, argc, argv, err);
+	if (r < 0)
+		return r;
 	opterr = 0;
 	optind = 0; /* GNU getopt: 0 re-initialises, so the parser can run twice */
 	for (;;) {
@@ -625,10 +699,12 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 			*help = true;
 			return 0;
 		}
+		if (c == OPT_PROFILE)
+			continue; /* applied first, by apply_profile() */
 		const char *wrong = wrong_mode(c, serve);
 		if (wrong)
 			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
-		int r = parse_one(cfg, c, opt ? opt : "-c", optarg, &shell_cmd, err);
+		r = parse_one(cfg, c, opt ? opt : "-c", optarg, &shell_cmd, err);
 		if (r < 0) {
 			if (r == -ENOMEM)
 				return ab_error_set(err, ENOMEM, "parsing options");

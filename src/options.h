@@ -21,4 +21,19 @@ bool ab_path_is_under(const char *path, const char *dir);
 int ab_rlimit_by_name(const char *name);
 const char *ab_rlimit_name(int resource);
 
+/* What a long option of run/serve (named without the dashes) takes. */
+enum ab_option_kind {
+	AB_OPTION_UNKNOWN,
+	AB_OPTION_FLAG,	 /* no value */
+	AB_OPTION_VALUE, /* one value; given again, the last one wins */
+	AB_OPTION_LIST,	 /* repeatable: each value adds to a list */
+};
+enum ab_option_kind ab_option_kind(const char *name);
+
+/* Apply one option exactly as the command line does: name without the
+ * dashes, value NULL for a flag. Errors read as on the command line
+ * ("--memory: '12Q' is not a size ..."). --help and --profile are refused. */
+int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
+		    struct ab_error *err);
+
 #endif

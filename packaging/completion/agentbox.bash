@@ -1,10 +1,24 @@
 # bash completion for agentbox
+
+# the sandbox profiles --profile NAME finds: shipped ones and any added
+_agentbox_profiles()
+{
+	local d f names="agent offline-build untrusted"
+	for d in ${AGENTBOX_POLICY_DIR:+"$AGENTBOX_POLICY_DIR"} /usr/share/agentbox/policy \
+		/usr/local/share/agentbox/policy; do
+		for f in "$d"/sandbox/*.json; do
+			[ -e "$f" ] && f=${f##*/} && names="$names ${f%.json}"
+		done
+	done
+	echo "$names"
+}
+
 _agentbox()
 {
 	local cur prev opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local common="--workspace --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
+	local common="--profile --workspace --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
 		--uid --gid --host-uid --host-gid --env-policy --pass-env --env --memory --cpus --pids
 		--cgroup-parent --require-limits --timeout --kill-after --max-timeout --tmpfs-size
 		--rlimit --max-output --seccomp --landlock --protect --unprotect --help"
@@ -19,6 +33,7 @@ _agentbox()
 	--env-policy) COMPREPLY=($(compgen -W "core none all" -- "$cur")); return ;;
 	--landlock) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
 	--output-encoding) COMPREPLY=($(compgen -W "utf8 base64" -- "$cur")); return ;;
+	--profile) COMPREPLY=($(compgen -W "$(_agentbox_profiles)" -- "$cur") $(compgen -f -- "$cur")); return ;;
 	--seccomp) COMPREPLY=($(compgen -W "default strict permissive none" -- "$cur") $(compgen -f -- "$cur")); return ;;
 	esac
 	case ${COMP_WORDS[1]} in
