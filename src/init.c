@@ -218,7 +218,7 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
  * end is returned (-1 when it cannot be made). It must hold no fd but its
  * own: a copy of another command's pipe would keep that pipe open. */
 static int new_shim(struct init_args *a, int sigfd, const int *pool, size_t n, const int *fds,
-		    size_t n_fds)
+		    size_t n_fds, pid_t *shim)
 {
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
@@ -239,7 +239,48 @@ static int new_shim(struct init_args *a, int sigfd, const int *pool, size_t n, c
 		close(sp[0]);
 		return -1;
 	}
+	*shim = pid;
 	return sp[0];
+}
+
+/* A command that killed its shim (kill -9 $PPID) leaves what it started to
+ * the init, the reaper of the pid namespace; every other process of a
+ * command has a live shim as its subreaper. Kill every child of the init
+ * that is not a shim of the pool: their own children come here in turn
+ * when they die, and that SIGCHLD brings the next round. */
+static void kill_orphans(const pid_t *shims, size_t n)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+		if (*end || p <= 1)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
+		char *rp = strrchr(buf, ')');
+		int ppid;
+		if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid != 1)
+			continue;
+		bool shim = false;
+		for (size_t i = 0; i < n && !shim; i++)
+			shim = shims[i] == (pid_t)p;
+		if (!shim)
+			kill((pid_t)p, SIGKILL);
+	}
+	closedir(d);
 }
 
 /* Session mode: the init confines itself once (what every command would
@@ -271,10 +312,11 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	 * command costs no fork once the pool is as big as the concurrency */
 	enum { MAX_SHIMS = 1024 };
 	static int pool[MAX_SHIMS];
+	static pid_t shim[MAX_SHIMS];
 	static bool idle[MAX_SHIMS];
 	static struct pollfd pfd[2 + MAX_SHIMS];
 	size_t n_pool = 0;
-	if ((pool[0] = new_shim(a, sigfd, pool, 0, NULL, 0)) >= 0)
+	if ((pool[0] = new_shim(a, sigfd, pool, 0, NULL, 0, &shim[0])) >= 0)
 		idle[n_pool++] = true;
 	for (;;) {
 		pfd[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
@@ -290,8 +332,12 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 				;
-			while (waitpid(-1, NULL, WNOHANG) > 0)
-				;
+			for (pid_t p; (p = waitpid(-1, NULL, WNOHANG)) > 0;)
+				for (size_t i = 0; i < n_pool; i++)
+					if (shim[i] == p)
+						shim[i] = 0; /* its pool entry goes at EOF */
+			/* a shim or an orphan died: what it left is the init's now */
+			kill_orphans(shim, n_pool);
 		}
 		/* shims back from a command, or gone (some command killed them) */
 		for (size_t i = n_pool; i-- > 0;) {
@@ -304,6 +350,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			}
 			close(pool[i]);
 			pool[i] = pool[--n_pool];
+			shim[i] = shim[n_pool];
 			idle[i] = idle[n_pool];
 		}
 		if (!pfd[1].revents)
@@ -322,7 +369,8 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 				i++;
 			if (i == n_pool) {
 				if (n_pool == MAX_SHIMS ||
-				    (pool[i] = new_shim(a, sigfd, pool, n_pool, fds, n)) < 0)
+				    (pool[i] = new_shim(a, sigfd, pool, n_pool, fds, n, &shim[i])) <
+					    0)
 					break; /* the launcher sees the command's channel close */
 				n_pool++;
 			}
@@ -332,6 +380,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			}
 			close(pool[i]);
 			pool[i] = pool[--n_pool];
+			shim[i] = shim[n_pool];
 			idle[i] = idle[n_pool];
 		}
 		for (size_t i = 0; i < n; i++)
@@ -341,7 +390,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		for (size_t i = 0; i < n_pool && !spare; i++)
 			spare = idle[i];
 		if (!spare && n_pool < MAX_SHIMS &&
-		    (pool[n_pool] = new_shim(a, sigfd, pool, n_pool, NULL, 0)) >= 0)
+		    (pool[n_pool] = new_shim(a, sigfd, pool, n_pool, NULL, 0, &shim[n_pool])) >= 0)
 			idle[n_pool++] = true;
 	}
 }
