@@ -429,6 +429,7 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	if (userns_become_sandbox_user(a->cfg, a->by_root, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	userns_limit_inotify();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 

@@ -92,6 +92,32 @@ int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct
 	return 0;
 }
 
+/* Inotify instances and watches are counted per user up the chain of user
+ * namespaces, so a sandbox's count against the user who created it (host
+ * root, when agentbox runs as root) up to the host's per-user limit: a
+ * sandbox without a limit of its own could take them all and leave that
+ * user's own programs none. The sandbox's namespace gets half of the host's
+ * limit. Needs CAP_SYS_RESOURCE in the sandbox's user namespace, whose
+ * /proc/sys/user/ files these are; best effort, as a read-only /proc/sys
+ * (agentbox in a container) leaves only the host's limit. */
+void userns_limit_inotify(void)
+{
+	static const char *const files[][2] = {
+		{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+		{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+	};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
+		int host = ab_read_int(files[i][0]);
+		if (host <= 1)
+			continue;
+		char v[32];
+		snprintf(v, sizeof(v), "%d\n", host / 2);
+		cleanup_fd int fd = open(files[i][1], O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && write(fd, v, strlen(v)) < 0)
+			continue;
+	}
+}
+
 int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
 {
 	if (sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)

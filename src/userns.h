@@ -26,6 +26,11 @@ int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct
  * mapping the sandbox user to itself, so every mount of the view is locked. */
 int userns_lock_view(const struct ab_config *cfg, struct ab_error *err);
 
+/* Sandbox, with the capabilities of its user namespace: half of the host's
+ * per-user inotify limits for it, so it cannot exhaust the user's own
+ * (best effort: where /proc/sys is read-only, nothing changes). */
+void userns_limit_inotify(void);
+
 /* Sandbox: host name and a loopback interface that is up. */
 int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err);
 
