@@ -218,6 +218,119 @@ static int cmd_nested_remount(const char *dir, const char *file)
 	return 0;
 }
 
+/* Attacks on a process given by pid (a host process the sandbox should not
+ * even see): "ptrace=ERRNO process_vm_readv=ERRNO kill0=ERRNO". */
+static int cmd_ptrace(const char *arg)
+{
+	pid_t pid = (pid_t)atoi(arg);
+	long r = ptrace(PTRACE_ATTACH, pid, 0, 0);
+	printf("ptrace=%s", result(r));
+	if (r == 0)
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+	char buf[16];
+	struct iovec local = {buf, sizeof(buf)}, remote = {(void *)0x400000, sizeof(buf)};
+	r = syscall(SYS_process_vm_readv, pid, &local, 1, &remote, 1, 0);
+	printf(" process_vm_readv=%s", result(r));
+	printf(" kill0=%s\n", result(kill(pid, 0)));
+	return 0;
+}
+
+/* clone(CLONE_NEWUSER) by the raw syscall (not unshare): the child, if
+ * any, exits at once. */
+static long clone_newuser(void)
+{
+	long r = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, NULL, NULL, 0);
+	if (r == 0)
+		_exit(0);
+	if (r > 0)
+		waitpid((pid_t)r, NULL, 0);
+	return r;
+}
+
+/* One escape-relevant syscall, by name: prints "NAME=ERRNO" or "NAME=ok". */
+static int cmd_sys(const char *name)
+{
+	long r;
+	if (strcmp(name, "keyctl") == 0)
+		r = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1);
+	else if (strcmp(name, "add_key") == 0)
+		r = syscall(SYS_add_key, "user", "agentbox-probe", "x", 1,
+			    KEY_SPEC_SESSION_KEYRING);
+	else if (strcmp(name, "bpf") == 0) {
+		/* BPF_MAP_CREATE of a one-entry array */
+		unsigned int attr[32] = {2 /* BPF_MAP_TYPE_ARRAY */, 4, 4, 1};
+		r = syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr));
+	} else if (strcmp(name, "perf_event_open") == 0) {
+		/* a software clock counter of this process */
+		unsigned int attr[32] = {1 /* PERF_TYPE_SOFTWARE */, sizeof(attr), 0};
+		r = syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
+	} else if (strcmp(name, "userfaultfd") == 0)
+		r = syscall(SYS_userfaultfd, O_CLOEXEC);
+	else if (strcmp(name, "io_uring_setup") == 0) {
+		unsigned int params[30] = {0};
+		r = syscall(SYS_io_uring_setup, 4, params);
+	} else if (strcmp(name, "clone_newuser") == 0)
+		r = clone_newuser();
+	else if (strcmp(name, "unshare_newuser") == 0)
+		r = syscall(SYS_unshare, CLONE_NEWUSER);
+	else if (strcmp(name, "setuid") == 0)
+		r = syscall(SYS_setuid, 0);
+	else if (strcmp(name, "setresuid") == 0)
+		r = syscall(SYS_setresuid, 0, 0, 0);
+	else if (strcmp(name, "setgid") == 0)
+		r = syscall(SYS_setgid, 0);
+	else if (strcmp(name, "setgroups") == 0)
+		r = syscall(SYS_setgroups, 1, (gid_t[]){0});
+	else
+		return fprintf(stderr, "probe: unknown syscall %s\n", name), 2;
+	printf("%s=%s\n", name, result(r));
+	return 0;
+}
+
+static const char *tty_name(int fd)
+{
+	const char *n = isatty(fd) ? ttyname(fd) : NULL;
+	return n ? n : isatty(fd) ? "tty" : "none";
+}
+
+/* Push chars into the input of every terminal within reach: fds 0-2 and
+ * /dev/tty, after trying to make them our controlling terminal (first
+ * line: "setsid=ERRNO sctty0=ERRNO ..."). Per target one line: "fd0 tty=NAME sti=ERRNO sti64=ERRNO
+ * linux=ERRNO linux64=ERRNO", where sti64 and linux64 set the upper 32
+ * bits of the request, which the kernel ignores (CVE-2019-10063), and
+ * linux is TIOCLINUX's paste of the console selection. */
+static int cmd_inject(const char *chars)
+{
+	/* first try to make one of them our controlling terminal: the kernel
+	 * lets a process inject into its own */
+	printf("setsid=%s", result(setsid()));
+	for (int fd = 0; fd <= 2; fd++)
+		if (isatty(fd))
+			printf(" sctty%d=%s", fd, result(ioctl(fd, TIOCSCTTY, 0)));
+	printf("\n");
+	int ctty = open("/dev/tty", O_RDWR | O_NOCTTY);
+	printf("devtty=%s\n", ctty >= 0 ? "opened" : strerrorname_np(errno));
+	int fds[] = {0, 1, 2, ctty};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		int fd = fds[i];
+		if (fd < 0)
+			continue;
+		printf("%s%d tty=%s", fd == ctty ? "devtty-fd" : "fd", fd, tty_name(fd));
+		const char *r[4] = {"none", "none", "none", "none"};
+		for (const char *c = chars; *c; c++) {
+			r[0] = result(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI, c));
+			r[1] = result(
+				syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI | (1UL << 32), c));
+		}
+		char sub = 3; /* TIOCL_PASTESEL */
+		r[2] = result(syscall(SYS_ioctl, fd, (unsigned long)TIOCLINUX, &sub));
+		sub = 3;
+		r[3] = result(syscall(SYS_ioctl, fd, (unsigned long)TIOCLINUX | (1UL << 32), &sub));
+		printf(" sti=%s sti64=%s linux=%s linux64=%s\n", r[0], r[1], r[2], r[3]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "x32") == 0)
@@ -242,8 +355,13 @@ int main(int argc, char **argv)
 		return cmd_write(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "read") == 0)
 		return cmd_read(argv[2]);
-	fprintf(stderr,
-		"usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|write PATH|read "
-		"PATH\n");
+	if (argc == 3 && strcmp(argv[1], "ptrace") == 0)
+		return cmd_ptrace(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "sys") == 0)
+		return cmd_sys(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "inject") == 0)
+		return cmd_inject(argv[2]);
+	fprintf(stderr, "usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|x32|write PATH|"
+			"read PATH|ptrace PID|sys NAME|inject CHARS\n");
 	return 2;
 }
