@@ -148,7 +148,9 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 			json_object_get_int64(get(j, "cpu_system_ms"));
 	if (expect_cgroups()) {
 		cr_assert_str_eq(how(j, "cpus"), "cgroup");
-		cr_assert(cpu >= 1200 && cpu <= 1800, "%lld ms of CPU in 3 s at 0.5 cores", cpu);
+		/* the quota is the ceiling; below it, other load on a shared
+		 * machine may take the hog's share, so only "it ran" is asked */
+		cr_assert(cpu >= 300 && cpu <= 1800, "%lld ms of CPU in 3 s at 0.5 cores", cpu);
 	} else {
 		cr_assert_str_eq(how(j, "cpus"), "unavailable");
 		cr_assert_gt(cpu, 1800, "%lld ms: no quota, yet the hog was held back", cpu);
