@@ -23,28 +23,21 @@
 #include "fileop.h"
 #include "jsonw.h"
 #include "output.h"
+#include "request.h"
 #include "result.h"
 
 #define PROTOCOL       "agentbox/1"
 #define MAX_LINE       (8u << 20)
 #define MAX_QUEUE      1024
-#define MAX_ID_LEN     256
 #define OUT_HIGH_WATER (16u << 20) /* replies queued: stop taking more work */
 #define READ_CHUNK     (256u << 10)
 
 struct request {
 	struct request *next, *prev;
-	json_object *req; /* keeps the strings of x alive */
-	json_object *id;
+	struct ab_request q; /* checked (request.h); its strings live in q.req */
 	unsigned long long tag;
 	bool running;
-	struct ab_exec x;
-	char **argv; /* owned arrays; the strings belong to req */
-	char **env;  /* owned "NAME=VALUE" strings */
-	bool base64, merged;
-	const char *file_op; /* the file operation's name, or NULL for exec */
-	char *inner;	     /* its request for the sandbox */
-	char hold[2][4];     /* stream: an incomplete UTF-8 sequence held back */
+	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
 	size_t hold_len[2];
 };
 
@@ -238,12 +231,7 @@ static void request_free(struct request *r)
 {
 	if (!r)
 		return;
-	json_object_put(r->req);
-	free(r->argv);
-	for (char **e = r->env; e && *e; e++)
-		free(*e);
-	free(r->env);
-	free(r->inner);
+	ab_request_clear(&r->q);
 	free(r);
 }
 
@@ -280,198 +268,9 @@ static struct request *by_tag(struct server *sv, unsigned long long tag)
 static struct request *by_id(struct server *sv, json_object *id)
 {
 	for (struct request *r = sv->head; r; r = r->next)
-		if (json_object_equal(r->id, id))
+		if (json_object_equal(r->q.id, id))
 			return r;
 	return NULL;
-}
-
-static bool valid_id(json_object *id)
-{
-	if (json_object_is_type(id, json_type_int))
-		return true;
-	if (!json_object_is_type(id, json_type_string))
-		return false;
-	int n = json_object_get_string_len(id);
-	return n >= 1 && n <= MAX_ID_LEN;
-}
-
-/* A string field without NUL bytes. */
-static bool plain_string(json_object *v)
-{
-	return json_object_is_type(v, json_type_string) &&
-	       strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
-}
-
-static bool only_fields(struct server *sv, json_object *req, json_object *id, const char *op,
-			const char *const *allowed)
-{
-	json_object_object_foreach(req, key, val)
-	{
-		(void)val;
-		bool ok = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
-		for (const char *const *a = allowed; !ok && *a; a++)
-			ok = strcmp(key, *a) == 0;
-		if (!ok) {
-			send_error(sv, id, "invalid_request", "%s: unknown field '%.64s'", op, key);
-			return false;
-		}
-	}
-	return true;
-}
-
-#define BAD(...)                                                                                   \
-	do {                                                                                       \
-		send_error(sv, id, "invalid_request", __VA_ARGS__);                                \
-		request_free(r);                                                                   \
-		return NULL;                                                                       \
-	} while (0)
-
-/* A request's "timeout" in seconds, into *ms (0 when absent). */
-static bool parse_timeout(struct server *sv, json_object *req, json_object *id, const char *op,
-			  unsigned long long *ms)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(req, "timeout", &v))
-		return true;
-	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
-			   ? json_object_get_double(v)
-			   : -1;
-	if (!(t >= 0) || t > 1e7) {
-		send_error(sv, id, "invalid_request",
-			   "%s: 'timeout' must be a number of seconds from 0 to 10000000", op);
-		return false;
-	}
-	*ms = (unsigned long long)(t * 1000 + 0.5);
-	if (t > 0 && *ms == 0)
-		*ms = 1;
-	return true;
-}
-
-/* A request that keeps its JSON (its strings live there); NULL after an
- * error reply. */
-static struct request *request_new(struct server *sv, json_object *req, json_object *id)
-{
-	struct request *r = calloc(1, sizeof(*r));
-	if (!r) {
-		send_error(sv, id, "internal", "out of memory");
-		return NULL;
-	}
-	r->req = json_object_get(req);
-	r->id = id;
-	return r;
-}
-
-static struct request *parse_exec(struct server *sv, json_object *req, json_object *id)
-{
-	static const char *const fields[] = {
-		"command",  "argv",	  "cwd",	  "env",    "timeout",
-		"stdin",    "max_output", "merge_output", "stream", "keep_background",
-		"encoding", NULL,
-	};
-	if (!only_fields(sv, req, id, "exec", fields))
-		return NULL;
-	struct request *r = request_new(sv, req, id);
-	if (!r)
-		return NULL;
-	json_object *v, *cmd = NULL, *argv = NULL;
-	json_object_object_get_ex(req, "command", &cmd);
-	json_object_object_get_ex(req, "argv", &argv);
-	if (!cmd == !argv)
-		BAD("exec: give exactly one of 'command' (a shell string) and 'argv' (an array)");
-	if (cmd) {
-		if (!plain_string(cmd) || json_object_get_string_len(cmd) == 0)
-			BAD("exec: 'command' must be a non-empty string without NUL bytes");
-		r->argv = calloc(4, sizeof(char *));
-		if (!r->argv)
-			BAD("exec: out of memory");
-		r->argv[0] = "/bin/sh";
-		r->argv[1] = "-c";
-		r->argv[2] = (char *)json_object_get_string(cmd);
-	} else {
-		size_t n = json_object_is_type(argv, json_type_array)
-				   ? json_object_array_length(argv)
-				   : 0;
-		if (n == 0)
-			BAD("exec: 'argv' must be a non-empty array of strings");
-		r->argv = calloc(n + 1, sizeof(char *));
-		if (!r->argv)
-			BAD("exec: out of memory");
-		for (size_t i = 0; i < n; i++) {
-			json_object *a = json_object_array_get_idx(argv, i);
-			if (!plain_string(a))
-				BAD("exec: argv[%zu] must be a string without NUL bytes", i);
-			r->argv[i] = (char *)json_object_get_string(a);
-		}
-		if (!r->argv[0][0])
-			BAD("exec: argv[0] is empty");
-	}
-	r->x.argv = r->argv;
-	if (json_object_object_get_ex(req, "cwd", &v)) {
-		if (!plain_string(v) || json_object_get_string_len(v) == 0 ||
-		    json_object_get_string_len(v) > 4095)
-			BAD("exec: 'cwd' must be a non-empty path");
-		r->x.cwd = json_object_get_string(v);
-	}
-	if (json_object_object_get_ex(req, "env", &v)) {
-		if (!json_object_is_type(v, json_type_object))
-			BAD("exec: 'env' must be an object of strings");
-		size_t n = (size_t)json_object_object_length(v), i = 0;
-		r->env = calloc(n + 1, sizeof(char *));
-		if (!r->env)
-			BAD("exec: out of memory");
-		json_object_object_foreach(v, k, val)
-		{
-			if (!plain_string(val))
-				BAD("exec: env.%.64s must be a string without NUL bytes", k);
-			if (asprintf(&r->env[i], "%s=%s", k, json_object_get_string(val)) < 0) {
-				r->env[i] = NULL;
-				BAD("exec: out of memory");
-			}
-			i++;
-		}
-		r->x.env = r->env;
-	}
-	if (!parse_timeout(sv, req, id, "exec", &r->x.timeout_ms)) {
-		request_free(r);
-		return NULL;
-	}
-	if (json_object_object_get_ex(req, "stdin", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			BAD("exec: 'stdin' must be a string");
-		r->x.stdin_data = json_object_get_string(v);
-		r->x.stdin_len = (size_t)json_object_get_string_len(v);
-	}
-	if (json_object_object_get_ex(req, "max_output", &v)) {
-		int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
-		if (m < 1024 || m > (1LL << 30))
-			BAD("exec: 'max_output' must be an integer from 1024 to 1073741824 bytes");
-		r->x.max_output = (unsigned long long)m;
-	}
-	const struct {
-		const char *name;
-		bool *out;
-	} flags[] = {
-		{"merge_output", &r->x.merge_output},
-		{"stream", &r->x.stream},
-		{"keep_background", &r->x.keep_background},
-	};
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (!json_object_object_get_ex(req, flags[i].name, &v))
-			continue;
-		if (!json_object_is_type(v, json_type_boolean))
-			BAD("exec: '%s' must be true or false", flags[i].name);
-		*flags[i].out = json_object_get_boolean(v);
-	}
-	r->merged = r->x.merge_output;
-	if (json_object_object_get_ex(req, "encoding", &v)) {
-		const char *e =
-			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-		if (strcmp(e, "base64") == 0)
-			r->base64 = true;
-		else if (strcmp(e, "utf-8") != 0 && strcmp(e, "utf8") != 0)
-			BAD("exec: 'encoding' must be \"utf-8\" or \"base64\"");
-	}
-	return r;
 }
 
 static void start_queued(struct server *sv)
@@ -483,15 +282,15 @@ static void start_queued(struct server *sv)
 		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent)
 			return;
 		struct ab_error err = {0};
-		int rc = ab_session_start(sv->s, &r->x, r->tag, &err);
+		int rc = ab_session_start(sv->s, &r->q.x, r->tag, &err);
 		if (rc == -EBUSY)
 			return;
 		sv->queued--;
 		if (rc < 0) {
-			send_error(sv, r->id,
+			send_error(sv, r->q.id,
 				   rc == -EINVAL || rc == -EPERM || rc == -ELOOP ? "invalid_request"
 										 : "internal",
-				   "%s: %s", r->file_op ? r->file_op : "exec", err.msg);
+				   "%s: %s", r->q.file_op ? r->q.file_op : "exec", err.msg);
 			list_del(sv, r);
 			request_free(r);
 			continue;
@@ -500,76 +299,55 @@ static void start_queued(struct server *sv)
 	}
 }
 
-/* A file operation: checked here, done inside (fileop.h). */
-static struct request *parse_file_op(struct server *sv, json_object *req, json_object *id,
-				     const char *op)
+/* exec and the file operations: queued, then run as slots free up. A
+ * duplicate id or a full queue is said before what is wrong with a field
+ * (bad: NULL when there is nothing wrong). */
+static void op_exec(struct server *sv, struct ab_request *q, const struct ab_request_error *bad)
 {
-	struct request *r = request_new(sv, req, id);
-	if (!r)
-		return NULL;
-	const char *code;
-	char msg[512];
-	if (fileop_prepare(req, op, &r->inner, &code, msg, sizeof(msg)) < 0) {
-		send_error(sv, id, code, "%s", msg);
-		request_free(r);
-		return NULL;
-	}
-	if (!parse_timeout(sv, req, id, op, &r->x.timeout_ms)) {
-		request_free(r);
-		return NULL;
-	}
-	r->file_op = fileop_name(op); /* req's string goes with req */
-	r->x.file_op = r->inner;
-	return r;
-}
-
-/* exec and the file operations: queued, then run as slots free up. */
-static void op_exec(struct server *sv, json_object *req, json_object *id, const char *op)
-{
-	if (by_id(sv, id)) {
-		send_error(sv, id, "duplicate_id", "a request with this id is running or queued");
+	if (by_id(sv, q->id)) {
+		send_error(sv, q->id, "duplicate_id",
+			   "a request with this id is running or queued");
 		return;
 	}
 	if (sv->queued >= MAX_QUEUE) {
-		send_error(sv, id, "busy", "%d requests are queued already", MAX_QUEUE);
+		send_error(sv, q->id, "busy", "%d requests are queued already", MAX_QUEUE);
 		return;
 	}
-	struct request *r = op ? parse_file_op(sv, req, id, op) : parse_exec(sv, req, id);
-	if (!r)
+	if (bad) {
+		send_error(sv, q->id, bad->code, "%s", bad->msg);
 		return;
+	}
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, q->id, "internal", "out of memory");
+		return;
+	}
+	r->q = *q; /* the request is r's now */
+	*q = (struct ab_request){0};
 	r->tag = ++sv->next_tag;
 	list_add(sv, r);
 	sv->queued++;
 	start_queued(sv);
 }
 
-static void op_cancel(struct server *sv, json_object *req, json_object *id)
+static void op_cancel(struct server *sv, const struct ab_request *q)
 {
-	static const char *const fields[] = {"target", NULL};
-	if (!only_fields(sv, req, id, "cancel", fields))
-		return;
-	json_object *target;
-	if (!json_object_object_get_ex(req, "target", &target) || !valid_id(target)) {
-		send_error(sv, id, "invalid_request",
-			   "cancel: 'target' must be the id of a running or queued command");
-		return;
-	}
-	struct request *r = by_id(sv, target);
+	struct request *r = by_id(sv, q->target);
 	if (!r) {
-		send_error(sv, id, "invalid_request",
+		send_error(sv, q->id, "invalid_request",
 			   "cancel: no command with this target id is running or queued");
 		return;
 	}
 	json_object *ok = json_object_new_object();
 	json_object_object_add(ok, "type", json_object_new_string("ok"));
-	json_object_object_add(ok, "id", id_copy(id));
+	json_object_object_add(ok, "id", id_copy(q->id));
 	json_object_object_add(ok, "op", json_object_new_string("cancel"));
 	send_json(sv, ok);
 	if (r->running) {
 		ab_session_cancel(sv->s, r->tag);
 		return;
 	}
-	send_error(sv, r->id, "cancelled", "cancelled before it started");
+	send_error(sv, r->q.id, "cancelled", "cancelled before it started");
 	sv->queued--;
 	list_del(sv, r);
 	request_free(r);
@@ -603,75 +381,39 @@ static void op_stats(struct server *sv, json_object *id)
 	send_json(sv, o);
 }
 
-static void handle_line(struct server *sv, char *line, size_t len)
+static void handle_line(struct server *sv, const char *line, size_t len)
 {
-	size_t a = 0;
-	while (a < len && strchr(" \t\r", line[a]))
-		a++;
-	if (a == len)
+	struct ab_request q;
+	struct ab_request_error e;
+	int rc = ab_request_parse(line, len, &q, &e);
+	if (rc == 1)
 		return; /* blank */
-	json_tokener *tok = json_tokener_new_ex(64);
-	if (!tok) {
-		send_error(sv, NULL, "internal", "out of memory");
+	if (!q.op) {
+		send_error(sv, q.id, e.code, "%s", e.msg);
+		ab_request_clear(&q);
 		return;
 	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	json_object *req = json_tokener_parse_ex(tok, line, (int)len);
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	size_t end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	while (req && end < len && strchr(" \t\r", line[end]))
-		end++;
-	if (!req || jerr != json_tokener_success || end != len) {
-		send_error(sv, NULL, "invalid_json", "not a JSON object on one line of UTF-8: %s",
-			   jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-							: "trailing characters");
-		json_object_put(req);
-		return;
-	}
-	if (!json_object_is_type(req, json_type_object)) {
-		send_error(sv, NULL, "invalid_json", "a request must be a JSON object");
-		json_object_put(req);
-		return;
-	}
-	json_object *id = NULL, *opv = NULL;
-	json_object_object_get_ex(req, "id", &id);
-	if (!id || !valid_id(id)) {
-		send_error(sv, NULL, "invalid_request",
-			   "'id' must be a string of 1 to %d bytes or an integer", MAX_ID_LEN);
-		json_object_put(req);
-		return;
-	}
-	if (!json_object_object_get_ex(req, "op", &opv) ||
-	    !json_object_is_type(opv, json_type_string)) {
-		send_error(sv, id, "invalid_request", "'op' must be a string");
-		json_object_put(req);
-		return;
-	}
-	const char *op = json_object_get_string(opv);
-	static const char *const none[] = {NULL};
-	audit_request(sv, req, op);
-	if (sv->shutting_down)
-		send_error(sv, id, "shutdown", "the session is shutting down");
-	else if (strcmp(op, "exec") == 0)
-		op_exec(sv, req, id, NULL);
-	else if (fileop_name(op))
-		op_exec(sv, req, id, op);
-	else if (strcmp(op, "cancel") == 0)
-		op_cancel(sv, req, id);
-	else if (strcmp(op, "stats") == 0 && only_fields(sv, req, id, op, none))
-		op_stats(sv, id);
-	else if (strcmp(op, "ping") == 0 && only_fields(sv, req, id, op, none)) {
+	audit_request(sv, q.req, q.op);
+	if (sv->shutting_down) {
+		send_error(sv, q.id, "shutdown", "the session is shutting down");
+	} else if (q.kind == AB_REQUEST_EXEC || q.kind == AB_REQUEST_FILE_OP) {
+		op_exec(sv, &q, rc < 0 ? &e : NULL);
+	} else if (rc < 0) {
+		send_error(sv, q.id, e.code, "%s", e.msg);
+	} else if (q.kind == AB_REQUEST_CANCEL) {
+		op_cancel(sv, &q);
+	} else if (q.kind == AB_REQUEST_STATS) {
+		op_stats(sv, q.id);
+	} else if (q.kind == AB_REQUEST_PING) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("pong"));
-		json_object_object_add(o, "id", id_copy(id));
+		json_object_object_add(o, "id", id_copy(q.id));
 		send_json(sv, o);
-	} else if (strcmp(op, "shutdown") == 0 && only_fields(sv, req, id, op, none)) {
+	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
-		sv->shutdown_id = json_object_get(id);
-	} else if (strcmp(op, "stats") && strcmp(op, "ping") && strcmp(op, "shutdown"))
-		send_error(sv, id, "unknown_op", "unknown op '%.64s'", op);
-	json_object_put(req);
+		sv->shutdown_id = json_object_get(q.id);
+	}
+	ab_request_clear(&q);
 }
 
 /* Complete lines from the input buffer; an overlong one is answered and
@@ -733,12 +475,12 @@ static void on_output(struct server *sv, struct request *r, const struct ab_even
 	int k = ev->stream == 2 ? 1 : 0;
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("output"));
-	json_object_object_add(o, "id", id_copy(r->id));
+	json_object_object_add(o, "id", id_copy(r->q.id));
 	json_object_object_add(o, "stream",
-			       json_object_new_string(r->merged ? "output"
-						      : k	? "stderr"
-								: "stdout"));
-	if (r->base64) {
+			       json_object_new_string(r->q.merged ? "output"
+						      : k	  ? "stderr"
+								  : "stdout"));
+	if (r->q.base64) {
 		char *b = base64_encode(ev->data, ev->len);
 		json_object_object_add(o, "data", json_object_new_string(b ? b : ""));
 		free(b);
@@ -774,11 +516,11 @@ static void flush_held(struct server *sv, struct request *r)
 		r->hold_len[k] = 0;
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("output"));
-		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "id", id_copy(r->q.id));
 		json_object_object_add(o, "stream",
-				       json_object_new_string(r->merged ? "output"
-							      : k	? "stderr"
-									: "stdout"));
+				       json_object_new_string(r->q.merged ? "output"
+							      : k	  ? "stderr"
+									  : "stdout"));
 		json_object_object_add(o, "data", ab_json_text(ev.data, ev.len));
 		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
 		send_json(sv, o);
@@ -791,7 +533,7 @@ static void audit_result(struct server *sv, struct request *r, const struct ab_r
 	if (sv->audit < 0)
 		return;
 	json_object *o = audit_entry("result");
-	json_object_object_add(o, "id", id_copy(r->id));
+	json_object_object_add(o, "id", id_copy(r->q.id));
 	if (res) {
 		json_object *f = ab_result_fields_json(res, true, false, false, false);
 		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
@@ -819,23 +561,23 @@ static void file_op_done(struct server *sv, struct request *r, const struct ab_r
 	json_object *o = NULL;
 	if (res->cancelled) {
 		code = "cancelled";
-		snprintf(msg, sizeof(msg), "%s: cancelled", r->file_op);
+		snprintf(msg, sizeof(msg), "%s: cancelled", r->q.file_op);
 	} else if (res->timed_out) {
 		code = "timeout";
 		snprintf(msg, sizeof(msg), "%s: took longer than its timeout of %llu ms",
-			 r->file_op, res->timeout_ms);
+			 r->q.file_op, res->timeout_ms);
 	} else if (res->exit_code != 0 || res->out.truncated) {
 		code = "internal";
 		snprintf(msg, sizeof(msg), "%s: the operation failed (exit status %d%s)",
-			 r->file_op, res->exit_code, res->oom_killed ? ", out of memory" : "");
-	} else if (!(o = fileop_reply(r->file_op, r->id, res->out.data ? res->out.data : "",
+			 r->q.file_op, res->exit_code, res->oom_killed ? ", out of memory" : "");
+	} else if (!(o = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
 				      res->out.len, msg, sizeof(msg)))) {
 		code = "internal";
 	}
 	if (code) {
 		o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("error"));
-		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "id", id_copy(r->q.id));
 		json_object_object_add(o, "code", json_object_new_string(code));
 		json_object_object_add(o, "message", json_object_new_string(msg));
 	} else {
@@ -858,7 +600,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		return;
 	}
 	flush_held(sv, r);
-	if (r->file_op && !ev->error) {
+	if (r->q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
 		int e = ev->error->code;
@@ -868,17 +610,17 @@ static void on_event(const struct ab_event *ev, void *arg)
 				: "internal";
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("error"));
-		json_object_object_add(o, "id", id_copy(r->id));
+		json_object_object_add(o, "id", id_copy(r->q.id));
 		json_object_object_add(o, "code", json_object_new_string(code));
 		json_object_object_add(o, "message", json_object_new_string(ev->error->msg));
 		send_json(sv, o);
 		audit_result(sv, r, NULL, code);
 	} else {
 		const struct ab_result *res = ev->result;
-		json_object *o = ab_result_fields_json(res, true, true, r->merged, r->base64);
+		json_object *o = ab_result_fields_json(res, true, true, r->q.merged, r->q.base64);
 		json_object *head = json_object_new_object();
 		json_object_object_add(head, "type", json_object_new_string("result"));
-		json_object_object_add(head, "id", id_copy(r->id));
+		json_object_object_add(head, "id", id_copy(r->q.id));
 		json_object_object_foreach(o, k, v)
 			json_object_object_add(head, k, json_object_get(v));
 		json_object_put(o);
@@ -946,7 +688,7 @@ static void end_all(struct server *sv)
 {
 	while (sv->head) {
 		struct request *r = sv->head;
-		send_error(sv, r->id, "shutdown", "the session is shutting down");
+		send_error(sv, r->q.id, "shutdown", "the session is shutting down");
 		list_del(sv, r);
 		request_free(r);
 	}

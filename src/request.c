@@ -1,0 +1,283 @@
+/* A request line of agentbox serve into a checked request (request.h).
+ * Every field is checked here, before anything runs; the first problem
+ * found is the error, with the protocol's code and a message naming the
+ * field. */
+#include "request.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileop.h"
+
+static int fail(struct ab_request_error *e, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct ab_request_error *e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	e->code = code;
+	return -1;
+}
+
+#define BAD(...) return fail(e, "invalid_request", __VA_ARGS__)
+
+static bool valid_id(json_object *id)
+{
+	if (json_object_is_type(id, json_type_int))
+		return true;
+	if (!json_object_is_type(id, json_type_string))
+		return false;
+	int n = json_object_get_string_len(id);
+	return n >= 1 && n <= AB_REQUEST_MAX_ID_LEN;
+}
+
+/* A string field without NUL bytes. */
+static bool plain_string(json_object *v)
+{
+	return json_object_is_type(v, json_type_string) &&
+	       strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
+}
+
+static int only_fields(json_object *req, const char *op, const char *const *allowed,
+		       struct ab_request_error *e)
+{
+	json_object_object_foreach(req, key, val)
+	{
+		(void)val;
+		bool ok = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
+		for (const char *const *a = allowed; !ok && *a; a++)
+			ok = strcmp(key, *a) == 0;
+		if (!ok)
+			BAD("%s: unknown field '%.64s'", op, key);
+	}
+	return 0;
+}
+
+/* A request's "timeout" in seconds, into *ms (0 when absent). */
+static int parse_timeout(json_object *req, const char *op, unsigned long long *ms,
+			 struct ab_request_error *e)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, "timeout", &v))
+		return 0;
+	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
+			   ? json_object_get_double(v)
+			   : -1;
+	if (!(t >= 0) || t > 1e7)
+		BAD("%s: 'timeout' must be a number of seconds from 0 to 10000000", op);
+	*ms = (unsigned long long)(t * 1000 + 0.5);
+	if (t > 0 && *ms == 0)
+		*ms = 1;
+	return 0;
+}
+
+static int parse_exec(struct ab_request *q, struct ab_request_error *e)
+{
+	static const char *const fields[] = {
+		"command",  "argv",	  "cwd",	  "env",    "timeout",
+		"stdin",    "max_output", "merge_output", "stream", "keep_background",
+		"encoding", NULL,
+	};
+	json_object *req = q->req;
+	if (only_fields(req, "exec", fields, e) < 0)
+		return -1;
+	json_object *v, *cmd = NULL, *argv = NULL;
+	json_object_object_get_ex(req, "command", &cmd);
+	json_object_object_get_ex(req, "argv", &argv);
+	if (!cmd == !argv)
+		BAD("exec: give exactly one of 'command' (a shell string) and 'argv' (an array)");
+	if (cmd) {
+		if (!plain_string(cmd) || json_object_get_string_len(cmd) == 0)
+			BAD("exec: 'command' must be a non-empty string without NUL bytes");
+		q->argv = calloc(4, sizeof(char *));
+		if (!q->argv)
+			BAD("exec: out of memory");
+		q->argv[0] = "/bin/sh";
+		q->argv[1] = "-c";
+		q->argv[2] = (char *)json_object_get_string(cmd);
+	} else {
+		size_t n = json_object_is_type(argv, json_type_array)
+				   ? json_object_array_length(argv)
+				   : 0;
+		if (n == 0)
+			BAD("exec: 'argv' must be a non-empty array of strings");
+		q->argv = calloc(n + 1, sizeof(char *));
+		if (!q->argv)
+			BAD("exec: out of memory");
+		for (size_t i = 0; i < n; i++) {
+			json_object *a = json_object_array_get_idx(argv, i);
+			if (!plain_string(a))
+				BAD("exec: argv[%zu] must be a string without NUL bytes", i);
+			q->argv[i] = (char *)json_object_get_string(a);
+		}
+		if (!q->argv[0][0])
+			BAD("exec: argv[0] is empty");
+	}
+	q->x.argv = q->argv;
+	if (json_object_object_get_ex(req, "cwd", &v)) {
+		if (!plain_string(v) || json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) > 4095)
+			BAD("exec: 'cwd' must be a non-empty path");
+		q->x.cwd = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(req, "env", &v)) {
+		if (!json_object_is_type(v, json_type_object))
+			BAD("exec: 'env' must be an object of strings");
+		size_t n = (size_t)json_object_object_length(v), i = 0;
+		q->env = calloc(n + 1, sizeof(char *));
+		if (!q->env)
+			BAD("exec: out of memory");
+		json_object_object_foreach(v, k, val)
+		{
+			if (!plain_string(val))
+				BAD("exec: env.%.64s must be a string without NUL bytes", k);
+			if (asprintf(&q->env[i], "%s=%s", k, json_object_get_string(val)) < 0) {
+				q->env[i] = NULL;
+				BAD("exec: out of memory");
+			}
+			i++;
+		}
+		q->x.env = q->env;
+	}
+	if (parse_timeout(req, "exec", &q->x.timeout_ms, e) < 0)
+		return -1;
+	if (json_object_object_get_ex(req, "stdin", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			BAD("exec: 'stdin' must be a string");
+		q->x.stdin_data = json_object_get_string(v);
+		q->x.stdin_len = (size_t)json_object_get_string_len(v);
+	}
+	if (json_object_object_get_ex(req, "max_output", &v)) {
+		int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+		if (m < 1024 || m > (1LL << 30))
+			BAD("exec: 'max_output' must be an integer from 1024 to 1073741824 bytes");
+		q->x.max_output = (unsigned long long)m;
+	}
+	const struct {
+		const char *name;
+		bool *out;
+	} flags[] = {
+		{"merge_output", &q->x.merge_output},
+		{"stream", &q->x.stream},
+		{"keep_background", &q->x.keep_background},
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (!json_object_object_get_ex(req, flags[i].name, &v))
+			continue;
+		if (!json_object_is_type(v, json_type_boolean))
+			BAD("exec: '%s' must be true or false", flags[i].name);
+		*flags[i].out = json_object_get_boolean(v);
+	}
+	q->merged = q->x.merge_output;
+	if (json_object_object_get_ex(req, "encoding", &v)) {
+		const char *enc =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		if (strcmp(enc, "base64") == 0)
+			q->base64 = true;
+		else if (strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0)
+			BAD("exec: 'encoding' must be \"utf-8\" or \"base64\"");
+	}
+	return 0;
+}
+
+/* A file operation: checked here, done inside (fileop.h). */
+static int parse_file_op(struct ab_request *q, struct ab_request_error *e)
+{
+	const char *code;
+	char msg[512];
+	if (fileop_prepare(q->req, q->op, &q->inner, &code, msg, sizeof(msg)) < 0)
+		return fail(e, code, "%s", msg);
+	if (parse_timeout(q->req, q->op, &q->x.timeout_ms, e) < 0)
+		return -1;
+	q->file_op = fileop_name(q->op); /* req's string goes with req */
+	q->x.file_op = q->inner;
+	return 0;
+}
+
+static int parse_cancel(struct ab_request *q, struct ab_request_error *e)
+{
+	static const char *const fields[] = {"target", NULL};
+	if (only_fields(q->req, "cancel", fields, e) < 0)
+		return -1;
+	if (!json_object_object_get_ex(q->req, "target", &q->target) || !valid_id(q->target)) {
+		q->target = NULL;
+		BAD("cancel: 'target' must be the id of a running or queued command");
+	}
+	return 0;
+}
+
+int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_request_error *e)
+{
+	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
+	size_t a = 0;
+	while (a < len && strchr(" \t\r", line[a]))
+		a++;
+	if (a == len)
+		return 1; /* blank */
+	if (len > INT_MAX)
+		return fail(e, "too_large", "a request line is longer than %d bytes", INT_MAX);
+	json_tokener *tok = json_tokener_new_ex(64);
+	if (!tok)
+		return fail(e, "internal", "out of memory");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	q->req = json_tokener_parse_ex(tok, line, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	while (q->req && end < len && strchr(" \t\r", line[end]))
+		end++;
+	if (!q->req || jerr != json_tokener_success || end != len)
+		return fail(e, "invalid_json", "not a JSON object on one line of UTF-8: %s",
+			    jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+							 : "trailing characters");
+	if (!json_object_is_type(q->req, json_type_object))
+		return fail(e, "invalid_json", "a request must be a JSON object");
+	json_object *id = NULL, *opv = NULL;
+	json_object_object_get_ex(q->req, "id", &id);
+	if (!id || !valid_id(id))
+		BAD("'id' must be a string of 1 to %d bytes or an integer", AB_REQUEST_MAX_ID_LEN);
+	q->id = id;
+	if (!json_object_object_get_ex(q->req, "op", &opv) ||
+	    !json_object_is_type(opv, json_type_string))
+		BAD("'op' must be a string");
+	const char *op = q->op = json_object_get_string(opv);
+	static const char *const none[] = {NULL};
+	if (strcmp(op, "exec") == 0) {
+		q->kind = AB_REQUEST_EXEC;
+		return parse_exec(q, e);
+	}
+	if (fileop_name(op)) {
+		q->kind = AB_REQUEST_FILE_OP;
+		return parse_file_op(q, e);
+	}
+	if (strcmp(op, "cancel") == 0) {
+		q->kind = AB_REQUEST_CANCEL;
+		return parse_cancel(q, e);
+	}
+	if (strcmp(op, "stats") == 0)
+		q->kind = AB_REQUEST_STATS;
+	else if (strcmp(op, "ping") == 0)
+		q->kind = AB_REQUEST_PING;
+	else if (strcmp(op, "shutdown") == 0)
+		q->kind = AB_REQUEST_SHUTDOWN;
+	else
+		return fail(e, "unknown_op", "unknown op '%.64s'", op);
+	return only_fields(q->req, op, none, e);
+}
+
+void ab_request_clear(struct ab_request *q)
+{
+	json_object_put(q->req);
+	free(q->argv);
+	for (char **v = q->env; v && *v; v++)
+		free(*v);
+	free(q->env);
+	free(q->inner);
+	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
+}

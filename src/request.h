@@ -1,0 +1,59 @@
+/* One request line of agentbox serve (docs/protocol.md), parsed and
+ * checked: everything the protocol says of a request that does not need
+ * the session's state (duplicate ids, the queue, shutdown, cancel targets
+ * that are not there), which serve.c decides. The line comes from the
+ * client, so nothing in it is trusted. */
+#ifndef AB_REQUEST_H
+#define AB_REQUEST_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentbox/agentbox.h"
+
+#define AB_REQUEST_MAX_ID_LEN 256
+
+enum ab_request_op {
+	AB_REQUEST_EXEC,
+	AB_REQUEST_FILE_OP,
+	AB_REQUEST_CANCEL,
+	AB_REQUEST_STATS,
+	AB_REQUEST_PING,
+	AB_REQUEST_SHUTDOWN,
+	AB_REQUEST_UNKNOWN,
+};
+
+struct ab_request {
+	json_object *req; /* the whole request; its strings live here; owned */
+	json_object *id;  /* in req; NULL until a valid one was found */
+	const char *op;	  /* in req; NULL until a string was found */
+	enum ab_request_op kind;
+	/* exec and the file operations */
+	struct ab_exec x;
+	char **argv; /* owned array; the strings belong to req */
+	char **env;  /* owned "NAME=VALUE" strings */
+	bool base64, merged;
+	const char *file_op; /* the file operation's name (static), or NULL */
+	char *inner;	     /* its request for the sandbox (fileop_prepare) */
+	json_object *target; /* cancel: in req */
+};
+
+struct ab_request_error {
+	const char *code; /* the protocol's error code, e.g. "invalid_request" */
+	char msg[1024];
+};
+
+/* Parse the line of len bytes (without its newline) into q. Returns 1 for a
+ * blank line (nothing to answer; q is empty), 0 for a valid request, -1
+ * with e filled for a bad one. After 0 or -1 release q with
+ * ab_request_clear. With -1, q->op == NULL means the line was not a
+ * request at all (e->code is invalid_json, invalid_request or internal,
+ * q->id is NULL or the valid id); otherwise q->id, q->op and q->kind say
+ * what was asked and e says what is wrong with it (unknown_op, or a field's
+ * error). */
+int ab_request_parse(const char *line, size_t len, struct ab_request *q,
+		     struct ab_request_error *e);
+void ab_request_clear(struct ab_request *q);
+
+#endif
