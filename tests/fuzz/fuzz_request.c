@@ -1,0 +1,54 @@
+/* agentbox serve's request parser (src/request.c): one line from the
+ * client, any bytes. It must answer every line with a parsed request or
+ * an error code and message, never crash, never leak. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "request.h"
+
+static const char *const codes[] = {"invalid_json", "invalid_request", "invalid_path",
+				    "unknown_op",   "internal",	       "too_large"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ab_request q;
+	struct ab_request_error e;
+	int rc = ab_request_parse((const char *)data, size, &q, &e);
+	FUZZ_CHECK(rc == 1 || rc == 0 || rc == -1);
+	if (rc == 1) {
+		FUZZ_CHECK(!q.req && !q.id && !q.op);
+		return 0;
+	}
+	if (rc < 0) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+			known = known || strcmp(e.code, codes[i]) == 0;
+		FUZZ_CHECK(known);
+		FUZZ_CHECK(memchr(e.msg, '\0', sizeof(e.msg)) && e.msg[0]);
+		FUZZ_CHECK(!q.op || q.id);
+	} else {
+		FUZZ_CHECK(q.req && q.id && q.op && q.kind != AB_REQUEST_UNKNOWN);
+		/* what the session would get: walk it all */
+		size_t total = 0;
+		for (char *const *a = q.x.argv; a && *a; a++)
+			total += strlen(*a);
+		for (char *const *v = q.x.env; v && *v; v++)
+			FUZZ_CHECK(strchr(*v, '='));
+		if (q.kind == AB_REQUEST_EXEC)
+			FUZZ_CHECK(q.x.argv && q.x.argv[0][0] && !q.x.file_op);
+		if (q.kind == AB_REQUEST_FILE_OP) {
+			FUZZ_CHECK(q.x.file_op && q.file_op && !q.x.argv);
+			/* the request the sandbox gets is one JSON object */
+			json_object *inner = json_tokener_parse(q.x.file_op);
+			FUZZ_CHECK(json_object_is_type(inner, json_type_object));
+			json_object_put(inner);
+		}
+		if (q.kind == AB_REQUEST_CANCEL)
+			FUZZ_CHECK(q.target);
+		if (q.x.stdin_data)
+			total += q.x.stdin_len;
+		(void)total;
+	}
+	ab_request_clear(&q);
+	return 0;
+}
