@@ -212,11 +212,17 @@ static int parse_cancel(struct ab_request *q, struct ab_request_error *e)
 	return 0;
 }
 
+/* Whitespace around the object (docs/protocol.md); a NUL byte is not. */
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
 int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_request_error *e)
 {
 	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
 	size_t a = 0;
-	while (a < len && strchr(" \t\r", line[a]))
+	while (a < len && is_blank(line[a]))
 		a++;
 	if (a == len)
 		return 1; /* blank */
@@ -230,7 +236,7 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	size_t end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
-	while (q->req && end < len && strchr(" \t\r", line[end]))
+	while (q->req && end < len && is_blank(line[end]))
 		end++;
 	if (!q->req || jerr != json_tokener_success || end != len)
 		return fail(e, "invalid_json", "not a JSON object on one line of UTF-8: %s",
@@ -248,6 +254,8 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 		BAD("'op' must be a string");
 	const char *op = q->op = json_object_get_string(opv);
 	static const char *const none[] = {NULL};
+	if (!plain_string(opv)) /* "exec\u0000..." is not exec */
+		return fail(e, "unknown_op", "unknown op '%.64s' (with a NUL byte)", op);
 	if (strcmp(op, "exec") == 0) {
 		q->kind = AB_REQUEST_EXEC;
 		return parse_exec(q, e);

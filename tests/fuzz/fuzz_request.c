@@ -16,7 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = ab_request_parse((const char *)data, size, &q, &e);
 	FUZZ_CHECK(rc == 1 || rc == 0 || rc == -1);
 	if (rc == 1) {
+		/* blank: only whitespace, which a NUL byte is not */
 		FUZZ_CHECK(!q.req && !q.id && !q.op);
+		for (size_t i = 0; i < size; i++)
+			FUZZ_CHECK(data[i] == ' ' || data[i] == '\t' || data[i] == '\r');
 		return 0;
 	}
 	if (rc < 0) {
@@ -28,6 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!q.op || q.id);
 	} else {
 		FUZZ_CHECK(q.req && q.id && q.op && q.kind != AB_REQUEST_UNKNOWN);
+		/* the op is the whole string, and the line is the object */
+		json_object *opv;
+		FUZZ_CHECK(json_object_object_get_ex(q.req, "op", &opv) &&
+			   strlen(q.op) == (size_t)json_object_get_string_len(opv));
+		FUZZ_CHECK(!memchr(data, '\0', size));
 		/* what the session would get: walk it all */
 		size_t total = 0;
 		for (char *const *a = q.x.argv; a && *a; a++)

@@ -309,7 +309,11 @@ class BadInput(Base):
                             "invalid_request"),
                            (b'{"op":"exec","id":1,"command":7}\n', "invalid_request"),
                            (b'{"op":"exec","id":[1],"command":"x"}\n', "invalid_request"),
-                           (b'{"op":"ping","id":1,"extra":true}\n', "invalid_request")):
+                           (b'{"op":"ping","id":1,"extra":true}\n', "invalid_request"),
+                           # a NUL byte is not whitespace, nor part of an op's name
+                           (b"\0\0\n", "invalid_json"),
+                           (b'{"op":"ping","id":1}\0\n', "invalid_json"),
+                           (b'{"op":"ping\\u0000x","id":1}\n', "unknown_op")):
             self.raw(line)
             m = self.sv.recv()
             self.assertEqual((m["type"], m["code"]), ("error", code), line)
