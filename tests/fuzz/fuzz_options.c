@@ -7,6 +7,7 @@
 
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
+#include "options.h"
 
 #define MAX_ARGS 256
 
@@ -43,6 +44,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err.msg[0] && memchr(err.msg, '\0', sizeof(err.msg)));
 	} else if (!help) {
 		FUZZ_CHECK(cfg.seccomp && cfg.hostname && cfg.home);
+		FUZZ_CHECK(cfg.n_rlimits <= sizeof(cfg.rlimits) / sizeof(cfg.rlimits[0]));
+		/* every mount's place in the view is normalised already (a
+		 * relative SRC without DST gets it later, from the host) */
+		for (size_t i = 0; i < cfg.n_mounts; i++) {
+			char *norm = NULL;
+			if (!cfg.mounts[i].dst) {
+				FUZZ_CHECK(cfg.mounts[i].src && cfg.mounts[i].src[0] != '/');
+				continue;
+			}
+			FUZZ_CHECK(ab_path_normalize(cfg.mounts[i].dst, &norm) == 0 &&
+				   strcmp(norm, cfg.mounts[i].dst) == 0);
+			FUZZ_CHECK((cfg.mounts[i].kind == AB_MOUNT_TMPFS) == !cfg.mounts[i].src);
+			free(norm);
+		}
 		if (serve)
 			FUZZ_CHECK(!cfg.argv);
 		else
