@@ -2,8 +2,7 @@
  * the OCI / Docker JSON format, which users and agent frameworks write
  * and pass with --seccomp FILE. The bytes go through a memfd, loaded by
  * its /proc/self/fd path, like any file. Load (and compile) only: no
- * filter is installed. A profile that loads is loaded again for a
- * session, which adds its own rules. */
+ * filter is installed. */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,20 +10,16 @@
 #include "fuzz.h"
 #include "seccomp_profile.h"
 
-static void load(const char *path, bool session)
+static void load(const char *path)
 {
 	struct ab_seccomp_profile *p = NULL;
 	char *notices = NULL;
 	struct ab_error err = {0};
-	int r = session ? ab_seccomp_load_session(path, &p, &notices, &err)
-			: ab_seccomp_load(path, &p, &notices, &err);
-	if (r < 0) {
+	int r = ab_seccomp_load(path, &p, &notices, &err);
+	if (r < 0)
 		FUZZ_CHECK(!p && !notices && err.msg[0] && memchr(err.msg, '\0', sizeof(err.msg)));
-	} else {
+	else
 		FUZZ_CHECK(r == 0 && p);
-		if (!session)
-			load(path, true);
-	}
 	free(notices);
 	ab_seccomp_free(p);
 }
@@ -41,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	load(path, false);
+	load(path);
 	close(fd);
 	return 0;
 }
