@@ -725,7 +725,8 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 					      "-c takes the whole command as one string; "
 					      "unexpected argument '%s'",
 					      argv[optind]);
-		const char *sh[] = {"/bin/sh", "-c", shell_cmd};
+		/* "--": a string starting with '-' is not sh's options */
+		const char *sh[] = {"/bin/sh", "-c", "--", shell_cmd};
 		for (size_t i = 0; i < AB_ARRAY_SIZE(sh); i++)
 			if (strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
 				return ab_error_set(err, ENOMEM, "parsing options");

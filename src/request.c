@@ -95,12 +95,14 @@ static int parse_exec(struct ab_request *q, struct ab_request_error *e)
 	if (cmd) {
 		if (!plain_string(cmd) || json_object_get_string_len(cmd) == 0)
 			BAD("exec: 'command' must be a non-empty string without NUL bytes");
-		q->argv = calloc(4, sizeof(char *));
+		q->argv = calloc(5, sizeof(char *));
 		if (!q->argv)
 			BAD("exec: out of memory");
+		/* "--": a command starting with '-' is not sh's options */
 		q->argv[0] = "/bin/sh";
 		q->argv[1] = "-c";
-		q->argv[2] = (char *)json_object_get_string(cmd);
+		q->argv[2] = "--";
+		q->argv[3] = (char *)json_object_get_string(cmd);
 	} else {
 		size_t n = json_object_is_type(argv, json_type_array)
 				   ? json_object_array_length(argv)

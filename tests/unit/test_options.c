@@ -108,12 +108,18 @@ Test(parse_run, shell_string)
 	struct ab_config cfg;
 	ab_config_init(&cfg);
 	PARSE_OK(&cfg, "run", "-c", "echo hi");
-	assert_argv(&cfg, ARGV("/bin/sh", "-c", "echo hi"));
+	assert_argv(&cfg, ARGV("/bin/sh", "-c", "--", "echo hi"));
 	ab_config_free(&cfg);
 
 	ab_config_init(&cfg);
 	PARSE_OK(&cfg, "run", "-c", "echo hi", "--");
-	assert_argv(&cfg, ARGV("/bin/sh", "-c", "echo hi"));
+	assert_argv(&cfg, ARGV("/bin/sh", "-c", "--", "echo hi"));
+	ab_config_free(&cfg);
+
+	/* a string starting with '-' is the shell's command, not its options */
+	ab_config_init(&cfg);
+	PARSE_OK(&cfg, "run", "-c", "-i; --net host");
+	assert_argv(&cfg, ARGV("/bin/sh", "-c", "--", "-i; --net host"));
 	ab_config_free(&cfg);
 }
 
@@ -448,7 +454,7 @@ Test(parse_run, parsing_twice_in_one_process)
 
 	ab_config_init(&cfg);
 	PARSE_OK(&cfg, "run", "-c", "echo three");
-	assert_argv(&cfg, ARGV("/bin/sh", "-c", "echo three"));
+	assert_argv(&cfg, ARGV("/bin/sh", "-c", "--", "echo three"));
 	ab_config_free(&cfg);
 }
 
