@@ -98,16 +98,25 @@ class RunMode:
     """Each sh() is one `agentbox run --capture --report fd:3 -- /bin/sh -c`."""
     name = "run"
 
-    def __init__(self, ws, options=()):
+    def __init__(self, ws, options=(), env=None, pass_fds=(), cwd=None):
         self.argv = [BIN, "run", *base_options(ws), *options]
+        # what every agentbox process of this box gets (see Attacks.sandbox)
+        self.env, self.pass_fds, self.cwd = env, tuple(pass_fds), cwd
 
-    def sh(self, script, timeout=TIMEOUT, stdin=None, env=None, pass_fds=()):
+    def sh(self, script, timeout=TIMEOUT, stdin=None, env=None, pass_fds=(), args=()):
+        """args: more arguments after the script (the shell's $0, $1...)."""
+        return self.exec(["/bin/sh", "-c", script, *args], timeout, stdin, env, pass_fds)
+
+    def exec(self, command, timeout=TIMEOUT, stdin=None, env=None, pass_fds=()):
+        """Run an argv (after `--`) as the command."""
         r, w = os.pipe()
-        argv = self.argv + ["--capture", "--report", "fd:%d" % w, "--", "/bin/sh", "-c", script]
+        argv = self.argv + ["--capture", "--report", "fd:%d" % w, "--", *command]
         try:
             p = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else
                                  subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, pass_fds=(w, *pass_fds), env=env)
+                                 stderr=subprocess.PIPE,
+                                 pass_fds=(w, *self.pass_fds, *pass_fds),
+                                 env=env if env is not None else self.env, cwd=self.cwd)
         finally:
             os.close(w)
         try:
@@ -137,10 +146,11 @@ class ServeMode:
     """One `agentbox serve` per test; each sh() is one exec request."""
     name = "serve"
 
-    def __init__(self, ws, options=()):
+    def __init__(self, ws, options=(), env=None, pass_fds=(), cwd=None):
+        # env, pass_fds, cwd: of the server process (see Attacks.sandbox)
         self.p = subprocess.Popen([BIN, "serve", *base_options(ws), *options],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, env=env, pass_fds=pass_fds, cwd=cwd)
         self.n = 0
         self.hello = self._recv()
         if self.hello is None or self.hello.get("type") != "hello":
@@ -171,9 +181,20 @@ class ServeMode:
         finally:
             timer.cancel()
 
-    def sh(self, script, timeout=TIMEOUT, stdin=None, env=None, pass_fds=()):
-        assert env is None and not pass_fds, "serve mode takes neither env nor pass_fds"
-        req = {"op": "exec", "command": script, "timeout": int(timeout * 1000) - 1000}
+    def sh(self, script, timeout=TIMEOUT, stdin=None, env=None, pass_fds=(), args=()):
+        """args: more arguments after the script (the shell's $0, $1...)."""
+        if args:
+            return self.exec(["/bin/sh", "-c", script, *args], timeout, stdin, env, pass_fds)
+        return self._exec({"command": script}, timeout, stdin, env, pass_fds)
+
+    def exec(self, command, timeout=TIMEOUT, stdin=None, env=None, pass_fds=()):
+        """Run an argv (an exec request's `argv`) as the command."""
+        return self._exec({"argv": list(command)}, timeout, stdin, env, pass_fds)
+
+    def _exec(self, what, timeout, stdin, env, pass_fds):
+        assert env is None and not pass_fds, \
+            "serve mode takes env and pass_fds per server (Attacks.sandbox), not per command"
+        req = {"op": "exec", **what, "timeout": int(timeout * 1000) - 1000}
         if stdin is not None:
             req["stdin"] = stdin.decode() if isinstance(stdin, bytes) else stdin
         m = self.call(req, timeout)
@@ -234,8 +255,40 @@ class Attacks:
             self.addCleanup(b.close)
         return self._boxes[key]
 
+    def sandbox(self, options=(), env=None, pass_fds=(), cwd=None):
+        """A new sandbox (not shared with box()) whose agentbox process (each
+        `agentbox run`, or the one `agentbox serve`) runs with this
+        environment, these extra open fds and this working directory."""
+        key = tuple(self.options) + tuple(options)
+        try:
+            b = self.mode(self.ws, key, env=env, pass_fds=pass_fds, cwd=cwd)
+        except AssertionError as e:
+            if MUST_WORK:
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(b.close)
+        return b
+
+    def host_secret(self, name="id_rsa"):
+        """A secret on the host outside the workspace, readable by anyone
+        who can see it (so only the view keeps it from the sandbox):
+        (directory, file path, token). Removed after the test."""
+        home = tempfile.mkdtemp(prefix="agentbox-sec-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        os.chmod(home, 0o755)
+        token = "SECRET-" + os.urandom(12).hex()
+        path = os.path.join(home, name)
+        with open(path, "w") as f:
+            f.write(token + "\n")
+        os.chmod(path, 0o644)
+        return home, path, token
+
     def sh(self, script, options=(), **kw):
         return self.box(options).sh(script, **kw)
+
+    def exec(self, argv, options=(), **kw):
+        """Run an argv directly, no shell."""
+        return self.box(options).exec(argv, **kw)
 
     def guarded(self, script, options=(), **kw):
         """Run a script that would harm the host outside a sandbox, only
@@ -259,6 +312,56 @@ def _quote(s):
 def both_modes(namespace, cls):
     """Define <cls>Run and <cls>Serve in namespace (a module's globals())."""
     for mode in (RunMode, ServeMode):
-        name = cls.__name__ + mode.name.capitalize()
-        namespace[name] = type(name, (cls, unittest.TestCase),
-                               {"mode": mode, "__module__": namespace["__name__"]})
+        one_mode(namespace, cls, mode)
+
+
+def one_mode(namespace, cls, mode):
+    """Define only <cls>Run or <cls>Serve, for an attack that exists in one
+    mode only (say why in the class's docstring)."""
+    name = cls.__name__ + mode.name.capitalize()
+    namespace[name] = type(name, (cls, unittest.TestCase),
+                           {"mode": mode, "__module__": namespace["__name__"]})
+
+
+def attempt(mode, ws, options, script, timeout=TIMEOUT):
+    """Start one sandbox and run script in it, without asserting that agentbox
+    worked: (status, stdout, stderr), status being the command's exit status,
+    or agentbox's own (125) when it refused to start the sandbox. For attacks
+    on the startup itself, where a refusal is one acceptable outcome."""
+    opts = [*base_options(ws), *options]
+    if mode is RunMode:
+        try:
+            p = subprocess.run([BIN, "run", *opts, "--", "/bin/sh", "-c", script],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("agentbox run did not end within %ds" % timeout)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    p = subprocess.Popen([BIN, "serve", *opts], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    timer = _Watchdog(timeout, p)
+    try:
+        hello = p.stdout.readline()
+        if not hello:
+            p.stdin.close()
+            err = p.stderr.read().decode(errors="replace")
+            return p.wait(), "", err
+        p.stdin.write((json.dumps({"op": "exec", "id": 1, "command": script}) + "\n").encode())
+        p.stdin.flush()
+        m = None
+        for line in p.stdout:
+            m = json.loads(line)
+            if m.get("id") == 1 and m["type"] != "output":
+                break
+        p.stdin.close()  # end the session
+        err = p.stderr.read().decode(errors="replace")
+        p.wait()
+        if not m or m["type"] != "result":
+            raise AssertionError("exec failed: %s %s" % (m, err))
+        return m["exit_code"], m.get("stdout", ""), m.get("stderr", "") + err
+    finally:
+        timer.cancel()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
