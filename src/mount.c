@@ -139,6 +139,45 @@ static int check_user_dst(const struct view_plan *plan, const char *opt, const c
 	return 0;
 }
 
+static bool plan_has_dst(const struct view_plan *plan, const char *dst)
+{
+	for (size_t i = 0; i < plan->n; i++)
+		if (strcmp(plan->e[i].dst, dst) == 0)
+			return true;
+	return false;
+}
+
+static bool protect_binds(const struct protect_state *protect, const char *rel)
+{
+	for (size_t i = 0; i < protect->n; i++)
+		if (protect->e[i].bindable && strcmp(protect->e[i].rel, rel) == 0)
+			return true;
+	return false;
+}
+
+/* A read-only bind keeps a protected path from being changed, but not its
+ * parent from being renamed away and rebuilt (mv .git .old; mkdir -p
+ * .git/hooks): bind each parent read-write over itself, so that it is a
+ * mount point, which rename(2) and rmdir(2) refuse with EBUSY. The scan
+ * found the whole path free of symlinks. */
+static int plan_protect_parents(struct view_plan *plan, const char *ws,
+				const struct protect_state *protect, const char *rel,
+				struct ab_error *err)
+{
+	for (const char *slash = strchr(rel, '/'); slash; slash = strchr(slash + 1, '/')) {
+		char parent[4096], src[8192], dst[4200];
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - rel), rel);
+		snprintf(dst, sizeof(dst), "/workspace/%s", parent);
+		if (plan_has_dst(plan, dst) || protect_binds(protect, parent))
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", ws, parent);
+		int r = plan_add_bind(plan, "--protect", src, dst, true, false, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int view_plan_build(const struct ab_config *cfg, const struct protect_state *protect,
 		    struct view_plan *plan, struct ab_error *err)
 {
@@ -154,6 +193,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		const struct protect_entry *p = &protect->e[i];
 		if (!p->bindable)
 			continue;
+		if ((r = plan_protect_parents(plan, cfg->workspace, protect, p->rel, err)) < 0)
+			return r;
 		char src[8192], dst[4200];
 		snprintf(src, sizeof(src), "%s/%s", cfg->workspace, p->rel);
 		snprintf(dst, sizeof(dst), "/workspace/%s", p->rel);
