@@ -2,6 +2,7 @@
  * skills directories, and the identity the sandbox runs as. Runs in the
  * launcher before anything is created. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -11,15 +12,19 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "options.h"
 #include "util.h"
 
-/* Make a host directory path absolute and canonical. The last component
- * must not be a symbolic link when no_symlink is set: a link planted where
- * the caller expects a directory would redirect the sandbox's writes. */
-static int resolve_host_dir(const char *opt, const char *given, bool no_symlink, char **out,
-			    struct ab_error *err)
+/* Make a host path for a mount source absolute and canonical, race-free.
+ * Unless follow is set, its last component must not be a symbolic link: a
+ * link planted where the caller expects a directory (by an earlier command,
+ * in a directory the sandbox could write) would redirect the view. The
+ * object opened first must be the one the canonical path names, so a link
+ * swapped in between the two is refused instead of followed. */
+int ab_resolve_mount_source(const char *opt, const char *given, bool follow, bool dir_only,
+			    char **out, struct ab_error *err)
 {
-	/* "link/" would make lstat follow the link: drop trailing slashes */
+	/* "link/" would make the open follow the link: drop trailing slashes */
 	char path[PATH_MAX];
 	size_t n = strlen(given);
 	if (n >= sizeof(path))
@@ -27,24 +32,24 @@ static int resolve_host_dir(const char *opt, const char *given, bool no_symlink,
 	memcpy(path, given, n + 1);
 	while (n > 1 && path[n - 1] == '/')
 		path[--n] = '\0';
+	cleanup_fd int fd = open(path, O_PATH | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC);
 	struct stat st;
-	if (lstat(path, &st) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return ab_error_set(err, errno, "%s: cannot use '%s'", opt, path);
-	if (S_ISLNK(st.st_mode)) {
-		if (no_symlink)
-			return ab_error_plain(err, ELOOP,
-					      "%s: '%s' is a symbolic link; name the directory "
-					      "itself",
-					      opt, path);
-		if (stat(path, &st) < 0)
-			return ab_error_set(err, errno, "%s: cannot use '%s'", opt, path);
-	}
-	if (!S_ISDIR(st.st_mode))
+	if (S_ISLNK(st.st_mode))
+		return ab_error_plain(err, ELOOP, "%s: '%s' is a symbolic link; name the %s itself",
+				      opt, path, dir_only ? "directory" : "file or directory");
+	if (dir_only && !S_ISDIR(st.st_mode))
 		return ab_error_plain(err, ENOTDIR, "%s: '%s' is not a directory", opt, path);
-	char *real = realpath(path, NULL);
+	cleanup_free char *real = realpath(path, NULL);
 	if (!real)
 		return ab_error_set(err, errno, "%s: cannot resolve '%s'", opt, path);
-	*out = real;
+	struct stat now;
+	if (stat(real, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+		return ab_error_plain(err, ESTALE,
+				      "%s: '%s' was replaced while agentbox was resolving it", opt,
+				      path);
+	*out = ab_steal_pointer(&real);
 	return 0;
 }
 
@@ -109,7 +114,8 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 {
 	char *ws;
 	if (cfg->workspace) {
-		if (resolve_host_dir("--workspace", cfg->workspace, true, &ws, err) < 0)
+		if (ab_resolve_mount_source("--workspace", cfg->workspace, false, true, &ws, err) <
+		    0)
 			return -err->code;
 	} else {
 		char buf[PATH_MAX];
@@ -117,7 +123,8 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 			return ab_error_set(err, errno,
 					    "cannot find the current directory to use as the "
 					    "workspace (pass --workspace DIR)");
-		if (resolve_host_dir("the workspace (current directory)", buf, true, &ws, err) < 0)
+		if (ab_resolve_mount_source("the workspace (current directory)", buf, false, true,
+					    &ws, err) < 0)
 			return -err->code;
 	}
 	free(cfg->workspace);
@@ -125,7 +132,7 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 
 	if (cfg->skills) {
 		char *sk;
-		if (resolve_host_dir("--skills", cfg->skills, false, &sk, err) < 0)
+		if (ab_resolve_mount_source("--skills", cfg->skills, true, true, &sk, err) < 0)
 			return -err->code;
 		free(cfg->skills);
 		cfg->skills = sk;

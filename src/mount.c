@@ -227,9 +227,9 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 				return r;
 			continue;
 		}
-		cleanup_free char *real = realpath(m->src, NULL);
-		if (!real)
-			return ab_error_set(err, errno, "%s: cannot use '%s'", opt, m->src);
+		cleanup_free char *real = NULL;
+		if ((r = ab_resolve_mount_source(opt, m->src, true, false, &real, err)) < 0)
+			return r;
 		const char *dst = m->dst ? m->dst : real;
 		if ((r = check_user_dst(plan, opt, dst, err)) < 0)
 			return r;
@@ -264,16 +264,24 @@ void view_plan_free(struct view_plan *plan)
 
 int view_open_sources(struct view_plan *plan, struct ab_error *err)
 {
+	cleanup_fd int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
 		if (e->kind != VIEW_BIND)
 			continue;
-		/* the launcher resolved src to a canonical path: its last
-		 * component is no symlink unless one was swapped in since */
-		e->src_fd = open(e->src, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		/* the launcher resolved src to a canonical path: no component
+		 * of it is a symlink unless one was swapped in since */
+		e->src_fd = ab_open_beneath(root, e->src[1] ? e->src + 1 : ".");
+		if (e->src_fd == -ELOOP)
+			return ab_error_plain(err, ESTALE,
+					      "'%s' was replaced by a symbolic link while the "
+					      "sandbox was being built; refusing to bind it at %s",
+					      e->src, e->dst);
 		if (e->src_fd < 0)
-			return ab_error_set(err, errno, "cannot open '%s' to bind at %s", e->src,
-					    e->dst);
+			return ab_error_set(err, -e->src_fd, "cannot open '%s' to bind at %s",
+					    e->src, e->dst);
 		struct stat st;
 		if (fstat(e->src_fd, &st) < 0)
 			return ab_error_set(err, errno, "cannot stat '%s'", e->src);

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
+#include "error.h"
 
 /* A uid or gid in decimal; (uid_t)-1 is refused. */
 int ab_parse_id(const char *s, uid_t *out);
@@ -16,6 +17,13 @@ int ab_path_normalize(const char *in, char **out);
 
 /* True if path equals dir or lies beneath it (both normalised). */
 bool ab_path_is_under(const char *path, const char *dir);
+
+/* A host path given for a mount source (--workspace, --skills, --bind,
+ * --ro-bind) made canonical, refusing a symbolic link in its last component
+ * unless follow is set, and one swapped in meanwhile in any case; dir_only
+ * refuses a file. */
+int ab_resolve_mount_source(const char *opt, const char *given, bool follow, bool dir_only,
+			    char **out, struct ab_error *err);
 
 /* rlimit names as --rlimit spells them ("nofile"): resource, or -1. */
 int ab_rlimit_by_name(const char *name);

@@ -47,7 +47,7 @@ static int open_beneath_walk(int dir, const char *rel)
 /* Open rel beneath dir following no symlink at all: openat2 where the
  * kernel has it (5.6), else one O_NOFOLLOW component at a time. Tests force
  * the fallback with AGENTBOX_TEST_NO_OPENAT2. */
-static int open_beneath(int dir, const char *rel)
+int ab_open_beneath(int dir, const char *rel)
 {
 	static bool no_openat2;
 	if (!no_openat2 && !getenv("AGENTBOX_TEST_NO_OPENAT2")) {
@@ -75,7 +75,7 @@ static void entry_probe(int ws, struct protect_entry *e)
 	e->mode = st.st_mode;
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
-	int fd = open_beneath(ws, e->rel);
+	int fd = ab_open_beneath(ws, e->rel);
 	if (fd < 0)
 		return; /* reached through a symlink: watched, not bound */
 	struct stat real;

@@ -27,6 +27,11 @@ struct protect_state {
 	size_t n;
 };
 
+/* Open rel beneath dir with O_PATH, following no symlink at all (openat2
+ * RESOLVE_NO_SYMLINKS, or one O_NOFOLLOW component at a time): the fd, or
+ * -errno (-ELOOP for a symlink on the way). */
+int ab_open_beneath(int dir, const char *rel);
+
 /* The protected list a configuration starts with. */
 extern const char *const protect_default_paths[];
 
