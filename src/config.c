@@ -132,7 +132,7 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 
 	if (cfg->skills) {
 		char *sk;
-		if (ab_resolve_mount_source("--skills", cfg->skills, true, true, &sk, err) < 0)
+		if (ab_resolve_mount_source("--skills", cfg->skills, false, true, &sk, err) < 0)
 			return -err->code;
 		free(cfg->skills);
 		cfg->skills = sk;

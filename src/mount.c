@@ -228,7 +228,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 			continue;
 		}
 		cleanup_free char *real = NULL;
-		if ((r = ab_resolve_mount_source(opt, m->src, true, false, &real, err)) < 0)
+		if ((r = ab_resolve_mount_source(opt, m->src, false, false, &real, err)) < 0)
 			return r;
 		const char *dst = m->dst ? m->dst : real;
 		if ((r = check_user_dst(plan, opt, dst, err)) < 0)

@@ -795,7 +795,7 @@ Test(finish, missing_workspace_is_rejected)
 	free(missing);
 }
 
-Test(finish, skills_may_be_a_symlink_and_is_resolved)
+Test(finish, skills_symlink_is_refused)
 {
 	char *ws = make_dir("ws");
 	char *sk = make_dir("skills");
@@ -807,9 +807,21 @@ Test(finish, skills_may_be_a_symlink_and_is_resolved)
 	cfg.skills = strdup(link);
 	allow_identity(&cfg);
 	struct ab_error err = {0};
+	/* a link planted where the skills directory was would redirect /skills */
+	cr_assert_eq(ab_config_finish(&cfg, &err), -ELOOP);
+	cr_assert_not_null(strstr(err.msg, "symbolic link"), "%s", err.msg);
+	ab_config_free(&cfg);
+
+	/* the directory itself is fine, and comes out canonical */
+	ab_config_init(&cfg);
+	cfg.workspace = strdup(ws);
+	char *dotted = tmp_path("skills/.");
+	cfg.skills = strdup(dotted);
+	allow_identity(&cfg);
 	cr_assert_eq(ab_config_finish(&cfg, &err), 0, "%s", err.msg);
 	assert_realpath(cfg.skills, sk);
 	ab_config_free(&cfg);
+	free(dotted);
 
 	/* but it must be a directory */
 	char *file = tmp_path("skills-file");
