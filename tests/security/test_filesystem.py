@@ -8,7 +8,7 @@ import shutil
 import threading
 import unittest
 
-from harness import (ROOT, SANDBOX_UID, RunMode, ServeMode, Attacks, attempt, both_modes,
+from harness import (ROOT, SANDBOX_UID, ServeMode, Attacks, attempt, both_modes,
                      make_dir, one_mode)
 
 # top-level names of the view (README "What the command sees"); /probe is

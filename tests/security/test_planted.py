@@ -1,6 +1,7 @@
 """Files planted in the workspace for the host to run later: git hooks, git
 config, shell rc files (README "Protected workspace paths")."""
 
+import json
 import os
 import subprocess
 import unittest
@@ -120,7 +121,7 @@ class PlantedReport(Attacks):
                             "/bin/sh", "-c", script], pass_fds=(w,), capture_output=True,
                            text=True, stdin=subprocess.DEVNULL, timeout=60)
         os.close(w)
-        import json
+
         with os.fdopen(r) as f:
             return p, json.load(f)
 

@@ -1,0 +1,140 @@
+"""Network escapes with `--net none` (the default): the host's loopback, its
+abstract and path-named unix sockets, and any route out."""
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import unittest
+
+from harness import HOST, Attacks, both_modes
+
+# connect from inside with python: prints the errno name or CONNECTED
+CONNECT = """
+import errno, socket, sys
+family, addr = sys.argv[1], sys.argv[2]
+if family == "inet":
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    host, port = addr.rsplit(":", 1)
+    addr = (host, int(port))
+else:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if addr.startswith("@"):
+        addr = "\\0" + addr[1:]
+s.settimeout(5)
+try:
+    s.connect(addr)
+    s.sendall(b"escaped\\n")
+    print("CONNECTED", sys.argv[2])
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno), sys.argv[2])
+"""
+
+
+class Listener:
+    """A host socket that counts the connections it accepts."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.accepted = []
+        sock.listen(8)
+        sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            self.accepted.append(c.recv(64))
+            c.close()
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        self.sock.close()
+
+
+class Network(Attacks):
+    def listen(self, family, addr):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.bind(addr)
+        lst = Listener(s)
+        self.addCleanup(lst.close)
+        return lst
+
+    def connect(self, *targets):
+        script = 'for t in "$@"; do python3 -c "$0" ${t%%=*} ${t#*=}; done'
+        return self.sh(script, args=(CONNECT, *targets))
+
+    def test_host_loopback_tcp(self):
+        lst = self.listen(socket.AF_INET, ("127.0.0.1", 0))
+        port = lst.sock.getsockname()[1]
+        r = self.connect("inet=127.0.0.1:%d" % port, "inet=127.0.0.2:%d" % port,
+                         "inet=localhost:%d" % port)
+        self.assertEqual(lst.accepted, [])
+        self.assertNotIn("CONNECTED", r.out, r)
+        self.assertEqual(r.out.count("ECONNREFUSED"), 3, r)  # the sandbox's own loopback
+        # the listener works: a host client gets through
+        c = socket.create_connection(("127.0.0.1", port))
+        c.sendall(b"hello\n")
+        c.close()
+        for _ in range(100):
+            if lst.accepted:
+                break
+            threading.Event().wait(0.05)
+        self.assertEqual(lst.accepted, [b"hello\n"])
+
+    def test_host_addresses_and_routes_out(self):
+        # the host's own addresses and the outside world are not routable
+        addrs = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+        addrs.discard("127.0.0.1")
+        addrs |= {"1.1.1.1", "8.8.8.8", "10.0.0.1", "192.168.1.1"}
+        lst = self.listen(socket.AF_INET, ("0.0.0.0", 0))
+        port = lst.sock.getsockname()[1]
+        r = self.connect(*["inet=%s:%d" % (a, port) for a in sorted(addrs)])
+        self.assertNotIn("CONNECTED", r.out, r)
+        self.assertEqual(r.out.count("ENETUNREACH"), len(addrs), r)
+        self.assertEqual(lst.accepted, [])
+        r = self.sh("tail -n +3 /proc/net/dev | cut -d: -f1; "
+                    "echo net=$(stat -L -c %i /proc/self/ns/net)")
+        ifaces = [line.strip() for line in r.out.splitlines() if not line.startswith("net=")]
+        self.assertEqual(ifaces, ["lo"], r)
+        self.assertNotIn("net=%d\n" % HOST["net"], r.out, r)
+
+    def test_host_abstract_unix_socket(self):
+        name = "agentbox-sec-" + os.urandom(6).hex()
+        lst = self.listen(socket.AF_UNIX, "\0" + name)
+        r = self.connect("unix=@" + name)
+        self.assertEqual(lst.accepted, [])
+        self.assertEqual(r.out, "ECONNREFUSED @%s\n" % name, r)
+        c = socket.socket(socket.AF_UNIX)
+        c.connect("\0" + name)  # the host can: the socket is there
+        c.close()
+
+    def test_host_unix_sockets_by_path(self):
+        d = tempfile.mkdtemp(prefix="agentbox-sec-sock-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "agent.sock")
+        lst = self.listen(socket.AF_UNIX, path)
+        os.chmod(path, 0o777)
+        daemons = ["/run/dbus/system_bus_socket", "/var/run/docker.sock", "/run/docker.sock",
+                   "/run/systemd/private", "/run/systemd/journal/stdout",
+                   "/var/run/nscd/socket", "/run/user/%d/bus" % os.getuid()]
+        r = self.connect("unix=" + path, *["unix=" + p for p in daemons])
+        self.assertEqual(lst.accepted, [])
+        self.assertNotIn("CONNECTED", r.out, r)
+        self.assertEqual(r.out.count("ENOENT"), 1 + len(daemons), r)
+        r = self.sh("ls -d /run /var /tmp/.X11-unix 2>&1; true")
+        self.assertEqual(r.out.count("No such file or directory"), 3, r)
+
+
+both_modes(globals(), Network)
+
+if __name__ == "__main__":
+    unittest.main()
