@@ -194,7 +194,9 @@ class ServeMode:
     def _exec(self, what, timeout, stdin, env, pass_fds):
         assert env is None and not pass_fds, \
             "serve mode takes env and pass_fds per server (Attacks.sandbox), not per command"
-        req = {"op": "exec", **what, "timeout": int(timeout * 1000) - 1000}
+        # the protocol's timeout is in seconds: the command's ends a little
+        # before the test's own watchdog would
+        req = {"op": "exec", **what, "timeout": max(1, timeout - 5)}
         if stdin is not None:
             req["stdin"] = stdin.decode() if isinstance(stdin, bytes) else stdin
         m = self.call(req, timeout)
