@@ -605,7 +605,8 @@ static void shim_broke(struct cmd *c, const char *why)
 static bool valid_exit(const struct shim_msg *m)
 {
 	if (!(WIFEXITED(m->status) || WIFSIGNALED(m->status)) ||
-	    m->n_background > SHIM_MAX_BACKGROUND || !memchr(m->text, '\0', sizeof(m->text)))
+	    m->n_background > SHIM_MAX_BACKGROUND || m->final > 1 ||
+	    !memchr(m->text, '\0', sizeof(m->text)))
 		return false;
 	for (uint32_t i = 0; i < m->n_background; i++)
 		if (!memchr(m->background[i].comm, '\0', sizeof(m->background[i].comm)))
@@ -664,6 +665,15 @@ static void on_ctl(struct ab_session *s, struct cmd *c)
 			   valid_exit(&m)) {
 			c->exited = true;
 			c->msg = m;
+			if (m.final && !c->keep_bg) {
+				/* nothing left behind and nothing more to come: the
+				 * end of ctl would only say so again (closing it
+				 * tells the shim to make sure of it) */
+				c->ctl_eof = c->kill_sent = true;
+				close_watched(s, &c->ctl);
+				c->grace_at_ms = now_ms() + ORPHAN_PIPE_GRACE_MS;
+				return;
+			}
 			if (!c->keep_bg) {
 				/* what it left behind: killed once the pipes are
 				 * closed, or after a short grace */

@@ -302,6 +302,7 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 	bool left = reap(sh);
 	sh->msg.type = SHIM_EXITED;
 	sh->msg.status = sh->status;
+	sh->msg.final = !left;
 	if (left && keep_background) {
 		descendants(0, &sh->msg, SHIM_MAX_BACKGROUND);
 		snprintf(sh->msg.text, sizeof(sh->msg.text), "/tmp/agentbox-background-%llu.log",

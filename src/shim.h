@@ -14,7 +14,10 @@
  *
  * On ctl the shim sends SHIM_STARTED (with pidfds of itself and of the
  * command), then SHIM_EXITED when the command's main process has exited,
- * or SHIM_FAILED when it could not start it. The launcher sends one byte:
+ * or SHIM_FAILED when it could not start it. SHIM_EXITED says "final"
+ * when the command left no process behind (the shim, their subreaper, has
+ * no child left): nothing more comes, and the launcher need not wait for
+ * the end of ctl to give the result. The launcher sends one byte:
  * SHIM_TERM (SIGTERM to every process of the command) or SHIM_KILL (SIGKILL
  * to all of them, reap, exit); end of file means SHIM_KILL. The shim runs
  * as the sandbox user, under the seccomp filter, so the launcher believes
@@ -52,6 +55,7 @@ struct shim_msg {
 	uint64_t utime_us, stime_us;
 	uint64_t maxrss_kb;
 	uint32_t n_background; /* EXITED with keep_background: processes left running */
+	uint32_t final;	       /* EXITED: 1 when no process of the command is left */
 	struct {
 		int32_t pid;
 		char comm[20];
