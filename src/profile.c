@@ -107,8 +107,10 @@ static int resolve_path(struct loader *l, const char *label, const char *key, co
 			    label, value);
 	if (!l->base || !value[0] || value[0] == '/')
 		return 0;
-	/* SRC[:DST]: only SRC is a host path */
-	if ((strcmp(key, "ro-bind") == 0 || strcmp(key, "bind") == 0) && value[0] == ':')
+	/* SRC[:DST], split at the last ':' as the option is: only SRC is a
+	 * host path, and an empty one is the option's error to give */
+	if ((strcmp(key, "ro-bind") == 0 || strcmp(key, "bind") == 0) &&
+	    strrchr(value, ':') == value)
 		return 0;
 	if (asprintf(out, "%s/%s", l->base, value) < 0) {
 		*out = NULL;

@@ -496,6 +496,14 @@ Test(profile, relative_host_paths_are_relative_to_the_profiles_directory)
 	cr_assert_str_eq(cfg.cwd, "/workspace/src");
 	ab_config_free(&cfg);
 
+	/* SRC is split at the last ':', as on the command line: a source
+	 * that starts with ':' is relative all the same */
+	ab_config_init(&cfg);
+	load_ok(&cfg, "/etc/agentbox/p.json", "{\"ro-bind\": [\":odd:/data\"]}");
+	cr_assert_str_eq(cfg.mounts[0].src, "/etc/agentbox/:odd");
+	cr_assert_str_eq(cfg.mounts[0].dst, "/data");
+	ab_config_free(&cfg);
+
 	/* seccomp's own names are names, not files */
 	ab_config_init(&cfg);
 	load_ok(&cfg, "/etc/agentbox/p.json", "{\"seccomp\": \"strict\"}");
