@@ -275,7 +275,6 @@ class MountSourceSwap(Attacks):
         with open(secret) as f:
             self.assertEqual(f.read(), token + "\n", "the secret was written through the swap")
         self.assertEqual(sorted(os.listdir(home)), ["marker"])
-        bound = 0
         for status, out, err in outcomes:
             self.assertNotIn(token, out, (status, out, err))
             if status == 125:
@@ -284,8 +283,12 @@ class MountSourceSwap(Attacks):
                 self.assertTrue(lines[0].startswith("agentbox: "), err)
             else:
                 self.assertEqual((status, out), (0, "REAL\n"), err)
-                bound += 1
-        self.assertGreater(bound, 0, "no start bound the real directory: %r" % outcomes)
+        # how many starts the flips hit depends on the machine's load; with
+        # the real directory left in place, a start must bind it, so the
+        # refusals above were not all there is
+        status, out, err = attempt(self.mode, src if option == "--workspace" else self.ws,
+                                   () if option == "--workspace" else opts, script)
+        self.assertEqual((status, out), (0, "REAL\n"), err)
 
     def test_skills_source_swapped_with_a_symlink(self):
         self.race("--skills", "cat /skills/marker")
