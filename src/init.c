@@ -217,30 +217,31 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 /* A new shim for the pool: it waits for commands on a socket whose other
  * end is returned (-1 when it cannot be made). It must hold no fd but its
  * own: a copy of another command's pipe would keep that pipe open. */
-static int new_shim(struct init_args *a, int sigfd, const int *pool, size_t n, const int *fds,
-		    size_t n_fds, pid_t *shim)
+/* A new shim, its socket sent to the launcher (SYNC_SHIM), or SYNC_NO_SHIM
+ * with the reason. The shim holds no fd but its socket: a copy of another
+ * command's pipe would keep that pipe open. Returns its pid, or -1. */
+static pid_t new_shim(struct init_args *a, int sigfd)
 {
 	int sp[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		sync_send(a->sync_fd, SYNC_NO_SHIM, 0, errno, NULL);
 		return -1;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(sp[0]);
 		close(sigfd);
 		close(a->sync_fd);
-		for (size_t i = 0; i < n; i++)
-			close(pool[i]);
-		for (size_t i = 0; i < n_fds; i++)
-			close(fds[i]);
 		shim_serve(a, sp[1]);
 	}
+	int e = errno;
 	close(sp[1]);
-	if (pid < 0) {
-		close(sp[0]);
-		return -1;
-	}
-	*shim = pid;
-	return sp[0];
+	if (pid < 0)
+		sync_send(a->sync_fd, SYNC_NO_SHIM, 0, e, NULL);
+	else
+		sync_send_fd(a->sync_fd, SYNC_SHIM, sp[0]);
+	close(sp[0]);
+	return pid;
 }
 
 /* A command that killed its shim (kill -9 $PPID) leaves what it started to
@@ -285,9 +286,11 @@ static void kill_orphans(const pid_t *shims, size_t n)
 
 /* Session mode: the init confines itself once (what every command would
  * do), so that each command only needs a fork, and its seccomp listener is
- * handed over once for the whole session; then it hands every SYNC_EXEC
- * to an idle shim of its pool, forking a new one only when none is idle.
- * As pid 1 of the namespace, no process of the sandbox can kill it. */
+ * handed over once for the whole session; then it starts command shims
+ * when the launcher asks (SYNC_NEW_SHIM) and hands their sockets over: the
+ * launcher gives each command to an idle shim directly. The init reaps, and
+ * kills what a command left when it killed its own shim. As pid 1 of the
+ * namespace, no process of the sandbox can kill it. */
 static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
 {
 	struct ab_error err = {0};
@@ -308,22 +311,18 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	}
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
-	/* the pool: shims that ran a command wait for the next, so a
-	 * command costs no fork once the pool is as big as the concurrency */
 	enum { MAX_SHIMS = 1024 };
-	static int pool[MAX_SHIMS];
 	static pid_t shim[MAX_SHIMS];
-	static bool idle[MAX_SHIMS];
-	static struct pollfd pfd[2 + MAX_SHIMS];
-	size_t n_pool = 0;
-	if ((pool[0] = new_shim(a, sigfd, pool, 0, NULL, 0, &shim[0])) >= 0)
-		idle[n_pool++] = true;
+	size_t n_shims = 0;
+	/* the first one unasked, so the first command finds it */
+	if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
+		n_shims++;
 	for (;;) {
-		pfd[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
-		pfd[1] = (struct pollfd){.fd = a->sync_fd, .events = POLLIN};
-		for (size_t i = 0; i < n_pool; i++)
-			pfd[2 + i] = (struct pollfd){.fd = pool[i], .events = POLLIN};
-		if (poll(pfd, 2 + n_pool, -1) < 0) {
+		struct pollfd pfd[2] = {
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = a->sync_fd, .events = POLLIN},
+		};
+		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			_exit(AB_EXIT_FAILURE);
@@ -333,65 +332,25 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 				;
 			for (pid_t p; (p = waitpid(-1, NULL, WNOHANG)) > 0;)
-				for (size_t i = 0; i < n_pool; i++)
+				for (size_t i = 0; i < n_shims;)
 					if (shim[i] == p)
-						shim[i] = 0; /* its pool entry goes at EOF */
+						shim[i] = shim[--n_shims];
+					else
+						i++;
 			/* a shim or an orphan died: what it left is the init's now */
-			kill_orphans(shim, n_pool);
-		}
-		/* shims back from a command, or gone (some command killed them) */
-		for (size_t i = n_pool; i-- > 0;) {
-			if (!pfd[2 + i].revents)
-				continue;
-			struct sync_msg m;
-			if (sync_recv(pool[i], &m, NULL) == 1 && m.type == SYNC_READY) {
-				idle[i] = true;
-				continue;
-			}
-			close(pool[i]);
-			pool[i] = pool[--n_pool];
-			shim[i] = shim[n_pool];
-			idle[i] = idle[n_pool];
+			kill_orphans(shim, n_shims);
 		}
 		if (!pfd[1].revents)
 			continue;
-		struct sync_msg m;
-		int fds[SYNC_EXEC_FDS];
-		size_t n;
 		/* the launcher is gone or misbehaves: leave, and the kernel
 		 * ends the sandbox */
-		if (sync_recv_fds(a->sync_fd, &m, fds, SYNC_EXEC_FDS, &n) != 1 ||
-		    m.type != SYNC_EXEC)
+		struct sync_msg m;
+		if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_NEW_SHIM)
 			_exit(AB_EXIT_FAILURE);
-		for (int tries = 0; tries < 3; tries++) {
-			size_t i = 0;
-			while (i < n_pool && !idle[i])
-				i++;
-			if (i == n_pool) {
-				if (n_pool == MAX_SHIMS ||
-				    (pool[i] = new_shim(a, sigfd, pool, n_pool, fds, n, &shim[i])) <
-					    0)
-					break; /* the launcher sees the command's channel close */
-				n_pool++;
-			}
-			if (sync_send_fds(pool[i], SYNC_EXEC, fds, n) == 0) {
-				idle[i] = false;
-				break;
-			}
-			close(pool[i]);
-			pool[i] = pool[--n_pool];
-			shim[i] = shim[n_pool];
-			idle[i] = idle[n_pool];
-		}
-		for (size_t i = 0; i < n; i++)
-			close(fds[i]);
-		/* keep a spare, so the fork is not on the next command's path */
-		bool spare = false;
-		for (size_t i = 0; i < n_pool && !spare; i++)
-			spare = idle[i];
-		if (!spare && n_pool < MAX_SHIMS &&
-		    (pool[n_pool] = new_shim(a, sigfd, pool, n_pool, NULL, 0, &shim[n_pool])) >= 0)
-			idle[n_pool++] = true;
+		if (n_shims == MAX_SHIMS)
+			sync_send(a->sync_fd, SYNC_NO_SHIM, 0, EAGAIN, NULL);
+		else if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
+			n_shims++;
 	}
 }
 

@@ -46,7 +46,7 @@
 #define ORPHAN_PIPE_GRACE_MS 1000
 #define SETUP_TIMEOUT_MS     30000
 
-enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR };
+enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM };
 
 struct cmd {
 	bool used;
@@ -80,6 +80,16 @@ struct ab_session {
 	bool dead;
 	struct ab_error death;
 	struct ab_denied_syscall *stats_denied;
+	/* the command shims the init started (sock -1: a free slot); a
+	 * command goes to an idle one straight from here */
+	struct {
+		int sock;
+		bool idle;
+	} * shims;
+	size_t n_shims; /* slots: commands running, shims still cleaning up after
+			 * theirs, and a spare */
+	unsigned asked; /* SYNC_NEW_SHIM sent and not answered yet */
+	int shim_error; /* why the init could not start the last one asked */
 };
 
 static unsigned long long now_ms(void)
@@ -179,10 +189,15 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 	sandbox_limits_into(&s->sb, &s->limits);
 	s->started_ms = now_ms();
 	s->cmds = calloc(s->max, sizeof(*s->cmds));
+	s->n_shims = 2 * s->max + 1;
+	s->shims = calloc(s->n_shims, sizeof(*s->shims));
+	for (size_t i = 0; s->shims && i < s->n_shims; i++)
+		s->shims[i].sock = -1;
+	s->asked = 1; /* the init starts the first one unasked */
 	s->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (!s->cmds || s->devnull < 0 || s->epfd < 0 || s->timerfd < 0) {
+	if (!s->cmds || !s->shims || s->devnull < 0 || s->epfd < 0 || s->timerfd < 0) {
 		r = ab_error_set(err, errno ? errno : ENOMEM, "opening the session");
 		goto fail;
 	}
@@ -384,6 +399,146 @@ static unsigned long long oom_kills(struct ab_session *s)
 	return ab_cgroup_oom_kills(s->sb.cg);
 }
 
+/* ---- the shims ---- */
+
+static void shim_add(struct ab_session *s, int sock)
+{
+	for (size_t i = 0; i < s->n_shims; i++) {
+		if (s->shims[i].sock >= 0)
+			continue;
+		/* ours may not block: READY is read when it is there */
+		fcntl(sock, F_SETFL, O_NONBLOCK);
+		if (watch(s, sock, i, K_SHIM) < 0)
+			break;
+		s->shims[i].sock = sock;
+		s->shims[i].idle = true;
+		return;
+	}
+	close(sock); /* more than can be used at once */
+}
+
+/* A shim's socket: READY after its command, or its end (it died, or a
+ * command killed it); anything else and it is dropped. */
+static void on_shim(struct ab_session *s, size_t i)
+{
+	struct sync_msg m;
+	int r = sync_recv(s->shims[i].sock, &m, NULL);
+	if (r == -EAGAIN)
+		return;
+	if (r == 1 && m.type == SYNC_READY && !s->shims[i].idle) {
+		s->shims[i].idle = true;
+		return;
+	}
+	close_watched(s, &s->shims[i].sock);
+	s->shims[i].idle = false;
+}
+
+/* A message of the init after setup: a shim asked for, or why there is
+ * none. False for anything else (the session ends). */
+static bool on_sync(struct ab_session *s)
+{
+	struct sync_msg m;
+	int passed = -1;
+	if (sync_recv(s->sync_fd, &m, &passed) != 1 || s->asked == 0) {
+		if (passed >= 0)
+			close(passed);
+		return false;
+	}
+	if (m.type == SYNC_SHIM && passed >= 0) {
+		s->asked--;
+		shim_add(s, passed);
+		return true;
+	}
+	if (m.type == SYNC_NO_SHIM && passed < 0) {
+		s->asked--;
+		s->shim_error = m.status > 0 && m.status < 4096 ? m.status : EAGAIN;
+		return true;
+	}
+	if (passed >= 0)
+		close(passed);
+	return false;
+}
+
+static int ask_for_shim(struct ab_session *s)
+{
+	if (s->asked)
+		return 0;
+	if (sync_send(s->sync_fd, SYNC_NEW_SHIM, 0, 0, NULL) < 0)
+		return -EPIPE;
+	s->asked++;
+	return 0;
+}
+
+/* An idle shim's slot: one that said READY (read now if it did not yet
+ * get read), else a new one from the init, waited for. */
+static int idle_shim(struct ab_session *s, struct ab_error *err)
+{
+	unsigned long long deadline = now_ms() + SETUP_TIMEOUT_MS;
+	for (;;) {
+		for (size_t i = 0; i < s->n_shims; i++)
+			if (s->shims[i].sock >= 0 && !s->shims[i].idle)
+				on_shim(s, i);
+		bool room = false;
+		for (size_t i = 0; i < s->n_shims; i++) {
+			if (s->shims[i].sock >= 0 && s->shims[i].idle)
+				return (int)i;
+			room |= s->shims[i].sock < 0;
+		}
+		if (!room) {
+			/* every one is busy cleaning up: the first READY will do */
+			poll(NULL, 0, 1);
+			if (now_ms() >= deadline)
+				return ab_error_plain(err, ETIMEDOUT,
+						      "no command supervisor got free");
+			continue;
+		}
+		if (ask_for_shim(s) < 0)
+			return ab_error_plain(err, EPIPE,
+					      "the sandbox does not take commands any more");
+		/* the init forks one: wait for its answer */
+		unsigned long long now = now_ms();
+		struct pollfd p = {.fd = s->sync_fd, .events = POLLIN};
+		int n = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return ab_error_plain(err, ETIMEDOUT,
+					      "the sandbox did not start a command supervisor");
+		if (!on_sync(s))
+			return ab_error_plain(err, EPIPE,
+					      "the sandbox does not take commands any more");
+		if (s->shim_error) {
+			int e = s->shim_error;
+			s->shim_error = 0;
+			return ab_error_set(err, e,
+					    "cannot start the command's supervisor in the sandbox");
+		}
+	}
+}
+
+/* The command's fds to an idle shim; then a spare is asked for when none
+ * is left idle, so the fork is not on the next command's path. */
+static int give_to_shim(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err)
+{
+	for (;;) {
+		int i = idle_shim(s, err);
+		if (i < 0)
+			return i;
+		if (sync_send_fds(s->shims[i].sock, SYNC_EXEC, fds, SYNC_EXEC_FDS) < 0) {
+			close_watched(s, &s->shims[i].sock); /* it died while idle */
+			s->shims[i].idle = false;
+			continue;
+		}
+		s->shims[i].idle = false;
+		bool spare = false;
+		for (size_t k = 0; k < s->n_shims && !spare; k++)
+			spare = s->shims[k].sock >= 0 && s->shims[k].idle;
+		if (!spare)
+			ask_for_shim(s);
+		return 0;
+	}
+}
+
 int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned long long tag,
 		     struct ab_error *err)
 {
@@ -490,11 +645,9 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		cmd_release(s, c);
 		goto out;
 	}
-	r = sync_send_fds(s->sync_fd, SYNC_EXEC, fds, SYNC_EXEC_FDS);
-	if (r < 0) {
-		ab_error_set(err, -r, "the sandbox does not take commands any more");
+	r = give_to_shim(s, fds, err);
+	if (r < 0)
 		cmd_release(s, c);
-	}
 out:
 	for (int i = 0; i < SYNC_EXEC_FDS; i++)
 		if (i != EXEC_FD_STDERR || fds[i] != fds[EXEC_FD_STDOUT])
@@ -934,10 +1087,17 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 		size_t slot = (size_t)(evs[i].data.u64 >> 8) - 1;
 		struct cmd *c = slot < s->max ? &s->cmds[slot] : NULL;
 		switch (kind) {
+		case K_SHIM:
+			if (slot < s->n_shims && s->shims[slot].sock >= 0)
+				on_shim(s, slot);
+			break;
 		case K_SYNC:
+			if (on_sync(s))
+				break;
+			/* fall through */
 		case K_INIT: {
-			/* after setup the init has nothing to say: a message or
-			 * its end is the end of the session */
+			/* after setup the init only answers for shims: another
+			 * message or its end is the end of the session */
 			int st = 0;
 			const char *why = "the sandbox broke the protocol (a message out of turn); "
 					  "it was killed";
@@ -1056,6 +1216,9 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; s->cmds && i < s->max; i++)
 		if (s->cmds[i].used)
 			cmd_release(s, &s->cmds[i]);
+	for (size_t i = 0; s->shims && i < s->n_shims; i++)
+		ab_close_keep_errno(s->shims[i].sock);
+	free(s->shims);
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);

@@ -1,11 +1,12 @@
-/* A session's command shim: the sandbox's init keeps a pool of shims and
- * hands each command of `agentbox serve` to an idle one, which becomes the
- * subreaper of everything the command starts, spawns the command (or, for
- * a file operation, does it itself), reports its status and,
- * when told, signals or kills every process the command left behind; then
- * it waits for the next command.
+/* A session's command shim: the sandbox's init starts shims when the
+ * launcher asks and hands it their sockets; the launcher keeps them as a
+ * pool and gives each command of `agentbox serve` to an idle one, which
+ * becomes the subreaper of everything the command starts, spawns the
+ * command (or, for a file operation, does it itself), reports its status
+ * and, when told, signals or kills every process the command left behind;
+ * then it says SYNC_READY on its socket and waits for the next command.
  *
- * The launcher gives each command, through the init (SYNC_EXEC):
+ * The launcher gives each command on the shim's socket (SYNC_EXEC):
  *   spec    a sealed memfd: struct shim_spec, then argc + envc + 1
  *           NUL-terminated strings (argv, environment, working directory)
  *   ctl     one end of a SOCK_SEQPACKET pair; the launcher keeps the other
@@ -63,9 +64,9 @@ struct shim_msg {
 	char text[512]; /* FAILED: why; EXITED: the background log's path, or "" */
 };
 
-/* A shim process of the init's pool: takes one SYNC_EXEC at a time on
- * pool, runs that command to its end, then says SYNC_READY and waits for
- * the next; leaves when pool is closed. Never returns. */
+/* A shim process: takes one SYNC_EXEC at a time on pool (its socket to
+ * the launcher), runs that command to its end, then says SYNC_READY and
+ * waits for the next; leaves when pool is closed. Never returns. */
 _Noreturn void shim_serve(const struct init_args *a, int pool);
 
 #endif

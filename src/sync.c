@@ -70,7 +70,9 @@ int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n)
 
 static size_t fds_expected(uint32_t type)
 {
-	return type == SYNC_LISTENER ? 1 : type == SYNC_EXEC ? SYNC_EXEC_FDS : 0;
+	return type == SYNC_LISTENER || type == SYNC_SHIM ? 1
+	       : type == SYNC_EXEC			  ? SYNC_EXEC_FDS
+							  : 0;
 }
 
 ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *nout)
@@ -131,7 +133,7 @@ int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout
 	*nout = 0;
 	if (n <= 0)
 		return n == -EAGAIN ? -EAGAIN : (int)n;
-	if (m->type >= SYNC_GO && m->type <= SYNC_EXEC &&
+	if (m->type >= SYNC_GO && m->type <= SYNC_NO_SHIM &&
 	    memchr(m->text, '\0', sizeof(m->text)) != NULL && got == fds_expected(m->type)) {
 		*nout = got;
 		return 1;

@@ -18,7 +18,10 @@ enum sync_type {
 	SYNC_LISTENER, /* command or session init -> launcher: a seccomp listener fd rides along */
 	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
 	/* session mode (agentbox serve) */
-	SYNC_EXEC, /* launcher -> init: run a command; SYNC_EXEC_FDS fds ride along */
+	SYNC_EXEC,     /* launcher -> shim: run a command; SYNC_EXEC_FDS fds ride along */
+	SYNC_NEW_SHIM, /* launcher -> init: start a command shim */
+	SYNC_SHIM,     /* init -> launcher: a new shim's socket rides along */
+	SYNC_NO_SHIM,  /* init -> launcher: no shim could be started (status = errno) */
 };
 
 /* The fds of SYNC_EXEC, in order. */
