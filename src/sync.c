@@ -133,7 +133,7 @@ int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout
 	*nout = 0;
 	if (n <= 0)
 		return n == -EAGAIN ? -EAGAIN : (int)n;
-	if (m->type >= SYNC_GO && m->type <= SYNC_NO_SHIM &&
+	if (m->type >= SYNC_GO && m->type <= SYNC_TYPE_MAX &&
 	    memchr(m->text, '\0', sizeof(m->text)) != NULL && got == fds_expected(m->type)) {
 		*nout = got;
 		return 1;

@@ -22,6 +22,7 @@ enum sync_type {
 	SYNC_NEW_SHIM, /* launcher -> init: start a command shim */
 	SYNC_SHIM,     /* init -> launcher: a new shim's socket rides along */
 	SYNC_NO_SHIM,  /* init -> launcher: no shim could be started (status = errno) */
+	SYNC_TYPE_MAX = SYNC_NO_SHIM,
 };
 
 /* The fds of SYNC_EXEC, in order. */

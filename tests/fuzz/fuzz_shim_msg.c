@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int r = sync_recv_fds(sv[0], &m, fds, max, &got);
 		FUZZ_CHECK(r == 1 || r == 0 || r == -EBADMSG);
 		if (r == 1) {
-			FUZZ_CHECK(m.type >= SYNC_GO && m.type <= SYNC_EXEC);
+			FUZZ_CHECK(m.type >= SYNC_GO && m.type <= SYNC_TYPE_MAX);
 			FUZZ_CHECK(memchr(m.text, '\0', sizeof(m.text)));
 			FUZZ_CHECK(got <= max && size - 1 == sizeof(m));
 		} else {
