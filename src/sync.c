@@ -18,10 +18,11 @@ int sync_pair(int fds[2], struct ab_error *err)
 int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	/* zeroed: the kernel copies the padding after the fds in as well */
 	union {
 		char buf[CMSG_SPACE(SYNC_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
-	} u;
+	} u = {0};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	if (nfds > SYNC_MAX_FDS)
 		return -EINVAL;
