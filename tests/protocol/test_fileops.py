@@ -23,12 +23,12 @@ class Server:
     """One `agentbox serve`, with a reader thread so that a hung server
     fails the test instead of hanging it."""
 
-    def __init__(self, ws, *extra):
+    def __init__(self, ws, *extra, env=None):
         args = [BIN, "serve", "--workspace", ws, *extra]
         if ROOT:
             args += ["--host-uid", str(SANDBOX_UID)]
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, env=env)
         self.q = queue.Queue()
         self.n = 0
         threading.Thread(target=self._read, daemon=True).start()
