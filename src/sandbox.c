@@ -349,11 +349,12 @@ static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struc
 		limits[i].out->how = how_name(limits[i].ls->how);
 		snprintf(limits[i].out->why, sizeof(limits[i].out->why), "%s", limits[i].ls->why);
 		if (limits[i].ls->how == AB_LIMIT_UNAVAILABLE && cfg->require_limits) {
+			/* the message first: why lives in the cgroup's status */
+			r = ab_error_plain(err, EPERM, "--require-limits: %s cannot be applied: %s",
+					   limits[i].opt, limits[i].ls->why);
 			ab_cgroup_destroy(*cg);
 			*cg = NULL;
-			return ab_error_plain(err, EPERM,
-					      "--require-limits: %s cannot be applied: %s",
-					      limits[i].opt, limits[i].ls->why);
+			return r;
 		}
 	}
 	return 0;
