@@ -215,6 +215,9 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 		goto fail;
 	}
 	r = await_ready(s, err);
+	/* from now on read when epoll says so, or in idle_shim: never block */
+	if (r == 0)
+		fcntl(s->sync_fd, F_SETFL, O_NONBLOCK);
 	if (r == 0 &&
 	    ((r = watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
 	     (r = watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
@@ -439,7 +442,10 @@ static bool on_sync(struct ab_session *s)
 {
 	struct sync_msg m;
 	int passed = -1;
-	if (sync_recv(s->sync_fd, &m, &passed) != 1 || s->asked == 0) {
+	int r = sync_recv(s->sync_fd, &m, &passed);
+	if (r == -EAGAIN)
+		return true; /* idle_shim took it meanwhile */
+	if (r != 1 || s->asked == 0) {
 		if (passed >= 0)
 			close(passed);
 		return false;
