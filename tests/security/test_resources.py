@@ -25,16 +25,24 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 NPROC = ("--rlimit", "nproc=128")
 
 # the bomb: every shell forks again until fork fails or 11 doublings (2048
-# processes) are done, then becomes `sleep 3 MARK`; a watcher counts the
-# sandbox's processes (a glob, no fork) and reports the peak. Shells, not
-# pythons: 64 of them fit in --memory 64M without thrashing.
+# processes) are done, then becomes `sleep 3 MARK`. Shells, not pythons: 64 of
+# them fit in --memory 64M without thrashing. The watcher that counts the
+# sandbox's processes (a glob) and reports the peak is one python that never
+# forks once the bomb is lit: a shell watcher needs a fork for each `sleep`,
+# and the bomb takes them all.
 FORK_BOMB = r"""
 grep -q '^Max processes *128 ' /proc/self/limits || { echo no-nproc-limit; exit 98; }
-b() { [ $1 -ge 11 ] && exec sleep 3 %s; b $(($1+1)) & b $(($1+1)); }
-b 0 2>/tmp/bomb.err &
-peak=0; i=0
-while [ $i -lt 60 ]; do set -- /proc/[0-9]*; [ $# -gt $peak ] && peak=$#; i=$((i+1)); sleep 0.05; done
-echo peak=$peak; grep -q 'Cannot fork' /tmp/bomb.err && echo fork-failed
+exec python3 -c '
+import glob, subprocess, time
+bomb = "b() { [ $1 -ge 11 ] && exec sleep 3 %s; b $(($1+1)) & b $(($1+1)); }; b 0"
+subprocess.Popen(["/bin/sh", "-c", bomb], stderr=open("/tmp/bomb.err", "w"))
+peak = 0
+for i in range(60):
+    peak = max(peak, len(glob.glob("/proc/[0-9]*")))
+    time.sleep(0.05)
+print("peak=%%d" %% peak)
+if "Cannot fork" in open("/tmp/bomb.err").read():
+    print("fork-failed")'
 """
 
 
