@@ -5,19 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-int capture_init(struct ab_capture *c, size_t max)
+void capture_init(struct ab_capture *c, size_t max)
 {
 	memset(c, 0, sizeof(*c));
+	c->on = true;
 	c->max = max;
-	if (max && !(c->buf = malloc(max)))
-		return -ENOMEM;
-	return 0;
 }
 
 void capture_free(struct ab_capture *c)
 {
 	free(c->buf);
 	memset(c, 0, sizeof(*c));
+}
+
+/* Make the buffer hold at least need bytes (need <= max): the head grows by
+ * doubling as it fills, the ring comes whole once the head is full. Most
+ * commands print little, and a buffer of max bytes made and freed for every
+ * command in a session cost the launcher page-table work and TLB flushes. */
+static bool capture_reserve(struct ab_capture *c, size_t need)
+{
+	if (need <= c->cap)
+		return true;
+	size_t cap = c->cap ? c->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	if (cap > c->max || need > c->max / 2)
+		cap = c->max;
+	char *b = realloc(c->buf, cap);
+	if (!b)
+		return false;
+	c->buf = b;
+	c->cap = cap;
+	return true;
 }
 
 void capture_append(struct ab_capture *c, const char *data, size_t len)
@@ -28,11 +47,16 @@ void capture_append(struct ab_capture *c, const char *data, size_t len)
 	size_t n = head_cap - c->head_len;
 	if (n > len)
 		n = len;
-	memcpy(c->buf + c->head_len, data, n);
-	c->head_len += n;
-	data += n;
-	len -= n;
-	if (!len || !ring_cap)
+	if (n) {
+		/* bytes that find no memory are dropped, and counted as truncated */
+		if (!capture_reserve(c, c->head_len + n))
+			return;
+		memcpy(c->buf + c->head_len, data, n);
+		c->head_len += n;
+		data += n;
+		len -= n;
+	}
+	if (!len || !ring_cap || !capture_reserve(c, c->max))
 		return;
 	/* only the last ring_cap bytes of a long write can survive */
 	if (len > ring_cap) {
@@ -117,7 +141,7 @@ int capture_take(struct ab_capture *c, struct ab_output *o)
 	o->truncated = capture_truncated(c);
 	o->data = NULL;
 	o->len = 0;
-	if (!c->buf)
+	if (!c->on)
 		return 0;
 	size_t head_cap = c->max / 2, ring_cap = c->max - head_cap;
 	/* the oldest ring byte sits at tail_pos once the ring has wrapped */
@@ -129,16 +153,18 @@ int capture_take(struct ab_capture *c, struct ab_output *o)
 			 c->total - c->head_len - c->tail_len);
 	size_t mlen = strlen(marker);
 	size_t n = c->head_len + mlen + c->tail_len;
-	char *b = realloc(c->buf, (n > c->max ? n : c->max) + 1);
+	/* a tail exists only behind a full head, in a buffer of max bytes */
+	char *b = realloc(c->buf, (c->tail_len && c->max > n ? c->max : n) + 1);
 	if (!b)
 		return -ENOMEM;
-	/* a tail exists only behind a full head */
-	memmove(b + c->head_len + mlen, b + head_cap, c->tail_len);
+	if (c->tail_len)
+		memmove(b + c->head_len + mlen, b + head_cap, c->tail_len);
 	memcpy(b + c->head_len, marker, mlen);
 	b[n] = '\0';
 	o->data = b;
 	o->len = n;
 	c->buf = NULL;
+	c->cap = 0;
 	return 0;
 }
 

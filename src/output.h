@@ -11,15 +11,18 @@
 #include "agentbox/agentbox.h"
 
 struct ab_capture {
+	bool on;		  /* capture_init was called: this stream is captured */
 	size_t max;		  /* bytes kept at most */
 	char *buf;		  /* head (max/2) then the tail ring (the rest) */
+	size_t cap;		  /* bytes allocated at buf, grown up to max */
 	size_t head_len;	  /* bytes in the head */
 	size_t tail_len;	  /* bytes in the ring */
 	size_t tail_pos;	  /* next write position in the ring */
 	unsigned long long total; /* every byte seen */
 };
 
-int capture_init(struct ab_capture *c, size_t max);
+/* An empty capture that keeps at most max bytes; memory comes as they do. */
+void capture_init(struct ab_capture *c, size_t max);
 void capture_free(struct ab_capture *c);
 void capture_append(struct ab_capture *c, const char *data, size_t len);
 bool capture_truncated(const struct ab_capture *c);
@@ -28,7 +31,8 @@ bool capture_truncated(const struct ab_capture *c);
  * marker "\n[... N bytes truncated ...]\n" between them when something was
  * dropped (NUL-terminated, not NUL-safe on its own: binary data), the total
  * and whether it was cut. The buffer is rearranged in place and handed
- * over, so c keeps nothing (o->data is NULL when nothing was captured). */
+ * over, so c keeps nothing (o->data is NULL when the stream was not
+ * captured, a string, maybe empty, when it was). */
 int capture_take(struct ab_capture *c, struct ab_output *o);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), or 0. */

@@ -603,10 +603,9 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	if (r < 0)
 		goto out;
 	size_t max = x->max_output ? x->max_output : s->sb.cfg.max_output;
-	if (capture_init(&c->out, max) < 0 || (!c->merged && capture_init(&c->err, max) < 0)) {
-		r = ab_error_set(err, ENOMEM, "allocating the output buffers");
-		goto out;
-	}
+	capture_init(&c->out, max);
+	if (!c->merged)
+		capture_init(&c->err, max);
 	fds[EXEC_FD_SPEC] = sealed_memfd("agentbox-spec", spec.p, spec.len);
 	fds[EXEC_FD_STDIN] = x->stdin_data
 				     ? sealed_memfd("agentbox-stdin", x->stdin_data, x->stdin_len)
