@@ -45,6 +45,7 @@
 #include "shim.h"
 #include "error.h"
 #include "options.h"
+#include "proc.h"
 #include "sync.h"
 #include "userns.h"
 #include "util.h"
@@ -251,37 +252,20 @@ static pid_t new_shim(struct init_args *a, int sigfd)
  * when they die, and that SIGCHLD brings the next round. */
 static void kill_orphans(const pid_t *shims, size_t n)
 {
-	DIR *d = opendir("/proc");
-	if (!d)
+	struct ab_procs it;
+	if (ab_procs_open(&it) < 0)
 		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char *end;
-		long p = strtol(de->d_name, &end, 10);
-		if (*end || p <= 1)
-			continue;
-		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t k = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (k <= 0)
-			continue;
-		buf[k] = '\0';
-		/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
-		char *rp = strrchr(buf, ')');
-		int ppid;
-		if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid != 1)
+	pid_t p, ppid;
+	while (ab_procs_next(&it, &p, &ppid)) {
+		if (p <= 1 || ppid != 1)
 			continue;
 		bool shim = false;
 		for (size_t i = 0; i < n && !shim; i++)
-			shim = shims[i] == (pid_t)p;
+			shim = shims[i] == p;
 		if (!shim)
-			kill((pid_t)p, SIGKILL);
+			kill(p, SIGKILL);
 	}
-	closedir(d);
+	ab_procs_close(&it);
 }
 
 /* Session mode: the init confines itself once (what every command would

@@ -4,7 +4,6 @@
  * only needs its own session, stdio, working directory and environment. */
 #include "shim.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "fileop.h"
+#include "proc.h"
 #include "util.h"
 
 struct shim {
@@ -161,34 +161,12 @@ static size_t descendants(int sig, struct shim_msg *list, size_t max)
 	static pid_t pid[MAXP], ppid[MAXP];
 	static bool mine[MAXP];
 	size_t n = 0;
-	DIR *d = opendir("/proc");
-	if (!d)
+	struct ab_procs it;
+	if (ab_procs_open(&it) < 0)
 		return 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < MAXP) {
-		char *end;
-		long p = strtol(de->d_name, &end, 10);
-		if (*end || p <= 0)
-			continue;
-		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t k = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (k <= 0)
-			continue;
-		buf[k] = '\0';
-		/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
-		char *rp = strrchr(buf, ')');
-		if (!rp || sscanf(rp + 1, " %*c %d", &ppid[n]) != 1)
-			continue;
-		pid[n] = (pid_t)p;
-		mine[n] = false;
-		n++;
-	}
-	closedir(d);
+	while (n < MAXP && ab_procs_next(&it, &pid[n], &ppid[n]))
+		mine[n++] = false;
+	ab_procs_close(&it);
 	pid_t self = getpid();
 	size_t found = 0;
 	for (bool grew = true; grew;) {

@@ -1,0 +1,20 @@
+/* The processes of the caller's pid namespace, from /proc. */
+#ifndef AB_PROC_H
+#define AB_PROC_H
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct ab_procs {
+	DIR *d;
+};
+
+/* Start listing; -errno when /proc cannot be read. */
+int ab_procs_open(struct ab_procs *it);
+/* The next process and its parent; false at the end. A process that ends
+ * while it is read is left out. */
+bool ab_procs_next(struct ab_procs *it, pid_t *pid, pid_t *ppid);
+void ab_procs_close(struct ab_procs *it);
+
+#endif
