@@ -50,6 +50,7 @@ struct ab_cgroup {
 	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
 	char dir[H_COUNT][1024]; /* created directories, "" if none */
 	unsigned long long rlimit_as;
+	int oom_fd; /* memory.events or memory.oom_control, opened at first use */
 };
 
 /* Tests only (ab_cgroup_test_fake_v2): a directory laid out like a cgroup2
@@ -321,6 +322,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	struct ab_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
+	cg->oom_fd = -1;
 	cg->st.version = "none";
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
@@ -486,18 +488,29 @@ static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 	return 0;
 }
 
+/* A session asks before and after every command: the file stays open (a
+ * cgroupfs file reads afresh from offset 0), which spares the launcher a
+ * path walk through cgroupfs per command. */
 unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
 {
 	const char *d = cg ? procs_dir(cg) : NULL;
-	char buf[1024];
 	if (!d)
 		return 0;
-	long long v = -1;
-	if (cg->v2 && read_file(cg->dir[H_UNIFIED], "memory.events", buf, sizeof(buf)) == 0)
-		v = keyed(buf, "oom_kill");
-	else if (!cg->v2 && cg->dir[H_MEMORY][0] &&
-		 read_file(cg->dir[H_MEMORY], "memory.oom_control", buf, sizeof(buf)) == 0)
-		v = keyed(buf, "oom_kill");
+	if (cg->oom_fd < 0) {
+		char path[1200] = "";
+		if (cg->v2)
+			snprintf(path, sizeof(path), "%s/memory.events", cg->dir[H_UNIFIED]);
+		else if (cg->dir[H_MEMORY][0])
+			snprintf(path, sizeof(path), "%s/memory.oom_control", cg->dir[H_MEMORY]);
+		if (!path[0] || (cg->oom_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return 0;
+	}
+	char buf[1024];
+	ssize_t n = pread(cg->oom_fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		return 0;
+	buf[n] = '\0';
+	long long v = keyed(buf, "oom_kill");
 	return v > 0 ? (unsigned long long)v : 0;
 }
 
@@ -578,6 +591,7 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 {
 	if (!cg)
 		return;
+	ab_close_keep_errno(cg->oom_fd);
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
 		char parents[H_COUNT][1024];

@@ -284,6 +284,22 @@ class Serial(Base):
         self.assertEqual((m["id"], m["type"]), ("same", "result"))
 
 
+class Memory(Base):
+    args = ("--memory", "64M")
+
+    def test_each_oom_kill_is_reported_for_its_command_only(self):
+        """The session reads the cgroup's OOM count before and after each
+        command, from one open file: every read must be fresh."""
+        bomb = "exec python3 -c 'b = []\nwhile True: b.append(bytearray(8 << 20))'"
+        cgroup = self.sv.hello["limits"]["memory"]["how"] == "cgroup"
+        for _ in range(2):
+            m = self.exec(bomb)
+            self.assertEqual((m["exit_code"], m["oom_killed"]),
+                             (137, True) if cgroup else (1, False), m)
+        m = self.exec("kill -9 $$")
+        self.assertEqual((m["exit_code"], m["oom_killed"]), (137, False), m)
+
+
 class Audit(Base):
     def setUp(self):
         self.log = os.path.join(tempfile.mkdtemp(prefix="agentbox-audit-"), "audit.log")
