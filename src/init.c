@@ -239,8 +239,14 @@ static pid_t new_shim(struct init_args *a, int sigfd)
 	close(sp[1]);
 	if (pid < 0)
 		sync_send(a->sync_fd, SYNC_NO_SHIM, 0, e, NULL);
-	else
-		sync_send_fd(a->sync_fd, SYNC_SHIM, sp[0]);
+	else {
+		/* so the launcher knows the shim before any command of it runs:
+		 * a denied syscall is routed to its command by the shim's pid */
+		int fds[2] = {sp[0], (int)syscall(SYS_pidfd_open, pid, 0)};
+		sync_send_fds(a->sync_fd, SYNC_SHIM, fds, fds[1] >= 0 ? 2 : 1);
+		if (fds[1] >= 0)
+			close(fds[1]);
+	}
 	close(sp[0]);
 	return pid;
 }

@@ -85,6 +85,7 @@ struct ab_session {
 	struct {
 		int sock;
 		bool idle;
+		pid_t pid; /* on the host; 0: unknown */
 	} * shims;
 	size_t n_shims; /* slots: commands running, shims still cleaning up after
 			 * theirs, and a spare */
@@ -404,7 +405,25 @@ static unsigned long long oom_kills(struct ab_session *s)
 
 /* ---- the shims ---- */
 
-static void shim_add(struct ab_session *s, int sock)
+/* The pid a pidfd refers to, in our pid namespace; -1 when it cannot be
+ * read (0 would be a process gone). */
+static pid_t pidfd_host_pid(int pidfd)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strstr(buf, "\nPid:");
+	pid_t pid = p ? (pid_t)atoi(p + 5) : -1;
+	return pid > 0 ? pid : -1;
+}
+
+static void shim_add(struct ab_session *s, int sock, pid_t pid)
 {
 	for (size_t i = 0; i < s->n_shims; i++) {
 		if (s->shims[i].sock >= 0)
@@ -415,6 +434,7 @@ static void shim_add(struct ab_session *s, int sock)
 			break;
 		s->shims[i].sock = sock;
 		s->shims[i].idle = true;
+		s->shims[i].pid = pid;
 		return;
 	}
 	close(sock); /* more than can be used at once */
@@ -441,27 +461,27 @@ static void on_shim(struct ab_session *s, size_t i)
 static bool on_sync(struct ab_session *s)
 {
 	struct sync_msg m;
-	int passed = -1;
-	int r = sync_recv(s->sync_fd, &m, &passed);
+	int fds[2];
+	size_t n = 0;
+	int r = sync_recv_fds(s->sync_fd, &m, fds, 2, &n);
 	if (r == -EAGAIN)
 		return true; /* idle_shim took it meanwhile */
-	if (r != 1 || s->asked == 0) {
-		if (passed >= 0)
-			close(passed);
-		return false;
-	}
-	if (m.type == SYNC_SHIM && passed >= 0) {
+	bool ok = r == 1 && s->asked > 0;
+	if (ok && m.type == SYNC_SHIM) {
 		s->asked--;
-		shim_add(s, passed);
+		pid_t pid = n == 2 ? pidfd_host_pid(fds[1]) : -1;
+		if (n == 2)
+			close(fds[1]);
+		shim_add(s, fds[0], pid > 0 ? pid : 0);
 		return true;
 	}
-	if (m.type == SYNC_NO_SHIM && passed < 0) {
+	if (ok && m.type == SYNC_NO_SHIM) {
 		s->asked--;
 		s->shim_error = m.status > 0 && m.status < 4096 ? m.status : EAGAIN;
 		return true;
 	}
-	if (passed >= 0)
-		close(passed);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
 	return false;
 }
 
@@ -523,7 +543,8 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 }
 
 /* The command's fds to an idle shim; then a spare is asked for when none
- * is left idle, so the fork is not on the next command's path. */
+ * is left idle, so the fork is not on the next command's path. Returns the
+ * shim's slot. */
 static int give_to_shim(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err)
 {
 	for (;;) {
@@ -541,7 +562,7 @@ static int give_to_shim(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_
 			spare = s->shims[k].sock >= 0 && s->shims[k].idle;
 		if (!spare)
 			ask_for_shim(s);
-		return 0;
+		return i;
 	}
 }
 
@@ -651,8 +672,12 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		goto out;
 	}
 	r = give_to_shim(s, fds, err);
-	if (r < 0)
+	if (r < 0) {
 		cmd_release(s, c);
+	} else {
+		c->shim_pid = s->shims[r].pid;
+		r = 0;
+	}
 out:
 	for (int i = 0; i < SYNC_EXEC_FDS; i++)
 		if (i != EXEC_FD_STDERR || fds[i] != fds[EXEC_FD_STDOUT])
@@ -812,7 +837,8 @@ static void on_ctl(struct ab_session *s, struct cmd *c)
 			c->shim_pidfd = fds[0];
 			c->cmd_pidfd = fds[1];
 		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0) {
-			c->shim_pid = -1; /* no pidfds on this kernel */
+			if (!c->shim_pid)
+				c->shim_pid = -1; /* no pidfds on this kernel */
 		} else if (m.type == SHIM_FAILED && nfds == 0 && !c->exited && !c->failed &&
 			   memchr(m.text, '\0', sizeof(m.text))) {
 			c->failed = true;
@@ -846,25 +872,13 @@ static void on_ctl(struct ab_session *s, struct cmd *c)
 	}
 }
 
-/* The host pid of a command's shim, from its pidfd. */
+/* The host pid of a command's shim: known from the init when it made the
+ * shim, else from the pidfd STARTED brought; -1 while neither is known. */
 static pid_t shim_host_pid(struct cmd *c)
 {
-	if (c->shim_pid)
-		return c->shim_pid;
-	c->shim_pid = -1;
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", c->shim_pidfd);
-	int fd = c->shim_pidfd >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		char *p = strstr(buf, "\nPid:");
-		if (p)
-			c->shim_pid = (pid_t)atoi(p + 5);
-	}
-	return c->shim_pid;
+	if (!c->shim_pid && c->shim_pidfd >= 0)
+		c->shim_pid = pidfd_host_pid(c->shim_pidfd);
+	return c->shim_pid ? c->shim_pid : -1;
 }
 
 static pid_t parent_of(pid_t pid)

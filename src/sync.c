@@ -69,11 +69,20 @@ int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n)
 	return send_msg(fd, &m, fds, n);
 }
 
-static size_t fds_expected(uint32_t type)
+/* SYNC_SHIM: the shim's socket, and its pidfd when the profile lets the
+ * init open one. */
+static bool fds_fit(uint32_t type, size_t n)
 {
-	return type == SYNC_LISTENER || type == SYNC_SHIM ? 1
-	       : type == SYNC_EXEC			  ? SYNC_EXEC_FDS
-							  : 0;
+	switch (type) {
+	case SYNC_LISTENER:
+		return n == 1;
+	case SYNC_SHIM:
+		return n == 1 || n == 2;
+	case SYNC_EXEC:
+		return n == SYNC_EXEC_FDS;
+	default:
+		return n == 0;
+	}
 }
 
 ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *nout)
@@ -135,7 +144,7 @@ int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout
 	if (n <= 0)
 		return n == -EAGAIN ? -EAGAIN : (int)n;
 	if (m->type >= SYNC_GO && m->type <= SYNC_TYPE_MAX &&
-	    memchr(m->text, '\0', sizeof(m->text)) != NULL && got == fds_expected(m->type)) {
+	    memchr(m->text, '\0', sizeof(m->text)) != NULL && fds_fit(m->type, got)) {
 		*nout = got;
 		return 1;
 	}

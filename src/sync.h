@@ -20,7 +20,7 @@ enum sync_type {
 	/* session mode (agentbox serve) */
 	SYNC_EXEC,     /* launcher -> shim: run a command; SYNC_EXEC_FDS fds ride along */
 	SYNC_NEW_SHIM, /* launcher -> init: start a command shim */
-	SYNC_SHIM,     /* init -> launcher: a new shim's socket rides along */
+	SYNC_SHIM,     /* init -> launcher: a new shim's socket, and its pidfd, ride along */
 	SYNC_NO_SHIM,  /* init -> launcher: no shim could be started (status = errno) */
 	SYNC_TYPE_MAX = SYNC_NO_SHIM,
 };

@@ -182,6 +182,21 @@ class Exec(Base):
         self.assertIn("unshare", [d["syscall"] for d in got[a]["denied_syscalls"]])
         self.assertEqual(got[b]["denied_syscalls"], [])
 
+    def test_a_denial_at_once_is_counted_while_another_command_runs(self):
+        """Denials of another command keep coming while each new command
+        starts, before the launcher heard from the new one's shim: they
+        must not make the launcher lose track of it (it knows each shim's
+        pid from the moment the init made it)."""
+        other = self.sv.send(op="exec", command="while :; do unshare -U true 2>/dev/null; done")
+        missed = []
+        for i in range(200):
+            m = self.exec("exec unshare -U true")
+            if "unshare" not in [d["syscall"] for d in m["denied_syscalls"]]:
+                missed.append((i, m))
+        self.assertEqual(missed, [])
+        self.call(op="cancel", target=other)
+        self.assertEqual(self.sv.recv()["id"], other)
+
 
 class Supervision(Base):
     def test_background_holding_stdout_does_not_hang_and_is_killed(self):
