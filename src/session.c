@@ -61,6 +61,7 @@ struct cmd {
 	int timeout_signal;
 	struct shim_msg msg; /* EXITED, or FAILED */
 	unsigned long long started_ms;
+	unsigned long long timeout_ms; /* this command's own, as applied; 0: none */
 	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
 	unsigned long long oom_before;
 	struct ab_denials denials;
@@ -663,6 +664,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	unsigned long long t = x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms;
 	if (s->sb.cfg.max_timeout_ms && (t == 0 || t > s->sb.cfg.max_timeout_ms))
 		t = s->sb.cfg.max_timeout_ms;
+	c->timeout_ms = t;
 	c->deadline_ms = t ? c->started_ms + t : 0;
 	c->oom_before = oom_kills(s);
 	if ((r = watch(s, c->ctl, slot, K_CTL)) < 0 || (r = watch(s, c->out_rd, slot, K_OUT)) < 0 ||
@@ -954,6 +956,7 @@ static void finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *ar
 	struct ab_error error = {0};
 	const struct ab_error *failure = NULL;
 	sandbox_limits_into(&s->sb, &res);
+	res.timeout_ms = c->timeout_ms;
 	res.landlock_abi = s->limits.landlock_abi;
 	res.duration_ms = now_ms() - c->started_ms;
 	if (c->failed || !c->exited) {
