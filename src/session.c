@@ -496,6 +496,8 @@ static int ask_for_shim(struct ab_session *s)
 	return 0;
 }
 
+static struct ab_denials *route_denial(pid_t pid, void *arg);
+
 /* An idle shim's slot: one that said READY (read now if it did not yet
  * get read), else a new one from the init, waited for. */
 static int idle_shim(struct ab_session *s, struct ab_error *err)
@@ -522,15 +524,23 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 		if (ask_for_shim(s) < 0)
 			return ab_error_plain(err, EPIPE,
 					      "the sandbox does not take commands any more");
-		/* the init forks one: wait for its answer */
+		/* the init forks one: wait for its answer, and answer the
+		 * seccomp listener meanwhile: a system call the profile denies
+		 * (pidfd_open, say) holds the init until it is answered */
 		unsigned long long now = now_ms();
-		struct pollfd p = {.fd = s->sync_fd, .events = POLLIN};
-		int n = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
+		struct pollfd p[2] = {{.fd = s->sync_fd, .events = POLLIN},
+				      {.fd = s->listener, .events = POLLIN}};
+		int n = now < deadline ? poll(p, 2, (int)(deadline - now)) : 0;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return ab_error_plain(err, ETIMEDOUT,
 					      "the sandbox did not start a command supervisor");
+		if (p[1].revents &&
+		    ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials, route_denial, s) < 0)
+			close_watched(s, &s->listener);
+		if (!p[0].revents)
+			continue;
 		if (!on_sync(s))
 			return ab_error_plain(err, EPIPE,
 					      "the sandbox does not take commands any more");
@@ -899,24 +909,30 @@ static pid_t parent_of(pid_t pid)
 }
 
 /* Which command a denied process belongs to: the one whose shim is its
- * ancestor (the shim is the subreaper of everything the command starts). */
+ * ancestor (the shim is the subreaper of everything the command starts).
+ * The init and the shims themselves are agentbox, not a command: what a
+ * profile denies them (pidfd_open, say) counts for the session only. */
 static struct ab_denials *route_denial(pid_t pid, void *arg)
 {
 	struct ab_session *s = arg;
+	if (pid == s->init)
+		return NULL;
 	struct cmd *only = NULL;
 	size_t n = 0;
 	for (size_t i = 0; i < s->max; i++)
 		if (s->cmds[i].used) {
 			only = &s->cmds[i];
 			n++;
+			if (shim_host_pid(only) == pid)
+				return NULL;
 		}
 	if (n == 1)
 		return &only->denials;
 	for (int depth = 0; pid > 1 && depth < 64; depth++) {
+		pid = parent_of(pid);
 		for (size_t i = 0; i < s->max; i++)
 			if (s->cmds[i].used && shim_host_pid(&s->cmds[i]) == pid)
 				return &s->cmds[i].denials;
-		pid = parent_of(pid);
 	}
 	return NULL;
 }

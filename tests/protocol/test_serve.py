@@ -383,6 +383,38 @@ class BadInput(Base):
         self.assertEqual(self.exec("echo alive")["stdout"], "alive\n")
 
 
+class ProfileWithoutPidfds(Base):
+    """A seccomp profile of the user's that denies pidfd_open, which the
+    init uses when it starts a shim: the launcher must answer the denial
+    while it waits for the shim, or neither moves until the wait times out."""
+
+    def setUp(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "policy", "seccomp", "default.json")) as f:
+            profile = json.load(f)
+        for rule in profile["syscalls"]:
+            rule["names"] = [n for n in rule["names"] if n != "pidfd_open"]
+        d = tempfile.mkdtemp(prefix="agentbox-profile-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "no-pidfd.json")
+        with open(path, "w") as f:
+            json.dump(profile, f)
+        self.args = ("--seccomp", path)
+        super().setUp()
+
+    def test_shims_start_while_others_run(self):
+        t = time.monotonic()
+        # four at once: three of them need a shim the init starts meanwhile
+        ids = [self.sv.send(op="exec", command="sleep 0.5; echo %d" % i) for i in range(4)]
+        got, _ = self.collect(set(ids))
+        for i, rid in enumerate(ids):
+            self.assertEqual((got[rid]["type"], got[rid].get("stdout")), ("result", "%d\n" % i),
+                             got[rid])
+        self.assertLess(time.monotonic() - t, 10)
+        self.assertEqual(self.exec("echo again")["stdout"], "again\n")
+
+
 class Isolation(Base):
     def test_the_view_and_the_namespaces(self):
         marker = tempfile.NamedTemporaryFile(prefix="agentbox-host-marker-", dir="/tmp")
