@@ -454,6 +454,11 @@ int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err)
 	return 0;
 }
 
+unsigned long long ab_cgroup_rlimit_as(const struct ab_cgroup *cg)
+{
+	return cg ? cg->rlimit_as : 0;
+}
+
 /* The directory that lists every process: unified (v2 or the hybrid's
  * controller-less mount) where there is one, else pids or memory. */
 static const char *procs_dir(const struct ab_cgroup *cg)

@@ -64,6 +64,8 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err);
 /* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
  * in the sandbox, in the command's process before exec. */
 int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err);
+/* The RLIMIT_AS that stands in for --memory, 0 when the cgroup applies it. */
+unsigned long long ab_cgroup_rlimit_as(const struct ab_cgroup *cg);
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
 /* OOM kills in the cgroup so far (0 without a memory controller). */

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "fileop.h"
 #include "proc.h"
 #include "util.h"
@@ -94,10 +95,15 @@ static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp
 	return buf;
 }
 
+/* RLIMIT_AS for every command, where no cgroup limits memory: set in the
+ * command's process, not in the shim (whose memory is agentbox's). */
+static unsigned long long as_limit;
+
 struct spawn_args {
 	int in, out, err;
 	char **argv;
-	int exec_errno; /* written by the child: memory is shared until it execs */
+	unsigned long long as_limit; /* RLIMIT_AS for --memory without a cgroup; 0: none */
+	int exec_errno;		     /* written by the child: memory is shared until it execs */
 };
 
 /* The child of spawn_command, on its own stack in the shim's memory: raw
@@ -109,6 +115,11 @@ static int spawn_child(void *p)
 	sigemptyset(&none);
 	if (setsid() < 0 || dup2(a->in, STDIN_FILENO) < 0 || dup2(a->out, STDOUT_FILENO) < 0 ||
 	    dup2(a->err, STDERR_FILENO) < 0) {
+		a->exec_errno = errno;
+		_exit(AB_EXIT_CANNOT_EXEC);
+	}
+	struct rlimit as = {a->as_limit, a->as_limit};
+	if (a->as_limit && setrlimit(RLIMIT_AS, &as) < 0) {
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
 	}
@@ -136,7 +147,8 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 			return ENOMEM;
 		}
 	}
-	struct spawn_args a = {.in = in, .out = out, .err = err, .argv = argv};
+	struct spawn_args a = {
+		.in = in, .out = out, .err = err, .argv = argv, .as_limit = as_limit};
 	environ = envp;
 	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = NULL;
@@ -497,7 +509,7 @@ done:
 
 _Noreturn void shim_serve(const struct init_args *a, int pool)
 {
-	(void)a;
+	as_limit = ab_cgroup_rlimit_as(a->cgroup);
 	/* orphans of the command's processes come here, not to the init */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigset_t mask;
