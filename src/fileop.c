@@ -54,7 +54,7 @@ struct field {
  * optional request field). */
 struct opdef {
 	const char *op;
-	struct field in[7];
+	struct field in[8];
 	const char *out[10];
 };
 
@@ -77,7 +77,7 @@ static const struct opdef ops[] = {
 	 {"path:s", "occurrences:i"}},
 	{"ls", {{"path", T_DIRPATH, false}}, {"path:s", "entries:F", "truncated:b"}},
 	{"glob",
-	 {{"pattern", T_TEXT, true}, {"path", T_DIRPATH, false}},
+	 {{"pattern", T_TEXT, true}, {"path", T_DIRPATH, false}, {"files_only", T_BOOL, false}},
 	 {"matches:F", "truncated:b"}},
 	{"grep",
 	 {{"pattern", T_TEXT, true},
@@ -85,7 +85,8 @@ static const struct opdef ops[] = {
 	  {"ignore_case", T_BOOL, false},
 	  {"path", T_DIRPATH, false},
 	  {"glob", T_TEXT, false},
-	  {"max_count", T_POSINT, false}},
+	  {"max_count", T_POSINT, false},
+	  {"skip", T_COUNT, false}},
 	 {"matches:G", "truncated:b"}},
 	{"delete", {{"path", T_PATH, true}, {"recursive", T_BOOL, false}}, {"path:s", "deleted:i"}},
 	{"upload",
@@ -1272,7 +1273,8 @@ struct glob_walk {
 	struct walk w;
 	const char *pattern;
 	size_t parts;
-	bool deep; /* the pattern has "**" */
+	bool deep;	 /* the pattern has "**" */
+	bool files_only; /* regular files (or symlinks to them) only */
 	struct match {
 		char *path;
 		json_object *info;
@@ -1285,6 +1287,11 @@ static void glob_visit(struct walk *w, const char *full, const char *rel, const 
 {
 	struct glob_walk *g = (struct glob_walk *)w;
 	if (!glob_match(g->pattern, rel))
+		return;
+	struct stat st;
+	if (stat(full, &st) < 0)
+		st = *lst;
+	if (g->files_only && !S_ISREG(st.st_mode))
 		return;
 	if (g->n == FILEOP_LIST_MAX) {
 		w->truncated = w->stop = true;
@@ -1300,9 +1307,6 @@ static void glob_visit(struct walk *w, const char *full, const char *rel, const 
 		g->m = m;
 		g->cap = cap;
 	}
-	struct stat st;
-	if (stat(full, &st) < 0)
-		st = *lst;
 	json_object *info = file_info(full);
 	char *p = strdup(full);
 	if (!info || !p) {
@@ -1361,6 +1365,7 @@ static int op_glob(json_object *q)
 		.pattern = pat,
 		.parts = np - k,
 		.deep = strstr(pat, "**") != NULL,
+		.files_only = jbool(q, "files_only", false),
 	};
 	if (np > 0 && stat(root, &st) == 0 && S_ISDIR(st.st_mode))
 		walk_dir(&g.w, root, "", 1);
@@ -1386,7 +1391,7 @@ struct grep_walk {
 	bool regex, icase;
 	regex_t re;
 	char *lower_pat;
-	uint64_t max, count;
+	uint64_t max, count, skip; /* skip: matches passed over first (paging) */
 	json_object *matches;
 };
 
@@ -1433,7 +1438,10 @@ static void grep_file(struct grep_walk *g, const char *full)
 		char *nl = memchr(p, '\n', (size_t)(e - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(e - p);
 		lineno++;
-		if (line_matches(g, p, n, scratch)) {
+		bool hit = line_matches(g, p, n, scratch);
+		if (hit && g->skip > 0) {
+			g->skip--;
+		} else if (hit) {
 			if (g->count == g->max) {
 				g->w.truncated = g->w.stop = true;
 				break;
@@ -1483,6 +1491,7 @@ static int op_grep(json_object *q)
 		.regex = jbool(q, "regex", false),
 		.icase = jbool(q, "ignore_case", false),
 		.max = (uint64_t)jint(q, "max_count", 1000),
+		.skip = (uint64_t)jint(q, "skip", 0),
 	};
 	const char *path = jstr(q, "path", NULL);
 	if (g.max > GREP_MAX_COUNT)

@@ -670,6 +670,8 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
 	json_object *features = json_object_new_array();
 	json_object_array_add(features, json_object_new_string("file_chunks"));
+	json_object_array_add(features, json_object_new_string("glob_files_only"));
+	json_object_array_add(features, json_object_new_string("grep_skip"));
 	json_object_object_add(o, "features", features);
 	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
 	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));

@@ -294,6 +294,41 @@ class FileOps(unittest.TestCase):
 
     # ---- delete, upload, download ----
 
+    def test_glob_files_only(self):
+        self.assertIn("glob_files_only", self.sv.hello["features"])
+        self.host_write("fo/a.py", b"x")
+        self.host_write("fo/sub.py/b.py", b"x")
+        os.symlink("a.py", self.host("fo/link.py"))
+        m = self.ok(op="glob", pattern="**/*.py", path="fo")
+        self.assertEqual(sorted(e["path"] for e in m["matches"]),
+                         ["/workspace/fo/a.py", "/workspace/fo/link.py", "/workspace/fo/sub.py",
+                          "/workspace/fo/sub.py/b.py"])
+        m = self.ok(op="glob", pattern="**/*.py", path="fo", files_only=True)
+        self.assertEqual(sorted(e["path"] for e in m["matches"]),
+                         ["/workspace/fo/a.py", "/workspace/fo/link.py",
+                          "/workspace/fo/sub.py/b.py"])
+        self.assertFalse(any(e["is_dir"] for e in m["matches"]))
+
+    def test_grep_pages_with_skip(self):
+        self.assertIn("grep_skip", self.sv.hello["features"])
+        self.host_write("gp/a.txt", b"hit\n" * 7)
+        self.host_write("gp/b.txt", b"no\nhit\n" * 3)
+        whole = self.ok(op="grep", pattern="hit", path="gp")["matches"]
+        self.assertEqual(len(whole), 10)
+        pages, skip = [], 0
+        while True:
+            m = self.ok(op="grep", pattern="hit", path="gp", max_count=3, skip=skip)
+            pages += m["matches"]
+            skip += len(m["matches"])
+            if not m["truncated"]:
+                break
+        self.assertEqual(pages, whole)
+        m = self.ok(op="grep", pattern="hit", path="gp", max_count=10)
+        self.assertFalse(m["truncated"])  # exactly max_count, none left out
+        m = self.ok(op="grep", pattern="hit", path="gp", skip=100)
+        self.assertEqual((m["matches"], m["truncated"]), ([], False))
+        self.err("invalid_request", op="grep", pattern="hit", path="gp", skip=-1)
+
     def test_delete(self):
         self.sh("mkdir -p d/tree/a/b d/empty d/keep && touch d/tree/a/b/f d/keep/precious "
                 "d/file && ln -s ../keep d/tree/link")
