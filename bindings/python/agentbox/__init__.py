@@ -6,18 +6,22 @@ Landlock, cgroup limits, no capabilities) that lives for a conversation.
     with Sandbox("/path/to/workspace") as sb:
         print(sb.execute("ls -la").output)
 
-See docs/python.md of the agentbox repository."""
+With deepagents installed, Sandbox is one of its sandbox backends
+(SandboxBackendProtocol) and returns its result classes. See docs/python.md
+of the agentbox repository."""
 
-from .sandbox import FILE_ERRORS, PROTOCOL, ProtocolError, Sandbox, SandboxClosed, SandboxError
-from .types import (DeleteResult, EditResult, ExecuteResponse, FileDownloadResponse, FileInfo,
-                    FileUploadResponse, GlobResult, GrepMatch, GrepResult, LsResult, ReadResult,
-                    Result, WriteResult)
+from .sandbox import (DEEPAGENTS_DIRS, FILE_ERRORS, PROTOCOL, FileError, LegacySandbox,
+                      ProtocolError, Sandbox, SandboxClosed, SandboxError)
+from .types import (DEEPAGENTS, DeleteResult, EditResult, ExecuteResponse, FileData,
+                    FileDownloadResponse, FileInfo, FileUploadResponse, GlobResult, GrepMatch,
+                    GrepResult, LsResult, ReadResult, Result, SandboxBackendProtocol, WriteResult)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "SandboxError", "SandboxClosed", "ProtocolError", "PROTOCOL", "FILE_ERRORS",
-    "ExecuteResponse", "Result", "FileInfo", "GrepMatch", "LsResult", "ReadResult",
-    "WriteResult", "EditResult", "GlobResult", "GrepResult", "DeleteResult",
+    "Sandbox", "LegacySandbox", "SandboxError", "SandboxClosed", "ProtocolError", "FileError",
+    "PROTOCOL", "FILE_ERRORS", "DEEPAGENTS", "DEEPAGENTS_DIRS", "SandboxBackendProtocol",
+    "ExecuteResponse", "Result", "FileInfo", "FileData", "GrepMatch", "LsResult",
+    "ReadResult", "WriteResult", "EditResult", "GlobResult", "GrepResult", "DeleteResult",
     "FileUploadResponse", "FileDownloadResponse",
 ]

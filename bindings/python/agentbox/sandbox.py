@@ -1,55 +1,41 @@
-"""agentbox.Sandbox: one `agentbox serve` process, spoken to in agentbox/1
-(docs/protocol.md) from any number of threads."""
+"""agentbox.Sandbox: a deepagents sandbox backend (SandboxBackendProtocol,
+0.7 semantics) whose commands and file operations run in one agentbox
+sandbox, over agentbox/1 (docs/protocol.md). docs/python.md says what each
+method does and which deepagents releases each name serves."""
 
+import asyncio
 import base64
-import collections
-import itertools
-import json
 import os
+import re
 import shutil
-import subprocess
-import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .types import (DeleteResult, EditResult, ExecuteResponse, FileDownloadResponse, FileInfo,
-                    FileUploadResponse, GlobResult, GrepMatch, GrepResult, LsResult, ReadResult,
-                    Result, WriteResult)
+from . import types as T
+from ._session import FILE_ERRORS, PROTOCOL, ProtocolError, SandboxClosed, SandboxError, Session
+from .types import FileInfo, GrepMatch, Result, make
 
-PROTOCOL = "agentbox/1"
+__all__ = ["Sandbox", "LegacySandbox", "SandboxError", "ProtocolError", "SandboxClosed",
+           "FileError", "PROTOCOL", "FILE_ERRORS", "DEEPAGENTS_DIRS"]
 
-# error codes that say what was wrong with a file: returned in an `error`
-# field, as agent frameworks expect, never raised
-FILE_ERRORS = frozenset({
-    "file_not_found", "permission_denied", "is_directory", "not_directory", "invalid_path",
-    "read_only", "too_large", "exists", "not_found", "not_unique", "no_space", "io_error",
-    "timeout", "cancelled",
-})
+# where deepagents' middleware writes through the backend (artifacts root
+# "/"): offloaded tool results and conversation history
+DEEPAGENTS_DIRS = ("/large_tool_results", "/conversation_history")
 
+# what a file error is called in upload_files/download_files: deepagents'
+# four codes where one fits, else agentbox's own code
+_UPLOAD_CODES = {"read_only": "permission_denied", "not_directory": "invalid_path"}
+_DOWNLOAD_CODES = {"read_only": "permission_denied", "not_directory": "file_not_found"}
 
-class SandboxError(Exception):
-    """agentbox could not do what was asked."""
+# extensions deepagents reads as binary whatever the bytes (images, audio,
+# video, documents: utils._EXTENSION_TO_FILE_TYPE and .mkv)
+_BINARY_EXTENSIONS = frozenset(
+    ".png .jpeg .jpg .webp .gif .heic .heif .mp4 .mpeg .mov .avi .flv .mpg .webm .wmv "
+    ".3gpp .mkv .wav .mp3 .aiff .aac .ogg .flac .pdf .ppt .pptx".split())
 
-
-class ProtocolError(SandboxError):
-    """The server refused a request; code is the protocol's error code
-    (invalid_request, busy, too_large, ...)."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__("%s: %s" % (code, message))
-        self.code = code
-        self.message = message
-
-
-class SandboxClosed(SandboxError):
-    """The sandbox is gone: closed, or its server died or was killed."""
-
-
-class _Call:
-    __slots__ = ("done", "reply")
-
-    def __init__(self):
-        self.done = threading.Event()
-        self.reply = None  # the result or error message
+EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents"
+_GREP_PAGE = 5000  # matches per grep request: a page of long lines stays a few MiB
+_WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
 
 
 def _seconds(value: Optional[float]) -> str:
@@ -58,7 +44,46 @@ def _seconds(value: Optional[float]) -> str:
     return "%dms" % max(1, int(round(float(value) * 1000)))
 
 
-class Sandbox:
+def _brace_expand(pattern: str, limit: int = 256) -> List[str]:
+    """{a,b} alternatives of a glob, expanded (nested groups too)."""
+    depth, start = 0, -1
+    for i, c in enumerate(pattern):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                body, alts, d, last = pattern[start + 1:i], [], 0, 0
+                for j, b in enumerate(body):
+                    d += b == "{"
+                    d -= b == "}"
+                    if b == "," and d == 0:
+                        alts.append(body[last:j])
+                        last = j + 1
+                alts.append(body[last:])
+                if len(alts) < 2:
+                    continue
+                out: List[str] = []
+                for a in alts:
+                    out += _brace_expand(pattern[:start] + a + pattern[i + 1:], limit)
+                    if len(out) > limit:
+                        raise ValueError("the glob %r expands to over %d patterns"
+                                         % (pattern, limit))
+                return out
+    return [pattern]
+
+
+def _view_pattern(pattern: str) -> str:
+    """deepagents' glob contract in the server's terms: no '/', the name at
+    any depth; a leading '/', anchored at the search root."""
+    if pattern.startswith("/"):
+        return pattern.lstrip("/")
+    return pattern if "/" in pattern else "**/" + pattern
+
+
+class Sandbox(T.SandboxBackendProtocol):
     """A sandbox for one conversation: commands and file operations in the
     same isolated view of `workspace` (read-write at /workspace)."""
 
@@ -67,6 +92,7 @@ class Sandbox:
                  memory: Union[str, int, None] = None, cpus: Optional[float] = None,
                  pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
                  max_output: int = 100_000, binary: Optional[str] = None,
+                 writable_dirs: Sequence[str] = DEEPAGENTS_DIRS,
                  extra_args: Sequence[str] = ()):
         binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
         if not binary:
@@ -85,162 +111,27 @@ class Sandbox:
             args += ["--cpus", str(cpus)]
         if pids is not None:
             args += ["--pids", str(pids)]
+        for d in writable_dirs:
+            args += ["--tmpfs", d]
         args += list(extra_args)
-        self._lock = threading.Lock()  # _calls and _closed
-        # writes to stdin, apart: a writer blocked on a full pipe must not
-        # stop the reader from taking the replies the server wants to send
-        self._wlock = threading.Lock()
-        self._calls: Dict[int, _Call] = {}
-        self._ids = itertools.count(1)
-        self._closed: Optional[str] = None
-        self._stderr = collections.deque(maxlen=20)
-        try:
-            self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, close_fds=True)
-        except OSError as e:
-            raise SandboxError("cannot start %s: %s" % (binary, e)) from e
-        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_reader.start()
-        self._reader = None
-        first = self._proc.stdout.readline()
-        try:
-            hello = json.loads(first) if first else None
-        except ValueError:
-            hello = None
-        if not hello or hello.get("type") != "hello":
-            self._proc.wait()
-            self._release()
-            self._closed = "agentbox serve did not start"
-            raise SandboxError("agentbox serve did not start (exit status %s): %s" % (
-                self._proc.returncode, self._stderr_text() or "no message"))
-        if hello.get("protocol") != PROTOCOL:
-            self._proc.kill()
-            self._proc.wait()
-            self._release()
-            raise SandboxError("agentbox speaks %r, this client %r" % (hello.get("protocol"),
-                                                                      PROTOCOL))
-        self.hello: Dict[str, Any] = hello
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._s = Session(args)
+        self.hello: Dict[str, Any] = self._s.hello
 
-    # ---- plumbing ----
+    # ---- the session ----
 
     @property
     def id(self) -> str:
         """The sandbox's id, as the hello gave it."""
         return self.hello["sandbox_id"]
 
-    def _release(self):
-        """The server has exited: close our ends of its pipes."""
-        for t in (self._reader, self._stderr_reader):
-            if t is not None and t.is_alive() and t is not threading.current_thread():
-                t.join(5)
-        for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
-
-    def _stderr_text(self) -> str:
-        return " / ".join(self._stderr)
-
-    def _read_stderr(self):
-        for line in self._proc.stderr:
-            self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
-
-    def _read(self):
-        try:
-            for line in self._proc.stdout:
-                msg = json.loads(line)
-                if msg.get("type") == "output":
-                    continue  # this client does not ask for streaming
-                with self._lock:
-                    call = self._calls.pop(msg.get("id"), None) if msg.get("id") is not None \
-                        else None
-                if call:
-                    call.reply = msg
-                    call.done.set()
-                elif msg.get("type") == "error" and msg.get("id") is None \
-                        and msg.get("code") == "internal":
-                    self._stderr.append(msg.get("message", ""))
-        except (ValueError, OSError):
-            pass
-        self._proc.wait()
-        self._fail_all("the agentbox server ended (exit status %s)%s" % (
-            self._proc.returncode,
-            ": " + self._stderr_text() if self._stderr else ""))
-
-    def _fail_all(self, why: str):
-        with self._lock:
-            if self._closed is None:
-                self._closed = why
-            calls, self._calls = self._calls, {}
-        for call in calls.values():
-            call.done.set()
-
-    def _send(self, request: Dict[str, Any]) -> _Call:
-        call = _Call()
-        with self._lock:
-            if self._closed is not None:
-                raise SandboxClosed(self._closed)
-            rid = next(self._ids)
-            self._calls[rid] = call
-        request["id"] = rid
-        line = (json.dumps(request, ensure_ascii=False) + "\n").encode()
-        try:
-            with self._wlock:
-                self._proc.stdin.write(line)
-                self._proc.stdin.flush()
-        except (OSError, ValueError):
-            with self._lock:
-                self._calls.pop(rid, None)
-            raise SandboxClosed(self._closed or "the agentbox server is gone")
-        return call
-
-    def _wait(self, call: _Call) -> Dict[str, Any]:
-        call.done.wait()
-        if call.reply is None:
-            raise SandboxClosed(self._closed or "the agentbox server is gone")
-        return call.reply
-
-    def request(self, op: str, **fields) -> Dict[str, Any]:
-        """Send one request of agentbox/1 and return its reply (a result,
-        or an error message for a file error); protocol errors raise
-        ProtocolError."""
-        return self._check(self._wait(self._send(dict(op=op, **fields))))
-
-    def _check(self, reply: Dict[str, Any]) -> Dict[str, Any]:
-        if reply.get("type") == "error" and reply.get("code") not in FILE_ERRORS:
-            raise ProtocolError(reply.get("code", "internal"), reply.get("message", ""))
-        return reply
-
-    def _many(self, requests: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """Several requests at once, answered in order."""
-        calls = [self._send(r) for r in requests]
-        return [self._check(self._wait(c)) for c in calls]
+    @property
+    def closed(self) -> bool:
+        return self._s.closed
 
     def close(self):
         """End the session: running commands are killed, the sandbox and
         everything agentbox made are removed. Idempotent."""
-        with self._lock:
-            already = self._closed is not None
-            if not already:
-                self._closed = "the sandbox was closed"
-        with self._wlock:
-            try:
-                if not already:
-                    self._proc.stdin.write(b'{"op":"shutdown","id":"close"}\n')
-                    self._proc.stdin.flush()
-                self._proc.stdin.close()
-            except (OSError, ValueError):
-                pass
-        try:
-            self._proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        self._release()
-        self._fail_all("the sandbox was closed")
+        self._s.close()
 
     def __enter__(self):
         return self
@@ -248,9 +139,11 @@ class Sandbox:
     def __exit__(self, *exc):
         self.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed is not None
+    def request(self, op: str, **fields) -> Dict[str, Any]:
+        """Send one request of agentbox/1 and return its reply (a result,
+        or an error message for a file error); protocol errors raise
+        ProtocolError."""
+        return self._s.request(op, **fields)
 
     # ---- commands ----
 
@@ -282,113 +175,408 @@ class Sandbox:
                 known[k] = ""
         return Result(raw=r, **known)
 
-    def execute(self, command: str, *, timeout: Optional[float] = None) -> ExecuteResponse:
-        """deepagents' execute(): stdout and stderr in one output, the exit
-        code (124 when the timeout struck, with the output until then) and
-        whether the output was cut."""
-        r = self.run(command, timeout=timeout, merge_output=True)
-        return ExecuteResponse(output=r.output if r.output is not None else r.stdout,
-                               exit_code=r.exit_code, truncated=r.truncated)
+    def execute(self, command: str, *, timeout: Optional[int] = None) -> "T.ExecuteResponse":
+        """stdout and stderr in one output, the exit code (124 when the
+        timeout struck, with the output until then) and whether the output
+        was cut. timeout in seconds; None or 0: the session's default."""
+        r = self.run(command, timeout=timeout or None, merge_output=True)
+        return make(T.ExecuteResponse, output=r.output if r.output is not None else r.stdout,
+                    exit_code=r.exit_code, truncated=r.truncated)
 
-    # ---- files ----
+    # ---- files: listing and searching ----
 
     @staticmethod
     def _err(reply: Dict[str, Any]) -> Optional[str]:
         return reply.get("message") if reply.get("type") == "error" else None
 
-    def ls(self, path: str = "/workspace") -> LsResult:
+    def ls(self, path: str = "/workspace") -> "T.LsResult":
+        """The entries of a directory, sorted by name: path, is_dir, size,
+        modified_at."""
         r = self.request("ls", path=path)
         if self._err(r):
-            return LsResult(error=self._err(r))
-        return LsResult(entries=r["entries"], truncated=r["truncated"])
+            return make(T.LsResult, error=self._err(r))
+        return make(T.LsResult, entries=r["entries"])
 
-    def ls_info(self, path: str = "/workspace") -> List[FileInfo]:
-        """The older name: the entries, or [] on error."""
-        return self.ls(path).entries or []
-
-    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        r = self.request("read", path=file_path, offset=offset, limit=limit)
-        if self._err(r):
-            return ReadResult(error=self._err(r))
-        res = ReadResult(total_lines=r["total_lines"], start_line=r["start_line"],
-                         end_line=r["end_line"], next_offset=r["next_offset"],
-                         truncated=r["truncated"])
-        if r["encoding"] == "base64":
-            res.data = base64.b64decode(r["content"])
-        else:
-            res.content = r["content"]
-        return res
-
-    def write(self, file_path: str, content: str, *, overwrite: bool = False) -> WriteResult:
-        r = self.request("write", path=file_path, content=content, overwrite=overwrite)
-        if self._err(r):
-            return WriteResult(error=self._err(r))
-        return WriteResult(path=r["path"])
-
-    def edit(self, file_path: str, old_string: str, new_string: str,
-             replace_all: bool = False) -> EditResult:
-        r = self.request("edit", path=file_path, old_string=old_string, new_string=new_string,
-                         replace_all=replace_all)
-        if self._err(r):
-            return EditResult(error=self._err(r))
-        return EditResult(path=r["path"], occurrences=r["occurrences"])
-
-    def glob(self, pattern: str, path: str = "/workspace") -> GlobResult:
-        r = self.request("glob", pattern=pattern, path=path)
-        if self._err(r):
-            return GlobResult(error=self._err(r))
-        return GlobResult(matches=r["matches"], truncated=r["truncated"])
-
-    def glob_info(self, pattern: str, path: str = "/workspace") -> List[FileInfo]:
-        """The older name: the matches, or [] on error."""
-        return self.glob(pattern, path).matches or []
+    def glob(self, pattern: str, path: Optional[str] = None) -> "T.GlobResult":
+        """Regular files matching pattern below path (default /workspace),
+        sorted by path: without '/', the name at any depth; with '/', the
+        path below path ('**' any number of directories); a leading '/'
+        anchors at path; {a,b} alternatives."""
+        try:
+            patterns = _brace_expand(pattern)
+        except ValueError as e:
+            return make(T.GlobResult, error=str(e))
+        files_only = "glob_files_only" in self._s.features
+        found: Dict[str, FileInfo] = {}
+        truncated = False
+        for p in patterns:
+            req = {"pattern": _view_pattern(p), "path": path or "/workspace"}
+            if files_only:
+                req["files_only"] = True
+            r = self.request("glob", **req)
+            if self._err(r):
+                return make(T.GlobResult, error=self._err(r))
+            truncated = truncated or r["truncated"]
+            for m in r["matches"]:
+                if not m["is_dir"]:
+                    found[m["path"]] = m
+        return make(T.GlobResult, matches=[found[k] for k in sorted(found)], truncated=truncated)
 
     def grep(self, pattern: str, path: Optional[str] = None, glob: Optional[str] = None, *,
-             regex: bool = False, ignore_case: bool = False,
-             max_count: Optional[int] = None) -> GrepResult:
-        fields: Dict[str, Any] = {"pattern": pattern, "regex": regex, "ignore_case": ignore_case}
+             max_count: Optional[int] = None) -> "T.GrepResult":
+        """Lines holding the literal pattern in the files below path
+        (default /workspace), those glob admits: every match when max_count
+        is None, else at most max_count (truncated when more exist)."""
+        return self.search(pattern, path, glob, max_count=max_count)
+
+    def search(self, pattern: str, path: Optional[str] = None, glob: Optional[str] = None, *,
+               regex: bool = False, ignore_case: bool = False,
+               max_count: Optional[int] = None) -> "T.GrepResult":
+        """grep with agentbox's options: regex (POSIX extended) and
+        ignore_case."""
+        if not pattern:
+            return make(T.GrepResult, error="grep: the pattern is empty")
+        base: Dict[str, Any] = {"pattern": pattern, "regex": regex, "ignore_case": ignore_case}
         if path is not None:
-            fields["path"] = path
+            base["path"] = path
         if glob is not None:
-            fields["glob"] = glob
-        if max_count is not None:
-            fields["max_count"] = max_count
-        try:
-            r = self.request("grep", **fields)
-        except ProtocolError as e:
-            if e.code != "invalid_request":
-                raise
-            return GrepResult(error=e.message)  # an invalid pattern is the model's error
+            base["glob"] = glob
+        paging = "grep_skip" in self._s.features
+        matches: List[GrepMatch] = []
+        while True:
+            want = _GREP_PAGE if max_count is None else min(_GREP_PAGE, max_count - len(matches))
+            req = dict(base, max_count=want if paging else (max_count or 100_000))
+            if paging and matches:
+                req["skip"] = len(matches)
+            try:
+                r = self.request("grep", **req)
+            except ProtocolError as e:
+                if e.code != "invalid_request":
+                    raise
+                return make(T.GrepResult, error=e.message)  # the model's error: a bad regex
+            if self._err(r):
+                return make(T.GrepResult, error=self._err(r))
+            matches += r["matches"]
+            if not r["truncated"]:
+                return make(T.GrepResult, matches=matches)
+            if not paging or (max_count is not None and len(matches) >= max_count):
+                return make(T.GrepResult, matches=matches, truncated=True)
+
+    # ---- files: reading ----
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> "T.ReadResult":
+        """Up to limit raw lines from line offset (0-based): file_data is
+        {content, encoding}; a negative offset reads from the start, a
+        limit of 0 or less reads nothing (no_lines_requested); binary data
+        (and images, audio, video, documents by extension) comes whole as
+        base64 without line fields; an empty file has empty content."""
+        offset, limit = max(int(offset), 0), int(limit)
+        if PurePosixPath(file_path).suffix.lower() in _BINARY_EXTENSIONS:
+            return self._read_binary(file_path)
+        r = self.request("read", path=file_path, offset=offset if limit > 0 else 0,
+                         limit=max(limit, 1))
         if self._err(r):
-            return GrepResult(error=self._err(r))
-        return GrepResult(matches=r["matches"], truncated=r["truncated"])
+            return make(T.ReadResult, error=self._err(r))
+        if r["encoding"] == "base64":
+            return make(T.ReadResult, file_data={"content": r["content"], "encoding": "base64"})
+        if not r["total_lines"]:
+            return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"})
+        if limit <= 0:
+            return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"},
+                        no_lines_requested=True)
+        if not r["start_line"]:
+            return make(T.ReadResult, error="Line offset %d exceeds file length (%d lines)"
+                        % (offset, r["total_lines"]))
+        text = r["content"].replace("\r\n", "\n").replace("\r", "\n")
+        data = {"content": text, "encoding": "utf-8"}
+        try:
+            return make(T.ReadResult, file_data=data, total_lines=r["total_lines"],
+                        start_line=r["start_line"], end_line=r["end_line"],
+                        next_offset=r["next_offset"])
+        except ValueError:  # a window deepagents' ReadResult refuses: no paging fields
+            return make(T.ReadResult, file_data=data)
+
+    def _read_binary(self, file_path: str) -> "T.ReadResult":
+        got = self.download_files([file_path])[0]
+        if got.error:
+            return make(T.ReadResult, error="File '%s': %s" % (file_path, got.error))
+        return make(T.ReadResult, file_data={
+            "content": base64.b64encode(got.content).decode("ascii"), "encoding": "base64"})
+
+    def read_text(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:
+        """read as deepagents before 0.5 had it: the lines numbered as `cat
+        -n` shows them, or a message ("Error: ...", the empty-file
+        reminder)."""
+        r = Sandbox.read(self, file_path, offset, limit)
+        if r.error:
+            return "Error: %s" % r.error
+        content = r.file_data["content"]
+        if r.file_data["encoding"] == "base64":
+            return "Error: %s is binary data (%d bytes as base64)" % (file_path, len(content))
+        if not content.strip():
+            return EMPTY_CONTENT_WARNING
+        lines = content.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        first = getattr(r, "start_line", None) or max(int(offset), 0) + 1
+        return "\n".join("%6d\t%s" % (first + i, t[:2000]) for i, t in enumerate(lines))
+
+    # ---- files: changing ----
+
+    def write(self, file_path: str, content: str) -> "T.WriteResult":
+        """Create or overwrite a file (and the directories above it)."""
+        raw = content.encode("utf-8", "surrogatepass")
+        if len(raw) > _WRITE_INLINE_MAX and self._s.max_chunk:
+            error = self._upload_chunks(file_path, iter_chunks(raw, self._s.max_chunk))
+            if error:
+                return make(T.WriteResult, error=error[1])
+            return make(T.WriteResult, path=self._absolute(file_path))
+        r = self.request("write", path=file_path, content=content, overwrite=True)
+        if self._err(r):
+            return make(T.WriteResult, error=self._err(r))
+        return make(T.WriteResult, path=r["path"])
+
+    def edit(self, file_path: str, old_string: str, new_string: str,
+             replace_all: bool = False) -> "T.EditResult":
+        """Replace old_string by new_string: exactly one occurrence, or all
+        of them with replace_all."""
+        if not old_string:
+            return make(T.EditResult, error="Error: old_string is empty")
+        r = self.request("edit", path=file_path, old_string=old_string, new_string=new_string,
+                         replace_all=replace_all)
+        code = r.get("code") if r.get("type") == "error" else None
+        if code == "not_found":
+            return make(T.EditResult, error="Error: String not found in file: '%s'" % old_string)
+        if code == "not_unique":
+            n = re.search(r"occurs (\d+) times", r.get("message", ""))
+            return make(T.EditResult, error=(
+                "Error: String '%s' appears %s times in file. Use replace_all=True to replace "
+                "all instances, or provide a more specific string with surrounding context."
+                % (old_string, n.group(1) if n else "several")))
+        if code:
+            return make(T.EditResult, error=r.get("message"))
+        return make(T.EditResult, path=r["path"], occurrences=r["occurrences"])
+
+    def delete(self, file_path: str) -> "T.DeleteResult":
+        """Delete a file, a symlink, or a directory with all it holds."""
+        r = self.request("delete", path=file_path, recursive=True)
+        if self._err(r):
+            return make(T.DeleteResult, error=self._err(r))
+        return make(T.DeleteResult, path=r["path"])
+
+    @staticmethod
+    def _absolute(path: str) -> str:
+        return path if path.startswith("/") else "/workspace/" + path
+
+    # ---- files: bytes of any size ----
+
+    def _upload_chunks(self, path: str, chunks: Iterator[bytes]) -> Optional[Tuple[str, str]]:
+        """Chunks in turn at their offsets (a chunk waits for the one before:
+        the server appends at the file's size exactly); (code, message) of
+        an error."""
+        offset = 0
+        for chunk in chunks:
+            req: Dict[str, Any] = {"op": "upload", "path": path}
+            if self._s.max_chunk:
+                req["offset"] = offset
+            elif offset:
+                return ("too_large", "the server takes no chunks: a file moves in one line")
+            r = self._s.wait(self._s.send(req, base64.b64encode(chunk)))
+            if r["type"] == "error":
+                return (r.get("code"), r.get("message"))
+            offset += len(chunk)
+        return None
+
+    def upload_files(self, files: List[Tuple[str, bytes]]) -> "List[T.FileUploadResponse]":
+        """Write each (path, bytes), creating the directories above it; one
+        response per file, in order, with error None or a code
+        (file_not_found, permission_denied, is_directory, invalid_path, or
+        agentbox's: too_large, no_space, io_error). Files of any size:
+        those over the hello's max_chunk move in chunks."""
+        chunk = self._s.max_chunk
+        small = [(i, p, b) for i, (p, b) in enumerate(files) if not chunk or len(b) <= chunk]
+        out: List[Optional[Any]] = [None] * len(files)
+        # several at once, unless a path comes twice: then in turn, the last wins
+        window = 8 if len({p for p, _ in files}) == len(files) else 1
+        replies = self._s.many(({"op": "upload", "path": p, "data": base64.b64encode(b).decode()}
+                                for _, p, b in small), window)
+        for (i, p, _), r in zip(small, replies):
+            code = r.get("code") if r["type"] == "error" else None
+            out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
+        for i, (p, b) in enumerate(files):
+            if out[i] is None:
+                error = self._upload_chunks(p, iter_chunks(b, chunk))
+                code = error[0] if error else None
+                out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
+        return out
+
+    def _download_chunks(self, path: str) -> Iterator[bytes]:
+        """The file's bytes, a chunk at a time; raises FileError."""
+        if not self._s.max_chunk:
+            r = self.request("download", path=path)
+            if r["type"] == "error":
+                raise FileError(r.get("code"), r.get("message"))
+            yield base64.b64decode(r["data"])
+            return
+        offset = 0
+        while True:
+            r = self.request("download", path=path, offset=offset)
+            if r["type"] == "error":
+                raise FileError(r.get("code"), r.get("message"))
+            data = base64.b64decode(r["data"])
+            offset += len(data)
+            yield data
+            if r["eof"] or not data:
+                return
+
+    def download_files(self, paths: List[str]) -> "List[T.FileDownloadResponse]":
+        """The bytes of each path, in order: content, or error as a code
+        (file_not_found, permission_denied, is_directory, invalid_path,
+        ...). Files of any size."""
+        out = []
+        for p in paths:
+            try:
+                content = b"".join(self._download_chunks(p))
+            except FileError as e:
+                out.append(make(T.FileDownloadResponse, path=p,
+                                error=_DOWNLOAD_CODES.get(e.code, e.code)))
+                continue
+            out.append(make(T.FileDownloadResponse, path=p, content=content))
+        return out
+
+    def upload_file(self, path: str, source: Union[str, os.PathLike, BinaryIO]) -> None:
+        """Copy a host file (a path, or a binary file object) to path in the
+        sandbox, a chunk at a time: memory stays bounded whatever its size.
+        Raises FileError for a file error."""
+        if hasattr(source, "read"):
+            error = self._upload_chunks(path, iter_stream(source, self._s.max_chunk or 6 << 20))
+        else:
+            with open(source, "rb") as f:
+                error = self._upload_chunks(path, iter_stream(f, self._s.max_chunk or 6 << 20))
+        if error:
+            raise FileError(*error)
+
+    def download_file(self, path: str, target: Union[str, os.PathLike, BinaryIO]) -> int:
+        """Copy path in the sandbox to a host file (a path, or a binary file
+        object), a chunk at a time; returns the bytes copied. Raises
+        FileError for a file error."""
+        n = 0
+        if hasattr(target, "write"):
+            for data in self._download_chunks(path):
+                target.write(data)
+                n += len(data)
+            return n
+        with open(target, "wb") as f:
+            for data in self._download_chunks(path):
+                f.write(data)
+                n += len(data)
+        return n
+
+    # ---- names of deepagents before 0.7 ----
+
+    def ls_info(self, path: str = "/workspace") -> List[FileInfo]:
+        """ls's entries, or [] on error (deepagents 0.3 to 0.6)."""
+        return self.ls(path).entries or []
+
+    def glob_info(self, pattern: str, path: str = "/workspace") -> List[FileInfo]:
+        """glob's matches, or [] on error (deepagents 0.3 to 0.6)."""
+        return self.glob(pattern, path).matches or []
 
     def grep_raw(self, pattern: str, path: Optional[str] = None,
                  glob: Optional[str] = None) -> Union[List[GrepMatch], str]:
-        """The older name: the matches, or the error as a string."""
+        """grep's matches, or its error as a string (deepagents 0.3 to 0.6)."""
         r = self.grep(pattern, path, glob)
         return r.error if r.error else (r.matches or [])
 
-    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
-        r = self.request("delete", path=path, recursive=recursive)
-        if self._err(r):
-            return DeleteResult(error=self._err(r))
-        return DeleteResult(path=r["path"], deleted=r["deleted"])
+    # ---- async twins: the same calls in a worker thread ----
 
-    def upload_files(self, files: List[Tuple[str, bytes]]) -> List[FileUploadResponse]:
-        """Write each (path, bytes); errors are codes (file_not_found,
-        permission_denied, is_directory, invalid_path, ...)."""
-        replies = self._many({"op": "upload", "path": p, "data": base64.b64encode(b).decode()}
-                             for p, b in files)
-        return [FileUploadResponse(path=p, error=r.get("code") if r["type"] == "error" else None)
-                for (p, _), r in zip(files, replies)]
+    async def aexecute(self, command: str, *, timeout: Optional[int] = None):
+        return await asyncio.to_thread(self.execute, command, timeout=timeout)
 
-    def download_files(self, paths: List[str]) -> List[FileDownloadResponse]:
-        replies = self._many({"op": "download", "path": p} for p in paths)
-        out = []
-        for p, r in zip(paths, replies):
-            if r["type"] == "error":
-                out.append(FileDownloadResponse(path=p, error=r.get("code")))
-            else:
-                out.append(FileDownloadResponse(path=p, content=base64.b64decode(r["data"])))
-        return out
+    async def als(self, path: str = "/workspace"):
+        return await asyncio.to_thread(self.ls, path)
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000):
+        return await asyncio.to_thread(self.read, file_path, offset, limit)
+
+    async def aread_text(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:
+        return await asyncio.to_thread(self.read_text, file_path, offset, limit)
+
+    async def awrite(self, file_path: str, content: str):
+        return await asyncio.to_thread(self.write, file_path, content)
+
+    async def aedit(self, file_path: str, old_string: str, new_string: str,
+                    replace_all: bool = False):
+        return await asyncio.to_thread(self.edit, file_path, old_string, new_string,
+                                       replace_all)
+
+    async def aglob(self, pattern: str, path: Optional[str] = None):
+        return await asyncio.to_thread(self.glob, pattern, path)
+
+    async def agrep(self, pattern: str, path: Optional[str] = None, glob: Optional[str] = None,
+                    *, max_count: Optional[int] = None):
+        return await asyncio.to_thread(self.grep, pattern, path, glob, max_count=max_count)
+
+    async def adelete(self, file_path: str):
+        return await asyncio.to_thread(self.delete, file_path)
+
+    async def aupload_files(self, files: List[Tuple[str, bytes]]):
+        return await asyncio.to_thread(self.upload_files, files)
+
+    async def adownload_files(self, paths: List[str]):
+        return await asyncio.to_thread(self.download_files, paths)
+
+    async def als_info(self, path: str = "/workspace") -> List[FileInfo]:
+        return await asyncio.to_thread(self.ls_info, path)
+
+    async def aglob_info(self, pattern: str, path: str = "/workspace") -> List[FileInfo]:
+        return await asyncio.to_thread(self.glob_info, pattern, path)
+
+    async def agrep_raw(self, pattern: str, path: Optional[str] = None,
+                        glob: Optional[str] = None) -> Union[List[GrepMatch], str]:
+        return await asyncio.to_thread(self.grep_raw, pattern, path, glob)
+
+
+class LegacySandbox(Sandbox):
+    """For deepagents 0.3 and 0.4, whose backends' read returns the
+    numbered text (read_text); everything else as Sandbox."""
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:  # type: ignore
+        return self.read_text(file_path, offset, limit)
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:  # type: ignore
+        return await self.aread_text(file_path, offset, limit)
+
+
+class FileError(SandboxError):
+    """A file error of upload_file, download_file: code is the protocol's
+    file error code."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__("%s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+def iter_chunks(data: bytes, size: int) -> Iterator[memoryview]:
+    """data in slices of size bytes, not copied (all of it when size is
+    0); at least one, empty for empty data."""
+    view = memoryview(data)
+    if not size or len(view) <= size:
+        yield view
+        return
+    for off in range(0, len(view), size):
+        yield view[off:off + size]
+
+
+def iter_stream(f: BinaryIO, size: int) -> Iterator[bytes]:
+    """A binary file's bytes in chunks of size; at least one chunk."""
+    first = True
+    while True:
+        data = f.read(size)
+        if not data and not first:
+            return
+        first = False
+        yield data
+        if len(data) < size:
+            return

@@ -1,12 +1,18 @@
-"""Result shapes. Those a sandbox backend of deepagents returns
-(ExecuteResponse, FileInfo, GrepMatch, WriteResult, EditResult,
-FileUploadResponse, FileDownloadResponse and the LsResult, ReadResult,
-GlobResult, GrepResult family) keep its field names, so code written for
-those backends takes them as they are; Result is agentbox's full result of
-a command."""
+"""Result shapes. When deepagents is importable, agentbox.Sandbox derives
+from its SandboxBackendProtocol and returns its own result classes, as its
+middleware checks types (isinstance). Without it, the classes below stand
+in: the same names, fields and defaults as deepagents 0.7
+(deepagents/backends/protocol.py), so code written for its backends takes
+them as they are. Result is agentbox's full result of a command."""
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Any, Dict, List, Optional
+
+try:  # a TypedDict with optional keys (NotRequired is Python 3.11)
+    from typing import TypedDict
+except ImportError:  # pragma: no cover
+    TypedDict = dict  # type: ignore
 
 
 class FileInfo(TypedDict, total=False):
@@ -22,14 +28,91 @@ class GrepMatch(TypedDict):
     text: str
 
 
+class FileData(TypedDict):
+    content: str  # the text, or base64 for binary data
+    encoding: str  # "utf-8" or "base64"
+
+
 @dataclass
 class ExecuteResponse:
-    """What deepagents' execute() returns: output is stdout and stderr
-    interleaved as they came; exit_code 124 means the timeout struck."""
+    """output is stdout and stderr interleaved as they came; exit_code 124
+    means the timeout struck."""
 
     output: str
     exit_code: Optional[int] = None
     truncated: bool = False
+
+
+@dataclass
+class ReadResult:
+    """file_data holds the raw lines asked for (no line numbers); start_line
+    and end_line are 1-based, next_offset the 0-based line that follows, or
+    None at the end; all None for an empty file or binary data."""
+
+    error: Optional[str] = None
+    file_data: Optional[FileData] = None
+    total_lines: Optional[int] = None
+    start_line: Optional[int] = None
+    end_line: Optional[int] = None
+    next_offset: Optional[int] = None
+    no_lines_requested: bool = False
+
+
+@dataclass
+class WriteResult:
+    error: Optional[str] = None
+    path: Optional[str] = None
+
+
+@dataclass
+class EditResult:
+    error: Optional[str] = None
+    path: Optional[str] = None
+    occurrences: Optional[int] = None
+
+
+@dataclass
+class DeleteResult:
+    error: Optional[str] = None
+    path: Optional[str] = None
+
+
+@dataclass
+class LsResult:
+    error: Optional[str] = None
+    entries: Optional[List[FileInfo]] = None
+
+
+@dataclass
+class GrepResult:
+    error: Optional[str] = None
+    matches: Optional[List[GrepMatch]] = None
+    truncated: bool = False
+
+
+@dataclass
+class GlobResult:
+    error: Optional[str] = None
+    matches: Optional[List[FileInfo]] = None
+    truncated: bool = False
+
+
+@dataclass
+class FileUploadResponse:
+    path: str
+    error: Optional[str] = None
+
+
+@dataclass
+class FileDownloadResponse:
+    path: str
+    content: Optional[bytes] = None
+    error: Optional[str] = None
+
+
+class SandboxBackendProtocol:
+    """Stands in for deepagents' base class when deepagents is not
+    installed."""
 
 
 @dataclass
@@ -58,82 +141,27 @@ class Result:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-@dataclass
-class LsResult:
-    error: Optional[str] = None
-    entries: Optional[List[FileInfo]] = None
-    truncated: bool = False
+# deepagents' own classes where it is installed: releases before 0.5 lack
+# the *Result classes of ls, read, glob, grep; before 0.7, DeleteResult
+DEEPAGENTS = False
+try:
+    from deepagents.backends import protocol as _da
+except ImportError:  # not installed, or broken: the stand-ins serve
+    _da = None
+if _da is not None and hasattr(_da, "SandboxBackendProtocol"):
+    DEEPAGENTS = True
+    SandboxBackendProtocol = _da.SandboxBackendProtocol  # type: ignore # noqa: F811
+    for _name in ("ExecuteResponse", "ReadResult", "WriteResult", "EditResult", "DeleteResult",
+                  "LsResult", "GrepResult", "GlobResult", "FileUploadResponse",
+                  "FileDownloadResponse"):
+        if isinstance(getattr(_da, _name, None), type):
+            globals()[_name] = getattr(_da, _name)
 
 
-@dataclass
-class ReadResult:
-    """content is the lines asked for; binary files come whole as bytes in
-    data (and content is None)."""
-
-    error: Optional[str] = None
-    content: Optional[str] = None
-    data: Optional[bytes] = None
-    total_lines: Optional[int] = None
-    start_line: Optional[int] = None
-    end_line: Optional[int] = None
-    next_offset: Optional[int] = None
-    truncated: bool = False
-
-    def numbered(self) -> str:
-        """The lines as `cat -n` shows them, the form agent tools show a
-        model."""
-        if self.content is None or not self.start_line:
-            return ""
-        lines = self.content.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        return "\n".join("%6d\t%s" % (self.start_line + i, t) for i, t in enumerate(lines))
-
-
-@dataclass
-class WriteResult:
-    error: Optional[str] = None
-    path: Optional[str] = None
-    files_update: Optional[Dict[str, Any]] = None  # always None: the files live in the sandbox
-
-
-@dataclass
-class EditResult:
-    error: Optional[str] = None
-    path: Optional[str] = None
-    files_update: Optional[Dict[str, Any]] = None
-    occurrences: Optional[int] = None
-
-
-@dataclass
-class GlobResult:
-    error: Optional[str] = None
-    matches: Optional[List[FileInfo]] = None
-    truncated: bool = False
-
-
-@dataclass
-class GrepResult:
-    error: Optional[str] = None
-    matches: Optional[List[GrepMatch]] = None
-    truncated: bool = False
-
-
-@dataclass
-class DeleteResult:
-    error: Optional[str] = None
-    path: Optional[str] = None
-    deleted: int = 0
-
-
-@dataclass
-class FileUploadResponse:
-    path: str
-    error: Optional[str] = None
-
-
-@dataclass
-class FileDownloadResponse:
-    path: str
-    content: Optional[bytes] = None
-    error: Optional[str] = None
+def make(cls, **fields):
+    """An instance of cls with the fields it has (older deepagents
+    releases have fewer, or an extra one such as files_update)."""
+    if dataclasses.is_dataclass(cls):
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in fields.items() if k in names}
+    return cls(**fields)

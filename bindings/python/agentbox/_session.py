@@ -1,0 +1,274 @@
+"""The transport of agentbox.Sandbox: one `agentbox serve` process, spoken
+to in agentbox/1 (docs/protocol.md) from any number of threads, where no
+call can wait forever: every pending call fails when the server ends or
+answers something that cannot be put down to a request."""
+
+import collections
+import itertools
+import json
+import subprocess
+import threading
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+PROTOCOL = "agentbox/1"
+
+# error codes that say what was wrong with a file: returned as values, as
+# agent frameworks expect, never raised
+FILE_ERRORS = frozenset({
+    "file_not_found", "permission_denied", "is_directory", "not_directory", "invalid_path",
+    "read_only", "too_large", "exists", "not_found", "not_unique", "no_space", "io_error",
+    "timeout", "cancelled",
+})
+
+
+class SandboxError(Exception):
+    """agentbox could not do what was asked."""
+
+
+class ProtocolError(SandboxError):
+    """The server refused a request; code is the protocol's error code
+    (invalid_request, busy, too_large, ...)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__("%s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+class SandboxClosed(SandboxError):
+    """The sandbox is gone: closed, or its server died or was killed."""
+
+
+FILE_OPS = frozenset({"read", "write", "edit", "ls", "glob", "grep", "delete", "upload",
+                      "download"})
+
+
+class _Call:
+    __slots__ = ("done", "reply", "failure", "op")
+
+    def __init__(self, op: str):
+        self.op = op
+        self.done = threading.Event()
+        self.reply = None  # the result or error message
+        self.failure: Optional[Exception] = None  # raised instead of a reply
+
+
+class Session:
+    """The server process, its hello, and the requests waiting for replies."""
+
+    def __init__(self, args: Sequence[str]):
+        self._lock = threading.Lock()  # _calls and _closed
+        # writes to stdin, apart: a writer blocked on a full pipe must not
+        # stop the reader from taking the replies the server wants to send
+        self._wlock = threading.Lock()
+        self._calls: Dict[int, _Call] = {}
+        self._ids = itertools.count(1)
+        self._closed: Optional[str] = None
+        self._stderr = collections.deque(maxlen=20)
+        try:
+            self._proc = subprocess.Popen(list(args), stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          close_fds=True)
+        except OSError as e:
+            raise SandboxError("cannot start %s: %s" % (args[0], e)) from e
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
+        self._reader = None
+        first = self._proc.stdout.readline()
+        try:
+            hello = json.loads(first) if first else None
+        except ValueError:
+            hello = None
+        if not isinstance(hello, dict) or hello.get("type") != "hello":
+            self._proc.kill()
+            self._proc.wait()
+            self._release()
+            self._closed = "agentbox serve did not start"
+            raise SandboxError("agentbox serve did not start (exit status %s): %s" % (
+                self._proc.returncode, self._stderr_text() or "no message"))
+        if hello.get("protocol") != PROTOCOL:
+            self._proc.kill()
+            self._proc.wait()
+            self._release()
+            raise SandboxError("agentbox speaks %r, this client %r" % (hello.get("protocol"),
+                                                                      PROTOCOL))
+        self.hello: Dict[str, Any] = hello
+        self.max_line = int(hello.get("max_line", 8 << 20))
+        self.features = frozenset(hello.get("features") or ())
+        self.max_chunk = int(hello["max_chunk"]) if "file_chunks" in self.features else 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # ---- the server's output ----
+
+    def _release(self):
+        """The server has exited: close our ends of its pipes."""
+        for t in (self._reader, self._stderr_reader):
+            if t is not None and t.is_alive() and t is not threading.current_thread():
+                t.join(5)
+        for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass
+
+    def _stderr_text(self) -> str:
+        return " / ".join(self._stderr)
+
+    def _read_stderr(self):
+        for line in self._proc.stderr:
+            self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _read(self):
+        try:
+            for line in self._proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+                if not isinstance(msg, dict):
+                    self._out_of_step(ProtocolError(
+                        "internal", "the server wrote a line that is not a JSON object: %r"
+                        % line[:200]))
+                    continue
+                if msg.get("type") == "output":
+                    continue  # this client does not ask for streaming
+                rid = msg.get("id")
+                if rid is None and msg.get("type") == "error":
+                    self._unattributed(msg)
+                    continue
+                with self._lock:
+                    call = self._calls.pop(rid, None) if isinstance(rid, int) else None
+                if call:  # a reply to a call failed already is dropped
+                    call.reply = msg
+                    call.done.set()
+        except (OSError, ValueError):
+            pass
+        self._proc.wait()
+        self._fail_all(SandboxClosed("the agentbox server ended (exit status %s)%s" % (
+            self._proc.returncode, ": " + self._stderr_text() if self._stderr else "")))
+
+    def _unattributed(self, msg: Dict[str, Any]):
+        """An error with id null. This client never sends a line without
+        a valid id, so the stream is out of step (or the sandbox died):
+        every pending call fails now instead of waiting for a reply that
+        may never come."""
+        code, text = msg.get("code", "internal"), msg.get("message", "")
+        if code == "internal":
+            self._stderr.append(text)
+        self._out_of_step(ProtocolError(
+            code, "%s (an error the server could not put down to a request: every call "
+            "waiting for a reply fails)" % text))
+
+    def _out_of_step(self, failure: Exception):
+        with self._lock:
+            calls, self._calls = self._calls, {}
+        for call in calls.values():
+            call.failure = failure
+            call.done.set()
+
+    def _fail_all(self, failure: SandboxClosed):
+        with self._lock:
+            if self._closed is None:
+                self._closed = str(failure)
+            calls, self._calls = self._calls, {}
+        for call in calls.values():
+            call.failure = SandboxClosed(self._closed)
+            call.done.set()
+
+    # ---- requests ----
+
+    def send(self, request: Dict[str, Any], data: Optional[bytes] = None) -> _Call:
+        """Send one request (op first, then the id this chooses: the
+        server finds them at the start of a line it cannot parse); data,
+        base64 text, goes last as the field "data" without a copy through
+        the JSON encoder."""
+        op = request.pop("op")
+        call = _Call(op)
+        with self._lock:
+            if self._closed is not None:
+                raise SandboxClosed(self._closed)
+            rid = next(self._ids)
+        line = json.dumps(dict(op=op, id=rid, **request), ensure_ascii=False).encode()
+        line = line[:-1] + b',"data":"' + data + b'"}\n' if data is not None else line + b"\n"
+        if len(line) - 1 > self.max_line:
+            raise ProtocolError("too_large", "the %s request line of %d bytes is over the "
+                                "server's max_line of %d bytes" % (
+                                    op, len(line) - 1, self.max_line))
+        with self._lock:
+            if self._closed is not None:
+                raise SandboxClosed(self._closed)
+            self._calls[rid] = call
+        try:
+            with self._wlock:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+        except (OSError, ValueError):
+            with self._lock:
+                self._calls.pop(rid, None)
+            raise SandboxClosed(self._closed or "the agentbox server is gone")
+        return call
+
+    def wait(self, call: _Call) -> Dict[str, Any]:
+        """The reply to call: a result, or the error of a file operation
+        with a file error code (FILE_ERRORS); anything else raises."""
+        call.done.wait()
+        if call.failure is not None:
+            raise call.failure
+        reply = call.reply
+        if reply.get("type") == "error" and (call.op not in FILE_OPS or
+                                             reply.get("code") not in FILE_ERRORS):
+            raise ProtocolError(reply.get("code", "internal"), reply.get("message", ""))
+        return reply
+
+    def request(self, op: str, **fields) -> Dict[str, Any]:
+        return self.wait(self.send(dict(op=op, **fields)))
+
+    def many(self, requests: Iterable[Dict[str, Any]], window: int = 8) -> List[Dict[str, Any]]:
+        """Several requests, at most window in flight, answered in order."""
+        pending: collections.deque = collections.deque()
+        out: List[Dict[str, Any]] = []
+        for r in requests:
+            if len(pending) >= window:
+                out.append(self.wait(pending.popleft()))
+            pending.append(self.send(r))
+        while pending:
+            out.append(self.wait(pending.popleft()))
+        return out
+
+    def write_raw(self, data: bytes):
+        """Bytes as they are on the server's stdin (tests of the protocol)."""
+        with self._wlock:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+
+    # ---- the end ----
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def close(self):
+        with self._lock:
+            already = self._closed is not None
+            if not already:
+                self._closed = "the sandbox was closed"
+        with self._wlock:
+            try:
+                if not already:
+                    self._proc.stdin.write(b'{"op":"shutdown","id":"close"}\n')
+                    self._proc.stdin.flush()
+                self._proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+        try:
+            self._proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._release()
+        self._fail_all(SandboxClosed("the sandbox was closed"))
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid

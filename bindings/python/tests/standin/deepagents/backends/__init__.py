@@ -1,0 +1,1 @@
+"""Stand-in: deepagents.backends (see the package's docstring)."""

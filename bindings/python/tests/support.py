@@ -1,0 +1,66 @@
+"""What the client's tests share: a workspace the sandbox's user owns, a
+Sandbox that skips where agentbox cannot run (never in CI, where
+AGENTBOX_MUST_WORK=1), and agentbox loaded beside the deepagents stand-in."""
+
+import importlib
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.getuid() == 0
+UID = 65534 if ROOT else os.getuid()
+SANITIZED = os.environ.get("AGENTBOX_SANITIZED") == "1"
+STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin")
+
+
+def workspace():
+    d = tempfile.mkdtemp(prefix="agentbox-py-")
+    if ROOT:
+        os.chown(d, UID, UID)
+    return d
+
+
+def sandbox(ws, module=None, cls="Sandbox", **kw):
+    import agentbox
+    module = module or agentbox
+    extra = tuple(kw.pop("extra_args", ()))
+    if ROOT:
+        extra += ("--host-uid", str(UID))
+    try:
+        return getattr(module, cls)(ws, extra_args=extra, **kw)
+    except module.SandboxError as e:
+        if os.environ.get("AGENTBOX_MUST_WORK") == "1" or "user namespace" not in str(e):
+            raise
+        raise unittest.SkipTest("agentbox cannot run here: %s" % e)
+
+
+def _ours(name):
+    return name in ("agentbox", "deepagents") or name.startswith(("agentbox.", "deepagents."))
+
+
+def agentbox_with_standin():
+    """A second agentbox package, imported while the deepagents stand-in
+    is importable; sys.modules and sys.path are as they were after."""
+    saved = {k: v for k, v in sys.modules.items() if _ours(k)}
+    for k in saved:
+        del sys.modules[k]
+    sys.path.insert(0, STANDIN)
+    try:
+        ab = importlib.import_module("agentbox")
+        proto = importlib.import_module("deepagents.backends.protocol")
+    finally:
+        sys.path.remove(STANDIN)
+        for k in [k for k in sys.modules if _ours(k)]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+    return ab, proto
+
+
+def status(pid, key):
+    """A /proc/PID/status value in kB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
