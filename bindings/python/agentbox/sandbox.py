@@ -5,6 +5,7 @@ method does and which deepagents releases each name serves."""
 
 import asyncio
 import base64
+import io
 import os
 import re
 import shutil
@@ -435,8 +436,11 @@ class Sandbox(T.SandboxBackendProtocol):
         ...). Files of any size."""
         out = []
         for p in paths:
+            buf = io.BytesIO()  # its getvalue() shares the buffer: no second copy
             try:
-                content = b"".join(self._download_chunks(p))
+                for data in self._download_chunks(p):
+                    buf.write(data)
+                content = buf.getvalue()
             except FileError as e:
                 out.append(make(T.FileDownloadResponse, path=p,
                                 error=_DOWNLOAD_CODES.get(e.code, e.code)))

@@ -77,8 +77,16 @@ class Large(Base):
         self.assertLess(peak, 48 * MiB, "download_file/upload_file held %d MiB" % (peak // MiB))
         with open(host, "rb") as f:
             self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest)
-        (down,) = self.sb.download_files(["/workspace/again.bin"])
+        gc.collect()
+        tracemalloc.start()
+        try:
+            (down,) = self.sb.download_files(["/workspace/again.bin"])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
         self.assertIsNone(down.error)
+        # the bytes asked for, and little more
+        self.assertLess(peak, size + 64 * MiB, "download_files held %d MiB" % (peak // MiB))
         self.assertEqual(hashlib.sha256(down.content).hexdigest(), digest)
         self.server_hwm_below(96 << 10)
 
