@@ -37,6 +37,7 @@ _BINARY_EXTENSIONS = frozenset(
 EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents"
 _GREP_PAGE = 5000  # matches per grep request: a page of long lines stays a few MiB
 _WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
+_BINARY_READ_MAX = 6 << 20  # as the server's read of binary data
 
 
 def _seconds(value: Optional[float]) -> str:
@@ -298,11 +299,16 @@ class Sandbox(T.SandboxBackendProtocol):
             return make(T.ReadResult, file_data=data)
 
     def _read_binary(self, file_path: str) -> "T.ReadResult":
-        got = self.download_files([file_path])[0]
-        if got.error:
-            return make(T.ReadResult, error="File '%s': %s" % (file_path, got.error))
+        """A file read whole as base64, if it is at most the server's own
+        limit for a binary read (6 MiB)."""
+        data = b""
+        try:
+            for chunk in self._download_chunks(file_path, limit=_BINARY_READ_MAX):
+                data += chunk
+        except FileError as e:
+            return make(T.ReadResult, error="File '%s': %s" % (file_path, e.message))
         return make(T.ReadResult, file_data={
-            "content": base64.b64encode(got.content).decode("ascii"), "encoding": "base64"})
+            "content": base64.b64encode(data).decode("ascii"), "encoding": "base64"})
 
     def read_text(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:
         """read as deepagents before 0.5 had it: the lines numbered as `cat
@@ -351,6 +357,12 @@ class Sandbox(T.SandboxBackendProtocol):
         r = self.request("edit", path=file_path, old_string=old_string, new_string=new_string,
                          replace_all=replace_all)
         code = r.get("code") if r.get("type") == "error" else None
+        if code == "not_found" and "\n" in old_string and "\r" not in old_string:
+            # read gives CR LF lines as LF: the text may be there with CR LF
+            r = self.request("edit", path=file_path, old_string=old_string.replace("\n", "\r\n"),
+                             new_string=new_string.replace("\r\n", "\n").replace("\n", "\r\n"),
+                             replace_all=replace_all)
+            code = r.get("code") if r.get("type") == "error" else None
         if code == "not_found":
             return make(T.EditResult, error="Error: String not found in file: '%s'" % old_string)
         if code == "not_unique":
@@ -416,8 +428,9 @@ class Sandbox(T.SandboxBackendProtocol):
                 out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
         return out
 
-    def _download_chunks(self, path: str) -> Iterator[bytes]:
-        """The file's bytes, a chunk at a time; raises FileError."""
+    def _download_chunks(self, path: str, limit: Optional[int] = None) -> Iterator[bytes]:
+        """The file's bytes, a chunk at a time; raises FileError (too_large
+        for a file over limit bytes)."""
         if not self._s.max_chunk:
             r = self.request("download", path=path)
             if r["type"] == "error":
@@ -429,6 +442,9 @@ class Sandbox(T.SandboxBackendProtocol):
             r = self.request("download", path=path, offset=offset)
             if r["type"] == "error":
                 raise FileError(r.get("code"), r.get("message"))
+            if limit is not None and r["size"] > limit:
+                raise FileError("too_large", "%s has %d bytes: binary data is read up to %d; "
+                                "download_files takes any size" % (path, r["size"], limit))
             data = base64.b64decode(r["data"])
             offset += len(data)
             yield data

@@ -169,6 +169,10 @@ class Semantics:
         self.assertIn("No such file", r.error)
         self.assertIsNone(r.file_data)
         self.assertIsNotNone(self.sb.read(self.d + "/none.png").error)
+        self.put("huge.png", b"\0" * ((6 << 20) + 1))  # over what a binary read returns
+        r = self.sb.read(self.d + "/huge.png")
+        self.assertIn("6291457 bytes", r.error)
+        self.assertIsNone(r.file_data)
 
     # ---- write, edit, delete ----
 
@@ -204,6 +208,12 @@ class Semantics:
         self.assertEqual((r.error, r.occurrences), (None, 2))
         self.assertEqual(self.sb.read(f).file_data["content"], "a == 2\nb == 3\n")
         self.assertIn("No such file", self.sb.edit(self.d + "/none", "a", "b").error)
+        # read shows CR LF lines as LF: an edit of what it showed keeps the CR LF
+        self.put("crlf.txt", "one\r\ntwo\r\nthree\r\n")
+        r = self.sb.edit(self.d + "/crlf.txt", "one\ntwo\n", "1\n2\n")
+        self.assertEqual((r.error, r.occurrences), (None, 1))
+        with open(os.path.join(self.host, "crlf.txt"), "rb") as h:
+            self.assertEqual(h.read(), b"1\r\n2\r\nthree\r\n")
 
     def test_delete_is_recursive(self):
         self.put("t/a/b/c.txt", "c")
