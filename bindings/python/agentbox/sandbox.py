@@ -569,7 +569,8 @@ class LegacySandbox(Sandbox):
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:  # type: ignore
         return self.read_text(file_path, offset, limit)
 
-    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> str:  # type: ignore
+    async def aread(self, file_path: str, offset: int = 0,  # type: ignore
+                    limit: int = 2000) -> str:
         return await self.aread_text(file_path, offset, limit)
 
 

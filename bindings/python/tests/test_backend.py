@@ -131,7 +131,8 @@ class Semantics:
         self.is_a(r, "ReadResult")
         self.assertEqual(r.file_data, {"content": "".join("line %d\n" % i for i in range(1, 11)),
                                        "encoding": "utf-8"})
-        self.assertEqual((r.total_lines, r.start_line, r.end_line, r.next_offset), (10, 1, 10, None))
+        self.assertEqual((r.total_lines, r.start_line, r.end_line, r.next_offset),
+                         (10, 1, 10, None))
         r = self.twin("read", f, 2, 3)  # lines 3 to 5, 1-based
         self.assertEqual(r.file_data["content"], "line 3\nline 4\nline 5\n")
         self.assertEqual((r.start_line, r.end_line, r.next_offset), (3, 5, 5))
