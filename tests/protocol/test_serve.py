@@ -95,6 +95,8 @@ class Hello(Base):
         self.assertEqual(h["defaults"]["timeout_ms"], 120000)
         self.assertIn("pids", h["limits"])
         self.assertTrue(h["sandbox_id"].startswith("ab-"))
+        self.assertEqual((sorted(h["features"]), h["max_chunk"]),
+                         (["file_chunks", "glob_files_only", "grep_skip"], 4 << 20))
 
 
 class Exec(Base):
