@@ -7,6 +7,7 @@ import asyncio
 import base64
 import io
 import os
+import posixpath
 import re
 import shutil
 from pathlib import PurePosixPath
@@ -83,6 +84,19 @@ def _view_pattern(pattern: str) -> str:
     if pattern.startswith("/"):
         return pattern.lstrip("/")
     return pattern if "/" in pattern else "**/" + pattern
+
+
+def _dots_allowed(pattern: str, rel: str) -> bool:
+    """deepagents' rule for names starting with a dot: a name matches only
+    a pattern segment that starts with a dot, and "**" does not go into
+    dot-directories; a pattern without '/' looks at the name alone."""
+    segments = [p for p in pattern.split("/") if p]
+    parts = rel.split("/")
+    if "/" not in pattern:
+        return not parts[-1].startswith(".") or segments[-1].startswith(".")
+    if any(p.startswith(".") for p in segments):
+        return True  # an explicit dot: as the pattern says
+    return not any(p.startswith(".") for p in parts)
 
 
 class Sandbox(T.SandboxBackendProtocol):
@@ -203,12 +217,14 @@ class Sandbox(T.SandboxBackendProtocol):
         """Regular files matching pattern below path (default /workspace),
         sorted by path: without '/', the name at any depth; with '/', the
         path below path ('**' any number of directories); a leading '/'
-        anchors at path; {a,b} alternatives."""
+        anchors at path; {a,b} alternatives. A name starting with a dot
+        matches only a pattern segment starting with one."""
         try:
             patterns = _brace_expand(pattern)
         except ValueError as e:
             return make(T.GlobResult, error=str(e))
         files_only = "glob_files_only" in self._s.features
+        root = posixpath.normpath(self._absolute(path or "/workspace")).rstrip("/") + "/"
         found: Dict[str, FileInfo] = {}
         truncated = False
         for p in patterns:
@@ -220,7 +236,8 @@ class Sandbox(T.SandboxBackendProtocol):
                 return make(T.GlobResult, error=self._err(r))
             truncated = truncated or r["truncated"]
             for m in r["matches"]:
-                if not m["is_dir"]:
+                rel = m["path"][len(root):] if m["path"].startswith(root) else m["path"]
+                if not m["is_dir"] and _dots_allowed(p, rel):
                     found[m["path"]] = m
         return make(T.GlobResult, matches=[found[k] for k in sorted(found)], truncated=truncated)
 

@@ -234,7 +234,7 @@ class Semantics:
 
     def test_glob(self):
         for p in ("top.py", "src/app/main.py", "src/app/README.md", ".github/ci.yml",
-                  "src/notes.txt"):
+                  "src/notes.txt", ".env", "src/.hidden.py"):
             self.put(p, "x")
         os.makedirs(os.path.join(self.host, "pkg.py"))  # a directory is never matched
 
@@ -247,6 +247,12 @@ class Semantics:
         self.assertEqual(paths(self.sb.glob("/*.py", self.d)), ["top.py"])  # anchored
         self.assertEqual(paths(self.sb.glob("src/**/*.py", self.d)), ["src/app/main.py"])
         self.assertEqual(paths(self.sb.glob("*.yml", self.d)), [".github/ci.yml"])
+        # a dot only where the pattern has one
+        self.assertEqual(paths(self.sb.glob("**/*.yml", self.d)), [])
+        self.assertEqual(paths(self.sb.glob(".github/*.yml", self.d)), [".github/ci.yml"])
+        self.assertEqual(paths(self.sb.glob(".env", self.d)), [".env"])
+        self.assertEqual(paths(self.sb.glob(".*.py", self.d)), ["src/.hidden.py"])
+        self.assertNotIn(".env", paths(self.sb.glob("*", self.d)))
         self.assertEqual(paths(self.sb.glob("*.{md,txt}", self.d)),
                          ["src/app/README.md", "src/notes.txt"])
         self.assertEqual(self.sb.glob("*.none", self.d).matches, [])
