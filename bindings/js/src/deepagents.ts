@@ -272,7 +272,7 @@ export class AgentboxSandbox extends BaseSandbox {
       await this.sandbox.upload(view, data);
       return { path: filePath, filesUpdate: null };
     } catch (e) {
-      return { error: `Cannot write ${filePath}: ${failure(e).detail}` };
+      return { error: failure(e).detail };
     }
   }
 

@@ -117,7 +117,9 @@ describe("uploadFiles and downloadFiles", () => {
   });
 
   it("partial success: a failed upload does not stop the others", async () => {
-    const r = await sb.uploadFiles([[at("ps/ok.txt"), enc("ok")], ["/usr/agentbox-denied.txt", enc("x")], [at("ps/ok.txt/below"), enc("x")], ["", enc("x")]]);
+    await sb.write(at("ps/file"), "a file");
+    // the uploads of one call run concurrently: none of them depends on another
+    const r = await sb.uploadFiles([[at("ps/ok.txt"), enc("ok")], ["/usr/agentbox-denied.txt", enc("x")], [at("ps/file/below"), enc("x")], ["", enc("x")]]);
     assert.deepEqual(r.map((x) => x.error), [null, "permission_denied", "invalid_path", "invalid_path"]);
     assert.equal(readFileSync(join(ws, "ps/ok.txt"), "utf8"), "ok");
   });
