@@ -50,7 +50,8 @@ struct field {
 
 /* Reply fields: "name:t", t one of s (string), i (integer >= 0), b
  * (boolean), F (array of file infos), G (array of grep matches); a '?'
- * after t allows null. */
+ * after t allows null, a '*' lets the field be absent (the answer to an
+ * optional request field). */
 struct opdef {
 	const char *op;
 	struct field in[7];
@@ -88,9 +89,14 @@ static const struct opdef ops[] = {
 	 {"matches:G", "truncated:b"}},
 	{"delete", {{"path", T_PATH, true}, {"recursive", T_BOOL, false}}, {"path:s", "deleted:i"}},
 	{"upload",
-	 {{"path", T_PATH, true}, {"data", T_STRING, true}, {"overwrite", T_BOOL, false}},
-	 {"path:s", "bytes:i", "created:b"}},
-	{"download", {{"path", T_PATH, true}}, {"path:s", "data:s", "size:i"}},
+	 {{"path", T_PATH, true},
+	  {"data", T_STRING, true},
+	  {"overwrite", T_BOOL, false},
+	  {"offset", T_COUNT, false}},
+	 {"path:s", "bytes:i", "created:b", "size:i"}},
+	{"download",
+	 {{"path", T_PATH, true}, {"offset", T_COUNT, false}, {"length", T_POSINT, false}},
+	 {"path:s", "data:s", "size:i", "offset:i*", "eof:b*"}},
 };
 
 /* what a reply's "error" may say: the file codes, and invalid_request for
@@ -149,6 +155,42 @@ static char *view_path(json_object *v, const char **why)
 		return NULL;
 	}
 	return out;
+}
+
+/* The chunk fields of upload and download (docs/protocol.md, "Files of
+ * any size"): a chunk carries at most FILEOP_CHUNK_MAX bytes. */
+static int check_chunk(json_object *req, const char *op, const char **code, char *msg,
+		       size_t msglen)
+{
+	json_object *v;
+	bool chunked = json_object_object_get_ex(req, "offset", &v);
+	if (strcmp(op, "download") == 0 && json_object_object_get_ex(req, "length", &v)) {
+		if (!chunked) {
+			snprintf(msg, msglen, "download: 'length' needs 'offset'");
+			return -1;
+		}
+		if (json_object_get_int64(v) > FILEOP_CHUNK_MAX) {
+			snprintf(msg, msglen, "download: 'length' must be from 1 to %u (max_chunk)",
+				 FILEOP_CHUNK_MAX);
+			return -1;
+		}
+	}
+	if (strcmp(op, "upload") == 0 && chunked) {
+		json_object_object_get_ex(req, "data", &v);
+		const char *d = json_object_get_string(v);
+		size_t n = (size_t)json_object_get_string_len(v);
+		size_t bytes =
+			n / 4 * 3 - (n >= 1 && d[n - 1] == '=') - (n >= 2 && d[n - 2] == '=');
+		if (n % 4 == 0 && bytes > FILEOP_CHUNK_MAX) {
+			*code = "too_large";
+			snprintf(msg, msglen,
+				 "upload: 'data' holds %zu bytes; a chunk carries at most %u "
+				 "(max_chunk)",
+				 bytes, FILEOP_CHUNK_MAX);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int fileop_prepare(json_object *req, const char *op, char **inner, const char **code, char *msg,
@@ -250,6 +292,8 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 			goto bad;
 		}
 	}
+	if (check_chunk(req, op, code, msg, msglen) < 0)
+		goto bad;
 	*inner = strdup(json_object_to_json_string_ext(
 		out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(out);
@@ -385,8 +429,14 @@ json_object *fileop_reply(const char *op, json_object *id, const char *data, siz
 		char name[32];
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - *f), *f);
 		json_object *v = NULL;
-		if (!json_object_object_get_ex(res, name, &v) ||
-		    !valid_value(v, colon[1], colon[2] == '?'))
+		if (!json_object_object_get_ex(res, name, &v)) {
+			if (colon[2] == '*') {
+				n_out--;
+				continue;
+			}
+			goto malformed;
+		}
+		if (!valid_value(v, colon[1], colon[2] == '?'))
 			goto malformed;
 		json_object_object_add(out, name, json_object_get(v));
 	}
@@ -858,11 +908,57 @@ static int op_read(json_object *q)
 
 /* ---- inside: write, upload ---- */
 
-static int put_file(const char *op, const char *path, const char *data, size_t len, bool overwrite)
+/* An upload's chunk at offset > 0: appended to a file of exactly that
+ * size, so a chunk lost or sent twice is an error, not a corrupt file. */
+static int append_chunk(const char *path, const char *data, size_t len, int64_t offset)
 {
-	if (len > FILEOP_DATA_MAX)
-		return fail("too_large", path, "%s: %zu bytes is over the limit of %u", op, len,
-			    FILEOP_DATA_MAX);
+	if (len > FILEOP_CHUNK_MAX)
+		return fail("too_large", path, "upload: %zu bytes is over max_chunk, %u", len,
+			    FILEOP_CHUNK_MAX);
+	struct stat st;
+	int fd = open_regular(path, O_WRONLY, &st);
+	if (fd == -ENOENT)
+		return fail("invalid_request", path,
+			    "upload: offset %lld, but %s does not exist (size 0): the first "
+			    "chunk has offset 0",
+			    (long long)offset, path);
+	if (fd < 0)
+		return fail_errno(-fd, path, "cannot write");
+	if (st.st_size != offset) {
+		close(fd);
+		return fail("invalid_request", path,
+			    "upload: offset %lld, but %s has %lld bytes: a chunk goes at the "
+			    "file's end",
+			    (long long)offset, path, (long long)st.st_size);
+	}
+	int r = 0;
+	for (size_t done = 0; r == 0 && done < len;) {
+		ssize_t k = pwrite(fd, data + done, len - done, (off_t)(offset + (int64_t)done));
+		if (k < 0 && errno != EINTR)
+			r = -errno;
+		else if (k > 0)
+			done += (size_t)k;
+	}
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return fail_errno(-r, path, "cannot write");
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
+	json_object_object_add(o, "created", json_object_new_boolean(false));
+	json_object_object_add(o, "size", json_object_new_int64(offset + (int64_t)len));
+	return result(o);
+}
+
+/* write, and upload at offset 0 or without one (chunk: at most a chunk) */
+static int put_file(const char *op, const char *path, const char *data, size_t len, bool overwrite,
+		    bool chunk)
+{
+	size_t max = chunk ? FILEOP_CHUNK_MAX : FILEOP_DATA_MAX;
+	if (len > max)
+		return fail("too_large", path, "%s: %zu bytes is over the limit of %zu", op, len,
+			    max);
 	int r = make_parents(path);
 	if (r < 0)
 		return fail_errno(-r, path, "cannot create the directories of");
@@ -894,6 +990,8 @@ static int put_file(const char *op, const char *path, const char *data, size_t l
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
 	json_object_object_add(o, "created", json_object_new_boolean(created));
+	if (strcmp(op, "upload") == 0)
+		json_object_object_add(o, "size", json_object_new_int64((int64_t)len));
 	return result(o);
 }
 
@@ -905,13 +1003,16 @@ static int op_write(json_object *q, bool upload)
 	const char *enc = jstr(q, "encoding", NULL);
 	bool b64 = upload || (enc && strcmp(enc, "base64") == 0);
 	if (!b64)
-		return put_file("write", path, data, len, jbool(q, "overwrite", false));
+		return put_file("write", path, data, len, jbool(q, "overwrite", false), false);
 	size_t n;
 	char *raw = base64_decode(data, len, &n);
 	if (!raw)
 		return fail("invalid_request", path, "%s: '%s' is not valid base64",
 			    upload ? "upload" : "write", upload ? "data" : "content");
-	int r = put_file(upload ? "upload" : "write", path, raw, n, jbool(q, "overwrite", upload));
+	int64_t offset = upload ? jint(q, "offset", -1) : -1;
+	int r = offset > 0 ? append_chunk(path, raw, n, offset)
+			   : put_file(upload ? "upload" : "write", path, raw, n,
+				      jbool(q, "overwrite", upload), offset == 0);
 	free(raw);
 	return r;
 }
@@ -1508,9 +1609,60 @@ static int op_delete(json_object *q)
 	return result(o);
 }
 
+/* A download's chunk: up to length bytes from offset. */
+static int download_chunk(const char *path, int64_t offset, int64_t length)
+{
+	struct stat st;
+	int fd = open_regular(path, O_RDONLY, &st);
+	if (fd < 0)
+		return fail_errno(-fd, path, "cannot read");
+	if (offset > st.st_size) {
+		close(fd);
+		return fail("invalid_request", path,
+			    "download: offset %lld is past the end of %s, which has %lld bytes",
+			    (long long)offset, path, (long long)st.st_size);
+	}
+	size_t want = (size_t)(length < st.st_size - offset ? length : st.st_size - offset), n = 0;
+	cleanup_free char *buf = malloc(want + 1);
+	if (!buf) {
+		close(fd);
+		return fail("io_error", path, "out of memory");
+	}
+	while (n < want) {
+		ssize_t k = pread(fd, buf + n, want - n, (off_t)(offset + (int64_t)n));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			close(fd);
+			return fail_errno(e, path, "cannot read");
+		}
+		if (k == 0)
+			break; /* the file shrank while being read */
+		n += (size_t)k;
+	}
+	/* whether anything follows: the size now, which may have changed */
+	int64_t size = fstat(fd, &st) == 0 ? (int64_t)st.st_size : offset + (int64_t)n;
+	close(fd);
+	char *b = base64_encode(buf, n);
+	if (!b)
+		return fail("io_error", path, "out of memory");
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "data", json_object_new_string(b));
+	json_object_object_add(o, "size", json_object_new_int64(size));
+	json_object_object_add(o, "offset", json_object_new_int64(offset));
+	json_object_object_add(o, "eof", json_object_new_boolean(offset + (int64_t)n >= size));
+	free(b);
+	return result(o);
+}
+
 static int op_download(json_object *q)
 {
 	const char *path = jstr(q, "path", NULL);
+	int64_t offset = jint(q, "offset", -1);
+	if (offset >= 0)
+		return download_chunk(path, offset, jint(q, "length", FILEOP_CHUNK_MAX));
 	char *data;
 	size_t len;
 	int r = read_all(path, FILEOP_DATA_MAX, &data, &len);

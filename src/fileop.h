@@ -19,6 +19,7 @@
 
 /* file data in one message: 8 MiB of base64 fits in a request line */
 #define FILEOP_DATA_MAX	 (6u << 20)
+#define FILEOP_CHUNK_MAX (4u << 20)  /* a chunked upload or download (max_chunk) */
 #define FILEOP_EDIT_MAX	 (16u << 20) /* files edit rewrites and grep searches */
 #define FILEOP_LIST_MAX	 10000	     /* ls and glob entries */
 #define FILEOP_WALK_MAX	 100000	     /* directory entries glob and grep look at */

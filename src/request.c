@@ -291,3 +291,110 @@ void ab_request_clear(struct ab_request *q)
 	free(q->inner);
 	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
 }
+
+/* ---- the id of a line too long to parse ---- */
+
+static size_t skip_blank(const char *p, size_t n, size_t i)
+{
+	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+		i++;
+	return i;
+}
+
+/* The end of the string starting at p[i] == '"' (just past its closing
+ * quote), or 0 when it is not closed within n. */
+static size_t string_end(const char *p, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* The end of the value starting at p[i], or 0 when it does not end
+ * within n: strings, nested objects and arrays skipped by their brackets
+ * (their validity is not checked: only the top-level members matter). */
+static size_t value_end(const char *p, size_t n, size_t i)
+{
+	size_t depth = 0;
+	while (i < n) {
+		char c = p[i];
+		if (c == '"') {
+			i = string_end(p, n, i);
+			if (!i)
+				return 0;
+		} else if (c == '{' || c == '[') {
+			depth++;
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return i;
+			depth--;
+			i++;
+		} else if (c == ',' && depth == 0) {
+			return i;
+		} else {
+			i++;
+		}
+		if (depth == 0 && i < n &&
+		    (p[i] == ',' || p[i] == '}' || p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+			return i;
+	}
+	return 0;
+}
+
+json_object *ab_request_scan_id(const char *p, size_t n)
+{
+	size_t i = skip_blank(p, n, 0);
+	if (i >= n || p[i] != '{')
+		return NULL;
+	for (i++;;) {
+		i = skip_blank(p, n, i);
+		if (i >= n || p[i] != '"')
+			return NULL;
+		size_t key = i, key_end = string_end(p, n, i);
+		if (!key_end)
+			return NULL;
+		i = skip_blank(p, n, key_end);
+		if (i >= n || p[i] != ':')
+			return NULL;
+		i = skip_blank(p, n, i + 1);
+		size_t end = value_end(p, n, i);
+		if (!end)
+			return NULL;
+		if (key_end - key == 4 && memcmp(p + key, "\"id\"", 4) == 0) {
+			/* an id's own text is short: a string of at most 256 bytes,
+			 * each at most a 12-byte escape pair, or an integer */
+			if (end - i > 4096)
+				return NULL;
+			char text[4097];
+			size_t len = end - i;
+			while (len > 0 && is_blank(p[i + len - 1]))
+				len--;
+			memcpy(text, p + i, len);
+			text[len] = '\0';
+			json_tokener *tok = json_tokener_new_ex(2);
+			if (!tok)
+				return NULL;
+			json_tokener_set_flags(tok,
+					       JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+			/* with its NUL: a number needs the end of its text to end */
+			json_object *id = json_tokener_parse_ex(tok, text, (int)len + 1);
+			bool whole = json_tokener_get_error(tok) == json_tokener_success &&
+				     json_tokener_get_parse_end(tok) >= len;
+			json_tokener_free(tok);
+			if (!whole || !id || !valid_id(id)) {
+				json_object_put(id);
+				return NULL;
+			}
+			return id;
+		}
+		i = skip_blank(p, n, end);
+		if (i >= n || p[i] != ',')
+			return NULL;
+		i++;
+	}
+}

@@ -56,4 +56,9 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q,
 		     struct ab_request_error *e);
 void ab_request_clear(struct ab_request *q);
 
+/* The id of a request line too long to parse: the value of the first
+ * top-level "id" member found in the n bytes read of it (which need not
+ * end the line), if it is a valid id. NULL when none can be found. */
+json_object *ab_request_scan_id(const char *p, size_t n);
+
 #endif

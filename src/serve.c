@@ -416,6 +416,18 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 	ab_request_clear(&q);
 }
 
+/* A line over MAX_LINE, of which n bytes are at p: answered with the id
+ * its start names, when it names one (clients write op and id first). */
+static void too_large(struct server *sv, const char *p, size_t n)
+{
+	json_object *id = ab_request_scan_id(p, n);
+	send_error(sv, id, "too_large",
+		   "a request line is longer than %u bytes; files move in chunks of at most "
+		   "%u bytes (upload and download with 'offset')",
+		   MAX_LINE, FILEOP_CHUNK_MAX);
+	json_object_put(id);
+}
+
 /* Complete lines from the input buffer; an overlong one is answered and
  * skipped up to its newline. */
 static void handle_input(struct server *sv)
@@ -429,8 +441,7 @@ static void handle_input(struct server *sv)
 		if (sv->discarding)
 			sv->discarding = false;
 		else if (len > MAX_LINE)
-			send_error(sv, NULL, "too_large", "a request line is longer than %u bytes",
-				   MAX_LINE);
+			too_large(sv, sv->in + start, len);
 		else
 			handle_line(sv, sv->in + start, len);
 		start += len + 1;
@@ -439,8 +450,7 @@ static void handle_input(struct server *sv)
 	sv->in_len -= start;
 	if (sv->in_len > MAX_LINE) {
 		if (!sv->discarding)
-			send_error(sv, NULL, "too_large", "a request line is longer than %u bytes",
-				   MAX_LINE);
+			too_large(sv, sv->in, sv->in_len);
 		sv->discarding = true;
 		sv->in_len = 0;
 	}
@@ -658,6 +668,10 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
 	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
 	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
+	json_object *features = json_object_new_array();
+	json_object_array_add(features, json_object_new_string("file_chunks"));
+	json_object_object_add(o, "features", features);
+	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
 	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
 	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
 	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));

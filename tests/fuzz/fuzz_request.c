@@ -1,6 +1,7 @@
 /* agentbox serve's request parser (src/request.c): one line from the
  * client, any bytes. It must answer every line with a parsed request or
- * an error code and message, never crash, never leak. */
+ * an error code and message, never crash, never leak; and find the id at
+ * the start of a line too long to parse, or none. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -58,5 +59,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)total;
 	}
 	ab_request_clear(&q);
+	/* the same bytes as the start of a line too long to parse: an id
+	 * found there is a valid one (a string of 1 to 256 bytes, or an
+	 * integer) */
+	json_object *id = ab_request_scan_id((const char *)data, size);
+	if (id) {
+		int n = json_object_get_string_len(id);
+		FUZZ_CHECK(json_object_is_type(id, json_type_int) ||
+			   (json_object_is_type(id, json_type_string) && n >= 1 &&
+			    n <= AB_REQUEST_MAX_ID_LEN));
+	}
+	json_object_put(id);
 	return 0;
 }

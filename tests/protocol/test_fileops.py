@@ -322,6 +322,69 @@ class FileOps(unittest.TestCase):
         self.host_write("u/huge", size=(6 << 20) + 1)
         self.err("too_large", op="download", path="u/huge")
 
+    def test_chunked_upload_and_download(self):
+        chunk = self.sv.hello["max_chunk"]
+        self.assertIn("file_chunks", self.sv.hello["features"])
+        self.assertEqual(chunk, 4 << 20)
+        data = os.urandom(2 * chunk + 12345)
+        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        self.host_write("c/old", b"x" * 100)
+        for off in range(0, len(data), chunk):
+            m = self.ok(op="upload", path="c/old", offset=off, data=b64(data[off:off + chunk]))
+            n = min(chunk, len(data) - off)
+            self.assertEqual((m["bytes"], m["size"]), (n, off + n))
+            self.assertEqual(m["created"], False)  # offset 0 truncated the old file
+        with open(self.host("c/old"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        got, off = b"", 0
+        while True:
+            m = self.ok(op="download", path="c/old", offset=off)
+            self.assertEqual((m["offset"], m["size"]), (off, len(data)))
+            got += base64.b64decode(m["data"])
+            off = len(got)
+            if m["eof"]:
+                break
+        self.assertEqual(got, data)
+        m = self.ok(op="download", path="c/old", offset=10, length=5)
+        self.assertEqual((base64.b64decode(m["data"]), m["eof"]), (data[10:15], False))
+        m = self.ok(op="download", path="c/old", offset=len(data))
+        self.assertEqual((m["data"], m["eof"]), ("", True))
+        m = self.ok(op="upload", path="c/new", offset=0, data=b64(b"abc"))
+        self.assertEqual((m["bytes"], m["size"], m["created"]), (3, 3, True))
+        self.err("exists", op="upload", path="c/new", offset=0, data="", overwrite=False)
+        m = self.ok(op="upload", path="c/new", offset=0, data="")  # truncates
+        self.assertEqual(m["size"], 0)
+        self.assertEqual(os.path.getsize(self.host("c/new")), 0)
+
+    def test_chunk_offsets_and_sizes_are_checked(self):
+        self.host_write("k/f", b"12345")
+        m = self.err("invalid_request", op="upload", path="k/f", offset=3, data="QQ==")
+        self.assertIn("offset 3", m["message"])
+        self.assertIn("5 bytes", m["message"])
+        m = self.err("invalid_request", op="upload", path="k/f", offset=6, data="QQ==")
+        self.assertIn("offset 6", m["message"])
+        m = self.err("invalid_request", op="upload", path="k/none", offset=1, data="QQ==")
+        self.assertIn("offset 1", m["message"])
+        self.assertFalse(os.path.exists(self.host("k/none")))
+        with open(self.host("k/f"), "rb") as f:
+            self.assertEqual(f.read(), b"12345")  # nothing written by the errors
+        m = self.ok(op="upload", path="k/f", offset=5, data="QQ==")
+        self.assertEqual((m["bytes"], m["size"]), (1, 6))
+        over = base64.b64encode(b"\0" * ((4 << 20) + 1)).decode()
+        m = self.err("too_large", op="upload", path="k/g", offset=0, data=over)
+        self.assertIn("max_chunk", m["message"])
+        self.assertFalse(os.path.exists(self.host("k/g")))
+        m = self.err("invalid_request", op="download", path="k/f", offset=7)
+        self.assertIn("offset 7", m["message"])
+        self.assertIn("6 bytes", m["message"])
+        self.err("invalid_request", op="download", path="k/f", offset=0, length=(4 << 20) + 1)
+        self.err("invalid_request", op="download", path="k/f", offset=0, length=0)
+        self.err("invalid_request", op="download", path="k/f", length=2)  # needs offset
+        self.err("invalid_request", op="download", path="k/f", offset=-1)
+        self.err("invalid_request", op="upload", path="k/f", offset="0", data="")
+        self.err("file_not_found", op="download", path="k/none", offset=0)
+        self.err("is_directory", op="download", path="k", offset=0)
+
     # ---- the view is the guard ----
 
     def test_planted_symlinks_reach_the_view_not_the_host(self):

@@ -4,6 +4,7 @@ error code. Runs as root (sandbox user = host uid 65534) and as an
 unprivileged user. AGENTBOX_BIN names the binary."""
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -267,6 +268,33 @@ class Supervision(Base):
         self.assertLess(hwm, 128 << 10, "the server held %d KiB" % hwm)
 
 
+class FilesOfAnySize(Base):
+    def test_200_mib_round_trip_in_chunks_keeps_the_server_small(self):
+        self.without_asan_memory()
+        chunk, total = self.sv.hello["max_chunk"], 200 << 20
+        sent, got = hashlib.sha256(), hashlib.sha256()
+        block = os.urandom(chunk)
+        for i, off in enumerate(range(0, total, chunk)):
+            data = block[i % 7:] + block[:i % 7]  # each chunk differs
+            sent.update(data)
+            m = self.call(op="upload", path="big/blob", offset=off,
+                          data=base64.b64encode(data).decode())
+            self.assertEqual((m["type"], m["size"]), ("result", off + chunk), m)
+        self.assertEqual(os.path.getsize(os.path.join(self.ws, "big/blob")), total)
+        off = 0
+        while True:
+            m = self.call(op="download", path="big/blob", offset=off)
+            self.assertEqual((m["type"], m["offset"], m["size"]), ("result", off, total))
+            data = base64.b64decode(m["data"])
+            got.update(data)
+            off += len(data)
+            if m["eof"]:
+                break
+        self.assertEqual((off, got.hexdigest()), (total, sent.hexdigest()))
+        hwm = status(self.sv.p.pid, "VmHWM")
+        self.assertLess(hwm, 96 << 10, "the server held %d KiB" % hwm)
+
+
 class Serial(Base):
     args = ("--max-concurrent", "1")
 
@@ -373,8 +401,26 @@ class BadInput(Base):
     def test_too_large_line_is_skipped_and_the_session_goes_on(self):
         self.raw(b'{"op":"exec","id":1,"command":"' + b"x" * (8 << 20) + b'"}\n')
         m = self.sv.recv()
-        self.assertEqual((m["type"], m["code"]), ("error", "too_large"))
+        self.assertEqual((m["type"], m["code"], m["id"]), ("error", "too_large", 1))
         self.assertEqual(self.exec("echo fine")["stdout"], "fine\n")
+
+    def test_too_large_line_is_answered_with_the_id_it_starts_with(self):
+        big = b"A" * (20 << 20)  # past what the server reads of a line
+        for start, rid in ((b'{"op":"upload","id":"up-7","path":"f","data":"', "up-7"),
+                           (b'{ "id" : 42 ,\t"op":"exec","command":"', 42),
+                           (b'{"op":"exec","id":"a\\"b\\u00e9","command":"', 'a"b\u00e9'),
+                           (b'{"op":"exec","cwd":"/","env":{"x":"}"},"id":-3,"command":"', -3),
+                           # no top-level id in what was read: null
+                           (b'{"op":"exec","command":"', None),
+                           (b'{"op":"exec","env":{"id":3},"command":"', None),
+                           (b'{"op":"exec","id":[1],"command":"', None),
+                           (b'{"op":"exec","id":"","command":"', None),
+                           (b'["id",1,"', None)):
+            self.raw(start + big + b'"}\n')
+            m = self.sv.recv()
+            self.assertEqual((m["type"], m["code"], m["id"]), ("error", "too_large", rid), start)
+            self.assertIn("chunks", m["message"])
+            self.assertEqual(self.call(op="ping")["type"], "pong")
 
     def test_a_flood_of_bad_lines(self):
         self.raw(b"{bad\n" * 1000)
