@@ -133,7 +133,7 @@ export class AgentboxSandbox extends BaseSandbox {
     const sandbox = await Sandbox.create(options);
     try {
       for (const [path, text] of Object.entries(initialFiles ?? {})) {
-        await sandbox.upload(path, new TextEncoder().encode(text));
+        await sandbox.upload(this.#toView(path), new TextEncoder().encode(text));
       }
     } catch (e) {
       await sandbox.close();
@@ -309,9 +309,15 @@ export class AgentboxSandbox extends BaseSandbox {
   /** Matches of `pattern` below `path`, as paths relative to it (deepagents' glob). */
   override async glob(pattern: string, path: string = "/"): Promise<GlobResult> {
     const base = this.#absolute(this.#toView(path));
-    const relative = pattern.replace(/^\/+/, "");
+    // the pattern's leading directories without wildcards narrow the walk:
+    // "workspace/src/**/*.py" from "/" walks /workspace/src, not the whole view
+    const parts = pattern.replace(/^\/+/, "").split("/");
+    let lead = 0;
+    while (lead < parts.length - 1 && parts[lead] !== "" && !/[*?[\]{}]/.test(parts[lead]!) && parts[lead] !== "..") lead++;
+    const literal = parts.slice(0, lead).join("/");
+    const start = lead > 0 ? posix.join(base, literal) : base;
     try {
-      const r = await this.sandbox.glob(relative, { path: base });
+      const r = await this.sandbox.glob(parts.slice(lead).join("/"), { path: start });
       const prefix = base === "/" ? "/" : `${base}/`;
       return {
         files: r.matches.map((m) => ({
@@ -362,25 +368,37 @@ export class AgentboxSandbox extends BaseSandbox {
   }
 
   /**
-   * Write each file (partial success, answers in input order). Files that
-   * fit in one request go together; larger ones follow one at a time, in
-   * chunks, so at most one chunk's encoding is held beyond the caller's bytes.
+   * Write each file (partial success, answers in input order). Files are
+   * sent together while the bytes in flight fit in one chunk; a larger one
+   * goes alone, in chunks: beyond the caller's bytes, at most about one
+   * chunk's encoding is held at a time.
    */
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
     const sandbox = this.sandbox;
-    const one = async ([path, data]: [string, Uint8Array]): Promise<FileUploadResponse> => {
-      try {
-        await sandbox.upload(this.#toView(path), data);
-        return { path, error: null };
-      } catch (e) {
-        return { path, error: operationError(failure(e).code) };
-      }
-    };
-    const per = sandbox.maxFileBytesPerRequest;
-    const results: Array<Promise<FileUploadResponse> | null> = files.map((f) => (f[1].length <= per ? one(f) : null));
-    await Promise.allSettled(results);
-    const out: FileUploadResponse[] = [];
-    for (let i = 0; i < files.length; i++) out.push(await (results[i] ?? one(files[i]!)));
+    const budget = sandbox.maxFileBytesPerRequest;
+    const out: FileUploadResponse[] = new Array(files.length);
+    const inFlight = new Set<Promise<void>>();
+    let bytes = 0;
+    const failed: unknown[] = []; // a closed or dead sandbox: thrown once all settle
+    for (const [i, [path, data]] of files.entries()) {
+      while (inFlight.size > 0 && bytes + data.length > budget) await Promise.race(inFlight);
+      if (failed.length > 0) break;
+      bytes += data.length;
+      const done: Promise<void> = sandbox
+        .upload(this.#toView(path), data)
+        .then(
+          () => void (out[i] = { path, error: null }),
+          (e) => void (out[i] = { path, error: operationError(failure(e).code) }),
+        )
+        .catch((error) => void failed.push(error))
+        .finally(() => {
+          bytes -= data.length;
+          inFlight.delete(done);
+        });
+      inFlight.add(done);
+    }
+    await Promise.all(inFlight);
+    if (failed.length > 0) throw failed[0];
     return out;
   }
 

@@ -341,6 +341,14 @@ describe("glob", () => {
 
   it("gives an empty list below a missing directory", async () => {
     assert.deepEqual(await sb.glob("*", at("gl/none")), { files: [] });
+    assert.deepEqual(await sb.glob("none/*.txt", at("gl")), { files: [] });
+  });
+
+  it("takes a pattern's leading directories as part of it, relative to the search path", async () => {
+    assert.deepEqual(await paths("/workspace/gl/sub1/*.txt", "/"), ["workspace/gl/sub1/nested1.txt"]);
+    assert.deepEqual(await paths("workspace/gl/**/deep.txt", "/"), ["workspace/gl/a/b/c/d/deep.txt"]);
+    assert.deepEqual(await paths("a/b/*", at("gl")), ["a/b/c", "a/b/other.md"]);
+    assert.deepEqual(await paths("/a/b/other.md"), ["a/b/other.md"]);
   });
 });
 

@@ -106,4 +106,31 @@ describe("large files", () => {
     assert.equal(sha(down[0].content), sha(big));
     assert.deepEqual(down[1].content, small);
   });
+
+  it("deepagents' uploadFiles keeps at most one chunk's worth of small files in flight", async (t) => {
+    const ws = tempTree();
+    const b = await AgentboxSandbox.create(base({ workspace: ws }));
+    t.after(async () => {
+      await b.close();
+      removeTree(ws);
+    });
+    const budget = b.sandbox.maxFileBytesPerRequest;
+    const upload = b.sandbox.upload.bind(b.sandbox);
+    let inFlight = 0;
+    let most = 0;
+    b.sandbox.upload = async (path, data, options) => {
+      inFlight += data.length;
+      most = Math.max(most, inFlight);
+      try {
+        return await upload(path, data, options);
+      } finally {
+        inFlight -= data.length;
+      }
+    };
+    const files = Array.from({ length: 12 }, (_, i) => [`/workspace/many/${i}.bin`, randomBytes(Math.floor(budget / 3))]);
+    const r = await b.uploadFiles(files);
+    assert.deepEqual(r.map((x) => x.error), files.map(() => null));
+    assert.ok(most <= budget && most >= 2 * Math.floor(budget / 3), `in flight at most ${most} bytes, budget ${budget}`);
+    for (const [path, data] of files) assert.equal(sha(readFileSync(join(ws, path.slice("/workspace/".length)))), sha(data));
+  });
 });
