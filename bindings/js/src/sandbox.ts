@@ -103,11 +103,14 @@ export class Sandbox {
       helloResolve = res;
       helloReject = rej;
     });
-    let stdoutEnded = false;
+    let openStreams = 2; // stdout and stderr, read to their end before calls fail
     let exitStatus: string | null = null;
     let resolveExited!: () => void;
     this.#exited = new Promise((res) => (resolveExited = res));
+    let finished = false;
     const finish = () => {
+      if (finished) return;
+      finished = true;
       // the server is gone: fail whatever still waits, and every later call
       const why = `the agentbox server ended (${exitStatus})${this.#stderrText() ? ": " + this.#stderrText() : ""}`;
       if (this.#hello === null) {
@@ -126,11 +129,15 @@ export class Sandbox {
     });
     proc.on("exit", (code, signal) => {
       exitStatus = signal ? `killed by ${signal}` : `exit status ${code}`;
-      if (stdoutEnded) finish();
-      // replies already in the pipe are read first; a pipe some other
-      // process still holds open must not keep the calls waiting
-      else setTimeout(() => stdoutEnded || finish(), 1000).unref();
+      if (openStreams === 0) finish();
+      // replies and messages already in the pipes are read first; a pipe
+      // some other process still holds open must not keep the calls waiting
+      else setTimeout(() => openStreams === 0 || finish(), 1000).unref();
     });
+    const streamEnded = () => {
+      openStreams -= 1;
+      if (openStreams === 0 && exitStatus !== null) finish();
+    };
     proc.stdin.on("error", () => {
       // EPIPE: the server is gone; its exit fails the calls
     });
@@ -139,6 +146,7 @@ export class Sandbox {
       this.#stderr.push(line);
       if (this.#stderr.length > 20) this.#stderr.shift();
     });
+    errLines.on("close", streamEnded);
     const lines = createInterface({ input: proc.stdout, crlfDelay: Infinity });
     lines.on("line", (line) => {
       if (this.#hello === null) {
@@ -159,10 +167,7 @@ export class Sandbox {
       }
       this.#dispatch(line);
     });
-    lines.on("close", () => {
-      stdoutEnded = true;
-      if (exitStatus !== null) finish();
-    });
+    lines.on("close", streamEnded);
   }
 
   /** Start `agentbox serve` and wait for its hello. */
@@ -296,7 +301,7 @@ export class Sandbox {
     return new Promise<Message>((resolve, reject) => {
       const signal = params.signal;
       const onAbort = () => {
-        this.cancel(id).catch(() => {
+        this.request("cancel", { target: id }).catch(() => {
           // already finished, or the session ended: the reply settles the call
         });
       };
@@ -310,11 +315,6 @@ export class Sandbox {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#proc.stdin.write(line + "\n");
     });
-  }
-
-  /** End a running or queued request (by the id `request` used). */
-  async cancel(target: number): Promise<void> {
-    await this.request("cancel", { target });
   }
 
   async ping(): Promise<void> {
