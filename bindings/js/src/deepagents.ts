@@ -25,19 +25,19 @@ import type { SandboxOptions } from "./types.js";
 
 export interface AgentboxSandboxOptions extends SandboxOptions {
   /**
-   * Where in the sandbox the paths deepagents writes outside the workspace
-   * go (`/large_tool_results/...`, `/conversation_history/...`): a
-   * writable directory of the view. Default `/tmp/deepagents` (the
-   * sandbox's own /tmp: gone with the session, never on the host).
+   * Directories outside the workspace that deepagents writes through the
+   * backend: offloaded tool results and conversation history. Each is a
+   * tmpfs of the view (`--tmpfs`), writable by the sandbox's user, seen by
+   * the file operations and by commands alike, gone with the session.
+   * Default `DEEPAGENTS_DIRS`; `[]` leaves them out.
    */
-  offloadRoot?: string;
-  /** The top-level directories mapped under `offloadRoot`. */
-  offloadDirs?: string[];
+  writableDirs?: string[];
   /** Files written when the sandbox starts: path (relative = under /workspace) to text. */
   initialFiles?: Record<string, string>;
 }
 
-const DEFAULT_OFFLOAD_DIRS = ["large_tool_results", "conversation_history"];
+/** Where deepagents' middleware writes: offloaded tool results, summarised history. */
+export const DEEPAGENTS_DIRS: readonly string[] = ["/large_tool_results", "/conversation_history"];
 const EMPTY_FILE = "System reminder: File exists but has empty contents";
 const WORKSPACE = "/workspace";
 const GREP_MAX = 100000; // the server's largest max_count
@@ -108,14 +108,10 @@ function failure(e: unknown): ProtocolError {
 export class AgentboxSandbox extends BaseSandbox {
   #options: AgentboxSandboxOptions;
   #sandbox: Sandbox | null = null;
-  #offloadRoot: string;
-  #offloadDirs: string[];
 
   constructor(options: AgentboxSandboxOptions = {}) {
     super();
     this.#options = options;
-    this.#offloadRoot = posix.normalize(options.offloadRoot ?? "/tmp/deepagents").replace(/\/$/, "");
-    this.#offloadDirs = options.offloadDirs ?? DEFAULT_OFFLOAD_DIRS;
   }
 
   /** Start the sandbox (`agentbox serve`) and write the initial files. */
@@ -129,11 +125,12 @@ export class AgentboxSandbox extends BaseSandbox {
     if (this.#sandbox !== null) {
       throw new DeepAgentsSandboxError("the agentbox sandbox is already initialized", "ALREADY_INITIALIZED");
     }
-    const { offloadRoot: _r, offloadDirs: _d, initialFiles, ...options } = this.#options;
-    const sandbox = await Sandbox.create(options);
+    const { writableDirs, initialFiles, ...options } = this.#options;
+    const tmpfs = [...(options.tmpfs ?? []), ...(writableDirs ?? DEEPAGENTS_DIRS)];
+    const sandbox = await Sandbox.create({ ...options, tmpfs });
     try {
       for (const [path, text] of Object.entries(initialFiles ?? {})) {
-        await sandbox.upload(this.#toView(path), new TextEncoder().encode(text));
+        await sandbox.upload(path, new TextEncoder().encode(text));
       }
     } catch (e) {
       await sandbox.close();
@@ -168,22 +165,6 @@ export class AgentboxSandbox extends BaseSandbox {
     await this.close();
   }
 
-  /** deepagents' offload directories live under offloadRoot. */
-  #toView(path: string): string {
-    for (const dir of this.#offloadDirs) {
-      if (path === `/${dir}` || path.startsWith(`/${dir}/`)) return this.#offloadRoot + path;
-    }
-    return path;
-  }
-
-  #fromView(path: string): string {
-    for (const dir of this.#offloadDirs) {
-      const mapped = `${this.#offloadRoot}/${dir}`;
-      if (path === mapped || path.startsWith(`${mapped}/`)) return path.slice(this.#offloadRoot.length);
-    }
-    return path;
-  }
-
   /** An absolute, normalised view path for a directory argument. */
   #absolute(path: string): string {
     const abs = path.startsWith("/") ? path : `${WORKSPACE}/${path}`;
@@ -196,10 +177,10 @@ export class AgentboxSandbox extends BaseSandbox {
 
   override async ls(path: string = "/"): Promise<LsResult> {
     try {
-      const r = await this.sandbox.ls(this.#toView(path));
+      const r = await this.sandbox.ls(path);
       return {
         files: r.entries.map((e) => ({
-          path: this.#fromView(e.path) + (e.is_dir ? "/" : ""),
+          path: e.path + (e.is_dir ? "/" : ""),
           is_dir: e.is_dir,
           size: e.size,
           modified_at: e.modified_at,
@@ -216,7 +197,7 @@ export class AgentboxSandbox extends BaseSandbox {
     const { mimeType, binary } = mimeOf(filePath);
     if (binary) {
       try {
-        return { content: await this.sandbox.download(this.#toView(filePath)), mimeType };
+        return { content: await this.sandbox.download(filePath), mimeType };
       } catch (e) {
         return { error: this.#readError(filePath, failure(e)) };
       }
@@ -225,7 +206,7 @@ export class AgentboxSandbox extends BaseSandbox {
     const count = Number.isFinite(limit) ? Math.max(0, Math.floor(limit)) : 0;
     try {
       // limit 0 still asks, so that a missing file is an error
-      const r = await this.sandbox.read(this.#toView(filePath), { offset: start, limit: Math.max(1, count) });
+      const r = await this.sandbox.read(filePath, { offset: start, limit: Math.max(1, count) });
       if (r.encoding === "base64") {
         return { content: new Uint8Array(Buffer.from(r.content, "base64")), mimeType: "application/octet-stream" };
       }
@@ -255,7 +236,7 @@ export class AgentboxSandbox extends BaseSandbox {
     const { mimeType, binary } = mimeOf(filePath);
     let bytes: Uint8Array;
     try {
-      bytes = await this.sandbox.download(this.#toView(filePath));
+      bytes = await this.sandbox.download(filePath);
     } catch (e) {
       return { error: this.#readError(filePath, failure(e)) };
     }
@@ -266,10 +247,9 @@ export class AgentboxSandbox extends BaseSandbox {
 
   /** Create or replace a file (binary types: `content` is base64, as deepagents gives it). */
   override async write(filePath: string, content: string): Promise<WriteResult> {
-    const view = this.#toView(filePath);
     try {
       const data = mimeOf(filePath).binary ? Buffer.from(content, "base64") : Buffer.from(content, "utf8");
-      await this.sandbox.upload(view, data);
+      await this.sandbox.upload(filePath, data);
       return { path: filePath, filesUpdate: null };
     } catch (e) {
       return { error: failure(e).detail };
@@ -277,10 +257,9 @@ export class AgentboxSandbox extends BaseSandbox {
   }
 
   override async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
-    const view = this.#toView(filePath);
     try {
-      if (oldString === "") return await this.#editEmpty(filePath, view, newString);
-      const r = await this.sandbox.edit(view, oldString, newString, { replaceAll });
+      if (oldString === "") return await this.#editEmpty(filePath, newString);
+      const r = await this.sandbox.edit(filePath, oldString, newString, { replaceAll });
       return { path: filePath, filesUpdate: null, occurrences: r.occurrences };
     } catch (e) {
       const f = failure(e);
@@ -298,17 +277,17 @@ export class AgentboxSandbox extends BaseSandbox {
   }
 
   /** An empty old string fills an empty file, as deepagents' own backends do. */
-  async #editEmpty(filePath: string, view: string, newString: string): Promise<EditResult> {
-    const r = await this.sandbox.read(view, { limit: 1 });
+  async #editEmpty(filePath: string, newString: string): Promise<EditResult> {
+    const r = await this.sandbox.read(filePath, { limit: 1 });
     if (r.size !== 0) return { error: `Error: old_string must not be empty unless '${filePath}' is empty` };
     if (newString === "") return { path: filePath, filesUpdate: null, occurrences: 0 };
-    await this.sandbox.upload(view, Buffer.from(newString, "utf8"));
+    await this.sandbox.upload(filePath, Buffer.from(newString, "utf8"));
     return { path: filePath, filesUpdate: null, occurrences: 1 };
   }
 
   /** Matches of `pattern` below `path`, as paths relative to it (deepagents' glob). */
   override async glob(pattern: string, path: string = "/"): Promise<GlobResult> {
-    const base = this.#absolute(this.#toView(path));
+    const base = this.#absolute(path);
     // the pattern's leading directories without wildcards narrow the walk:
     // "workspace/src/**/*.py" from "/" walks /workspace/src, not the whole view
     const parts = pattern.replace(/^\/+/, "").split("/");
@@ -321,7 +300,7 @@ export class AgentboxSandbox extends BaseSandbox {
       const prefix = base === "/" ? "/" : `${base}/`;
       return {
         files: r.matches.map((m) => ({
-          path: m.path.startsWith(prefix) ? m.path.slice(prefix.length) : this.#fromView(m.path),
+          path: m.path.startsWith(prefix) ? m.path.slice(prefix.length) : m.path,
           is_dir: m.is_dir,
           size: m.size,
           modified_at: m.modified_at,
@@ -340,13 +319,11 @@ export class AgentboxSandbox extends BaseSandbox {
     const cap = maxCount == null ? GREP_MAX : Math.max(1, Math.min(Math.floor(maxCount), GREP_MAX));
     try {
       const r = await this.sandbox.grep(pattern, {
-        path: this.#toView(path),
+        path,
         glob: glob ?? undefined,
         maxCount: cap,
       });
-      const matches = r.matches
-        .filter((m) => !mimeOf(m.path).binary)
-        .map((m) => ({ path: this.#fromView(m.path), line: m.line, text: m.text }));
+      const matches = r.matches.filter((m) => !mimeOf(m.path).binary).map(({ path, line, text }) => ({ path, line, text }));
       return r.truncated ? { matches, truncated: true } : { matches };
     } catch (e) {
       const f = failure(e);
@@ -358,7 +335,7 @@ export class AgentboxSandbox extends BaseSandbox {
   /** Delete a file, or a directory with everything in it. */
   override async delete(filePath: string): Promise<DeleteResult> {
     try {
-      await this.sandbox.delete(this.#toView(filePath), { recursive: true });
+      await this.sandbox.delete(filePath, { recursive: true });
       return { path: filePath, filesUpdate: null };
     } catch (e) {
       const f = failure(e);
@@ -385,7 +362,7 @@ export class AgentboxSandbox extends BaseSandbox {
       if (failed.length > 0) break;
       bytes += data.length;
       const done: Promise<void> = sandbox
-        .upload(this.#toView(path), data)
+        .upload(path, data)
         .then(
           () => void (out[i] = { path, error: null }),
           (e) => void (out[i] = { path, error: operationError(failure(e).code) }),
@@ -407,7 +384,7 @@ export class AgentboxSandbox extends BaseSandbox {
     return Promise.all(
       paths.map(async (path): Promise<FileDownloadResponse> => {
         try {
-          return { path, content: await sandbox.download(this.#toView(path)), error: null };
+          return { path, content: await sandbox.download(path), error: null };
         } catch (e) {
           return { path, content: null, error: operationError(failure(e).code) };
         }

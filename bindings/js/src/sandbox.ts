@@ -75,6 +75,7 @@ export function serveArgs(options: SandboxOptions): string[] {
   if (options.cpus !== undefined) args.push("--cpus", String(options.cpus));
   if (options.pids !== undefined) args.push("--pids", String(options.pids));
   if (options.maxOutput !== undefined) args.push("--max-output", String(options.maxOutput));
+  for (const dir of options.tmpfs ?? []) args.push("--tmpfs", dir);
   if (options.hostUid !== undefined) args.push("--host-uid", String(options.hostUid));
   args.push(...(options.extraArgs ?? []));
   return args;

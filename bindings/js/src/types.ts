@@ -42,6 +42,8 @@ export interface SandboxOptions {
   profile?: string;
   /** Output kept per stream and command (`--max-output`), in bytes. */
   maxOutput?: number;
+  /** Fresh tmpfs directories in the view, writable by the sandbox's user (`--tmpfs DIR`). */
+  tmpfs?: string[];
   /** Host uid of the sandbox user when started as root (`--host-uid`). */
   hostUid?: number;
   /** Any other options of `agentbox serve --help`. */

@@ -2,7 +2,7 @@
 // by a scripted model (fakeModel from @langchain/core/testing): no network,
 // no LLM. The tools are deepagents' own; every call goes through agentbox.
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 
@@ -77,6 +77,21 @@ describe("a deepagents agent on agentbox", () => {
     // what is on disk on the host
     assert.equal(readFileSync(join(ws, "app/main.py"), "utf8"), "def greet():\n    return 'hello from agentbox'\n\nprint(greet())\n");
     assert.equal(readFileSync(join(ws, "app/README.md"), "utf8"), "# app\nSays hello.\n");
+  });
+
+  it("offloads a large tool result through the backend, and reads it back", async (t) => {
+    const { backend, ws } = await backendOn(t);
+    const { outputs } = await run(backend, [
+      [["execute", { command: "seq 1 30000" }]],
+      [["read_file", { file_path: "/large_tool_results/t0_0.txt", offset: 29990, limit: 5 }]],
+      [["execute", { command: "tail -n 1 /large_tool_results/t0_0.txt" }]],
+    ]);
+    // deepagents saved the output in the sandbox and told the model where
+    assert.match(outputs.t0_0, /Tool result too large.*saved in the filesystem at this path: \/large_tool_results\/t0_0\.txt/s);
+    assert.equal(outputs.t1_0, "@@ lines 29991-29995 of 30002 | next offset 29995 @@\n29991\n29992\n29993\n29994\n29995");
+    // the file is the tool's whole result, as the model would have seen it, and commands see it too
+    assert.equal(outputs.t2_0, "[Command succeeded with exit code 0]\n[Command succeeded with exit code 0]");
+    assert.deepEqual(readdirSync(ws), []); // nothing of it on the host
   });
 
   it("loads skills from a read-only /skills and cannot change them", async (t) => {

@@ -418,14 +418,22 @@ describe("delete and workflows", () => {
 });
 
 describe("what agentbox adds", () => {
-  it("keeps deepagents' offloaded results in the sandbox, under their own paths", async () => {
+  it("lets deepagents write its offloaded results and history, in the sandbox only", async () => {
     const p = "/large_tool_results/call_1.txt";
     assert.equal((await sb.write(p, "a very large result\nline two")).error, undefined);
     assert.equal((await sb.read(p)).content, "a very large result\nline two");
     assert.deepEqual((await sb.grep("large result", "/large_tool_results")).matches, [{ path: p, line: 1, text: "a very large result" }]);
     assert.deepEqual((await sb.ls("/large_tool_results")).files.map((f) => f.path), [p]);
+    assert.equal((await sb.execute(`wc -l ${p}`)).output, `1 ${p}\n`);
     assert.equal((await sb.write("/conversation_history/t1.md", "# history")).error, undefined);
     assert.equal(existsSync(join(ws, "large_tool_results")), false);
+    // the rest of the root stays read-only
+    assert.match((await sb.write("/elsewhere/x.txt", "x")).error, /read.only/i);
+  });
+
+  it("leaves those directories out when asked", async (t) => {
+    const { b } = await own(t, { writableDirs: [] });
+    assert.match((await b.write("/large_tool_results/x.txt", "x")).error, /read.only/i);
   });
 
   it("keeps the skills directory read-only", async (t) => {

@@ -1,6 +1,6 @@
 // The core client (agentbox) against the real server (AGENTBOX_BIN).
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 
@@ -15,12 +15,16 @@ describe("session", () => {
     assert.equal(sb.id, sb.hello.sandbox_id);
     assert.equal(sb.closed, false);
     await sb.ping();
+    await sb.exec("true");
+    const st = await sb.stats();
+    assert.equal(st.type, "stats");
+    assert.ok(st.commands_run >= 1);
   });
 
   it("maps its options to agentbox serve's", () => {
-    const args = serveArgs({ workspace: "/w", skills: "/s", env: { A: "1" }, timeout: 2.5, memory: "1G", pids: 64, hostUid: 7 });
+    const args = serveArgs({ workspace: "/w", skills: "/s", env: { A: "1" }, timeout: 2.5, memory: "1G", pids: 64, hostUid: 7, tmpfs: ["/a", "/b"] });
     assert.deepEqual(args, ["serve", "--workspace", "/w", "--net", "none", "--seccomp", "default", "--timeout", "2500ms",
-      "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--host-uid", "7"]);
+      "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--tmpfs", "/a", "--tmpfs", "/b", "--host-uid", "7"]);
     assert.ok(serveArgs({ timeout: null }).includes("none"));
   });
 
@@ -179,6 +183,25 @@ describe("files", () => {
     assert.deepEqual(new Uint8Array(readFileSync(join(ws, "bin/all.bin"))), bytes);
     assert.deepEqual(await sb.download("bin/all.bin"), bytes);
     await assert.rejects(sb.download("bin/none"), (e) => e instanceof FileError && e.code === "file_not_found");
+  });
+
+  it("says what is wrong with a path: its code, and the path in the view", async (t) => {
+    const { sb, ws } = await sandbox(t);
+    await sb.write("plain.txt", "x");
+    mkdirSync(join(ws, "locked"));
+    chmodSync(join(ws, "locked"), 0o555); // not writable by the sandbox's user, root or not
+    const cases = [
+      [() => sb.ls("plain.txt"), "not_directory", "/workspace/plain.txt"],
+      [() => sb.write("plain.txt/below", "x"), "not_directory", "/workspace/plain.txt/below"],
+      [() => sb.read("locked"), "is_directory", "/workspace/locked"],
+      [() => sb.write("locked/x", "x"), "permission_denied", "/workspace/locked/x"],
+      [() => sb.write("/usr/x", "x"), "read_only", "/usr/x"],
+      [() => sb.read(""), "invalid_path", null],
+      [() => sb.read("/dev/null"), "invalid_path", "/dev/null"],
+    ];
+    for (const [call, code, path] of cases) {
+      await assert.rejects(call(), (e) => e instanceof FileError && e.code === code && e.path === path, `${code} ${path}`);
+    }
   });
 
   it("cannot write the read-only skills", async (t) => {
