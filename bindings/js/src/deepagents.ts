@@ -108,6 +108,7 @@ function failure(e: unknown): ProtocolError {
 export class AgentboxSandbox extends BaseSandbox {
   #options: AgentboxSandboxOptions;
   #sandbox: Sandbox | null = null;
+  #starting = false;
 
   constructor(options: AgentboxSandboxOptions = {}) {
     super();
@@ -122,21 +123,26 @@ export class AgentboxSandbox extends BaseSandbox {
   }
 
   async initialize(): Promise<void> {
-    if (this.#sandbox !== null) {
+    if (this.#sandbox !== null || this.#starting) {
       throw new DeepAgentsSandboxError("the agentbox sandbox is already initialized", "ALREADY_INITIALIZED");
     }
-    const { writableDirs, initialFiles, ...options } = this.#options;
-    const tmpfs = [...(options.tmpfs ?? []), ...(writableDirs ?? DEEPAGENTS_DIRS)];
-    const sandbox = await Sandbox.create({ ...options, tmpfs });
+    this.#starting = true;
     try {
-      for (const [path, text] of Object.entries(initialFiles ?? {})) {
-        await sandbox.upload(path, new TextEncoder().encode(text));
+      const { writableDirs, initialFiles, ...options } = this.#options;
+      const tmpfs = [...(options.tmpfs ?? []), ...(writableDirs ?? DEEPAGENTS_DIRS)];
+      const sandbox = await Sandbox.create({ ...options, tmpfs });
+      try {
+        for (const [path, text] of Object.entries(initialFiles ?? {})) {
+          await sandbox.upload(path, new TextEncoder().encode(text));
+        }
+      } catch (e) {
+        await sandbox.close();
+        throw e;
       }
-    } catch (e) {
-      await sandbox.close();
-      throw e;
+      this.#sandbox = sandbox;
+    } finally {
+      this.#starting = false;
     }
-    this.#sandbox = sandbox;
   }
 
   /** The client of the session, for what deepagents' interface does not say (streaming, cancel, stats). */

@@ -64,7 +64,9 @@ describe("lifecycle", () => {
     assert.equal(b.isRunning, false);
     assert.equal(b.id, "");
     await assert.rejects(b.ls("/workspace"), (e) => e instanceof DeepAgentsSandboxError && e.code === "NOT_INITIALIZED");
-    await b.initialize();
+    const both = await Promise.allSettled([b.initialize(), b.initialize()]); // one sandbox, not two
+    assert.deepEqual(both.map((r) => r.status), ["fulfilled", "rejected"]);
+    assert.equal(both[1].reason.code, "ALREADY_INITIALIZED");
     assert.equal(b.isRunning, true);
     assert.match(b.id, /^ab-/);
     await assert.rejects(b.initialize(), (e) => e.code === "ALREADY_INITIALIZED");
