@@ -1,0 +1,536 @@
+// Sandbox: one `agentbox serve` process, spoken to in agentbox/1
+// (docs/protocol.md) with any number of calls in flight.
+
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { accessSync, constants as fsConstants } from "node:fs";
+import { open } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+import { createInterface } from "node:readline";
+
+import { FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
+import type {
+  CallOptions,
+  ExecOptions,
+  ExecResult,
+  ExecuteResponse,
+  FileEntry,
+  GrepMatch,
+  GrepOptions,
+  Hello,
+  OutputChunk,
+  ReadResult,
+  SandboxOptions,
+} from "./types.js";
+
+export const PROTOCOL = "agentbox/1";
+
+/** File data one request carries without chunks (docs/protocol.md, "Limits"). */
+export const SINGLE_REQUEST_FILE_BYTES = 6 * 1024 * 1024;
+
+type Message = Record<string, unknown> & { type?: string; id?: unknown };
+
+interface Pending {
+  op: string;
+  resolve(msg: Message): void;
+  reject(err: Error): void;
+  onOutput?: (chunk: OutputChunk) => void;
+}
+
+interface CallParams {
+  signal?: AbortSignal;
+  timeout?: number;
+  onOutput?: (chunk: OutputChunk) => void;
+}
+
+const FILE_OPS = new Set(["read", "write", "edit", "ls", "glob", "grep", "delete", "upload", "download"]);
+
+function findInPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+function seconds(value: number | null | undefined): string {
+  if (value === null) return "none";
+  return `${Math.max(1, Math.round((value ?? 120) * 1000))}ms`;
+}
+
+/** The command line of `agentbox serve` for these options. */
+export function serveArgs(options: SandboxOptions): string[] {
+  const args = ["serve", "--workspace", options.workspace ?? process.cwd()];
+  args.push("--net", options.network ?? "none", "--seccomp", options.seccomp ?? "default");
+  args.push("--timeout", seconds(options.timeout));
+  if (options.profile !== undefined) args.push("--profile", options.profile);
+  if (options.skills !== undefined) args.push("--skills", options.skills);
+  for (const [name, value] of Object.entries(options.env ?? {})) args.push("--env", `${name}=${value}`);
+  if (options.memory !== undefined) args.push("--memory", String(options.memory));
+  if (options.cpus !== undefined) args.push("--cpus", String(options.cpus));
+  if (options.pids !== undefined) args.push("--pids", String(options.pids));
+  if (options.maxOutput !== undefined) args.push("--max-output", String(options.maxOutput));
+  for (const dir of options.tmpfs ?? []) args.push("--tmpfs", dir);
+  if (options.hostUid !== undefined) args.push("--host-uid", String(options.hostUid));
+  args.push(...(options.extraArgs ?? []));
+  return args;
+}
+
+/**
+ * A sandbox for one conversation: commands and file operations in the same
+ * isolated view of the workspace (read-write at /workspace). Every method
+ * may be called while others are pending; replies are matched by id.
+ */
+export class Sandbox {
+  #proc: ChildProcessWithoutNullStreams;
+  #hello: Hello | null = null;
+  #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #closed: string | null = null;
+  #stderr: string[] = [];
+  #exited: Promise<void>;
+  #started: Promise<Hello>;
+
+  private constructor(proc: ChildProcessWithoutNullStreams, binary: string) {
+    this.#proc = proc;
+    let helloResolve!: (h: Hello) => void;
+    let helloReject!: (e: Error) => void;
+    this.#started = new Promise((res, rej) => {
+      helloResolve = res;
+      helloReject = rej;
+    });
+    let openStreams = 2; // stdout and stderr, read to their end before calls fail
+    let exitStatus: string | null = null;
+    let resolveExited!: () => void;
+    this.#exited = new Promise((res) => (resolveExited = res));
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      // the server is gone: fail whatever still waits, and every later call
+      const why = `the agentbox server ended (${exitStatus})${this.#stderrText() ? ": " + this.#stderrText() : ""}`;
+      if (this.#hello === null) {
+        helloReject(new SandboxError(`agentbox serve did not start (${exitStatus}): ${this.#stderrText() || "no message"}`));
+      }
+      this.#failAll(why);
+      resolveExited();
+    };
+    proc.on("error", (err) => {
+      if (exitStatus !== null) return;
+      exitStatus = `cannot start ${binary}: ${err.message}`;
+      this.#closed ??= exitStatus;
+      helloReject(new SandboxError(exitStatus));
+      this.#failAll(exitStatus);
+      resolveExited();
+    });
+    proc.on("exit", (code, signal) => {
+      exitStatus = signal ? `killed by ${signal}` : `exit status ${code}`;
+      if (openStreams === 0) finish();
+      // replies and messages already in the pipes are read first; a pipe
+      // some other process still holds open must not keep the calls waiting
+      else setTimeout(() => openStreams === 0 || finish(), 1000).unref();
+    });
+    const streamEnded = () => {
+      openStreams -= 1;
+      if (openStreams === 0 && exitStatus !== null) finish();
+    };
+    proc.stdin.on("error", () => {
+      // EPIPE: the server is gone; its exit fails the calls
+    });
+    const errLines = createInterface({ input: proc.stderr, crlfDelay: Infinity });
+    errLines.on("line", (line) => {
+      this.#stderr.push(line);
+      if (this.#stderr.length > 20) this.#stderr.shift();
+    });
+    errLines.on("close", streamEnded);
+    const lines = createInterface({ input: proc.stdout, crlfDelay: Infinity });
+    lines.on("line", (line) => {
+      if (this.#hello === null) {
+        let hello: Hello | null = null;
+        try {
+          hello = JSON.parse(line) as Hello;
+        } catch {
+          hello = null;
+        }
+        if (hello?.type !== "hello") {
+          proc.kill("SIGKILL");
+          helloReject(new SandboxError(`agentbox serve did not say hello: ${line.slice(0, 200)}`));
+          return;
+        }
+        this.#hello = hello;
+        helloResolve(hello);
+        return;
+      }
+      this.#dispatch(line);
+    });
+    lines.on("close", streamEnded);
+  }
+
+  /** Start `agentbox serve` and wait for its hello. */
+  static async create(options: SandboxOptions = {}): Promise<Sandbox> {
+    const binary = options.binary ?? process.env.AGENTBOX_BIN ?? findInPath("agentbox");
+    if (!binary) {
+      throw new SandboxError(
+        "agentbox is not installed: no agentbox in PATH, and neither the binary option nor $AGENTBOX_BIN names one",
+      );
+    }
+    const proc = spawn(binary, serveArgs(options), { stdio: ["pipe", "pipe", "pipe"] });
+    const sandbox = new Sandbox(proc, binary);
+    const hello = await sandbox.#started;
+    if (hello.protocol !== PROTOCOL) {
+      proc.kill("SIGKILL");
+      await sandbox.#exited;
+      throw new SandboxError(`agentbox speaks ${JSON.stringify(hello.protocol)}, this client ${PROTOCOL}`);
+    }
+    return sandbox;
+  }
+
+  /** The server's hello. */
+  get hello(): Hello {
+    return this.#hello!;
+  }
+
+  /** The sandbox's id, as the hello gave it. */
+  get id(): string {
+    return this.#hello!.sandbox_id;
+  }
+
+  /** Whether the session has ended (closed, or its server died). */
+  get closed(): boolean {
+    return this.#closed !== null;
+  }
+
+  /** The pid of the `agentbox serve` process. */
+  get pid(): number | undefined {
+    return this.#proc.pid;
+  }
+
+  /** Whether the server moves files of any size in chunks (`file_chunks`). */
+  get chunked(): boolean {
+    return (this.#hello?.features ?? []).includes("file_chunks") && typeof this.#hello?.max_chunk === "number";
+  }
+
+  /** The most file bytes one upload or download request carries. */
+  get maxFileBytesPerRequest(): number {
+    return this.chunked ? Math.min(this.#hello!.max_chunk!, SINGLE_REQUEST_FILE_BYTES) : SINGLE_REQUEST_FILE_BYTES;
+  }
+
+  #stderrText(): string {
+    return this.#stderr.join(" / ");
+  }
+
+  #failAll(why: string): void {
+    this.#closed ??= why;
+    const calls = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const call of calls) call.reject(new SandboxClosed(this.#closed));
+  }
+
+  #dispatch(line: string): void {
+    let msg: Message;
+    try {
+      msg = JSON.parse(line) as Message;
+    } catch {
+      this.#outOfStep(`the server wrote a line that is not JSON: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (msg.id === null || msg.id === undefined) {
+      if (msg.type === "error" && msg.code === "internal") {
+        // the sandbox died: the server exits next, and says why here
+        this.#stderr.push(String(msg.message ?? ""));
+        return;
+      }
+      this.#outOfStep(`the server answered a request it could not name (${msg.code}: ${msg.message})`);
+      return;
+    }
+    if (typeof msg.id !== "number") return; // not ours ("close")
+    const call = this.#pending.get(msg.id);
+    if (!call) return;
+    if (msg.type === "output") {
+      call.onOutput?.({ stream: String(msg.stream), data: String(msg.data), encoding: String(msg.encoding) });
+      return;
+    }
+    this.#pending.delete(msg.id);
+    if (msg.type !== "error") {
+      call.resolve(msg);
+      return;
+    }
+    const code = String(msg.code);
+    const message = String(msg.message ?? "");
+    if (FILE_OPS.has(call.op) && FILE_ERROR_CODES.has(code)) {
+      call.reject(new FileError(code, message, typeof msg.path === "string" ? msg.path : null));
+    } else {
+      call.reject(new ProtocolError(code, message));
+    }
+  }
+
+  /** An error no pending call can be told from: none of them may wait for it. */
+  #outOfStep(what: string): void {
+    const calls = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const call of calls) {
+      call.reject(new ProtocolError("out_of_step", `${what}; every pending call fails, as its reply may never come`));
+    }
+  }
+
+  /**
+   * Send one request of agentbox/1 and resolve with its reply (`result`,
+   * `ok`, `pong`, `stats`); an `error` reply rejects with a FileError or a
+   * ProtocolError. Lines over the hello's `max_line` are refused before
+   * anything is sent.
+   */
+  request(op: string, fields: Record<string, unknown> = {}, params: CallParams = {}): Promise<Message> {
+    if (this.#closed !== null) return Promise.reject(new SandboxClosed(this.#closed));
+    if (params.signal?.aborted) return Promise.reject(new ProtocolError("cancelled", `${op}: aborted before it was sent`));
+    const id = this.#nextId++;
+    const req: Record<string, unknown> = { op, id, ...fields };
+    if (params.timeout !== undefined) req.timeout = params.timeout;
+    if (params.onOutput) req.stream = true;
+    const line = JSON.stringify(req);
+    const bytes = Buffer.byteLength(line);
+    const max = this.#hello!.max_line;
+    if (bytes > max) {
+      return Promise.reject(
+        new ProtocolError("too_large", `${op}: the request is ${bytes} bytes, over the server's max_line of ${max}`),
+      );
+    }
+    return new Promise<Message>((resolve, reject) => {
+      const signal = params.signal;
+      const onAbort = () => {
+        this.request("cancel", { target: id }).catch(() => {
+          // already finished, or the session ended: the reply settles the call
+        });
+      };
+      const settle = () => signal?.removeEventListener("abort", onAbort);
+      this.#pending.set(id, {
+        op,
+        resolve: (m) => (settle(), resolve(m)),
+        reject: (e) => (settle(), reject(e)),
+        onOutput: params.onOutput,
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#proc.stdin.write(line + "\n");
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.request("ping");
+  }
+
+  async stats(): Promise<Record<string, unknown>> {
+    return this.request("stats");
+  }
+
+  /**
+   * End the session: running commands are killed (their calls reject with
+   * `shutdown`), the sandbox and everything agentbox made are removed.
+   * Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed === null) {
+      this.#closed = "the sandbox was closed";
+      this.#proc.stdin.write('{"op":"shutdown","id":"close"}\n');
+    }
+    this.#proc.stdin.end();
+    const killer = setTimeout(() => this.#proc.kill("SIGKILL"), 15000);
+    await this.#exited;
+    clearTimeout(killer);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // ---- commands ----
+
+  /**
+   * Run a command: a shell string (`/bin/sh -c`) or an argv array (no
+   * shell). Resolves with the whole result; `onOutput` sees the output as
+   * it comes. A command cancelled through `signal` while running resolves
+   * with `cancelled: true`; one cancelled while queued rejects with
+   * ProtocolError `cancelled`.
+   */
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const fields: Record<string, unknown> = typeof command === "string" ? { command } : { argv: command };
+    if (options.cwd !== undefined) fields.cwd = options.cwd;
+    if (options.env !== undefined) fields.env = options.env;
+    if (options.stdin !== undefined) fields.stdin = options.stdin;
+    if (options.mergeOutput) fields.merge_output = true;
+    if (options.maxOutput !== undefined) fields.max_output = options.maxOutput;
+    if (options.keepBackground) fields.keep_background = true;
+    if (options.encoding !== undefined) fields.encoding = options.encoding;
+    const r = await this.request("exec", fields, options);
+    return r as unknown as ExecResult;
+  }
+
+  /** deepagents' `execute`: stdout and stderr interleaved, the exit code (124 on timeout), whether output was cut. */
+  async execute(command: string, options: { timeout?: number; signal?: AbortSignal } = {}): Promise<ExecuteResponse> {
+    const r = await this.exec(command, { ...options, mergeOutput: true });
+    return { output: r.output ?? r.stdout ?? "", exitCode: r.exit_code, truncated: r.truncated };
+  }
+
+  // ---- files (paths in the view; relative means under /workspace) ----
+
+  async read(path: string, options: CallOptions & { offset?: number; limit?: number } = {}): Promise<ReadResult> {
+    const fields: Record<string, unknown> = { path };
+    if (options.offset !== undefined) fields.offset = options.offset;
+    if (options.limit !== undefined) fields.limit = options.limit;
+    return (await this.request("read", fields, options)) as unknown as ReadResult;
+  }
+
+  async write(
+    path: string,
+    content: string,
+    options: CallOptions & { overwrite?: boolean; encoding?: "utf-8" | "base64" } = {},
+  ): Promise<{ path: string; bytes: number; created: boolean }> {
+    const fields: Record<string, unknown> = { path, content };
+    if (options.overwrite) fields.overwrite = true;
+    if (options.encoding !== undefined) fields.encoding = options.encoding;
+    return (await this.request("write", fields, options)) as never;
+  }
+
+  async edit(
+    path: string,
+    oldString: string,
+    newString: string,
+    options: CallOptions & { replaceAll?: boolean } = {},
+  ): Promise<{ path: string; occurrences: number }> {
+    const fields = { path, old_string: oldString, new_string: newString, replace_all: options.replaceAll ?? false };
+    return (await this.request("edit", fields, options)) as never;
+  }
+
+  async ls(path = "/workspace", options: CallOptions = {}): Promise<{ path: string; entries: FileEntry[]; truncated: boolean }> {
+    return (await this.request("ls", { path }, options)) as never;
+  }
+
+  async glob(pattern: string, options: CallOptions & { path?: string } = {}): Promise<{ matches: FileEntry[]; truncated: boolean }> {
+    const fields: Record<string, unknown> = { pattern };
+    if (options.path !== undefined) fields.path = options.path;
+    return (await this.request("glob", fields, options)) as never;
+  }
+
+  async grep(pattern: string, options: CallOptions & GrepOptions = {}): Promise<{ matches: GrepMatch[]; truncated: boolean }> {
+    const fields: Record<string, unknown> = { pattern };
+    if (options.path !== undefined) fields.path = options.path;
+    if (options.glob !== undefined) fields.glob = options.glob;
+    if (options.regex) fields.regex = true;
+    if (options.ignoreCase) fields.ignore_case = true;
+    if (options.maxCount !== undefined) fields.max_count = options.maxCount;
+    return (await this.request("grep", fields, options)) as never;
+  }
+
+  async delete(path: string, options: CallOptions & { recursive?: boolean } = {}): Promise<{ path: string; deleted: number }> {
+    return (await this.request("delete", { path, recursive: options.recursive ?? false }, options)) as never;
+  }
+
+  /**
+   * Write bytes to a file (created with its directories; replaced unless
+   * `overwrite: false`). Data larger than one request carries goes in
+   * chunks when the server has `file_chunks`, one chunk's encoding at a time.
+   */
+  async upload(path: string, data: Uint8Array, options: CallOptions & { overwrite?: boolean } = {}): Promise<{ path: string; size: number }> {
+    const per = this.maxFileBytesPerRequest;
+    if (data.length <= per) {
+      const fields: Record<string, unknown> = { path, data: Buffer.from(data.buffer, data.byteOffset, data.length).toString("base64") };
+      if (options.overwrite === false) fields.overwrite = false;
+      const r = await this.request("upload", fields, options);
+      return { path: String(r.path), size: data.length };
+    }
+    this.#needChunks("upload", path, data.length);
+    let offset = 0;
+    let last: Message | null = null;
+    while (offset < data.length) {
+      const chunk = data.subarray(offset, Math.min(offset + per, data.length));
+      last = await this.#uploadChunk(path, offset, chunk, options);
+      offset += chunk.length;
+    }
+    return { path: String(last!.path), size: Number(last!.size) };
+  }
+
+  /** Upload a host file with bounded memory: one chunk in memory at a time. */
+  async uploadFile(path: string, hostPath: string, options: CallOptions & { overwrite?: boolean } = {}): Promise<{ path: string; size: number }> {
+    const file = await open(hostPath, "r");
+    try {
+      const size = (await file.stat()).size;
+      const per = this.maxFileBytesPerRequest;
+      if (size > per) this.#needChunks("upload", path, size);
+      const buffer = Buffer.alloc(Math.min(per, Math.max(size, 1)));
+      let offset = 0;
+      let last: Message | null = null;
+      do {
+        const { bytesRead } = await file.read(buffer, 0, buffer.length, offset);
+        if (size <= per) return await this.upload(path, buffer.subarray(0, bytesRead), options);
+        if (bytesRead === 0) break;
+        last = await this.#uploadChunk(path, offset, buffer.subarray(0, bytesRead), options);
+        offset += bytesRead;
+      } while (offset < size);
+      return { path: String(last!.path), size: Number(last!.size) };
+    } finally {
+      await file.close();
+    }
+  }
+
+  #needChunks(op: string, path: string, size: number): void {
+    if (!this.chunked) {
+      throw new FileError(
+        "too_large",
+        `${op}: ${size} bytes is more than one request carries (${SINGLE_REQUEST_FILE_BYTES} bytes), and this agentbox has no file_chunks`,
+        path,
+      );
+    }
+  }
+
+  #uploadChunk(path: string, offset: number, chunk: Uint8Array, options: CallOptions & { overwrite?: boolean }): Promise<Message> {
+    const fields: Record<string, unknown> = { path, offset, data: Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length).toString("base64") };
+    if (offset === 0 && options.overwrite === false) fields.overwrite = false;
+    return this.request("upload", fields, options);
+  }
+
+  /** A file's bytes; in chunks when the server has `file_chunks` (any size), else at most 6 MiB. */
+  async download(path: string, options: CallOptions = {}): Promise<Uint8Array> {
+    if (!this.chunked) {
+      const r = await this.request("download", { path }, options);
+      return new Uint8Array(Buffer.from(String(r.data), "base64"));
+    }
+    const parts: Buffer[] = [];
+    for await (const part of this.#downloadChunks(path, options)) parts.push(part);
+    return new Uint8Array(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
+  /** Download to a host file with bounded memory; resolves with the size. */
+  async downloadFile(path: string, hostPath: string, options: CallOptions = {}): Promise<number> {
+    const file = await open(hostPath, "w");
+    try {
+      if (!this.chunked) {
+        const data = await this.download(path, options);
+        await file.write(data);
+        return data.length;
+      }
+      let size = 0;
+      for await (const part of this.#downloadChunks(path, options)) {
+        await file.write(part);
+        size += part.length;
+      }
+      return size;
+    } finally {
+      await file.close();
+    }
+  }
+
+  async *#downloadChunks(path: string, options: CallOptions): AsyncGenerator<Buffer> {
+    const length = this.#hello!.max_chunk!;
+    let offset = 0;
+    for (;;) {
+      const r = await this.request("download", { path, offset, length }, options);
+      const part = Buffer.from(String(r.data), "base64");
+      yield part;
+      offset += part.length;
+      if (r.eof === true || part.length === 0) return;
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/** The server's first line (docs/protocol.md, "The hello"). */
+export interface Hello {
+  type: "hello";
+  protocol: string;
+  version: string;
+  sandbox_id: string;
+  max_line: number;
+  max_concurrent: number;
+  max_queue: number;
+  workspace: string;
+  cwd: string;
+  /** Additions the server supports, e.g. `"file_chunks"`; absent on older servers. */
+  features?: string[];
+  /** With `file_chunks`: the most file bytes one chunked request or reply carries. */
+  max_chunk?: number;
+  [field: string]: unknown;
+}
+
+/** Options of `Sandbox.create`: each maps to an option of `agentbox serve`. */
+export interface SandboxOptions {
+  /** Host directory seen read-write at /workspace (default: the current directory). */
+  workspace?: string;
+  /** Host directory seen read-only at /skills. */
+  skills?: string;
+  /** The agentbox binary (default: `$AGENTBOX_BIN`, then `agentbox` in PATH). */
+  binary?: string;
+  /** Variables every command gets (`--env NAME=VALUE`). */
+  env?: Record<string, string>;
+  /** Each command's default timeout in seconds (`--timeout`); `null`: none. Default 120. */
+  timeout?: number | null;
+  /** Memory limit of the sandbox (`--memory`, e.g. `"2G"` or bytes). */
+  memory?: string | number;
+  /** CPU limit in cores (`--cpus`). */
+  cpus?: number;
+  /** Process limit (`--pids`). */
+  pids?: number;
+  /** `--net`: `"none"` (default) or `"host"`. */
+  network?: string;
+  /** `--seccomp` profile (default `"default"`). */
+  seccomp?: string;
+  /** `--profile`: a sandbox profile by name or path. */
+  profile?: string;
+  /** Output kept per stream and command (`--max-output`), in bytes. */
+  maxOutput?: number;
+  /** Fresh tmpfs directories in the view, writable by the sandbox's user (`--tmpfs DIR`). */
+  tmpfs?: string[];
+  /** Host uid of the sandbox user when started as root (`--host-uid`). */
+  hostUid?: number;
+  /** Any other options of `agentbox serve --help`. */
+  extraArgs?: string[];
+}
+
+/** One streamed piece of a command's output. */
+export interface OutputChunk {
+  /** `"stdout"`, `"stderr"`, or `"output"` with `mergeOutput`. */
+  stream: string;
+  /** The bytes as text (UTF-8) or base64, as `encoding` says. */
+  data: string;
+  encoding: string;
+}
+
+export interface ExecOptions {
+  /** Seconds; 0 means the session's default (clamped to `--max-timeout`). */
+  timeout?: number;
+  /** Working directory in the view; relative means under /workspace. */
+  cwd?: string;
+  /** Variables added for this command. */
+  env?: Record<string, string>;
+  /** Data on the command's stdin (otherwise /dev/null). */
+  stdin?: string;
+  /** One interleaved `output` instead of `stdout` and `stderr`. */
+  mergeOutput?: boolean;
+  /** Bytes kept per stream in the result (at least 1024). */
+  maxOutput?: number;
+  /** Leave processes the command put in the background running. */
+  keepBackground?: boolean;
+  /** `"base64"` to get output bytes exactly. */
+  encoding?: "utf-8" | "base64";
+  /** Called with each output chunk as it comes (asks the server to stream). */
+  onOutput?: (chunk: OutputChunk) => void;
+  /** Aborting it cancels the command (`cancel`): a running one resolves with `cancelled: true`. */
+  signal?: AbortSignal;
+}
+
+/** A command's result: the fields of docs/result.md and docs/protocol.md. */
+export interface ExecResult {
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  cancelled: boolean;
+  oom_killed: boolean;
+  duration_ms: number;
+  cpu_user_ms: number;
+  cpu_system_ms: number;
+  max_rss_kb: number;
+  stdout?: string;
+  stderr?: string;
+  output?: string;
+  encoding: string;
+  stdout_bytes?: number;
+  stderr_bytes?: number;
+  output_bytes?: number;
+  truncated: boolean;
+  denied_syscalls: Array<{ syscall: string; count: number }>;
+  background: Array<{ pid: number; command: string }>;
+  background_log: string | null;
+  error: unknown;
+  [field: string]: unknown;
+}
+
+/** What deepagents' `execute` returns. */
+export interface ExecuteResponse {
+  output: string;
+  exitCode: number | null;
+  truncated: boolean;
+}
+
+export interface FileEntry {
+  path: string;
+  is_dir: boolean;
+  size: number;
+  modified_at: string;
+}
+
+export interface ReadResult {
+  path: string;
+  /** `"utf-8"`: `content` is text; `"base64"`: a binary file, `content` is base64 of all of it. */
+  encoding: "utf-8" | "base64";
+  content: string;
+  total_lines: number | null;
+  start_line: number | null;
+  end_line: number | null;
+  next_offset: number | null;
+  size: number;
+  truncated?: boolean;
+}
+
+export interface GrepMatch {
+  path: string;
+  line: number;
+  text: string;
+}
+
+export interface GrepOptions {
+  path?: string;
+  glob?: string;
+  regex?: boolean;
+  ignoreCase?: boolean;
+  maxCount?: number;
+}
+
+/** Options every request takes. */
+export interface CallOptions {
+  /** Aborting it sends `cancel` for the request. */
+  signal?: AbortSignal;
+  /** The operation's timeout in seconds (file operations and exec). */
+  timeout?: number;
+}
