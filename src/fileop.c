@@ -1371,7 +1371,8 @@ static int op_glob(json_object *q)
 	};
 	if (np > 0 && stat(root, &st) == 0 && S_ISDIR(st.st_mode))
 		walk_dir(&g.w, root, "", 1);
-	qsort(g.m, g.n, sizeof(*g.m), newest_first);
+	if (g.n) /* qsort of NULL, even for 0 items, is undefined (UBSan stops it) */
+		qsort(g.m, g.n, sizeof(*g.m), newest_first);
 	json_object *matches = json_object_new_array();
 	for (size_t i = 0; i < g.n; i++) {
 		json_object_array_add(matches, g.m[i].info);
