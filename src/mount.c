@@ -44,7 +44,7 @@ static struct view_entry *plan_add(struct view_plan *plan, enum view_kind kind, 
 		return NULL;
 	plan->e = e;
 	e = &plan->e[plan->n];
-	*e = (struct view_entry){.kind = kind, .src_fd = -1};
+	*e = (struct view_entry){.kind = kind, .src_fd = -1, .tree_fd = -1};
 	e->dst = strdup(dst);
 	e->src = src ? strdup(src) : NULL;
 	if (!e->dst || (src && !e->src)) {
@@ -72,6 +72,9 @@ static int plan_add_bind(struct view_plan *plan, const char *opt, const char *sr
 		return ab_error_set(err, ENOMEM, "planning the view");
 	e->rw = rw;
 	e->user = user;
+	e->host_open = true;
+	e->owner_uid = st.st_uid;
+	e->owner_gid = st.st_gid;
 	e->is_dir = S_ISDIR(st.st_mode);
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
@@ -111,6 +114,8 @@ static int plan_add_system(struct view_plan *plan, struct ab_error *err)
 			int r = plan_add_bind(plan, "system directory", d, d, false, false, err);
 			if (r < 0)
 				return r;
+			/* the host's own, readable by anyone: bound as they are */
+			plan->e[plan->n - 1].host_open = false;
 		}
 	}
 	return 0;
@@ -253,14 +258,42 @@ void view_plan_free(struct view_plan *plan)
 		free(plan->e[i].src);
 		free(plan->e[i].dst);
 		ab_close_keep_errno(plan->e[i].src_fd);
+		ab_close_keep_errno(plan->e[i].tree_fd);
 	}
 	free(plan->e);
+	if (plan->setid_guard)
+		free(plan->setid_guard->filter);
+	free(plan->setid_guard);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	view_plan_init(plan);
 }
 
 /* ---- sandbox side ---- */
+
+int view_open_source(int root, struct view_entry *e, struct ab_error *err)
+{
+	/* the launcher resolved src to a canonical path: no component of it
+	 * is a symlink unless one was swapped in since */
+	e->src_fd = ab_open_beneath(root, e->src[1] ? e->src + 1 : ".");
+	if (e->src_fd == -ELOOP)
+		return ab_error_plain(err, ESTALE,
+				      "'%s' was replaced by a symbolic link while the sandbox was "
+				      "being built; refusing to bind it at %s",
+				      e->src, e->dst);
+	if (e->src_fd < 0)
+		return ab_error_set(err, -e->src_fd, "cannot open '%s' to bind at %s", e->src,
+				    e->dst);
+	struct stat st;
+	if (fstat(e->src_fd, &st) < 0)
+		return ab_error_set(err, errno, "cannot stat '%s'", e->src);
+	if (st.st_dev != e->dev || st.st_ino != e->ino)
+		return ab_error_plain(err, ESTALE,
+				      "'%s' was replaced while the sandbox was being built; "
+				      "refusing to bind it at %s",
+				      e->src, e->dst);
+	return 0;
+}
 
 int view_open_sources(struct view_plan *plan, struct ab_error *err)
 {
@@ -269,27 +302,11 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
-		if (e->kind != VIEW_BIND)
+		if (e->kind != VIEW_BIND || e->tree_fd >= 0)
 			continue;
-		/* the launcher resolved src to a canonical path: no component
-		 * of it is a symlink unless one was swapped in since */
-		e->src_fd = ab_open_beneath(root, e->src[1] ? e->src + 1 : ".");
-		if (e->src_fd == -ELOOP)
-			return ab_error_plain(err, ESTALE,
-					      "'%s' was replaced by a symbolic link while the "
-					      "sandbox was being built; refusing to bind it at %s",
-					      e->src, e->dst);
-		if (e->src_fd < 0)
-			return ab_error_set(err, -e->src_fd, "cannot open '%s' to bind at %s",
-					    e->src, e->dst);
-		struct stat st;
-		if (fstat(e->src_fd, &st) < 0)
-			return ab_error_set(err, errno, "cannot stat '%s'", e->src);
-		if (st.st_dev != e->dev || st.st_ino != e->ino)
-			return ab_error_plain(err, ESTALE,
-					      "'%s' was replaced while the sandbox was being "
-					      "built; refusing to bind it at %s",
-					      e->src, e->dst);
+		int r = view_open_source(root, e, err);
+		if (r < 0)
+			return r;
 	}
 	for (size_t i = 0; i < AB_ARRAY_SIZE(dev_nodes); i++) {
 		char path[32];
@@ -559,6 +576,13 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 		uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		if (!e->rw)
 			attrs |= MOUNT_ATTR_RDONLY;
+		if (e->tree_fd >= 0) {
+			/* made by the launcher with these flags (idmap.c) */
+			cleanup_fd int target = make_target(root, e->dst, e->is_dir, err);
+			if (target < 0)
+				return target;
+			return attach(e->tree_fd, target, e->dst, err);
+		}
 		return bind_tree(root, e->src_fd, e->dst, e->is_dir, attrs, e->src, err);
 	}
 	case VIEW_TMPFS:
@@ -594,7 +618,8 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 	for (size_t i = 0; i < plan->n; i++) {
 		int r = build_entry(root, plan, &plan->e[i], err);
 		ab_close_keep_errno(plan->e[i].src_fd);
-		plan->e[i].src_fd = -1;
+		ab_close_keep_errno(plan->e[i].tree_fd);
+		plan->e[i].src_fd = plan->e[i].tree_fd = -1;
 		if (r < 0)
 			return r;
 	}

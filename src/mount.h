@@ -5,6 +5,7 @@
 #define AB_MOUNT_H
 
 #include <stdbool.h>
+#include <linux/filter.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -30,12 +31,17 @@ struct view_entry {
 	unsigned long long size; /* tmpfs size in bytes */
 	unsigned mode;		 /* tmpfs root mode */
 	int src_fd;		 /* O_PATH fd of src, opened in the sandbox */
+	bool host_open;		 /* named by the caller: the launcher may open it (idmap.h) */
+	uid_t owner_uid;	 /* src's owner, what an idmapping maps */
+	gid_t owner_gid;
+	int tree_fd; /* detached mount the launcher made of src (idmap.h), or -1 */
 };
 
 struct view_plan {
 	struct view_entry *e;
 	size_t n;
-	int dev_fds[8]; /* host device nodes bound into /dev, -1 if absent */
+	int dev_fds[8];			/* host device nodes bound into /dev, -1 if absent */
+	struct sock_fprog *setid_guard; /* idmap.h: installed before the command's filter */
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they
@@ -48,8 +54,13 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
 
+/* Open e->src beneath root (O_PATH, no symlink followed) into e->src_fd and
+ * check it is the file the plan checked. */
+int view_open_source(int root, struct view_entry *e, struct ab_error *err);
+
 /* Sandbox, still seeing the host's mount tree: open every source with
- * O_PATH and check it is the file the launcher checked. */
+ * O_PATH and check it is the file the launcher checked (except those the
+ * launcher made a detached mount of already). */
 int view_open_sources(struct view_plan *plan, struct ab_error *err);
 
 /* Sandbox: build the view on a fresh tmpfs, pivot into it, detach the host's
