@@ -33,6 +33,14 @@
 int idmap_plan_trees(struct view_plan *plan, uid_t host_uid, gid_t host_gid, char **notices,
 		     struct ab_error *err);
 
+/* Launcher: a sandbox user (uid, gid inside) of agentbox's own has no
+ * account on the host, and tools that look it up (whoami, ssh, passwd,
+ * Node's os.userInfo) fail: the host's /etc/passwd and /etc/group with a
+ * line "agent" more each, where they have no line for that id, into
+ * plan->passwd and plan->group (the view binds them over the host's). */
+int idmap_plan_id_files(struct view_plan *plan, uid_t uid, gid_t gid, const char *home,
+			struct ab_error *err);
+
 /* Whether the filesystem of dir can be idmapped (agentbox check): 0, or
  * -errno with the reason in err. */
 int idmap_probe(const char *dir, struct ab_error *err);

@@ -264,6 +264,8 @@ void view_plan_free(struct view_plan *plan)
 	if (plan->setid_guard)
 		free(plan->setid_guard->filter);
 	free(plan->setid_guard);
+	free(plan->passwd);
+	free(plan->group);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	view_plan_init(plan);
@@ -599,6 +601,41 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 	return ab_error_plain(err, EINVAL, "internal: unknown view entry");
 }
 
+/* The plan's own /etc/passwd and /etc/group (idmap.h), from a small
+ * detached tmpfs, read-only over the host's. */
+static int mount_id_files(int root, const struct view_plan *plan, struct ab_error *err)
+{
+	const char *files[][2] = {{"passwd", plan->passwd}, {"group", plan->group}};
+	const char *opts[] = {"size", "1048576", "mode", "755", NULL};
+	cleanup_fd int fs = -1;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
+		if (!files[i][1])
+			continue;
+		char dst[32];
+		snprintf(dst, sizeof(dst), "/etc/%s", files[i][0]);
+		if (fs < 0 && (fs = new_fs("tmpfs", opts, 0, dst, err)) < 0)
+			return fs;
+		cleanup_fd int fd =
+			openat(fs, files[i][0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		size_t len = strlen(files[i][1]);
+		if (fd < 0 || write(fd, files[i][1], len) != (ssize_t)len)
+			return ab_error_set(err, errno ? errno : EIO, "cannot write %s", dst);
+		cleanup_fd int tree =
+			open_tree(fs, files[i][0], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+			return ab_error_set(err, errno, "cannot bind %s", dst);
+		cleanup_fd int target = make_target(root, dst, false, err);
+		if (target < 0)
+			return target;
+		int r = attach(tree, target, dst, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int view_build(struct view_plan *plan, struct ab_error *err)
 {
 	/* nothing we mount may propagate back to the host */
@@ -627,6 +664,9 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		ab_close_keep_errno(plan->dev_fds[i]);
 		plan->dev_fds[i] = -1;
 	}
+	int r = mount_id_files(root, plan, err);
+	if (r < 0)
+		return r;
 
 	if (fchdir(root) < 0)
 		return ab_error_set(err, errno, "cannot enter the new root");

@@ -42,6 +42,7 @@ struct view_plan {
 	size_t n;
 	int dev_fds[8];			/* host device nodes bound into /dev, -1 if absent */
 	struct sock_fprog *setid_guard; /* idmap.h: installed before the command's filter */
+	char *passwd, *group; /* idmap.h: bound read-only over /etc/passwd, /etc/group */
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they

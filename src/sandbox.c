@@ -422,6 +422,8 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	if (!ab_config_idmaps(cfg))
 		return 0;
 	int r = idmap_plan_trees(&sb->plan, cfg->host_uid, cfg->host_gid, notices, err);
+	if (r == 0)
+		return idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
 	struct ab_error why = *err;
 	if (r != -EOPNOTSUPP || ab_config_run_as_owner(cfg, err) < 0) {
 		*err = why;
