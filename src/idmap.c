@@ -68,28 +68,27 @@ static const char *fs_name(int fd, char *buf, size_t n)
 	return buf;
 }
 
+static int exit_at_once(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 /* A user namespace whose only mapping sends uid/gid (as a filesystem
- * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. A user
- * namespace needs a process to write its maps for; this one lives until
- * the launcher closes the pipe, and the namespace as long as an fd or an
- * idmapped mount holds it. */
+ * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. Its maps
+ * are written through a process in it, here one that exits at once: a
+ * zombie keeps its credentials, so /proc/PID/uid_map and ns/user still
+ * reach its namespace until it is reaped, and the fd keeps the namespace.
+ * CLONE_VFORK with CLONE_VM: no memory is copied and the child has exited
+ * when clone returns (0.3 ms, against 0.7-1.3 ms for a forked child that
+ * waits on a pipe, on a loaded two-core machine). */
 static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, struct ab_error *err)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	static char stack[4096] __attribute__((aligned(16)));
+	pid_t pid = clone(exit_at_once, stack + sizeof(stack),
+			  CLONE_NEWUSER | CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	if (pid < 0)
 		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-	if (pid == 0) {
-		char c;
-		close(p[1]);
-		_exit(read(p[0], &c, 1) < 0);
-	}
-	int e = errno;
-	close(p[0]);
-	if (pid < 0) {
-		close(p[1]);
-		return ab_error_set(err, e, "cannot make a user namespace for an idmapping");
-	}
 	int fd = userns_write_id_maps(pid, uid, host_uid, gid, host_gid, false, err);
 	if (fd == 0) {
 		char path[64];
@@ -98,7 +97,6 @@ static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, str
 		if (fd < 0)
 			fd = ab_error_set(err, errno, "cannot open %s", path);
 	}
-	close(p[1]); /* the child reads EOF and exits */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	return fd;
