@@ -68,38 +68,38 @@ static const char *fs_name(int fd, char *buf, size_t n)
 	return buf;
 }
 
-static int exit_at_once(void *arg)
-{
-	(void)arg;
-	return 0;
-}
-
 /* A user namespace whose only mapping sends uid/gid (as a filesystem
  * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. Its maps
- * are written through a process in it, here one that exits at once: a
- * zombie keeps its credentials, so /proc/PID/uid_map and ns/user still
- * reach its namespace until it is reaped, and the fd keeps the namespace.
- * CLONE_VFORK with CLONE_VM: no memory is copied and the child has exited
- * when clone returns (0.3 ms, against 0.7-1.3 ms for a forked child that
- * waits on a pipe, on a loaded two-core machine). */
-static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, struct ab_error *err)
+ * are written through a process in it, here a child that exits at once:
+ * its credentials, and with them /proc/PID/uid_map and ns/user, reach the
+ * namespace from clone's return until it is reaped, whether it ran yet or
+ * not, and the fd keeps the namespace after. Nothing waits for it to run
+ * (a loaded machine may take milliseconds to schedule it): *child is the
+ * pid to reap later. */
+static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid_t *child,
+		       struct ab_error *err)
 {
-	static char stack[4096] __attribute__((aligned(16)));
-	pid_t pid = clone(exit_at_once, stack + sizeof(stack),
-			  CLONE_NEWUSER | CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0)
+		_exit(0);
 	if (pid < 0)
 		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
+	*child = pid;
 	int fd = userns_write_id_maps(pid, uid, host_uid, gid, host_gid, false, err);
-	if (fd == 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			fd = ab_error_set(err, errno, "cannot open %s", path);
-	}
+	if (fd < 0)
+		return fd;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ab_error_set(err, errno, "cannot open %s", path);
+	return fd;
+}
+
+static void reap(pid_t pid)
+{
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	return fd;
 }
 
 /* A detached copy of the tree at src_fd with attrs on every mount of it,
@@ -145,8 +145,8 @@ static void ns_cache_free(struct ns_cache *c)
 
 /* The namespace for one owner, made once per run for each distinct owner
  * (nearly always one: the workspace's). Returns an fd the cache owns. */
-static int ns_for(struct ns_cache *c, uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid,
-		  struct ab_error *err)
+static int ns_for(struct ns_cache *c, struct view_plan *plan, uid_t uid, gid_t gid, uid_t host_uid,
+		  gid_t host_gid, struct ab_error *err)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (c->e[i].uid == uid && c->e[i].gid == gid)
@@ -156,7 +156,12 @@ static int ns_for(struct ns_cache *c, uid_t uid, gid_t gid, uid_t host_uid, gid_
 		memmove(&c->e[0], &c->e[1], (c->n - 1) * sizeof(c->e[0]));
 		c->n--;
 	}
-	int fd = make_userns(uid, gid, host_uid, host_gid, err);
+	pid_t child = -1;
+	int fd = make_userns(uid, gid, host_uid, host_gid, &child, err);
+	if (child > 0 && plan->n_idmap_helpers < AB_ARRAY_SIZE(plan->idmap_helpers))
+		plan->idmap_helpers[plan->n_idmap_helpers++] = child;
+	else if (child > 0)
+		reap(child);
 	if (fd < 0)
 		return fd;
 	c->e[c->n].uid = uid;
@@ -200,7 +205,7 @@ int idmap_plan_trees(struct view_plan *plan, uid_t host_uid, gid_t host_gid, cha
 		gid_t gid = in_ws ? ws->owner_gid : e->owner_gid;
 		if ((r = view_open_source(root, e, err)) < 0)
 			break;
-		int ns = ns_for(&cache, uid, gid, host_uid, host_gid, err);
+		int ns = ns_for(&cache, plan, uid, gid, host_uid, host_gid, err);
 		if (ns < 0) {
 			r = ns;
 			break;
@@ -325,8 +330,11 @@ int idmap_probe(const char *dir, struct ab_error *err)
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return ab_error_set(err, errno, "cannot open '%s'", dir);
-	cleanup_fd int ns =
-		make_userns(st.st_uid, st.st_gid, AB_SANDBOX_HOST_ID, AB_SANDBOX_HOST_ID, err);
+	pid_t child = -1;
+	cleanup_fd int ns = make_userns(st.st_uid, st.st_gid, AB_SANDBOX_HOST_ID,
+					AB_SANDBOX_HOST_ID, &child, err);
+	if (child > 0)
+		reap(child);
 	if (ns < 0)
 		return ns;
 	cleanup_fd int t = make_tree(fd, ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);

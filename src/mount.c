@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -252,6 +253,14 @@ void view_plan_init(struct view_plan *plan)
 		plan->dev_fds[i] = -1;
 }
 
+void view_plan_reap_helpers(struct view_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_idmap_helpers; i++)
+		while (waitpid(plan->idmap_helpers[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	plan->n_idmap_helpers = 0;
+}
+
 void view_plan_free(struct view_plan *plan)
 {
 	for (size_t i = 0; i < plan->n; i++) {
@@ -266,6 +275,7 @@ void view_plan_free(struct view_plan *plan)
 	free(plan->setid_guard);
 	free(plan->passwd);
 	free(plan->group);
+	view_plan_reap_helpers(plan);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	view_plan_init(plan);

@@ -42,7 +42,9 @@ struct view_plan {
 	size_t n;
 	int dev_fds[8];			/* host device nodes bound into /dev, -1 if absent */
 	struct sock_fprog *setid_guard; /* idmap.h: installed before the command's filter */
-	char *passwd, *group; /* idmap.h: bound read-only over /etc/passwd, /etc/group */
+	char *passwd, *group;		/* idmap.h: bound read-only over /etc/passwd, /etc/group */
+	pid_t idmap_helpers[16];	/* idmap.c: exited children, reaped by view_plan_free */
+	size_t n_idmap_helpers;
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they
@@ -54,6 +56,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 /* An empty plan that view_plan_free() may release. */
 void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
+/* Reap the children that made the idmappings' user namespaces (idmap.c). */
+void view_plan_reap_helpers(struct view_plan *plan);
 
 /* Open e->src beneath root (O_PATH, no symlink followed) into e->src_fd and
  * check it is the file the plan checked. */
