@@ -253,12 +253,18 @@ void view_plan_init(struct view_plan *plan)
 		plan->dev_fds[i] = -1;
 }
 
-void view_plan_reap_helpers(struct view_plan *plan)
+void view_plan_reap_helpers(struct view_plan *plan, bool wait)
 {
-	for (size_t i = 0; i < plan->n_idmap_helpers; i++)
-		while (waitpid(plan->idmap_helpers[i], NULL, 0) < 0 && errno == EINTR)
+	size_t left = 0;
+	for (size_t i = 0; i < plan->n_idmap_helpers; i++) {
+		pid_t p;
+		while ((p = waitpid(plan->idmap_helpers[i], NULL, wait ? 0 : WNOHANG)) < 0 &&
+		       errno == EINTR)
 			;
-	plan->n_idmap_helpers = 0;
+		if (p == 0)
+			plan->idmap_helpers[left++] = plan->idmap_helpers[i];
+	}
+	plan->n_idmap_helpers = left;
 }
 
 void view_plan_free(struct view_plan *plan)
@@ -275,7 +281,7 @@ void view_plan_free(struct view_plan *plan)
 	free(plan->setid_guard);
 	free(plan->passwd);
 	free(plan->group);
-	view_plan_reap_helpers(plan);
+	view_plan_reap_helpers(plan, true);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	view_plan_init(plan);

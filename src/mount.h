@@ -56,8 +56,9 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 /* An empty plan that view_plan_free() may release. */
 void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
-/* Reap the children that made the idmappings' user namespaces (idmap.c). */
-void view_plan_reap_helpers(struct view_plan *plan);
+/* Reap the children that made the idmappings' user namespaces (idmap.c):
+ * all of them, or (!wait) those that have exited. */
+void view_plan_reap_helpers(struct view_plan *plan, bool wait);
 
 /* Open e->src beneath root (O_PATH, no symlink followed) into e->src_fd and
  * check it is the file the plan checked. */

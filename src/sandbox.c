@@ -206,7 +206,8 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 		init_main(a);
 	}
 	close(pair[1]);
-	view_plan_reap_helpers(&sb->plan); /* exited long since, as a rule */
+	/* those not yet scheduled are reaped when the plan is freed */
+	view_plan_reap_helpers(&sb->plan, false);
 	/* into the cgroup before it runs anything: it waits for GO */
 	r = ab_cgroup_attach(sb->cg, pid, err);
 	if (r == 0)
