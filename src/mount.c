@@ -267,6 +267,14 @@ void view_plan_reap_helpers(struct view_plan *plan, bool wait)
 	plan->n_idmap_helpers = left;
 }
 
+void view_plan_close_trees(struct view_plan *plan)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		ab_close_keep_errno(plan->e[i].tree_fd);
+		plan->e[i].tree_fd = -1;
+	}
+}
+
 void view_plan_free(struct view_plan *plan)
 {
 	for (size_t i = 0; i < plan->n; i++) {
@@ -633,9 +641,12 @@ static int mount_id_files(int root, const struct view_plan *plan, struct ab_erro
 			return fs;
 		cleanup_fd int fd =
 			openat(fs, files[i][0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return ab_error_set(err, errno, "cannot write %s", dst);
 		size_t len = strlen(files[i][1]);
-		if (fd < 0 || write(fd, files[i][1], len) != (ssize_t)len)
-			return ab_error_set(err, errno ? errno : EIO, "cannot write %s", dst);
+		ssize_t n = write(fd, files[i][1], len);
+		if (n != (ssize_t)len)
+			return ab_error_set(err, n < 0 ? errno : EIO, "cannot write %s", dst);
 		cleanup_fd int tree =
 			open_tree(fs, files[i][0], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |

@@ -56,6 +56,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 /* An empty plan that view_plan_free() may release. */
 void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
+/* Launcher, once the init is cloned: close the detached mounts it made. */
+void view_plan_close_trees(struct view_plan *plan);
 /* Reap the children that made the idmappings' user namespaces (idmap.c):
  * all of them, or (!wait) those that have exited. */
 void view_plan_reap_helpers(struct view_plan *plan, bool wait);

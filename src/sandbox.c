@@ -208,6 +208,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	close(pair[1]);
 	/* those not yet scheduled are reaped when the plan is freed */
 	view_plan_reap_helpers(&sb->plan, false);
+	view_plan_close_trees(&sb->plan); /* the init has its own copies */
 	/* into the cgroup before it runs anything: it waits for GO */
 	r = ab_cgroup_attach(sb->cg, pid, err);
 	if (r == 0)
