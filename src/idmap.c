@@ -68,33 +68,21 @@ static const char *fs_name(int fd, char *buf, size_t n)
 	return buf;
 }
 
-/* The child's whole life: it shares our memory (CLONE_VM) on a stack of
- * its own and touches nothing else. */
-__attribute__((no_sanitize("address"))) static int exit_at_once(void *arg)
-{
-	(void)arg;
-	return 0;
-}
-
-/* A stack per helper alive at once (view_plan.idmap_helpers), and one for
- * those reaped at once. */
-static char helper_stacks[AB_ARRAY_SIZE(((struct view_plan *)0)->idmap_helpers) + 1][4096]
-	__attribute__((aligned(16)));
-
 /* A user namespace whose only mapping sends uid/gid (as a filesystem
  * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. Its maps
  * are written through a process in it, here a child that exits at once:
  * its credentials, and with them /proc/PID/uid_map and ns/user, reach the
  * namespace from clone's return until it is reaped, whether it ran yet or
- * not, and the fd keeps the namespace after. CLONE_VM copies no page
- * table, and nothing waits for the child to run (a loaded machine may take
- * milliseconds to schedule it): *child is the pid to reap later, once
- * nothing else may use the stack slot. */
-static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, size_t slot,
-		       pid_t *child, struct ab_error *err)
+ * not, and the fd keeps the namespace after. Nothing waits for it to run
+ * (a loaded machine may take milliseconds to schedule it): *child is the
+ * pid to reap later. A fork-like clone: Valgrind refuses CLONE_VM without
+ * CLONE_VFORK, and CLONE_VFORK would wait. */
+static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid_t *child,
+		       struct ab_error *err)
 {
-	char *stack = helper_stacks[slot] + sizeof(helper_stacks[slot]);
-	pid_t pid = clone(exit_at_once, stack, CLONE_NEWUSER | CLONE_VM | SIGCHLD, NULL);
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0)
+		_exit(0);
 	if (pid < 0)
 		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
 	*child = pid;
@@ -170,12 +158,11 @@ static int ns_for(struct ns_cache *c, struct view_plan *plan, uid_t uid, gid_t g
 		c->n--;
 	}
 	pid_t child = -1;
-	size_t slot = plan->n_idmap_helpers;
-	int fd = make_userns(uid, gid, host_uid, host_gid, slot, &child, err);
-	if (child > 0 && slot < AB_ARRAY_SIZE(plan->idmap_helpers))
+	int fd = make_userns(uid, gid, host_uid, host_gid, &child, err);
+	if (child > 0 && plan->n_idmap_helpers < AB_ARRAY_SIZE(plan->idmap_helpers))
 		plan->idmap_helpers[plan->n_idmap_helpers++] = child;
 	else if (child > 0)
-		reap(child); /* the last slot, reused only after this */
+		reap(child);
 	if (fd < 0)
 		return fd;
 	c->e[c->n].uid = uid;
@@ -345,9 +332,8 @@ int idmap_probe(const char *dir, struct ab_error *err)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return ab_error_set(err, errno, "cannot open '%s'", dir);
 	pid_t child = -1;
-	cleanup_fd int ns =
-		make_userns(st.st_uid, st.st_gid, AB_SANDBOX_HOST_ID, AB_SANDBOX_HOST_ID,
-			    AB_ARRAY_SIZE(helper_stacks) - 1, &child, err);
+	cleanup_fd int ns = make_userns(st.st_uid, st.st_gid, AB_SANDBOX_HOST_ID,
+					AB_SANDBOX_HOST_ID, &child, err);
 	if (child > 0)
 		reap(child);
 	if (ns < 0)
