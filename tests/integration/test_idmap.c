@@ -404,3 +404,61 @@ Test(idmap, the_sandbox_user_has_an_account_in_the_view)
 	cr_assert_eq(before.st_size, after.st_size);
 	cr_assert_eq(before.st_mtime, after.st_mtime);
 }
+
+Test(idmap, a_bind_source_that_cannot_be_idmapped_is_bound_as_it_is)
+{
+	need_root();
+	char *ws = test_tmpdir();
+	char *dir = test_tmpdir();
+	char *lower = mkdir_in(dir, "lower", 0755);
+	char *upper = mkdir_in(dir, "upper", 0755);
+	char *work = mkdir_in(dir, "work", 0755);
+	char *merged = mkdir_in(dir, "merged", 0755);
+	char opts[14000];
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+	mount_fs("overlay", merged, opts);
+	put(merged, "data", "shared\n", 0644);
+	struct ab_error err = {0};
+	bool can = idmap_probe(merged, &err) == 0;
+	char bind[4300];
+	snprintf(bind, sizeof(bind), "%s:/data", merged);
+	const char *argv[] = {AGENTBOX_BIN,
+			      "run",
+			      "--workspace",
+			      ws,
+			      "--bind",
+			      bind,
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      "cat /data/data; stat -c %u /data/data; "
+			      "(echo x > /data/new) 2>/dev/null && echo wrote || echo refused",
+			      NULL};
+	run_raw(argv, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	char want[128];
+	if (can) {
+		/* idmapped like any other source */
+		snprintf(want, sizeof(want), "shared\n%u\nwrote\n", AB_SANDBOX_HOST_ID);
+		cr_assert_str_empty(r.err);
+	} else {
+		/* as it is: root's files are nobody's inside, readable, not writable,
+		 * and agentbox said why */
+		FILE *f = fopen("/proc/sys/kernel/overflowuid", "r");
+		unsigned overflow = 65534;
+		if (f) {
+			cr_assert_eq(fscanf(f, "%u", &overflow), 1);
+			fclose(f);
+		}
+		snprintf(want, sizeof(want), "shared\n%u\nrefused\n", overflow);
+		cr_assert(strstr(r.err, "overlayfs") && strstr(r.err, "cannot be idmapped") &&
+				  strstr(r.err, "bound at /data as it is"),
+			  "%s", r.err);
+		cr_assert_eq(access(path_in(merged, "new"), F_OK), -1);
+	}
+	cr_assert_str_eq(r.out, want);
+	free(lower);
+	free(upper);
+	free(work);
+	free(merged);
+}
