@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <linux/landlock.h>
 #include <linux/magic.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "idmap.h"
 #include "util.h"
 
 /* the oldest kernel with every interface agentbox uses (mount_setattr) */
@@ -48,6 +50,8 @@ static void trial(struct check_facts *f)
 			 "cannot make a workspace in /tmp: %s", strerror(errno));
 		return;
 	}
+	/* as root, idmapped to the sandbox user; owned by uid 65534, for a /tmp
+	 * that cannot be idmapped, whose owner the sandbox then runs as */
 	if (f->root && chown(ws, 65534, 65534) < 0) {
 		snprintf(f->trial_error, sizeof(f->trial_error), "cannot hand %s to uid 65534: %s",
 			 ws, strerror(errno));
@@ -60,11 +64,6 @@ static void trial(struct check_facts *f)
 			  "--cpus", "1",	   "--timeout", "10s"};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(common); i++)
 		argv[argc++] = common[i];
-	if (f->root) {
-		/* root never runs a sandbox as itself: nobody will do */
-		argv[argc++] = "--host-uid";
-		argv[argc++] = "65534";
-	}
 	argv[argc++] = "--";
 	argv[argc++] = "/bin/true";
 	argv[argc] = NULL;
@@ -121,6 +120,16 @@ void check_gather(struct check_facts *f)
 		host = "v1";
 	snprintf(f->host_cgroup, sizeof(f->host_cgroup), "%s", host);
 	snprintf(f->cgroup_version, sizeof(f->cgroup_version), "none");
+	if (f->root) {
+		struct ab_error err = {0};
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			snprintf(cwd, sizeof(cwd), ".");
+		f->idmap = idmap_probe(cwd, &err) == 0 ? CHECK_IDMAP_OK : CHECK_IDMAP_REFUSED;
+		const char *d = f->idmap == CHECK_IDMAP_OK ? cwd : err.msg;
+		snprintf(f->idmap_detail, sizeof(f->idmap_detail), "%.*s",
+			 (int)sizeof(f->idmap_detail) - 1, d);
+	}
 	trial(f);
 }
 
@@ -263,6 +272,26 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 		else if (!all)
 			fix(it, "mount the memory, cpu and pids controllers (cgroup v2: "
 				"systemd.unified_cgroup_hierarchy=1)");
+	}
+
+	/* as root: idmapped workspaces */
+	if (f->idmap != CHECK_IDMAP_UNKNOWN) {
+		it = &items[n++];
+		if (f->idmap == CHECK_IDMAP_OK) {
+			item(it, "idmapped mounts", CHECK_OK,
+			     "%s can be idmapped: a workspace there, root's too, is the sandbox "
+			     "user's",
+			     f->idmap_detail);
+		} else {
+			item(it, "idmapped mounts", CHECK_WARN,
+			     "%s: a root-owned workspace there is refused, another runs as its "
+			     "owner",
+			     f->idmap_detail);
+			fix(it,
+			    "keep workspaces on ext4, btrfs, xfs (or tmpfs on Linux 6.3 and "
+			    "later), or pass --host-uid N to run the sandbox as an unprivileged "
+			    "host uid with the workspace bound as it is");
+		}
 	}
 
 	/* the trial */

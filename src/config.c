@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "idmap.h"
 #include "options.h"
 #include "util.h"
 
@@ -53,6 +54,16 @@ int ab_resolve_mount_source(const char *opt, const char *given, bool follow, boo
 	return 0;
 }
 
+/* The host gid for host uid, when no --host-gid names one: the group of
+ * the directory the sandbox user owns, else the account's, else the uid. */
+static gid_t default_host_gid(uid_t host_uid, gid_t dir_gid)
+{
+	if (dir_gid != 0)
+		return dir_gid;
+	struct passwd *pw = getpwuid(host_uid);
+	return pw && pw->pw_gid != 0 ? pw->pw_gid : (gid_t)host_uid;
+}
+
 static int resolve_identity(struct ab_config *cfg, struct ab_error *err)
 {
 	uid_t euid = geteuid();
@@ -70,43 +81,51 @@ static int resolve_identity(struct ab_config *cfg, struct ab_error *err)
 					      (unsigned)cfg->host_gid, (unsigned)egid);
 		cfg->host_uid = euid;
 		cfg->host_gid = egid;
+	} else if (!cfg->host_uid_set) {
+		/* the sources are idmapped to this user (idmap.h) */
+		cfg->host_uid = AB_SANDBOX_HOST_ID;
+		if (!cfg->host_gid_set)
+			cfg->host_gid = AB_SANDBOX_HOST_ID;
 	} else {
-		struct stat st;
-		if (stat(cfg->workspace, &st) < 0)
-			return ab_error_set(err, errno, "cannot stat the workspace '%s'",
-					    cfg->workspace);
-		if (!cfg->host_uid_set) {
-			if (st.st_uid == 0)
-				return ab_error_plain(
-					err, EPERM,
-					"agentbox never maps host root into a sandbox, and the "
-					"workspace '%s' is owned by root: pass --host-uid N, an "
-					"unprivileged host uid for the sandbox user",
-					cfg->workspace);
-			cfg->host_uid = st.st_uid;
-		}
 		if (cfg->host_uid == 0)
 			return ab_error_plain(err, EPERM,
 					      "--host-uid 0: agentbox never maps host root into "
 					      "a sandbox");
-		if (!cfg->host_gid_set) {
-			struct passwd *pw = getpwuid(cfg->host_uid);
-			if (!cfg->host_uid_set && st.st_gid != 0)
-				cfg->host_gid = st.st_gid;
-			else if (pw && pw->pw_gid != 0)
-				cfg->host_gid = pw->pw_gid;
-			else
-				cfg->host_gid = cfg->host_uid;
-		}
-		if (cfg->host_gid == 0)
-			return ab_error_plain(err, EPERM,
-					      "--host-gid 0: agentbox never maps the host's root "
-					      "group into a sandbox");
+		if (!cfg->host_gid_set)
+			cfg->host_gid = default_host_gid(cfg->host_uid, 0);
 	}
+	if (euid == 0 && cfg->host_gid == 0)
+		return ab_error_plain(err, EPERM,
+				      "--host-gid 0: agentbox never maps the host's root "
+				      "group into a sandbox");
 	if (!cfg->uid_set)
 		cfg->uid = euid != 0 ? euid : cfg->host_uid;
 	if (!cfg->gid_set)
 		cfg->gid = euid != 0 ? egid : cfg->host_gid;
+	return 0;
+}
+
+bool ab_config_idmaps(const struct ab_config *cfg)
+{
+	return geteuid() == 0 && !cfg->host_uid_set;
+}
+
+int ab_config_run_as_owner(struct ab_config *cfg, struct ab_error *err)
+{
+	struct stat st;
+	if (stat(cfg->workspace, &st) < 0)
+		return ab_error_set(err, errno, "cannot stat the workspace '%s'", cfg->workspace);
+	if (st.st_uid == 0)
+		return ab_error_plain(err, EPERM, "the workspace '%s' is owned by root",
+				      cfg->workspace);
+	cfg->host_uid = st.st_uid;
+	cfg->host_uid_set = true;
+	if (!cfg->host_gid_set || cfg->host_gid == AB_SANDBOX_HOST_ID)
+		cfg->host_gid = default_host_gid(st.st_uid, st.st_gid);
+	if (!cfg->uid_set)
+		cfg->uid = cfg->host_uid;
+	if (!cfg->gid_set)
+		cfg->gid = cfg->host_gid;
 	return 0;
 }
 

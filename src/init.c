@@ -44,6 +44,7 @@
 #include "seccomp_profile.h"
 #include "shim.h"
 #include "error.h"
+#include "idmap.h"
 #include "options.h"
 #include "proc.h"
 #include "sync.h"
@@ -142,7 +143,8 @@ static _Noreturn void exec_command(const struct init_args *a)
 		ab_error_set(&err, errno, "cannot start a session for the command");
 		init_fail(a->sync_fd, &err);
 	}
-	if (caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0)
+	if (caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0 ||
+	    idmap_guard_install(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	cloexec_fds_above_stdio();
 	/* seccomp last: nothing after it but handing the listener to the
@@ -288,7 +290,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	 * as each starts (shim.c): a limit on the init and the shims would
 	 * hold agentbox's own processes, and cannot work under ASan at all */
 	if (apply_rlimits(a->cfg, &err) < 0 || caps_drop_all(&err) < 0 ||
-	    landlock_enforce(a->landlock_fd, &err) < 0)
+	    landlock_enforce(a->landlock_fd, &err) < 0 || idmap_guard_install(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->landlock_fd >= 0)
 		close(a->landlock_fd);
@@ -369,8 +371,16 @@ _Noreturn void init_main(struct init_args *a)
 
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	const int keep[] = {a->sync_fd, a->out_fd, a->err_fd};
-	close_fds_except(keep, AB_ARRAY_SIZE(keep));
+	/* the launcher's detached mounts of the sources (idmap.h) stay */
+	int keep[3 + a->plan->n];
+	size_t n_keep = 0;
+	keep[n_keep++] = a->sync_fd;
+	keep[n_keep++] = a->out_fd;
+	keep[n_keep++] = a->err_fd;
+	for (size_t i = 0; i < a->plan->n; i++)
+		if (a->plan->e[i].tree_fd >= 0)
+			keep[n_keep++] = a->plan->e[i].tree_fd;
+	close_fds_except(keep, n_keep);
 	if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
 		_exit(AB_EXIT_FAILURE);
 

@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -44,7 +45,7 @@ static struct view_entry *plan_add(struct view_plan *plan, enum view_kind kind, 
 		return NULL;
 	plan->e = e;
 	e = &plan->e[plan->n];
-	*e = (struct view_entry){.kind = kind, .src_fd = -1};
+	*e = (struct view_entry){.kind = kind, .src_fd = -1, .tree_fd = -1};
 	e->dst = strdup(dst);
 	e->src = src ? strdup(src) : NULL;
 	if (!e->dst || (src && !e->src)) {
@@ -72,6 +73,9 @@ static int plan_add_bind(struct view_plan *plan, const char *opt, const char *sr
 		return ab_error_set(err, ENOMEM, "planning the view");
 	e->rw = rw;
 	e->user = user;
+	e->host_open = true;
+	e->owner_uid = st.st_uid;
+	e->owner_gid = st.st_gid;
 	e->is_dir = S_ISDIR(st.st_mode);
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
@@ -111,6 +115,8 @@ static int plan_add_system(struct view_plan *plan, struct ab_error *err)
 			int r = plan_add_bind(plan, "system directory", d, d, false, false, err);
 			if (r < 0)
 				return r;
+			/* the host's own, readable by anyone: bound as they are */
+			plan->e[plan->n - 1].host_open = false;
 		}
 	}
 	return 0;
@@ -247,20 +253,73 @@ void view_plan_init(struct view_plan *plan)
 		plan->dev_fds[i] = -1;
 }
 
+void view_plan_reap_helpers(struct view_plan *plan, bool wait)
+{
+	size_t left = 0;
+	for (size_t i = 0; i < plan->n_idmap_helpers; i++) {
+		pid_t p;
+		while ((p = waitpid(plan->idmap_helpers[i], NULL, wait ? 0 : WNOHANG)) < 0 &&
+		       errno == EINTR)
+			;
+		if (p == 0)
+			plan->idmap_helpers[left++] = plan->idmap_helpers[i];
+	}
+	plan->n_idmap_helpers = left;
+}
+
+void view_plan_close_trees(struct view_plan *plan)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		ab_close_keep_errno(plan->e[i].tree_fd);
+		plan->e[i].tree_fd = -1;
+	}
+}
+
 void view_plan_free(struct view_plan *plan)
 {
 	for (size_t i = 0; i < plan->n; i++) {
 		free(plan->e[i].src);
 		free(plan->e[i].dst);
 		ab_close_keep_errno(plan->e[i].src_fd);
+		ab_close_keep_errno(plan->e[i].tree_fd);
 	}
 	free(plan->e);
+	if (plan->setid_guard)
+		free(plan->setid_guard->filter);
+	free(plan->setid_guard);
+	free(plan->passwd);
+	free(plan->group);
+	view_plan_reap_helpers(plan, true);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	view_plan_init(plan);
 }
 
 /* ---- sandbox side ---- */
+
+int view_open_source(int root, struct view_entry *e, struct ab_error *err)
+{
+	/* the launcher resolved src to a canonical path: no component of it
+	 * is a symlink unless one was swapped in since */
+	e->src_fd = ab_open_beneath(root, e->src[1] ? e->src + 1 : ".");
+	if (e->src_fd == -ELOOP)
+		return ab_error_plain(err, ESTALE,
+				      "'%s' was replaced by a symbolic link while the sandbox was "
+				      "being built; refusing to bind it at %s",
+				      e->src, e->dst);
+	if (e->src_fd < 0)
+		return ab_error_set(err, -e->src_fd, "cannot open '%s' to bind at %s", e->src,
+				    e->dst);
+	struct stat st;
+	if (fstat(e->src_fd, &st) < 0)
+		return ab_error_set(err, errno, "cannot stat '%s'", e->src);
+	if (st.st_dev != e->dev || st.st_ino != e->ino)
+		return ab_error_plain(err, ESTALE,
+				      "'%s' was replaced while the sandbox was being built; "
+				      "refusing to bind it at %s",
+				      e->src, e->dst);
+	return 0;
+}
 
 int view_open_sources(struct view_plan *plan, struct ab_error *err)
 {
@@ -269,27 +328,11 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
-		if (e->kind != VIEW_BIND)
+		if (e->kind != VIEW_BIND || e->tree_fd >= 0)
 			continue;
-		/* the launcher resolved src to a canonical path: no component
-		 * of it is a symlink unless one was swapped in since */
-		e->src_fd = ab_open_beneath(root, e->src[1] ? e->src + 1 : ".");
-		if (e->src_fd == -ELOOP)
-			return ab_error_plain(err, ESTALE,
-					      "'%s' was replaced by a symbolic link while the "
-					      "sandbox was being built; refusing to bind it at %s",
-					      e->src, e->dst);
-		if (e->src_fd < 0)
-			return ab_error_set(err, -e->src_fd, "cannot open '%s' to bind at %s",
-					    e->src, e->dst);
-		struct stat st;
-		if (fstat(e->src_fd, &st) < 0)
-			return ab_error_set(err, errno, "cannot stat '%s'", e->src);
-		if (st.st_dev != e->dev || st.st_ino != e->ino)
-			return ab_error_plain(err, ESTALE,
-					      "'%s' was replaced while the sandbox was being "
-					      "built; refusing to bind it at %s",
-					      e->src, e->dst);
+		int r = view_open_source(root, e, err);
+		if (r < 0)
+			return r;
 	}
 	for (size_t i = 0; i < AB_ARRAY_SIZE(dev_nodes); i++) {
 		char path[32];
@@ -559,6 +602,13 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 		uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		if (!e->rw)
 			attrs |= MOUNT_ATTR_RDONLY;
+		if (e->tree_fd >= 0) {
+			/* made by the launcher with these flags (idmap.c) */
+			cleanup_fd int target = make_target(root, e->dst, e->is_dir, err);
+			if (target < 0)
+				return target;
+			return attach(e->tree_fd, target, e->dst, err);
+		}
 		return bind_tree(root, e->src_fd, e->dst, e->is_dir, attrs, e->src, err);
 	}
 	case VIEW_TMPFS:
@@ -573,6 +623,44 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 		return mount_dev(root, plan, err);
 	}
 	return ab_error_plain(err, EINVAL, "internal: unknown view entry");
+}
+
+/* The plan's own /etc/passwd and /etc/group (idmap.h), from a small
+ * detached tmpfs, read-only over the host's. */
+static int mount_id_files(int root, const struct view_plan *plan, struct ab_error *err)
+{
+	const char *files[][2] = {{"passwd", plan->passwd}, {"group", plan->group}};
+	const char *opts[] = {"size", "1048576", "mode", "755", NULL};
+	cleanup_fd int fs = -1;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
+		if (!files[i][1])
+			continue;
+		char dst[32];
+		snprintf(dst, sizeof(dst), "/etc/%s", files[i][0]);
+		if (fs < 0 && (fs = new_fs("tmpfs", opts, 0, dst, err)) < 0)
+			return fs;
+		cleanup_fd int fd =
+			openat(fs, files[i][0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return ab_error_set(err, errno, "cannot write %s", dst);
+		size_t len = strlen(files[i][1]);
+		ssize_t n = write(fd, files[i][1], len);
+		if (n != (ssize_t)len)
+			return ab_error_set(err, n < 0 ? errno : EIO, "cannot write %s", dst);
+		cleanup_fd int tree =
+			open_tree(fs, files[i][0], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+			return ab_error_set(err, errno, "cannot bind %s", dst);
+		cleanup_fd int target = make_target(root, dst, false, err);
+		if (target < 0)
+			return target;
+		int r = attach(tree, target, dst, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int view_build(struct view_plan *plan, struct ab_error *err)
@@ -594,7 +682,8 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 	for (size_t i = 0; i < plan->n; i++) {
 		int r = build_entry(root, plan, &plan->e[i], err);
 		ab_close_keep_errno(plan->e[i].src_fd);
-		plan->e[i].src_fd = -1;
+		ab_close_keep_errno(plan->e[i].tree_fd);
+		plan->e[i].src_fd = plan->e[i].tree_fd = -1;
 		if (r < 0)
 			return r;
 	}
@@ -602,6 +691,9 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		ab_close_keep_errno(plan->dev_fds[i]);
 		plan->dev_fds[i] = -1;
 	}
+	int r = mount_id_files(root, plan, err);
+	if (r < 0)
+		return r;
 
 	if (fchdir(root) < 0)
 		return ab_error_set(err, errno, "cannot enter the new root");

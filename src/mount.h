@@ -5,6 +5,7 @@
 #define AB_MOUNT_H
 
 #include <stdbool.h>
+#include <linux/filter.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -30,12 +31,20 @@ struct view_entry {
 	unsigned long long size; /* tmpfs size in bytes */
 	unsigned mode;		 /* tmpfs root mode */
 	int src_fd;		 /* O_PATH fd of src, opened in the sandbox */
+	bool host_open;		 /* named by the caller: the launcher may open it (idmap.h) */
+	uid_t owner_uid;	 /* src's owner, what an idmapping maps */
+	gid_t owner_gid;
+	int tree_fd; /* detached mount the launcher made of src (idmap.h), or -1 */
 };
 
 struct view_plan {
 	struct view_entry *e;
 	size_t n;
-	int dev_fds[8]; /* host device nodes bound into /dev, -1 if absent */
+	int dev_fds[8];			/* host device nodes bound into /dev, -1 if absent */
+	struct sock_fprog *setid_guard; /* idmap.h: installed before the command's filter */
+	char *passwd, *group;		/* idmap.h: bound read-only over /etc/passwd, /etc/group */
+	pid_t idmap_helpers[16];	/* idmap.c: exited children, reaped by view_plan_free */
+	size_t n_idmap_helpers;
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they
@@ -47,9 +56,19 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 /* An empty plan that view_plan_free() may release. */
 void view_plan_init(struct view_plan *plan);
 void view_plan_free(struct view_plan *plan);
+/* Launcher, once the init is cloned: close the detached mounts it made. */
+void view_plan_close_trees(struct view_plan *plan);
+/* Reap the children that made the idmappings' user namespaces (idmap.c):
+ * all of them, or (!wait) those that have exited. */
+void view_plan_reap_helpers(struct view_plan *plan, bool wait);
+
+/* Open e->src beneath root (O_PATH, no symlink followed) into e->src_fd and
+ * check it is the file the plan checked. */
+int view_open_source(int root, struct view_entry *e, struct ab_error *err);
 
 /* Sandbox, still seeing the host's mount tree: open every source with
- * O_PATH and check it is the file the launcher checked. */
+ * O_PATH and check it is the file the launcher checked (except those the
+ * launcher made a detached mount of already). */
 int view_open_sources(struct view_plan *plan, struct ab_error *err);
 
 /* Sandbox: build the view on a fresh tmpfs, pivot into it, detach the host's

@@ -18,6 +18,15 @@ int ab_path_normalize(const char *in, char **out);
 /* True if path equals dir or lies beneath it (both normalised). */
 bool ab_path_is_under(const char *path, const char *dir);
 
+/* Started by root without --host-uid: the sandbox user is
+ * AB_SANDBOX_HOST_ID and the sources the caller named are idmapped to it. */
+bool ab_config_idmaps(const struct ab_config *cfg);
+
+/* Root, when the workspace cannot be idmapped: run the sandbox as the
+ * workspace's owner (the behaviour before idmapped mounts), unless root
+ * owns it (-EPERM). */
+int ab_config_run_as_owner(struct ab_config *cfg, struct ab_error *err);
+
 /* A host path given for a mount source (--workspace, --skills, --bind,
  * --ro-bind) made canonical, refusing a symbolic link in its last component
  * unless follow is set, and one swapped in meanwhile in any case; dir_only

@@ -23,6 +23,7 @@
 
 #include "cgroup.h"
 #include "error.h"
+#include "idmap.h"
 #include "init.h"
 #include "mount.h"
 #include "options.h"
@@ -205,6 +206,9 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 		init_main(a);
 	}
 	close(pair[1]);
+	/* those not yet scheduled are reaped when the plan is freed */
+	view_plan_reap_helpers(&sb->plan, false);
+	view_plan_close_trees(&sb->plan); /* the init has its own copies */
 	/* into the cgroup before it runs anything: it waits for GO */
 	r = ab_cgroup_attach(sb->cg, pid, err);
 	if (r == 0)
@@ -411,6 +415,32 @@ static int check_rlimits(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
+/* Started by root without --host-uid: the launcher's idmapped copies of
+ * the sources (idmap.h). A workspace whose filesystem cannot be idmapped
+ * and that root does not own makes the sandbox run as its owner instead,
+ * as agentbox did before idmapped mounts. */
+static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
+{
+	struct ab_config *cfg = &sb->cfg;
+	if (!ab_config_idmaps(cfg))
+		return 0;
+	int r = idmap_plan_trees(&sb->plan, cfg->host_uid, cfg->host_gid, notices, err);
+	if (r == 0)
+		return idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
+	struct ab_error why = *err;
+	if (r != -EOPNOTSUPP || ab_config_run_as_owner(cfg, err) < 0) {
+		*err = why;
+		return r;
+	}
+	char line[sizeof(why.msg) + 80];
+	snprintf(line, sizeof(line), "%s; runs as the workspace's owner, host uid %u, instead",
+		 why.msg, (unsigned)cfg->host_uid);
+	free(*notices);
+	*notices = strdup(line);
+	view_plan_free(&sb->plan);
+	return view_plan_build(cfg, &sb->protect, &sb->plan, err);
+}
+
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
@@ -426,9 +456,12 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	/* everything that checks the caller's input comes before the cgroup,
 	 * the only thing made on the host before the sandbox exists */
 	char *notices = NULL;
+	cleanup_free char *idmap_notices = NULL;
 	r = protect_scan(cfg, &sb->protect, err);
 	if (r == 0)
 		r = view_plan_build(cfg, &sb->protect, &sb->plan, err);
+	if (r == 0)
+		r = plan_idmaps(sb, &idmap_notices, err);
 	if (r == 0)
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
@@ -436,6 +469,7 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	if (r == 0)
 		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
+		notify_lines(cfg, idmap_notices);
 		notify_lines(cfg, notices);
 		if (!sb->seccomp)
 			notify_lines(cfg,

@@ -42,8 +42,8 @@ static int write_proc_file(pid_t pid, const char *name, const char *data, struct
 	return 0;
 }
 
-static int write_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t outer_gid,
-		      bool deny_setgroups, struct ab_error *err)
+int userns_write_id_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t outer_gid,
+			 bool deny_setgroups, struct ab_error *err)
 {
 	char map[64];
 	int r;
@@ -60,8 +60,8 @@ int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *e
 {
 	/* without CAP_SETGID on the host, a gid map needs setgroups denied
 	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
-	return write_maps(pid, cfg->uid, cfg->host_uid, cfg->gid, cfg->host_gid, geteuid() != 0,
-			  err);
+	return userns_write_id_maps(pid, cfg->uid, cfg->host_uid, cfg->gid, cfg->host_gid,
+				    geteuid() != 0, err);
 }
 
 int userns_lock_view(const struct ab_config *cfg, struct ab_error *err)
@@ -76,7 +76,7 @@ int userns_lock_view(const struct ab_config *cfg, struct ab_error *err)
 	 * mapped here: dumpable just long enough to write our own maps (the
 	 * caller makes it non-dumpable again; nothing else runs meanwhile) */
 	prctl(PR_SET_DUMPABLE, 1);
-	return write_maps(getpid(), cfg->uid, cfg->uid, cfg->gid, cfg->gid, true, err);
+	return userns_write_id_maps(getpid(), cfg->uid, cfg->uid, cfg->gid, cfg->gid, true, err);
 }
 
 int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err)

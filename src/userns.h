@@ -12,6 +12,11 @@
  * namespace is made by the init itself). */
 unsigned long userns_clone_flags(const struct ab_config *cfg);
 
+/* Launcher: write the one-id maps uid -> outer_uid, gid -> outer_gid of
+ * the user namespace of pid (setgroups denied first when asked). */
+int userns_write_id_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t outer_gid,
+			 bool deny_setgroups, struct ab_error *err);
+
 /* Launcher: map cfg->uid/gid inside to cfg->host_uid/gid outside, one id
  * each, for the child pid. */
 int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err);

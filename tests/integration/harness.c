@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "idmap.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -19,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NOBODY	 65534
 #define MAX_DIRS 8
 
 static char *tmpdirs[MAX_DIRS];
@@ -42,12 +42,12 @@ void require_sandbox(void)
 
 uid_t test_host_uid(void)
 {
-	return geteuid() == 0 ? NOBODY : geteuid();
+	return geteuid() == 0 ? AB_SANDBOX_HOST_ID : geteuid();
 }
 
 gid_t test_host_gid(void)
 {
-	return geteuid() == 0 ? NOBODY : getegid();
+	return geteuid() == 0 ? AB_SANDBOX_HOST_ID : getegid();
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -79,9 +79,8 @@ char *test_tmpdir(void)
 	if (n_tmpdirs == 0)
 		atexit(test_tmp_cleanup);
 	tmpdirs[n_tmpdirs] = strdup(d);
+	/* as root, owned by root: agentbox idmaps it to the sandbox user */
 	cr_assert_eq(chmod(d, 0755), 0);
-	if (geteuid() == 0)
-		cr_assert_eq(chown(d, NOBODY, NOBODY), 0, "chown: %s", strerror(errno));
 	return tmpdirs[n_tmpdirs++];
 }
 

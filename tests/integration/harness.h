@@ -24,16 +24,19 @@ struct run_opts {
  * user namespaces at all. */
 void require_sandbox(void);
 
-/* A fresh temp directory the sandbox user may write (owned by the test's
- * host uid). Removed (recursively) by test_tmp_cleanup(). */
+/* A fresh temp directory the sandbox user may write: owned by the test's
+ * user, root included, which agentbox idmaps to the sandbox user. Removed
+ * (recursively) by test_tmp_cleanup(). */
 char *test_tmpdir(void);
 void test_tmp_cleanup(void);
 
-/* The uid/gid the sandbox user has on the host in these tests. */
+/* The uid/gid the sandbox user has on the host in these tests (inside
+ * too): agentbox's own as root (idmap.h), else the test's. What it creates
+ * in a test_tmpdir() is owned by the test's own uid/gid on the host. */
 uid_t test_host_uid(void);
 gid_t test_host_gid(void);
 
-/* agentbox run [--host-uid when root] --workspace WS ARGS...; NULL-terminated
+/* agentbox run --workspace WS ARGS...; NULL-terminated
  * args. ws may be NULL (then no --workspace is given). */
 int run_in(const char *ws, struct proc_result *res, const struct run_opts *o, ...)
 	__attribute__((sentinel));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "idmap.h"
 
 static struct proc_result r;
 
@@ -87,8 +88,9 @@ Test(run, identity_inside_and_file_ownership_on_host)
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/owned", ws);
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(st.st_uid, test_host_uid());
-	cr_assert_eq(st.st_gid, test_host_gid());
+	/* the workspace's owner's, the test's own (root's, through the idmapping) */
+	cr_assert_eq(st.st_uid, geteuid());
+	cr_assert_eq(st.st_gid, getegid());
 	cr_assert_str_eq(read_host_file(ws, "owned"), "data\n");
 }
 
@@ -105,7 +107,7 @@ Test(run, uid_option_changes_inside_id_not_host_owner)
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/f", ws);
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(st.st_uid, test_host_uid());
+	cr_assert_eq(st.st_uid, geteuid());
 }
 
 Test(run, root_supplementary_groups_are_dropped)
@@ -550,9 +552,20 @@ Test(run, host_root_is_never_mapped)
 {
 	char *ws = test_tmpdir();
 	if (geteuid() == 0) {
+		/* a root-owned workspace runs as agentbox's own unprivileged
+		 * user, whose single mapping is not host root */
 		cr_assert_eq(chown(ws, 0, 0), 0);
-		const char *a1[] = {AGENTBOX_BIN, "run", "--workspace", ws, "--", "true", NULL};
-		expect_bad(a1, "--host-uid");
+		const char *a1[] = {AGENTBOX_BIN,  "run",
+				    "--workspace", ws,
+				    "--",	   "/bin/sh",
+				    "-c",	   "cat /proc/self/uid_map /proc/self/gid_map",
+				    NULL};
+		run_raw(a1, &r, NULL);
+		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+		char want[128];
+		snprintf(want, sizeof(want), "%10u %10u %10u\n%10u %10u %10u\n", AB_SANDBOX_HOST_ID,
+			 AB_SANDBOX_HOST_ID, 1, AB_SANDBOX_HOST_ID, AB_SANDBOX_HOST_ID, 1);
+		cr_assert_str_eq(r.out, want);
 		const char *a2[] = {AGENTBOX_BIN, "run", "--workspace", ws,  "--host-uid",
 				    "0",	  "--",	 "true",	NULL};
 		expect_bad(a2, "never maps host root");

@@ -19,14 +19,9 @@ static void open_session(const char *const *extra)
 {
 	require_sandbox();
 	ws = test_tmpdir();
-	char uid[16];
-	snprintf(uid, sizeof(uid), "%u", (unsigned)test_host_uid());
+	/* as root, no --host-uid: the workspace is idmapped */
 	char *argv[16] = {"serve", "--workspace", ws};
 	int argc = 3;
-	if (geteuid() == 0) {
-		argv[argc++] = "--host-uid";
-		argv[argc++] = uid;
-	}
 	for (; extra && *extra; extra++)
 		argv[argc++] = (char *)*extra;
 	argv[argc] = NULL;

@@ -1,6 +1,8 @@
 """The file operations of agentbox/1 (docs/protocol.md, "File operations"),
-against the built server: run as root (the sandbox user is then host uid
-65534) and as an unprivileged user. AGENTBOX_BIN names the binary."""
+against the built server: run as root, on a root-owned workspace under a
+0700 directory with no --host-uid (agentbox idmaps it to its own sandbox
+user, and files keep root's ids on the host), and as an unprivileged user.
+AGENTBOX_BIN names the binary."""
 
 import base64
 import json
@@ -15,7 +17,9 @@ import unittest
 
 BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
 ROOT = os.getuid() == 0
-SANDBOX_UID = 65534 if ROOT else os.getuid()
+# who owns, on the host, what the sandbox creates in the workspace: the
+# workspace's owner, the test's own user (root too, through the idmapping)
+HOST_OWNER = os.getuid()
 RECV_TIMEOUT = 30
 
 
@@ -25,8 +29,6 @@ class Server:
 
     def __init__(self, ws, *extra, env=None):
         args = [BIN, "serve", "--workspace", ws, *extra]
-        if ROOT:
-            args += ["--host-uid", str(SANDBOX_UID)]
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=env)
         self.q = queue.Queue()
@@ -76,16 +78,16 @@ class Server:
 
 def make_dir(parent=None):
     d = tempfile.mkdtemp(prefix="agentbox-test-", dir=parent)
-    if ROOT:
-        os.chown(d, SANDBOX_UID, SANDBOX_UID)
+    os.chmod(d, 0o755)
     return d
 
 
 class FileOps(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # 0700, as /root is: only the launcher opens what lies beneath
         cls.tmp = tempfile.mkdtemp(prefix="agentbox-fileops-")
-        os.chmod(cls.tmp, 0o755)
+        os.chmod(cls.tmp, 0o700)
         cls.skills = os.path.join(cls.tmp, "skills")
         os.mkdir(cls.skills)
         with open(os.path.join(cls.skills, "SKILL.md"), "w") as f:
@@ -132,7 +134,7 @@ class FileOps(unittest.TestCase):
         return os.path.join(self.ws, rel)
 
     def host_write(self, rel, data=b"", size=None):
-        """A file made from the host, owned by the sandbox's user."""
+        """A file made from the host, owned like the workspace."""
         path = self.host(rel)
         d = os.path.dirname(path)
         os.makedirs(d, exist_ok=True)
@@ -140,9 +142,20 @@ class FileOps(unittest.TestCase):
             f.write(data)
             if size is not None:
                 f.truncate(size)
-        if ROOT:
-            for p in (d, path):
-                os.chown(p, SANDBOX_UID, SANDBOX_UID)
+
+    # ---- identity ----
+
+    def test_the_workspace_is_the_sandbox_users_and_files_keep_the_owners(self):
+        # as root: agentbox's own unprivileged user, never root, owns the
+        # idmapped workspace inside; on the host, what it makes is root's
+        inside = 2000000000 if ROOT else os.getuid()
+        out = self.sh("id -u; stat -c %u /workspace; echo x > by-exec; cat /proc/self/uid_map")
+        self.assertEqual(out.split()[:5], [str(inside), str(inside), str(inside),
+                                           str(inside), "1"])
+        self.ok(op="write", path="by-op/f", content="y")
+        for rel in ("by-exec", "by-op", "by-op/f"):
+            st = os.stat(self.host(rel))
+            self.assertEqual((st.st_uid, st.st_gid), (HOST_OWNER, os.getgid()), rel)
 
     # ---- write and read ----
 
@@ -153,7 +166,7 @@ class FileOps(unittest.TestCase):
         with open(self.host("w/a/b/new.txt"), "rb") as f:
             self.assertEqual(f.read(), "héllo\n".encode())
         st = os.stat(self.host("w/a/b/new.txt"))
-        self.assertEqual((st.st_uid, st.st_mode & 0o777), (SANDBOX_UID, 0o644))
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (HOST_OWNER, 0o644))
         self.err("exists", op="write", path="w/a/b/new.txt", content="x")
         m = self.ok(op="write", path="/workspace/w/a/b/new.txt", content="x", overwrite=True)
         self.assertFalse(m["created"])

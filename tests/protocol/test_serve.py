@@ -1,6 +1,6 @@
 """agentbox/1 (docs/protocol.md) against the built server: the hello,
 exec, cancel, stats, ping, shutdown, concurrency, supervision and every
-error code. Runs as root (sandbox user = host uid 65534) and as an
+error code. Runs as root (no --host-uid: root-owned workspaces, idmapped) and as an
 unprivileged user. AGENTBOX_BIN names the binary."""
 
 import base64

@@ -18,8 +18,9 @@ and network namespaces and its root are not the host's, and the test fails
 
 Environment: AGENTBOX_BIN (the binary), AGENTBOX_PROBE (tests/helpers/probe,
 bound read-only at /probe), AGENTBOX_MUST_WORK=1 turns "cannot sandbox here"
-skips into failures. Runs as root (the sandbox user is then host uid 65534)
-and as an unprivileged user."""
+skips into failures. Runs as root (with no --host-uid: the sandbox user is
+agentbox's own unprivileged host uid, and the root-owned workspace and binds
+are idmapped to it) and as an unprivileged user."""
 
 import json
 import os
@@ -32,7 +33,9 @@ import unittest
 BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
 PROBE = os.environ.get("AGENTBOX_PROBE")
 ROOT = os.getuid() == 0
-SANDBOX_UID = 65534 if ROOT else os.getuid()
+# whose files are the sandbox user's: the test's own user (as root, through
+# the idmapping of the workspace and binds)
+SANDBOX_UID = os.getuid()
 MUST_WORK = os.environ.get("AGENTBOX_MUST_WORK") == "1"
 TIMEOUT = 60  # seconds any one attack may take before the test fails
 
@@ -76,15 +79,11 @@ def make_dir(parent=None, prefix="agentbox-sec-"):
     """A directory the sandbox user owns (the workspace must be)."""
     d = tempfile.mkdtemp(prefix=prefix, dir=parent)
     os.chmod(d, 0o755)
-    if ROOT:
-        os.chown(d, SANDBOX_UID, SANDBOX_UID)
     return d
 
 
 def base_options(ws):
     opts = ["--workspace", ws]
-    if ROOT:
-        opts += ["--host-uid", str(SANDBOX_UID)]
     if PROBE:
         opts += ["--ro-bind", PROBE + ":/probe"]
     return opts

@@ -85,6 +85,24 @@ class Privilege(Extra, Attacks):
         self.assertEqual(lines[0], "shadow=1", r)
         self.assertEqual([ln.split()[1] for ln in lines[1:]], ["0000000000000000"] * 2, r)
 
+    def test_leave_a_setuid_file_behind(self):
+        # as root, the workspace is idmapped: what the command makes is
+        # root's on the host, so a setuid bit would make a setuid-root file
+        r = self.sh("cp /bin/sh sh-copy; chmod 4755 sh-copy; chmod 2755 sh-copy; "
+                    "cp -p /usr/bin/passwd passwd-copy; "
+                    "python3 -c 'import os; os.open(\"made\", os.O_CREAT|os.O_WRONLY, 0o6755)'; true")
+        for name in ("sh-copy", "passwd-copy", "made"):
+            p = os.path.join(self.ws, name)
+            if not os.path.exists(p):
+                continue
+            st = os.stat(p)
+            if ROOT:
+                self.assertEqual(st.st_uid, 0, r)  # the workspace owner's, through the idmap
+                self.assertEqual(st.st_mode & (stat.S_ISUID | stat.S_ISGID), 0, (name, r))
+            else:
+                self.assertEqual(st.st_uid, os.getuid(), r)  # the caller's own, never root
+        self.assertTrue(os.path.exists(os.path.join(self.ws, "sh-copy")), r)
+
     def test_setuid_to_root(self):
         r = self.sh("for s in setuid setresuid setgid setgroups; do /probe sys $s; done; "
                     "id -u; grep -E '^(Uid|Gid):' /proc/self/status")

@@ -233,3 +233,28 @@ Test(check, this_host)
 	cr_assert_str_neq(f.host_cgroup, "");
 	cr_assert(f.seccomp);
 }
+
+Test(check, idmapped_mounts_as_root)
+{
+	struct check_facts f = good();
+	struct check_item items[CHECK_MAX_ITEMS];
+	/* not root: nothing to say */
+	size_t n = check_assess(&f, items);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_neq(items[i].name, "idmapped mounts");
+	f.root = true;
+	f.idmap = CHECK_IDMAP_OK;
+	snprintf(f.idmap_detail, sizeof(f.idmap_detail), "/root/agentbox");
+	const struct check_item *it = find(&f, "idmapped mounts", items);
+	cr_assert_eq(it->level, CHECK_OK);
+	cr_assert(strstr(it->detail, "/root/agentbox"), "%s", it->detail);
+	/* a filesystem that refuses is a warning, with the way out */
+	f.idmap = CHECK_IDMAP_REFUSED;
+	snprintf(f.idmap_detail, sizeof(f.idmap_detail),
+		 "'/w' (overlayfs) cannot be idmapped: Invalid argument");
+	it = find(&f, "idmapped mounts", items);
+	cr_assert_eq(it->level, CHECK_WARN);
+	cr_assert(strstr(it->detail, "overlayfs"), "%s", it->detail);
+	cr_assert(strstr(it->fix, "--host-uid"), "%s", it->fix);
+	cr_assert(can_run(&f));
+}

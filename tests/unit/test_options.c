@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "idmap.h"
 #include "options.h"
 
 /* argv for `agentbox run ...`: the first element must be "run". */
@@ -676,8 +677,8 @@ static char *make_dir(const char *name)
 	return p;
 }
 
-/* As root, a workspace owned by root needs --host-uid; give one so the
- * path checks can be tested on their own. */
+/* As root, name the host uid (--host-uid), so the path checks are tested
+ * on their own. */
 static void allow_identity(struct ab_config *cfg)
 {
 	if (geteuid() == 0) {
@@ -849,13 +850,22 @@ Test(finish, identity_defaults)
 	cfg.workspace = strdup(ws);
 	struct ab_error err = {0};
 	if (geteuid() == 0) {
-		/* the sandbox user is the workspace's owner on the host */
-		cr_assert_eq(chown(ws, 1001, 1002), 0, "chown: %s", strerror(errno));
+		/* agentbox's own unprivileged user, whoever owns the workspace
+		 * (its sources are idmapped to it), root included */
 		cr_assert_eq(ab_config_finish(&cfg, &err), 0, "%s", err.msg);
+		cr_assert_eq(cfg.host_uid, AB_SANDBOX_HOST_ID);
+		cr_assert_eq(cfg.host_gid, AB_SANDBOX_HOST_ID);
+		cr_assert_eq(cfg.uid, AB_SANDBOX_HOST_ID);
+		cr_assert_eq(cfg.gid, AB_SANDBOX_HOST_ID);
+		cr_assert(ab_config_idmaps(&cfg));
+		/* unless the workspace cannot be idmapped: then its owner */
+		cr_assert_eq(chown(ws, 1001, 1002), 0, "chown: %s", strerror(errno));
+		cr_assert_eq(ab_config_run_as_owner(&cfg, &err), 0, "%s", err.msg);
 		cr_assert_eq(cfg.host_uid, 1001);
 		cr_assert_eq(cfg.host_gid, 1002);
 		cr_assert_eq(cfg.uid, 1001);
 		cr_assert_eq(cfg.gid, 1002);
+		cr_assert_not(ab_config_idmaps(&cfg));
 	} else {
 		/* an unprivileged caller maps only itself */
 		cr_assert_eq(ab_config_finish(&cfg, &err), 0, "%s", err.msg);
@@ -896,12 +906,14 @@ Test(finish, identity_refusals)
 	struct ab_error err = {0};
 	int r;
 	if (geteuid() == 0) {
-		/* a root-owned workspace gives no unprivileged owner to map */
+		/* a root-owned workspace that cannot be idmapped gives no
+		 * unprivileged owner to run as */
 		ab_config_init(&cfg);
 		cfg.workspace = strdup(ws);
-		r = ab_config_finish(&cfg, &err);
+		cr_assert_eq(ab_config_finish(&cfg, &err), 0, "%s", err.msg);
+		cr_assert_neq(cfg.host_uid, 0);
+		r = ab_config_run_as_owner(&cfg, &err);
 		cr_assert_eq(r, -EPERM);
-		cr_assert_not_null(strstr(err.msg, "--host-uid"), "%s", err.msg);
 		cr_assert_not_null(strstr(err.msg, "owned by root"), "%s", err.msg);
 		ab_config_free(&cfg);
 
