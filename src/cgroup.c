@@ -31,10 +31,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "systemd_scope.h"
 #include "util.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -50,7 +52,8 @@ struct ab_cgroup {
 	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
 	char dir[H_COUNT][1024]; /* created directories, "" if none */
 	unsigned long long rlimit_as;
-	int oom_fd; /* memory.events or memory.oom_control, opened at first use */
+	int oom_fd;   /* memory.events or memory.oom_control, opened at first use */
+	int clone_fd; /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
 };
 
 /* Tests only (ab_cgroup_test_fake_v2): a directory laid out like a cgroup2
@@ -192,6 +195,32 @@ static bool own_v2_cgroup(char *out, size_t len)
 	return false;
 }
 
+/* The shared leaf other processes of a delegated cgroup move into; not
+ * "agentbox-...", so never taken for a dead launcher's leftovers. */
+#define OTHERS_LEAF "agentbox.others"
+
+/* A cgroup path without the leaf agentbox put this process in. */
+static void strip_leaf(char *rel)
+{
+	char *slash = strrchr(rel, '/');
+	size_t n = slash ? strlen(slash) : 0;
+	if (slash && slash != rel &&
+	    ((n > 9 && strcmp(slash + n - 9, "-launcher") == 0 &&
+	      strncmp(slash, "/agentbox-", 10) == 0) ||
+	     strcmp(slash + 1, OTHERS_LEAF) == 0))
+		*slash = '\0';
+}
+
+/* word in a space-separated list */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
 /* v2 with controllers: the caller's parent, or below the caller's own
  * cgroup when it may write there (a delegated subtree). */
 static bool v2_has_controllers(const char *root)
@@ -201,15 +230,127 @@ static bool v2_has_controllers(const char *root)
 	       strstr(buf, "memory") && strstr(buf, "pids");
 }
 
+/* Hand memory, pids and cpu (those the parent offers) down to dir's
+ * children, in one write: enabled one at a time, the threaded ones (pids,
+ * cpu) go in while memory is refused in a cgroup with processes, which
+ * makes it a thread root no process may then leave for a child
+ * (EOPNOTSUPP). -EBUSY: dir has processes of its own. */
 static int enable_controllers(const char *dir)
 {
-	const char *ctrls[] = {"+memory", "+pids", "+cpu"};
-	int r = 0;
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ctrls); i++) {
-		int e = write_file(dir, "cgroup.subtree_control", ctrls[i]);
-		if (e < 0 && r == 0)
-			r = e;
+	static const char *const ctrls[] = {"memory", "pids", "cpu"};
+	char have[512] = "", on[512] = "", want[64] = "";
+	/* a cgroup without the file (a fake tree) is asked for all three */
+	bool known = read_file(dir, "cgroup.controllers", have, sizeof(have)) == 0;
+	read_file(dir, "cgroup.subtree_control", on, sizeof(on));
+	for (size_t i = 0; i < AB_ARRAY_SIZE(ctrls); i++)
+		if ((!known || has_word(have, ctrls[i])) && !has_word(on, ctrls[i]))
+			snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s+%s",
+				 want[0] ? " " : "", ctrls[i]);
+	return want[0] ? write_file(dir, "cgroup.subtree_control", want) : 0;
+}
+
+/* Did systemd delegate dir (Delegate=yes), the cgroup of this process's
+ * unit? The system manager marks such a cgroup with the trusted.delegate
+ * xattr (and user.delegate, systemd 251+); the user manager with neither,
+ * so then its unit's Delegate property is asked for. */
+static bool delegated(const char *dir)
+{
+	if (fake.root)
+		return true;
+	char v[8] = "";
+	if (getxattr(dir, "trusted.delegate", v, sizeof(v)) > 0 ||
+	    getxattr(dir, "user.delegate", v, sizeof(v)) > 0)
+		return v[0] == '1';
+	return ab_systemd_delegated() == 1;
+}
+
+/* Every process in from's cgroup.procs (but this one) into to's, or with
+ * to NULL only whether there is one. */
+static bool move_procs(const char *from, const char *to)
+{
+	char buf[65536], pid[32];
+	bool any = false;
+	if (read_file(from, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return false;
+	for (char *p = buf; *p;) {
+		long n = strtol(p, &p, 10);
+		if (n > 0 && n != getpid()) {
+			any = true;
+			snprintf(pid, sizeof(pid), "%ld", n);
+			if (to)
+				write_file(to, "cgroup.procs", pid);
+		}
+		while (*p == '\n')
+			p++;
 	}
+	return any;
+}
+
+/* Make dir a parent the sandbox's cgroup can take every controller from.
+ * The "no internal processes" rule forbids that while dir holds
+ * processes: this launcher (when mine) moves into a leaf of its own
+ * (<name>-launcher, reaped once it is dead) and, only in a cgroup systemd
+ * delegated, the other processes there (the agent that started agentbox,
+ * a shell) into a shared leaf, OTHERS_LEAF, where every limit of the
+ * delegated cgroup still holds them. -EBUSY: others there, not delegated. */
+static int v2_prepare(const char *dir, const char *name, bool mine)
+{
+	int r = enable_controllers(dir);
+	if (r != -EBUSY)
+		return r;
+	bool others = move_procs(dir, NULL);
+	if (others && !delegated(dir))
+		return -EBUSY;
+	char leaf[1200], pid[32];
+	if (mine) {
+		snprintf(leaf, sizeof(leaf), "%s/%s-launcher", dir, name);
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		if (mkdir(leaf, 0755) == 0)
+			write_file(leaf, "cgroup.procs", pid);
+	}
+	snprintf(leaf, sizeof(leaf), "%s/" OTHERS_LEAF, dir);
+	if (others && (mkdir(leaf, 0755) == 0 || errno == EEXIST)) {
+		/* twice: a process may fork while the first pass moves its parent */
+		move_procs(dir, leaf);
+		move_procs(dir, leaf);
+	}
+	return enable_controllers(dir);
+}
+
+/* The cgroup an unprivileged launcher divides: its own (without the leaf
+ * agentbox moved it into) when that is a cgroup it may write, else a
+ * Delegate=yes scope systemd makes for it. rel gets its path below root;
+ * why says what failed when neither works. */
+static int v2_user_parent(const char *root, const char *name, char *rel, size_t len, char *why,
+			  size_t why_len)
+{
+	int r = -ENOENT;
+	char own_why[200] = "cannot tell this process's cgroup";
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (own_v2_cgroup(rel, len)) {
+			strip_leaf(rel);
+			char dir[1024];
+			snprintf(dir, sizeof(dir), "%s%s", root, strcmp(rel, "/") ? rel : "");
+			r = fake.root || access(dir, W_OK) == 0 ? v2_prepare(dir, name, true)
+								: -errno;
+			if (r == 0)
+				return 0;
+			snprintf(own_why, sizeof(own_why), "cannot divide %.100s: %s", dir,
+				 r == -EBUSY ? "other processes are in it and systemd did not "
+					       "delegate it"
+					     : strerror(-r));
+		}
+		if (attempt > 0 || fake.root)
+			break;
+		char unit[128], sd_why[200];
+		snprintf(unit, sizeof(unit), "%.100s.scope", name);
+		r = ab_systemd_scope(unit, sd_why, sizeof(sd_why));
+		if (r < 0) {
+			snprintf(why, why_len, "%.80s; no systemd scope: %.98s", own_why, sd_why);
+			return r;
+		}
+	}
+	snprintf(why, why_len, "%s", own_why);
 	return r;
 }
 
@@ -322,7 +463,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	struct ab_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
-	cg->oom_fd = -1;
+	cg->oom_fd = cg->clone_fd = -1;
 	cg->st.version = "none";
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
@@ -336,52 +477,47 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	int r;
 
 	if (have[H_UNIFIED] && v2_has_controllers(roots[H_UNIFIED])) {
-		char rel[512];
-		if (parent)
+		char rel[512], own[512];
+		const char *root = roots[H_UNIFIED];
+		r = 0;
+		if (parent) {
+			/* the launcher moves out of it only if it is in it */
 			snprintf(rel, sizeof(rel), "%s", parent);
-		else if (geteuid() == 0) {
+			bool mine = own_v2_cgroup(own, sizeof(own)) && strcmp(own, rel) == 0;
+			char pdir[1024];
+			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
+			v2_prepare(pdir, name, mine);
+		} else if (geteuid() == 0) {
+			/* root's sandboxes share one group, made (and controllers
+			 * handed down from the root, which systemd usually has done)
+			 * when missing */
 			snprintf(rel, sizeof(rel), "/agentbox");
 			cg->own_parent = true;
-		} else if (!own_v2_cgroup(rel, sizeof(rel)))
-			snprintf(rel, sizeof(rel), "/");
+			char pdir[1024];
+			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
+			enable_controllers(root);
+			if (mkdir(pdir, 0755) == 0 || errno == EEXIST)
+				enable_controllers(pdir);
+		} else
+			r = v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
-		char pdir[1024];
-		snprintf(pdir, sizeof(pdir), "%s%s", roots[H_UNIFIED], rel);
-		/* controllers for the children, down from the root (which systemd
-		 * usually has done) to the parent, made first if it is agentbox's;
-		 * a cgroup with processes of its own cannot, so the launcher then
-		 * moves into a leaf first (no internal processes) */
-		if (cg->own_parent) {
-			enable_controllers(roots[H_UNIFIED]);
-			if (mkdir(pdir, 0755) < 0 && errno != EEXIST)
-				pdir[0] = '\0';
-		}
-		if (pdir[0] && enable_controllers(pdir) == -EBUSY) {
-			char leaf[1024];
-			snprintf(leaf, sizeof(leaf), "%.900s/%.96s-launcher", pdir, name);
-			char pid[32];
-			snprintf(pid, sizeof(pid), "%d", (int)getpid());
-			if (mkdir(leaf, 0755) == 0)
-				write_file(leaf, "cgroup.procs", pid);
-			enable_controllers(pdir);
-		}
-		r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
-			     name);
+		if (r == 0 && (r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), root,
+					    rel, name)) < 0)
+			snprintf(why, sizeof(why), "cannot create a cgroup in %.60s%.60s: %.30s",
+				 root, rel, strerror(-r));
 		if (r == 0) {
 			cg->v2 = true;
 			cg->st.version = "v2";
 			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
 			apply_v2(cg, lim);
 			fall_back(cg, lim, "the v2 controller is not enabled for this cgroup");
+			if (!fake.root)
+				cg->clone_fd =
+					open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
 			*out = cg;
 			return 0;
 		}
-		snprintf(why, sizeof(why),
-			 "cannot create a cgroup in %.60s: %.30s (run under systemd-run --user "
-			 "--scope "
-			 "-p Delegate=yes, or pass --cgroup-parent)",
-			 pdir, strerror(-r));
 	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
@@ -420,6 +556,11 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg)
 {
 	return &cg->st;
+}
+
+int ab_cgroup_clone_fd(const struct ab_cgroup *cg)
+{
+	return cg ? cg->clone_fd : -1;
 }
 
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
@@ -597,6 +738,7 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	if (!cg)
 		return;
 	ab_close_keep_errno(cg->oom_fd);
+	ab_close_keep_errno(cg->clone_fd);
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
 		char parents[H_COUNT][1024];
@@ -675,9 +817,7 @@ int ab_cgroup_reap_stale(const char *parent)
 			if (!own_v2_cgroup(own, sizeof(own)))
 				continue;
 			/* siblings of the launcher's leaf, in its delegated parent */
-			char *slash = strrchr(own, '/');
-			if (slash && strstr(slash, "-launcher"))
-				*slash = '\0';
+			strip_leaf(own);
 			snprintf(dir, sizeof(dir), "%s%s", root, own);
 		} else
 			snprintf(dir, sizeof(dir), "%s/agentbox", root);
