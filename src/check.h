@@ -29,6 +29,7 @@ struct check_facts {
 	char host_cgroup[8];	/* the host's hierarchy: "v2", "v1" (or hybrid), "none" */
 	char cgroup_version[8]; /* what the trial sandbox got: "v2", "v1", "none" */
 	struct check_limit memory, cpu, pids;
+	char cgroup_path[512]; /* the trial sandbox's cgroup, "" for none */
 };
 
 enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
