@@ -239,7 +239,8 @@ Test(cgroup_v2, a_launcher_in_a_leaf_makes_its_sandbox_in_the_delegated_parent)
 		struct ab_error err = {0};
 		cr_assert_eq(ab_cgroup_create(NULL, &lim, &cg, &err), 0, "%s", err.msg);
 		const char *path = ab_cgroup_status(cg)->path;
-		cr_assert(strncmp(path, "/user.slice/agentbox-", 21) == 0 && !strchr(path + 12, '/'),
+		cr_assert(strncmp(path, "/user.slice/agentbox-", 21) == 0 &&
+				  !strchr(path + 12, '/'),
 			  "from %s: %s", leaves[i], path);
 		ab_cgroup_destroy(cg);
 	}
