@@ -11,8 +11,8 @@
  * Layouts:
  *  - v2 with controllers: one directory; memory.max, memory.swap.max,
  *    cpu.max, pids.max; unprivileged users get one beneath their own
- *    (systemd-delegated) cgroup, after moving the launcher into a leaf of
- *    its own so the parent may enable controllers (no internal processes).
+ *    (systemd-delegated) cgroup, or in a scope systemd makes for them
+ *    (cgroup_delegate.c); the init is cloned straight into it.
  *  - v1 or hybrid: a directory in each of memory, cpu, cpuacct and pids,
  *    plus one in a controller-less cgroup2 mount when there is one, which
  *    tracks every process for kill and CPU accounting.
@@ -31,12 +31,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_delegate.h"
 #include "error.h"
-#include "systemd_scope.h"
 #include "util.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -195,30 +194,25 @@ static bool own_v2_cgroup(char *out, size_t len)
 	return false;
 }
 
-/* The shared leaf other processes of a delegated cgroup move into; not
- * "agentbox-...", so never taken for a dead launcher's leftovers. */
-#define OTHERS_LEAF "agentbox.others"
-
-/* A cgroup path without the leaf agentbox put this process in. */
-static void strip_leaf(char *rel)
+/* cgroupfs access for cgroup_delegate.c */
+int ab_cgfs_write(const char *dir, const char *file, const char *value)
 {
-	char *slash = strrchr(rel, '/');
-	size_t n = slash ? strlen(slash) : 0;
-	if (slash && slash != rel &&
-	    ((n > 9 && strcmp(slash + n - 9, "-launcher") == 0 &&
-	      strncmp(slash, "/agentbox-", 10) == 0) ||
-	     strcmp(slash + 1, OTHERS_LEAF) == 0))
-		*slash = '\0';
+	return write_file(dir, file, value);
 }
 
-/* word in a space-separated list */
-static bool has_word(const char *list, const char *word)
+int ab_cgfs_read(const char *dir, const char *file, char *buf, size_t len)
 {
-	size_t n = strlen(word);
-	for (const char *p = list; (p = strstr(p, word)); p += n)
-		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
-			return true;
-	return false;
+	return read_file(dir, file, buf, len);
+}
+
+bool ab_cgfs_own_v2(char *out, size_t len)
+{
+	return own_v2_cgroup(out, len);
+}
+
+bool ab_cgfs_faked(void)
+{
+	return fake.root != NULL;
 }
 
 /* v2 with controllers: the caller's parent, or below the caller's own
@@ -228,130 +222,6 @@ static bool v2_has_controllers(const char *root)
 	char buf[512];
 	return read_file(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
 	       strstr(buf, "memory") && strstr(buf, "pids");
-}
-
-/* Hand memory, pids and cpu (those the parent offers) down to dir's
- * children, in one write: enabled one at a time, the threaded ones (pids,
- * cpu) go in while memory is refused in a cgroup with processes, which
- * makes it a thread root no process may then leave for a child
- * (EOPNOTSUPP). -EBUSY: dir has processes of its own. */
-static int enable_controllers(const char *dir)
-{
-	static const char *const ctrls[] = {"memory", "pids", "cpu"};
-	char have[512] = "", on[512] = "", want[64] = "";
-	/* a cgroup without the file (a fake tree) is asked for all three */
-	bool known = read_file(dir, "cgroup.controllers", have, sizeof(have)) == 0;
-	read_file(dir, "cgroup.subtree_control", on, sizeof(on));
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ctrls); i++)
-		if ((!known || has_word(have, ctrls[i])) && !has_word(on, ctrls[i]))
-			snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s+%s",
-				 want[0] ? " " : "", ctrls[i]);
-	return want[0] ? write_file(dir, "cgroup.subtree_control", want) : 0;
-}
-
-/* Did systemd delegate dir (Delegate=yes), the cgroup of this process's
- * unit? The system manager marks such a cgroup with the trusted.delegate
- * xattr (and user.delegate, systemd 251+); the user manager with neither,
- * so then its unit's Delegate property is asked for. */
-static bool delegated(const char *dir)
-{
-	if (fake.root)
-		return true;
-	char v[8] = "";
-	if (getxattr(dir, "trusted.delegate", v, sizeof(v)) > 0 ||
-	    getxattr(dir, "user.delegate", v, sizeof(v)) > 0)
-		return v[0] == '1';
-	return ab_systemd_delegated() == 1;
-}
-
-/* Every process in from's cgroup.procs (but this one) into to's, or with
- * to NULL only whether there is one. */
-static bool move_procs(const char *from, const char *to)
-{
-	char buf[65536], pid[32];
-	bool any = false;
-	if (read_file(from, "cgroup.procs", buf, sizeof(buf)) < 0)
-		return false;
-	for (char *p = buf; *p;) {
-		long n = strtol(p, &p, 10);
-		if (n > 0 && n != getpid()) {
-			any = true;
-			snprintf(pid, sizeof(pid), "%ld", n);
-			if (to)
-				write_file(to, "cgroup.procs", pid);
-		}
-		while (*p == '\n')
-			p++;
-	}
-	return any;
-}
-
-/* Make dir a parent the sandbox's cgroup can take every controller from.
- * The "no internal processes" rule forbids that while dir holds
- * processes: this launcher (when mine) moves into a leaf of its own
- * (<name>-launcher, reaped once it is dead) and, only in a cgroup systemd
- * delegated, the other processes there (the agent that started agentbox,
- * a shell) into a shared leaf, OTHERS_LEAF, where every limit of the
- * delegated cgroup still holds them. -EBUSY: others there, not delegated. */
-static int v2_prepare(const char *dir, const char *name, bool mine)
-{
-	int r = enable_controllers(dir);
-	if (r != -EBUSY)
-		return r;
-	bool others = move_procs(dir, NULL);
-	if (others && !delegated(dir))
-		return -EBUSY;
-	char leaf[1200], pid[32];
-	if (mine) {
-		snprintf(leaf, sizeof(leaf), "%s/%s-launcher", dir, name);
-		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		if (mkdir(leaf, 0755) == 0)
-			write_file(leaf, "cgroup.procs", pid);
-	}
-	snprintf(leaf, sizeof(leaf), "%s/" OTHERS_LEAF, dir);
-	if (others && (mkdir(leaf, 0755) == 0 || errno == EEXIST)) {
-		/* twice: a process may fork while the first pass moves its parent */
-		move_procs(dir, leaf);
-		move_procs(dir, leaf);
-	}
-	return enable_controllers(dir);
-}
-
-/* The cgroup an unprivileged launcher divides: its own (without the leaf
- * agentbox moved it into) when that is a cgroup it may write, else a
- * Delegate=yes scope systemd makes for it. rel gets its path below root;
- * why says what failed when neither works. */
-static int v2_user_parent(const char *root, const char *name, char *rel, size_t len, char *why,
-			  size_t why_len)
-{
-	int r = -ENOENT;
-	char own_why[200] = "cannot tell this process's cgroup";
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (own_v2_cgroup(rel, len)) {
-			strip_leaf(rel);
-			char dir[1024];
-			snprintf(dir, sizeof(dir), "%s%s", root, strcmp(rel, "/") ? rel : "");
-			r = fake.root || access(dir, W_OK) == 0 ? v2_prepare(dir, name, true)
-								: -errno;
-			if (r == 0)
-				return 0;
-			snprintf(own_why, sizeof(own_why), "cannot divide %.100s: %s", dir,
-				 r == -EBUSY ? "other processes are in it and systemd did not "
-					       "delegate it"
-					     : strerror(-r));
-		}
-		if (attempt > 0 || fake.root)
-			break;
-		char unit[128], sd_why[200];
-		snprintf(unit, sizeof(unit), "%.100s.scope", name);
-		r = ab_systemd_scope(unit, sd_why, sizeof(sd_why));
-		if (r < 0) {
-			snprintf(why, why_len, "%.80s; no systemd scope: %.98s", own_why, sd_why);
-			return r;
-		}
-	}
-	snprintf(why, why_len, "%s", own_why);
-	return r;
 }
 
 static void set_how(struct ab_limit_status *s, enum ab_limit_how how, const char *why)
@@ -486,7 +356,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			bool mine = own_v2_cgroup(own, sizeof(own)) && strcmp(own, rel) == 0;
 			char pdir[1024];
 			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
-			v2_prepare(pdir, name, mine);
+			ab_cg_v2_prepare(pdir, name, mine);
 		} else if (geteuid() == 0) {
 			/* root's sandboxes share one group, made (and controllers
 			 * handed down from the root, which systemd usually has done)
@@ -495,11 +365,11 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			cg->own_parent = true;
 			char pdir[1024];
 			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
-			enable_controllers(root);
+			ab_cg_enable_controllers(root);
 			if (mkdir(pdir, 0755) == 0 || errno == EEXIST)
-				enable_controllers(pdir);
+				ab_cg_enable_controllers(pdir);
 		} else
-			r = v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
+			r = ab_cg_v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
 		if (r == 0 && (r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), root,
@@ -817,7 +687,7 @@ int ab_cgroup_reap_stale(const char *parent)
 			if (!own_v2_cgroup(own, sizeof(own)))
 				continue;
 			/* siblings of the launcher's leaf, in its delegated parent */
-			strip_leaf(own);
+			ab_cg_strip_leaf(own);
 			snprintf(dir, sizeof(dir), "%s%s", root, own);
 		} else
 			snprintf(dir, sizeof(dir), "%s/agentbox", root);
