@@ -11,8 +11,8 @@
  * Layouts:
  *  - v2 with controllers: one directory; memory.max, memory.swap.max,
  *    cpu.max, pids.max; unprivileged users get one beneath their own
- *    (systemd-delegated) cgroup, after moving the launcher into a leaf of
- *    its own so the parent may enable controllers (no internal processes).
+ *    (systemd-delegated) cgroup, or in a scope systemd makes for them
+ *    (cgroup_delegate.c); the init is cloned straight into it.
  *  - v1 or hybrid: a directory in each of memory, cpu, cpuacct and pids,
  *    plus one in a controller-less cgroup2 mount when there is one, which
  *    tracks every process for kill and CPU accounting.
@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_delegate.h"
 #include "error.h"
 #include "util.h"
 
@@ -50,7 +51,8 @@ struct ab_cgroup {
 	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
 	char dir[H_COUNT][1024]; /* created directories, "" if none */
 	unsigned long long rlimit_as;
-	int oom_fd; /* memory.events or memory.oom_control, opened at first use */
+	int oom_fd;   /* memory.events or memory.oom_control, opened at first use */
+	int clone_fd; /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
 };
 
 /* Tests only (ab_cgroup_test_fake_v2): a directory laid out like a cgroup2
@@ -192,6 +194,27 @@ static bool own_v2_cgroup(char *out, size_t len)
 	return false;
 }
 
+/* cgroupfs access for cgroup_delegate.c */
+int ab_cgfs_write(const char *dir, const char *file, const char *value)
+{
+	return write_file(dir, file, value);
+}
+
+int ab_cgfs_read(const char *dir, const char *file, char *buf, size_t len)
+{
+	return read_file(dir, file, buf, len);
+}
+
+bool ab_cgfs_own_v2(char *out, size_t len)
+{
+	return own_v2_cgroup(out, len);
+}
+
+bool ab_cgfs_faked(void)
+{
+	return fake.root != NULL;
+}
+
 /* v2 with controllers: the caller's parent, or below the caller's own
  * cgroup when it may write there (a delegated subtree). */
 static bool v2_has_controllers(const char *root)
@@ -199,18 +222,6 @@ static bool v2_has_controllers(const char *root)
 	char buf[512];
 	return read_file(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
 	       strstr(buf, "memory") && strstr(buf, "pids");
-}
-
-static int enable_controllers(const char *dir)
-{
-	const char *ctrls[] = {"+memory", "+pids", "+cpu"};
-	int r = 0;
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ctrls); i++) {
-		int e = write_file(dir, "cgroup.subtree_control", ctrls[i]);
-		if (e < 0 && r == 0)
-			r = e;
-	}
-	return r;
 }
 
 static void set_how(struct ab_limit_status *s, enum ab_limit_how how, const char *why)
@@ -322,7 +333,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	struct ab_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
-	cg->oom_fd = -1;
+	cg->oom_fd = cg->clone_fd = -1;
 	cg->st.version = "none";
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
@@ -336,52 +347,47 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	int r;
 
 	if (have[H_UNIFIED] && v2_has_controllers(roots[H_UNIFIED])) {
-		char rel[512];
-		if (parent)
+		char rel[512], own[512];
+		const char *root = roots[H_UNIFIED];
+		r = 0;
+		if (parent) {
+			/* the launcher moves out of it only if it is in it */
 			snprintf(rel, sizeof(rel), "%s", parent);
-		else if (geteuid() == 0) {
+			bool mine = own_v2_cgroup(own, sizeof(own)) && strcmp(own, rel) == 0;
+			char pdir[1024];
+			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
+			ab_cg_v2_prepare(pdir, name, mine);
+		} else if (geteuid() == 0) {
+			/* root's sandboxes share one group, made (and controllers
+			 * handed down from the root, which systemd usually has done)
+			 * when missing */
 			snprintf(rel, sizeof(rel), "/agentbox");
 			cg->own_parent = true;
-		} else if (!own_v2_cgroup(rel, sizeof(rel)))
-			snprintf(rel, sizeof(rel), "/");
+			char pdir[1024];
+			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
+			ab_cg_enable_controllers(root);
+			if (mkdir(pdir, 0755) == 0 || errno == EEXIST)
+				ab_cg_enable_controllers(pdir);
+		} else
+			r = ab_cg_v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
-		char pdir[1024];
-		snprintf(pdir, sizeof(pdir), "%s%s", roots[H_UNIFIED], rel);
-		/* controllers for the children, down from the root (which systemd
-		 * usually has done) to the parent, made first if it is agentbox's;
-		 * a cgroup with processes of its own cannot, so the launcher then
-		 * moves into a leaf first (no internal processes) */
-		if (cg->own_parent) {
-			enable_controllers(roots[H_UNIFIED]);
-			if (mkdir(pdir, 0755) < 0 && errno != EEXIST)
-				pdir[0] = '\0';
-		}
-		if (pdir[0] && enable_controllers(pdir) == -EBUSY) {
-			char leaf[1024];
-			snprintf(leaf, sizeof(leaf), "%.900s/%.96s-launcher", pdir, name);
-			char pid[32];
-			snprintf(pid, sizeof(pid), "%d", (int)getpid());
-			if (mkdir(leaf, 0755) == 0)
-				write_file(leaf, "cgroup.procs", pid);
-			enable_controllers(pdir);
-		}
-		r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
-			     name);
+		if (r == 0 && (r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), root,
+					    rel, name)) < 0)
+			snprintf(why, sizeof(why), "cannot create a cgroup in %.60s%.60s: %.30s",
+				 root, rel, strerror(-r));
 		if (r == 0) {
 			cg->v2 = true;
 			cg->st.version = "v2";
 			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
 			apply_v2(cg, lim);
 			fall_back(cg, lim, "the v2 controller is not enabled for this cgroup");
+			if (!fake.root)
+				cg->clone_fd =
+					open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
 			*out = cg;
 			return 0;
 		}
-		snprintf(why, sizeof(why),
-			 "cannot create a cgroup in %.60s: %.30s (run under systemd-run --user "
-			 "--scope "
-			 "-p Delegate=yes, or pass --cgroup-parent)",
-			 pdir, strerror(-r));
 	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
@@ -420,6 +426,11 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg)
 {
 	return &cg->st;
+}
+
+int ab_cgroup_clone_fd(const struct ab_cgroup *cg)
+{
+	return cg ? cg->clone_fd : -1;
 }
 
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
@@ -597,6 +608,7 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	if (!cg)
 		return;
 	ab_close_keep_errno(cg->oom_fd);
+	ab_close_keep_errno(cg->clone_fd);
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
 		char parents[H_COUNT][1024];
@@ -675,9 +687,7 @@ int ab_cgroup_reap_stale(const char *parent)
 			if (!own_v2_cgroup(own, sizeof(own)))
 				continue;
 			/* siblings of the launcher's leaf, in its delegated parent */
-			char *slash = strrchr(own, '/');
-			if (slash && strstr(slash, "-launcher"))
-				*slash = '\0';
+			ab_cg_strip_leaf(own);
 			snprintf(dir, sizeof(dir), "%s%s", root, own);
 		} else
 			snprintf(dir, sizeof(dir), "%s/agentbox", root);

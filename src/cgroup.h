@@ -50,12 +50,21 @@ struct ab_cgroup;
 /* Launcher: make a fresh cgroup for one sandbox, named uniquely for this
  * launcher (pid and start time, so leftovers of dead launchers are
  * recognisable), under parent (--cgroup-parent) or, when NULL, where this
- * host allows it. Never fails only because no cgroup can be made: then the
- * handle is "none" and status says so per limit; fails (negative errno)
- * for real errors, e.g. a parent that does not exist. */
+ * host allows it: root in a shared agentbox group; anyone else beneath
+ * its own cgroup where it may divide it (a delegated subtree: the launcher,
+ * and in a Delegate=yes cgroup the other processes there too, move into
+ * leaves first), else in a Delegate=yes scope systemd makes for it. Never fails only because no
+ * cgroup can be made: then the handle is "none" and status says so per limit; fails (negative
+ * errno) for real errors, e.g. a parent that does not exist. */
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
 		     struct ab_error *err);
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
+
+/* A cgroup fd to create the sandbox's init in directly
+ * (clone3 with CLONE_INTO_CGROUP: no task is migrated, the init runs its
+ * first instruction under every limit), or -1 where the kernel cannot:
+ * then the init is moved with ab_cgroup_attach. Owned by cg. */
+int ab_cgroup_clone_fd(const struct ab_cgroup *cg);
 
 /* Move pid (the sandbox's init, before it runs anything) into the cgroup in
  * every hierarchy. A no-op on a "none" handle. */

@@ -60,8 +60,8 @@ static void trial(struct check_facts *f)
 	}
 	char *argv[16];
 	int argc = 0;
-	char *common[] = {"run",    "--workspace", ws,		"--memory", "64M",
-			  "--cpus", "1",	   "--timeout", "10s"};
+	char *common[] = {"run", "--workspace", ws,   "--memory",  "64M", "--cpus",
+			  "1",	 "--pids",	"64", "--timeout", "10s"};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(common); i++)
 		argv[argc++] = common[i];
 	argv[argc++] = "--";
@@ -87,6 +87,7 @@ static void trial(struct check_facts *f)
 		copy_limit(&f->memory, &res.memory);
 		copy_limit(&f->cpu, &res.cpu);
 		copy_limit(&f->pids, &res.pids);
+		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "%s", res.cgroup_path);
 	}
 	ab_result_free(&res);
 	ab_config_free(&cfg);
@@ -254,9 +255,19 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 					 ? "rlimit only (per process)"
 					 : "none");
 		}
-		item(it, "cgroup limits", all ? CHECK_OK : CHECK_WARN,
-		     "host cgroup %s, the sandbox's %s; %s", f->host_cgroup, f->cgroup_version,
-		     text);
+		/* the first reason a limit is missing: they share one cause */
+		const char *why = "";
+		for (size_t i = 0; i < 3 && !why[0]; i++)
+			if (strcmp(lim[i].l->how, "cgroup") != 0)
+				why = lim[i].l->why;
+		if (all)
+			item(it, "cgroup limits", CHECK_OK,
+			     "host cgroup %s, the sandbox's %s (%.150s); %s", f->host_cgroup,
+			     f->cgroup_version, f->cgroup_path, text);
+		else
+			item(it, "cgroup limits", CHECK_WARN,
+			     "host cgroup %s, the sandbox's %s; %s%s%.200s", f->host_cgroup,
+			     f->cgroup_version, text, why[0] ? ": " : "", why);
 		if (!all && strcmp(f->host_cgroup, "v1") == 0 && !f->root)
 			fix(it,
 			    "cgroup v1 cannot be delegated to users safely: boot with "
@@ -266,8 +277,10 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 			    "--cgroup-parent NAME");
 		else if (!all && !f->root)
 			fix(it,
-			    "run agentbox in a delegated cgroup: systemd-run --user --scope -p "
-			    "Delegate=yes agentbox ..., or pass --cgroup-parent with a subtree you "
+			    "agentbox asks your systemd user manager for a Delegate=yes scope when "
+			    "its own cgroup is not delegated: have one running for you (a login "
+			    "through pam_systemd, or loginctl enable-linger $USER), run agentbox "
+			    "in a delegated cgroup, or pass --cgroup-parent with a subtree you "
 			    "own");
 		else if (!all)
 			fix(it, "mount the memory, cpu and pids controllers (cgroup v2: "

@@ -29,6 +29,7 @@ struct check_facts {
 	char host_cgroup[8];	/* the host's hierarchy: "v2", "v1" (or hybrid), "none" */
 	char cgroup_version[8]; /* what the trial sandbox got: "v2", "v1", "none" */
 	struct check_limit memory, cpu, pids;
+	char cgroup_path[512]; /* the trial sandbox's cgroup, "" for none */
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,44 @@ static void close_pair(int fds[2])
 	fds[0] = fds[1] = -1;
 }
 
+/* clone3's arguments (linux/sched.h, struct clone_args, 5.7 with cgroup) */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		set_tid_size, cgroup;
+};
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* Raw clone, fork semantics with the new namespaces in one step: straight
+ * into the sandbox's cgroup where the kernel can (clone3 with
+ * CLONE_INTO_CGROUP, cgroup v2, Linux 5.7), so no running task is
+ * migrated on the start path (a migration waits for an RCU grace period);
+ * else *placed is false and the caller moves the init, which waits for GO
+ * before running anything. */
+static pid_t clone_init(const struct sandbox *sb, bool *placed)
+{
+	unsigned long flags = userns_clone_flags(&sb->cfg);
+	int cgfd = ab_cgroup_clone_fd(sb->cg);
+	*placed = false;
+	if (cgfd >= 0) {
+		struct clone3_args ca = {
+			.flags = flags | CLONE_INTO_CGROUP,
+			.exit_signal = SIGCHLD,
+			.cgroup = (uint64_t)cgfd,
+		};
+		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid >= 0) {
+			*placed = true;
+			return pid;
+		}
+		/* no clone3 (ENOSYS: an older kernel, or a seccomp filter of
+		 * whatever runs agentbox), no CLONE_INTO_CGROUP (E2BIG,
+		 * EINVAL): the migration gives the same sandbox, later */
+	}
+	return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
 pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, struct ab_error *err)
 {
 	int pair[2];
@@ -192,9 +231,8 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	a->landlock_fd = -1;
 	a->seccomp = sb->seccomp;
 	a->cgroup = sb->cg;
-	/* raw clone: fork semantics with the new namespaces in one step */
-	pid_t pid = (pid_t)syscall(SYS_clone, userns_clone_flags(&sb->cfg) | SIGCHLD, NULL, NULL,
-				   NULL, NULL);
+	bool placed;
+	pid_t pid = clone_init(sb, &placed);
 	if (pid < 0) {
 		r = clone_error(errno, err);
 		close(pair[0]);
@@ -210,7 +248,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	view_plan_reap_helpers(&sb->plan, false);
 	view_plan_close_trees(&sb->plan); /* the init has its own copies */
 	/* into the cgroup before it runs anything: it waits for GO */
-	r = ab_cgroup_attach(sb->cg, pid, err);
+	r = placed ? 0 : ab_cgroup_attach(sb->cg, pid, err);
 	if (r == 0)
 		r = userns_write_maps(pid, &sb->cfg, err);
 	if (r == 0 && (r = sync_send(pair[0], SYNC_GO, 0, 0, NULL)) < 0)

@@ -191,10 +191,14 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 			   "echo started; sleep 100", NULL);
 	char buf[64] = {0};
 	cr_assert_gt(read(out, buf, sizeof(buf) - 1), 0);
-	/* the cgroup is named after the launcher's pid: find it */
-	char cmd[256];
+	/* the cgroup is named after the launcher's pid: find it, as deep as a
+	 * user's systemd scope puts it (7 levels), but not the leaf the
+	 * launcher may have moved itself into, nor a scope made for it */
+	char cmd[400];
 	snprintf(cmd, sizeof(cmd),
-		 "find /sys/fs/cgroup -maxdepth 4 -type d -name 'agentbox-%d-*' | head -1", p);
+		 "find /sys/fs/cgroup -maxdepth 10 -type d -name 'agentbox-%d-*' "
+		 "! -name '*-launcher' ! -name '*.scope' 2>/dev/null | head -1",
+		 p);
 	FILE *f = popen(cmd, "r");
 	char dir[512] = {0};
 	cr_assert_not_null(fgets(dir, sizeof(dir), f), "no cgroup named after agentbox %d", p);

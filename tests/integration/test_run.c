@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,12 +219,19 @@ Test(run, host_private_paths_are_absent)
 Test(run, callers_home_is_not_visible)
 {
 	char *ws = test_tmpdir();
-	const char *home = getenv("HOME");
-	cr_assert_not_null(home);
-	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "test -e \"$1\" && echo visible; echo done",
-	       "sh", home, NULL);
-	if (strcmp(home, "/home/agent") != 0)
-		cr_assert_str_eq(r.out, "done\n");
+	/* the caller's home as the password database has it, and $HOME: a
+	 * systemd service has no HOME, and HOME may point elsewhere */
+	const struct passwd *pw = getpwuid(getuid());
+	cr_assert_not_null(pw);
+	const char *homes[] = {pw->pw_dir, getenv("HOME")};
+	for (size_t i = 0; i < sizeof(homes) / sizeof(homes[0]); i++) {
+		const char *home = homes[i];
+		if (!home || strcmp(home, "/") == 0 || strcmp(home, "/home/agent") == 0)
+			continue; /* no home, or one the view has of its own */
+		run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+		       "test -e \"$1\" && echo visible; echo done", "sh", home, NULL);
+		cr_assert_str_eq(r.out, "done\n", "%s is visible", home);
+	}
 }
 
 Test(run, tmp_and_home_are_writable_tmpfs_and_vanish)

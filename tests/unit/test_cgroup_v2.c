@@ -178,3 +178,70 @@ Test(cgroup_v2, a_hierarchy_without_the_controllers_is_not_used_for_limits)
 	cr_assert(strlen(st->pids.why) > 0);
 	ab_cgroup_destroy(cg);
 }
+
+/* The parent's controllers go in with one write: one at a time, the
+ * threaded ones (pids, cpu) went in while memory was refused in a cgroup
+ * with processes, which made it a thread root no process could leave
+ * (EOPNOTSUPP on a real systemd scope). A fake file keeps the last write. */
+Test(cgroup_v2, the_controllers_are_enabled_in_one_write)
+{
+	struct ab_limits lim = {.memory = 64 << 20, .pids = 10};
+	struct ab_cgroup *cg = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_cgroup_create("/user.slice", &lim, &cg, &err), 0, "%s", err.msg);
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/user.slice", root);
+	cr_assert_str_eq(get(dir, "cgroup.subtree_control"), "+memory +pids +cpu");
+	ab_cgroup_destroy(cg);
+}
+
+Test(cgroup_v2, only_the_controllers_the_parent_offers_are_asked_for)
+{
+	put("user.slice/cgroup.controllers", "memory pids\n");
+	struct ab_limits lim = {.memory = 64 << 20, .cpu_millis = 500};
+	struct ab_cgroup *cg = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_cgroup_create("/user.slice", &lim, &cg, &err), 0, "%s", err.msg);
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/user.slice", root);
+	cr_assert_str_eq(get(dir, "cgroup.subtree_control"), "+memory +pids");
+	ab_cgroup_destroy(cg);
+}
+
+Test(cgroup_v2, controllers_already_enabled_are_not_written_again)
+{
+	put("user.slice/cgroup.controllers", "cpu memory pids\n");
+	put("user.slice/cgroup.subtree_control", "cpu memory pids\n");
+	struct ab_limits lim = {.pids = 10};
+	struct ab_cgroup *cg = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_cgroup_create("/user.slice", &lim, &cg, &err), 0, "%s", err.msg);
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/user.slice", root);
+	cr_assert_str_eq(get(dir, "cgroup.subtree_control"), "cpu memory pids\n");
+	ab_cgroup_destroy(cg);
+}
+
+/* A launcher that agentbox moved into a leaf of a delegated cgroup (its own
+ * "-launcher" leaf, or the shared one for the other processes there) makes
+ * its sandboxes beside that leaf, in the delegated cgroup, never inside a
+ * leaf (which must stay without children to keep its processes). */
+Test(cgroup_v2, a_launcher_in_a_leaf_makes_its_sandbox_in_the_delegated_parent)
+{
+	if (geteuid() == 0)
+		cr_skip_test("root's sandboxes go to /agentbox, whatever its own cgroup");
+	const char *leaves[] = {"/user.slice/agentbox.others",
+				"/user.slice/agentbox-1-2-3-launcher"};
+	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
+		ab_cgroup_test_fake_v2(root, leaves[i]);
+		struct ab_limits lim = {.pids = 10};
+		struct ab_cgroup *cg = NULL;
+		struct ab_error err = {0};
+		cr_assert_eq(ab_cgroup_create(NULL, &lim, &cg, &err), 0, "%s", err.msg);
+		const char *path = ab_cgroup_status(cg)->path;
+		cr_assert(strncmp(path, "/user.slice/agentbox-", 21) == 0 &&
+				  !strchr(path + 12, '/'),
+			  "from %s: %s", leaves[i], path);
+		ab_cgroup_destroy(cg);
+	}
+}

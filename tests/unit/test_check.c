@@ -158,12 +158,17 @@ Test(check, cgroup_limits_say_which_are_real)
 	snprintf(f.memory.how, sizeof(f.memory.how), "rlimit");
 	snprintf(f.cpu.how, sizeof(f.cpu.how), "unavailable");
 	snprintf(f.pids.how, sizeof(f.pids.how), "unavailable");
+	snprintf(f.memory.why, sizeof(f.memory.why), "RLIMIT_AS per process: no user bus");
 	struct check_item items[CHECK_MAX_ITEMS];
 	const struct check_item *it = find(&f, "cgroup limits", items);
 	cr_assert_eq(it->level, CHECK_WARN);
 	cr_assert(strstr(it->detail, "memory: rlimit only"), "%s", it->detail);
 	cr_assert(strstr(it->detail, "cpu: none"), "%s", it->detail);
-	cr_assert(strstr(it->fix, "Delegate=yes"), "%s", it->fix);
+	/* why, as the trial's limits said it */
+	cr_assert(strstr(it->detail, ": RLIMIT_AS per process: no user bus"), "%s", it->detail);
+	/* on v2 agentbox asks systemd itself: the fix is a user manager */
+	cr_assert(strstr(it->fix, "systemd user manager"), "%s", it->fix);
+	cr_assert(strstr(it->fix, "--cgroup-parent"), "%s", it->fix);
 	snprintf(f.host_cgroup, sizeof(f.host_cgroup), "v1");
 	it = find(&f, "cgroup limits", items);
 	cr_assert(strstr(it->fix, "systemd.unified_cgroup_hierarchy=1"), "%s", it->fix);
