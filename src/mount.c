@@ -626,41 +626,57 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 }
 
 /* The plan's own /etc/passwd and /etc/group (idmap.h), from a small
- * detached tmpfs, read-only over the host's. */
+ * tmpfs, read-only over the host's. The tmpfs is attached in the new root
+ * (which sits at /tmp now) while its files are cloned: open_tree clones
+ * only from mounts of the caller's namespace before Linux 6.15 (EINVAL on
+ * Debian 12's 6.1), not from a detached one. */
+#define ID_STAGE ".agentbox-ids"
 static int mount_id_files(int root, const struct view_plan *plan, struct ab_error *err)
 {
 	const char *files[][2] = {{"passwd", plan->passwd}, {"group", plan->group}};
 	const char *opts[] = {"size", "1048576", "mode", "755", NULL};
-	cleanup_fd int fs = -1;
+	if (!plan->passwd && !plan->group)
+		return 0;
+	cleanup_fd int fs = new_fs("tmpfs", opts, 0, "/etc/passwd", err);
+	if (fs < 0)
+		return fs;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
 		if (!files[i][1])
 			continue;
-		char dst[32];
-		snprintf(dst, sizeof(dst), "/etc/%s", files[i][0]);
-		if (fs < 0 && (fs = new_fs("tmpfs", opts, 0, dst, err)) < 0)
-			return fs;
 		cleanup_fd int fd =
 			openat(fs, files[i][0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return ab_error_set(err, errno, "cannot write %s", dst);
 		size_t len = strlen(files[i][1]);
-		ssize_t n = write(fd, files[i][1], len);
+		ssize_t n = fd < 0 ? -1 : write(fd, files[i][1], len);
 		if (n != (ssize_t)len)
-			return ab_error_set(err, n < 0 ? errno : EIO, "cannot write %s", dst);
-		cleanup_fd int tree =
-			open_tree(fs, files[i][0], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+			return ab_error_set(err, n < 0 ? errno : EIO, "cannot write /etc/%s",
+					    files[i][0]);
+	}
+	if (mkdirat(root, ID_STAGE, 0700) < 0 ||
+	    move_mount(fs, "", root, ID_STAGE, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return ab_error_set(err, errno, "cannot stage the view's /etc/passwd");
+	int r = 0;
+	for (size_t i = 0; i < AB_ARRAY_SIZE(files) && r == 0; i++) {
+		if (!files[i][1])
+			continue;
+		char src[64], dst[32];
+		snprintf(src, sizeof(src), ID_STAGE "/%s", files[i][0]);
+		snprintf(dst, sizeof(dst), "/etc/%s", files[i][0]);
+		cleanup_fd int tree = open_tree(root, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
-			return ab_error_set(err, errno, "cannot bind %s", dst);
+		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0) {
+			r = ab_error_set(err, errno, "cannot bind %s", dst);
+			break;
+		}
 		cleanup_fd int target = make_target(root, dst, false, err);
-		if (target < 0)
-			return target;
-		int r = attach(tree, target, dst, err);
-		if (r < 0)
-			return r;
+		r = target < 0 ? target : attach(tree, target, dst, err);
 	}
-	return 0;
+	/* the clones hold the files; the staging mount and its directory go */
+	if (umount2("/tmp/" ID_STAGE, MNT_DETACH) < 0 && r == 0)
+		r = ab_error_set(err, errno, "cannot detach the staged /etc/passwd");
+	if (unlinkat(root, ID_STAGE, AT_REMOVEDIR) < 0 && r == 0)
+		r = ab_error_set(err, errno, "cannot remove the staged /etc/passwd");
+	return r;
 }
 
 int view_build(struct view_plan *plan, struct ab_error *err)
