@@ -162,6 +162,37 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 	json_object_put(j);
 }
 
+/* Many small processes in a small cgroup: the init, a copy of the launcher,
+ * is the largest process there when the OOM killer picks one. That is the
+ * sandbox killed for memory (137, oom_killed), not agentbox's own error
+ * (125 "the sandbox's init was killed by signal 9"), which it said before. */
+Test(limits, an_init_the_oom_killer_takes_is_an_oom_result)
+{
+	if (!expect_cgroups())
+		return; /* RLIMIT_AS per process: no OOM killer in a cgroup */
+	char *ws = test_tmpdir();
+	const char *args[] = {"--memory",
+			      "8M",
+			      "--pids",
+			      "1000",
+			      "--timeout",
+			      "60s",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      IN_SANDBOX
+			      "i=0; while [ $i -lt 300 ]; do sleep 50 & i=$((i + 1)); done; "
+			      "wait",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	cr_assert_neq(r.exit_code, 125, "stderr: %s", r.err);
+	cr_assert(json_object_get_boolean(get(j, "oom_killed")), "exit %d, stderr: %s", r.exit_code,
+		  r.err);
+	cr_assert_eq(r.exit_code, 128 + SIGKILL, "exit %d, stderr: %s", r.exit_code, r.err);
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
 Test(limits, require_limits_refuses_what_cannot_be_applied)
 {
 	char *ws = test_tmpdir();
