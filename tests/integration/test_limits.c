@@ -3,6 +3,7 @@
  * behind. Every test that could hurt the host if isolation broke first
  * proves, in the same command, that it runs inside a sandbox. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -243,6 +244,57 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 	while (stat(dir, &st) == 0 && time(NULL) < deadline)
 		usleep(10000);
 	cr_assert_neq(stat(dir, &st), 0, "%s was not reaped", dir);
+}
+
+/* A v1 controller's cgroup has no cgroup.kill: the reaper kills what its
+ * cgroup.procs lists, each through a pidfd after checking the process is
+ * still in that cgroup. A stale cgroup (its owner's pid 999999 has no
+ * such start time) with a live process in it: both are gone after a run. */
+Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
+{
+	const char *parent = "/sys/fs/cgroup/pids/agentbox";
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
+		return; /* root's v1 pids hierarchy only: where the reaper works unaided */
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/agentbox-999999-1-%d", parent, (int)getpid());
+	/* another run may remove the shared parent between the two mkdirs */
+	for (int i = 0; i < 3 && mkdir(dir, 0755) < 0 && errno == ENOENT; i++)
+		mkdir(parent, 0755);
+	cr_assert_eq(stat(dir, &st), 0, "cannot make %s", dir);
+	pid_t p = fork();
+	if (p == 0) {
+		execlp("sleep", "sleep", "100", (char *)NULL);
+		_exit(127);
+	}
+	char path[300], v[32];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "w");
+	snprintf(v, sizeof(v), "%d", (int)p);
+	bool moved = f && fputs(v, f) >= 0 && fclose(f) == 0;
+	if (!moved) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		rmdir(dir);
+		cr_assert_fail("cannot move %d into %s", (int)p, dir);
+	}
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "true", NULL);
+	int status = 0;
+	pid_t got = 0;
+	for (int i = 0; i < 500 && (got = waitpid(p, &status, WNOHANG)) == 0; i++)
+		usleep(10000);
+	if (got == 0) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+	for (int i = 0; i < 500 && stat(dir, &st) == 0; i++)
+		usleep(10000);
+	bool left = stat(dir, &st) == 0 && rmdir(dir) == 0;
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert(got == p && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the process in the stale cgroup was not killed");
+	cr_assert_not(left, "%s was not removed", dir);
 }
 
 Test(limits, a_cgroup_parent_that_does_not_work_is_an_error)
