@@ -71,6 +71,7 @@ struct ab_session {
 	struct sandbox sb;
 	pid_t init;
 	bool init_reaped; /* its pid may be another process's now */
+	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
 	int init_pidfd, sync_fd, listener;
 	int epfd, timerfd, devnull;
 	struct cmd *cmds;
@@ -468,6 +469,7 @@ static bool on_sync(struct ab_session *s)
 	int r = sync_recv_fds(s->sync_fd, &m, fds, 2, &n);
 	if (r == -EAGAIN)
 		return true; /* idle_shim took it meanwhile */
+	s->sync_eof = r == 0;
 	bool ok = r == 1 && s->asked > 0;
 	if (ok && m.type == SYNC_SHIM) {
 		s->asked--;
@@ -1151,7 +1153,11 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			int st = 0;
 			const char *why = "the sandbox broke the protocol (a message out of turn); "
 					  "it was killed";
-			if (kind == K_INIT)
+			/* the socket closes as the init exits, a moment before its
+			 * pidfd says so: wait that moment (bounded) before blaming
+			 * the protocol */
+			struct pollfd pfd = {.fd = s->init_pidfd, .events = POLLIN};
+			if (kind == K_INIT || (s->sync_eof && poll(&pfd, 1, 1000) == 1))
 				why = "the sandbox's init died";
 			else if (waitpid(s->init, &st, WNOHANG) == s->init) {
 				s->init_reaped = true;
