@@ -69,6 +69,9 @@ def render(r):
         w(f"| {x['label']} | {x['n']} | {ms(x['median'])} | {ms(x['min'])} – {ms(x['max'])} | "
           f"{x['median'] / sub:.2f} |")
 
+    if "cadence" in r:
+        cadence(r, w)
+
     cap = {x["key"]: x for x in r["capture"]}
     raw = cap["raw"]["mibps"]
     w(f"\n### Output capture\n\n`head -c N /dev/zero`; MiB/s of the median time, start-up "
@@ -142,6 +145,51 @@ def render(r):
     for t, now, ok in rows:
         w(f"| {t} | {now} | {'?' if now == '?' else 'yes' if ok else 'no'} |")
     return "\n".join(out) + "\n"
+
+
+def cadence_ratios(r):
+    """{gap: (run / bwrap, execute / subprocess.run capturing)} of the medians."""
+    med = {(x["key"], x["gap_s"]): x["median"] for x in r["cadence"]}
+    gaps = sorted({x["gap_s"] for x in r["cadence"]})
+    return {g: (med[("run", g)] / med[("bwrap", g)],
+                med[("execute", g)] / med[("subprocess", g)]) for g in gaps}
+
+
+def cadence(r, w):
+    """The agent's cadence: back to back and with a pause before each run."""
+    gaps = sorted({x["gap_s"] for x in r["cadence"]})
+    med = {(x["key"], x["gap_s"]): x for x in r["cadence"]}
+    keys = list(dict.fromkeys(x["key"] for x in r["cadence"]))
+    label = {x["key"]: x["label"] for x in r["cadence"]}
+    base = {"run": "bwrap", "bwrap": "bwrap", "execute": "subprocess",
+            "subprocess": "subprocess"}
+
+    def gap_name(g):
+        return "back to back" if g == 0 else f"{g:.1f} s gaps"
+
+    w(f"\n### At an agent's cadence\n\nOne start at a time, each contender once per round "
+      f"in a rotating order, {med[(keys[0], gaps[0])]['n']} rounds per cadence: back to back, "
+      f"and with a pause before every run (agents think between commands). One-shot starts "
+      f"are spawned and waited for (stdout to /dev/null); the session is the Python client's "
+      f"`execute(\"true\")`; medians, and the ratio to bwrap (one-shot) or to "
+      f"`subprocess.run` (session) in the same cadence.\n")
+    w("| method | " + " | ".join(f"{gap_name(g)} | ×" for g in gaps) + " |")
+    w("| --- | " + " | ".join("---: | ---:" for _ in gaps) + " |")
+    for k in keys:
+        cells = []
+        for g in gaps:
+            x = med[(k, g)]
+            cells.append(f"{ms(x['median'])} | {x['median'] / med[(base[k], g)]['median']:.2f}")
+        w(f"| {cell(label[k])} | " + " | ".join(cells) + " |")
+    ratios = cadence_ratios(r)
+    w("\n| target of issue 21 | now | met |")
+    w("| --- | ---: | :---: |")
+    g = max(gaps)
+    run, ex = ratios[g]
+    w(f"| {gap_name(g)}: agentbox run ≤ 1.0 × bwrap | {run:.2f} × | "
+      f"{'yes' if run <= 1.0 else 'no'} |")
+    w(f"| {gap_name(g)}: session execute ≤ 0.8 × subprocess.run capturing | {ex:.2f} × | "
+      f"{'yes' if ex <= 0.8 else 'no'} |")
 
 
 def machine(r, total_s, repo):

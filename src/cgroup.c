@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -640,6 +641,35 @@ static bool owner_alive(const char *name)
 	return start_time(pid) == start;
 }
 
+/* SIGKILL to each process cgroup.procs of the stale cgroup path lists,
+ * through a pidfd and only when /proc/PID/cgroup still names that cgroup:
+ * a pid read from the list may have exited and been reused since (pid_max
+ * can be 32768), by another launcher's init say. A process born after the
+ * list was read is never in a stale cgroup's list, and one that exits
+ * after its pidfd was opened is not the pid's new owner. */
+static void kill_listed(const char *path)
+{
+	char buf[65536], cg[4096], proc[64];
+	const char *name = strrchr(path, '/');
+	if (!name || read_file(path, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return;
+	size_t n = strlen(name);
+	for (char *p = buf; *p;) {
+		pid_t pid = (pid_t)strtol(p, &p, 10);
+		while (*p == '\n')
+			p++;
+		cleanup_fd int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+		snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+		if (fd < 0 || read_file(proc, "cgroup", cg, sizeof(cg)) < 0)
+			continue;
+		for (const char *m = strstr(cg, name); m; m = strstr(m + 1, name))
+			if (m[n] == '\n' || m[n] == '\0') {
+				syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+				break;
+			}
+	}
+}
+
 static int reap_in(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -651,18 +681,10 @@ static int reap_in(const char *dir)
 		if (strncmp(de->d_name, "agentbox-", 9) != 0 || owner_alive(de->d_name))
 			continue;
 		char path[1200];
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		char buf[65536];
+		snprintf(path, sizeof(path), "%.900s/%.255s", dir, de->d_name);
 		/* kill whatever is still in it, then remove it */
-		if (write_file(path, "cgroup.kill", "1") < 0 &&
-		    read_file(path, "cgroup.procs", buf, sizeof(buf)) == 0)
-			for (char *p = buf; *p;) {
-				pid_t pid = (pid_t)strtol(p, &p, 10);
-				if (pid > 0)
-					kill(pid, SIGKILL);
-				while (*p == '\n')
-					p++;
-			}
+		if (write_file(path, "cgroup.kill", "1") < 0)
+			kill_listed(path);
 		for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY; tries++) {
 			struct timespec ts = {0, 5 * 1000 * 1000};
 			nanosleep(&ts, NULL);

@@ -104,8 +104,9 @@ static unsigned long long tv_ms(struct timeval tv)
 	return (unsigned long long)tv.tv_sec * 1000 + (unsigned long long)tv.tv_usec / 1000;
 }
 
-/* The command's result from what supervision saw. */
-static int fill_result(const struct supervision *s, unsigned long long started,
+/* The command's result from what supervision saw; oom: the cgroup's OOM
+ * killer struck during the run. */
+static int fill_result(const struct supervision *s, bool oom, unsigned long long started,
 		       struct ab_result *res, struct ab_error *err)
 {
 	res->duration_ms = now_ms() - started;
@@ -125,6 +126,16 @@ static int fill_result(const struct supervision *s, unsigned long long started,
 		res->exit_code = AB_EXIT_TIMEOUT;
 		res->signal = s->have_exit && WIFSIGNALED(s->status) ? WTERMSIG(s->status)
 								     : s->timeout_signal;
+		return 0;
+	}
+	if (!s->have_exit && oom && WIFSIGNALED(s->init_status) &&
+	    WTERMSIG(s->init_status) == SIGKILL) {
+		/* the cgroup ran out of memory and its OOM killer took the init,
+		 * the largest process when the command's are many small ones:
+		 * the sandbox was killed for memory, which is the command's
+		 * result, not an error of agentbox */
+		res->signal = SIGKILL;
+		res->exit_code = AB_EXIT_SIGNAL_BASE + SIGKILL;
 		return 0;
 	}
 	if (!s->have_exit) {
@@ -325,9 +336,10 @@ static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_erro
 		r = ab_error_set(err, -r, "supervising the sandbox");
 		goto out_mask;
 	}
-	r = fill_result(&s, started, res, err);
 	struct ab_cgroup_stats cs;
-	if (ab_cgroup_stats(sb->cg, &cs) == 0) {
+	bool have_cs = ab_cgroup_stats(sb->cg, &cs) == 0;
+	r = fill_result(&s, have_cs && cs.oom_killed, started, res, err);
+	if (have_cs) {
 		/* the cgroup's own accounting beats per-process rusage */
 		res->oom_killed = cs.oom_killed;
 		if (cs.have_memory_peak)

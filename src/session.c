@@ -70,6 +70,8 @@ struct cmd {
 struct ab_session {
 	struct sandbox sb;
 	pid_t init;
+	bool init_reaped; /* its pid may be another process's now */
+	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
 	int init_pidfd, sync_fd, listener;
 	int epfd, timerfd, devnull;
 	struct cmd *cmds;
@@ -467,6 +469,7 @@ static bool on_sync(struct ab_session *s)
 	int r = sync_recv_fds(s->sync_fd, &m, fds, 2, &n);
 	if (r == -EAGAIN)
 		return true; /* idle_shim took it meanwhile */
+	s->sync_eof = r == 0;
 	bool ok = r == 1 && s->asked > 0;
 	if (ok && m.type == SYNC_SHIM) {
 		s->asked--;
@@ -1087,6 +1090,17 @@ static void arm_timer(struct ab_session *s)
 	timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/* SIGKILL to the init: through its pidfd, never by a pid that may have
+ * been reaped and reused (pid_max can be 32768: a busy host wraps it in a
+ * minute, and the pid could be another sandbox's init by then). */
+static void kill_init(struct ab_session *s)
+{
+	if (s->init_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
+	else if (!s->init_reaped)
+		kill(s->init, SIGKILL);
+}
+
 /* The sandbox is gone or hostile: every command fails, nothing runs on. */
 static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg)
 {
@@ -1094,7 +1108,7 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 		s->dead = true;
 		ab_error_plain(&s->death, EIO, "%s", why);
 	}
-	kill(s->init, SIGKILL);
+	kill_init(s);
 	for (size_t i = 0; i < s->max; i++) {
 		struct cmd *c = &s->cmds[i];
 		if (!c->used)
@@ -1139,8 +1153,16 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			int st = 0;
 			const char *why = "the sandbox broke the protocol (a message out of turn); "
 					  "it was killed";
-			if (kind == K_INIT || waitpid(s->init, &st, WNOHANG) == s->init)
+			/* the socket closes as the init exits, a moment before its
+			 * pidfd says so: wait that moment (bounded) before blaming
+			 * the protocol */
+			struct pollfd pfd = {.fd = s->init_pidfd, .events = POLLIN};
+			if (kind == K_INIT || (s->sync_eof && poll(&pfd, 1, 1000) == 1))
 				why = "the sandbox's init died";
+			else if (waitpid(s->init, &st, WNOHANG) == s->init) {
+				s->init_reaped = true;
+				why = "the sandbox's init died";
+			}
 			die(s, why, fn, arg);
 			break;
 		}
@@ -1247,8 +1269,8 @@ void ab_session_close(struct ab_session *s)
 		return;
 	if (s->init > 0) {
 		/* pid 1 going takes every process of the sandbox with it */
-		kill(s->init, SIGKILL);
-		while (waitpid(s->init, NULL, 0) < 0 && errno == EINTR)
+		kill_init(s);
+		while (!s->init_reaped && waitpid(s->init, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
 	for (size_t i = 0; s->cmds && i < s->max; i++)

@@ -20,7 +20,11 @@ static void supervision_fail(struct supervision *s, const char *why)
 		s->have_error = true;
 		ab_error_plain(&s->error, EBADMSG, "%s", why);
 	}
-	kill(s->init, SIGKILL); /* an init that misbehaves is killed, never believed */
+	/* an init that misbehaves is killed, never believed; once reaped, its
+	 * pid may be reused (pid_max can be 32768): the messages it left are
+	 * read after that, and a kill then could hit another process */
+	if (!s->reaped)
+		kill(s->init, SIGKILL);
 }
 
 /* One message from the init. Returns false at EOF or on a bad message. */
@@ -174,8 +178,10 @@ int supervise(struct supervision *s)
 			kill(s->init, (int)si.ssi_signo);
 			continue;
 		}
-		if (wait4(s->init, &s->init_status, WNOHANG, &s->rusage) == s->init)
+		if (wait4(s->init, &s->init_status, WNOHANG, &s->rusage) == s->init) {
+			s->reaped = true;
 			break;
+		}
 	}
 	/* the init is gone, and with it every process of the sandbox: what
 	 * they sent is still queued, and no writer is left to block on */

@@ -33,6 +33,7 @@ struct supervision {
 	bool have_error;
 	struct ab_error error;
 	int init_status;
+	bool reaped;	      /* init_status is known: its pid may be another process's now */
 	struct rusage rusage; /* of the init and everything it reaped */
 	int landlock_abi;     /* 0: Landlock not in force */
 	bool timed_out;

@@ -3,6 +3,7 @@
  * behind. Every test that could hurt the host if isolation broke first
  * proves, in the same command, that it runs inside a sandbox. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -162,6 +163,37 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 	json_object_put(j);
 }
 
+/* Many small processes in a small cgroup: the init, a copy of the launcher,
+ * is the largest process there when the OOM killer picks one. That is the
+ * sandbox killed for memory (137, oom_killed), not agentbox's own error
+ * (125 "the sandbox's init was killed by signal 9"), which it said before. */
+Test(limits, an_init_the_oom_killer_takes_is_an_oom_result)
+{
+	if (!expect_cgroups())
+		return; /* RLIMIT_AS per process: no OOM killer in a cgroup */
+	char *ws = test_tmpdir();
+	const char *args[] = {"--memory",
+			      "8M",
+			      "--pids",
+			      "1000",
+			      "--timeout",
+			      "60s",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      IN_SANDBOX
+			      "i=0; while [ $i -lt 300 ]; do sleep 50 & i=$((i + 1)); done; "
+			      "wait",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	cr_assert_neq(r.exit_code, 125, "stderr: %s", r.err);
+	cr_assert(json_object_get_boolean(get(j, "oom_killed")), "exit %d, stderr: %s", r.exit_code,
+		  r.err);
+	cr_assert_eq(r.exit_code, 128 + SIGKILL, "exit %d, stderr: %s", r.exit_code, r.err);
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
 Test(limits, require_limits_refuses_what_cannot_be_applied)
 {
 	char *ws = test_tmpdir();
@@ -216,6 +248,57 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 	while (stat(dir, &st) == 0 && time(NULL) < deadline)
 		usleep(10000);
 	cr_assert_neq(stat(dir, &st), 0, "%s was not reaped", dir);
+}
+
+/* A v1 controller's cgroup has no cgroup.kill: the reaper kills what its
+ * cgroup.procs lists, each through a pidfd after checking the process is
+ * still in that cgroup. A stale cgroup (its owner's pid 999999 has no
+ * such start time) with a live process in it: both are gone after a run. */
+Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
+{
+	const char *parent = "/sys/fs/cgroup/pids/agentbox";
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
+		return; /* root's v1 pids hierarchy only: where the reaper works unaided */
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/agentbox-999999-1-%d", parent, (int)getpid());
+	/* another run may remove the shared parent between the two mkdirs */
+	for (int i = 0; i < 3 && mkdir(dir, 0755) < 0 && errno == ENOENT; i++)
+		mkdir(parent, 0755);
+	cr_assert_eq(stat(dir, &st), 0, "cannot make %s", dir);
+	pid_t p = fork();
+	if (p == 0) {
+		execlp("sleep", "sleep", "100", (char *)NULL);
+		_exit(127);
+	}
+	char path[300], v[32];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "w");
+	snprintf(v, sizeof(v), "%d", (int)p);
+	bool moved = f && fputs(v, f) >= 0 && fclose(f) == 0;
+	if (!moved) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		rmdir(dir);
+		cr_assert_fail("cannot move %d into %s", (int)p, dir);
+	}
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "true", NULL);
+	int status = 0;
+	pid_t got = 0;
+	for (int i = 0; i < 500 && (got = waitpid(p, &status, WNOHANG)) == 0; i++)
+		usleep(10000);
+	if (got == 0) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+	for (int i = 0; i < 500 && stat(dir, &st) == 0; i++)
+		usleep(10000);
+	bool left = stat(dir, &st) == 0 && rmdir(dir) == 0;
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert(got == p && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the process in the stale cgroup was not killed");
+	cr_assert_not(left, "%s was not removed", dir);
 }
 
 Test(limits, a_cgroup_parent_that_does_not_work_is_an_error)

@@ -214,6 +214,21 @@ class Supervision(Base):
         left = self.exec("ps -eo comm | grep -c '^sleep$' || true")["stdout"]
         self.assertEqual(left, "0\n")
 
+    def test_an_init_killed_from_outside_ends_the_session_saying_so(self):
+        """SIGKILL to the sandbox's init (the server's one child): the session
+        ends with an internal error that says the init died, whichever the
+        server hears of first, its pidfd or its socket closing, and never
+        blames the protocol."""
+        self.exec("true")
+        pid = self.sv.p.pid
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            init = int(f.read().split()[0])
+        self.assertIn("agentbox", open("/proc/%d/cmdline" % init).read())
+        os.kill(init, signal.SIGKILL)
+        m = self.sv.recv()
+        self.assertEqual((m["type"], m.get("code")), ("error", "internal"), m)
+        self.assertIn("the sandbox's init died", m["message"])
+
     def test_keep_background(self):
         m = self.exec("(sleep 0.3; echo later) & echo now", keep_background=True)
         self.assertEqual(m["stdout"], "now\n")
