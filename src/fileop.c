@@ -911,6 +911,19 @@ static int op_read(json_object *q)
 
 /* ---- inside: write, upload ---- */
 
+/* The reply of write and upload: size, the file's after it, for upload
+ * only (-1: none). */
+static int put_reply(const char *path, size_t len, bool created, int64_t size)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
+	json_object_object_add(o, "created", json_object_new_boolean(created));
+	if (size >= 0)
+		json_object_object_add(o, "size", json_object_new_int64(size));
+	return result(o);
+}
+
 /* An upload's chunk at offset > 0: appended to a file of exactly that
  * size, so a chunk lost or sent twice is an error, not a corrupt file. */
 static int append_chunk(const char *path, const char *data, size_t len, int64_t offset)
@@ -934,24 +947,12 @@ static int append_chunk(const char *path, const char *data, size_t len, int64_t 
 			    "file's end",
 			    (long long)offset, path, (long long)st.st_size);
 	}
-	int r = 0;
-	for (size_t done = 0; r == 0 && done < len;) {
-		ssize_t k = pwrite(fd, data + done, len - done, (off_t)(offset + (int64_t)done));
-		if (k < 0 && errno != EINTR)
-			r = -errno;
-		else if (k > 0)
-			done += (size_t)k;
-	}
+	int r = lseek(fd, (off_t)offset, SEEK_SET) < 0 ? -errno : write_all(fd, data, len);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r < 0)
 		return fail_errno(-r, path, "cannot write");
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(path));
-	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
-	json_object_object_add(o, "created", json_object_new_boolean(false));
-	json_object_object_add(o, "size", json_object_new_int64(offset + (int64_t)len));
-	return result(o);
+	return put_reply(path, len, false, offset + (int64_t)len);
 }
 
 /* write, and upload at offset 0 or without one (chunk: at most a chunk) */
@@ -989,13 +990,7 @@ static int put_file(const char *op, const char *path, const char *data, size_t l
 		r = -errno;
 	if (r < 0)
 		return fail_errno(-r, path, "cannot write");
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(path));
-	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
-	json_object_object_add(o, "created", json_object_new_boolean(created));
-	if (strcmp(op, "upload") == 0)
-		json_object_object_add(o, "size", json_object_new_int64((int64_t)len));
-	return result(o);
+	return put_reply(path, len, created, strcmp(op, "upload") == 0 ? (int64_t)len : -1);
 }
 
 static int op_write(json_object *q, bool upload)
