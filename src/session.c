@@ -812,6 +812,17 @@ static bool valid_exit(const struct shim_msg *m)
 	return true;
 }
 
+/* Forget every idle shim: a live one sees its socket close and exits; the
+ * next command gets a new one from the init. */
+static void drop_idle_shims(struct ab_session *s)
+{
+	for (size_t i = 0; i < s->n_shims; i++)
+		if (s->shims[i].sock >= 0 && s->shims[i].idle) {
+			close_watched(s, &s->shims[i].sock);
+			s->shims[i].idle = false;
+		}
+}
+
 static void on_ctl(struct ab_session *s, struct cmd *c)
 {
 	for (;;) {
@@ -830,7 +841,10 @@ static void on_ctl(struct ab_session *s, struct cmd *c)
 				c->exited = true;
 				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
 			} else if (!c->exited && !c->failed) {
-				/* the shim died: the command may have killed it */
+				/* the shim died: the command may have killed it, and
+				 * with it (kill -9 -1) the idle ones, which may not have
+				 * exited yet: none of them gets the next command */
+				drop_idle_shims(s);
 				c->failed = true;
 				c->msg.status = EIO;
 				snprintf(c->msg.text, sizeof(c->msg.text),
