@@ -1,5 +1,6 @@
 /* The sandbox side: what the cloned child does, from the first instruction
- * in the new namespaces to pid 1's reaping loop.
+ * in the new namespaces to pid 1's loop. The same for `agentbox run` and
+ * `agentbox serve`: a run is a session of one command.
  *
  * Setup order (fixed; each step needs the one before it):
  *   1. wait for the launcher's GO: the uid/gid maps exist, and the init is
@@ -11,12 +12,15 @@
  *      pivot, detach the host root, root read-only
  *   4. host name, loopback up; then a nested user and mount namespace,
  *      which locks every mount of the view (flags, and what lies beneath)
- *   5. the Landlock ruleset (if the kernel has Landlock); working directory;
- *      tell the launcher READY with the Landlock ABI (fails if it is gone)
- *   6. fork the command: own session, signals unblocked, every capability
- *      dropped, no_new_privs, Landlock enforced, fds above 2 closed, exec
- *   7. as pid 1, reap everything; report the command's status; exit, which
- *      makes the kernel kill whatever the command left behind.
+ *   5. the Landlock ruleset (if the kernel has Landlock); working directory
+ *   6. confine itself, once for every command: rlimits, every capability
+ *      dropped, no_new_privs, Landlock enforced, the idmap guard, seccomp
+ *      last (its listener goes to the launcher); tell the launcher READY
+ *      with the Landlock ABI (fails if it is gone)
+ *   7. start command shims (shim.c) as the launcher asks and hand their
+ *      sockets over, or, in a one-command session, be that shim itself;
+ *      as pid 1, reap, and kill what a command left when it killed its
+ *      shim. When it exits, the kernel kills whatever is left.
  */
 #include "init.h"
 
@@ -54,6 +58,8 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+
+const int ab_forwarded_signals[6] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 static _Noreturn void init_fail(int sync_fd, const struct ab_error *err)
 {
@@ -106,120 +112,6 @@ static int apply_rlimits(const struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
-/* Mark every fd above 2 close-on-exec, so exec leaves only 0, 1 and 2. */
-static void cloexec_fds_above_stdio(void)
-{
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
-		return;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		int fd = atoi(de->d_name);
-		if (fd > 2 && fd != dirfd(d))
-			fcntl(fd, F_SETFD, FD_CLOEXEC);
-	}
-	closedir(d);
-}
-
-static _Noreturn void exec_command(const struct init_args *a)
-{
-	struct ab_error err = {0};
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* captured output: the launcher holds the read ends */
-	if ((a->out_fd >= 0 && dup2(a->out_fd, STDOUT_FILENO) < 0) ||
-	    (a->err_fd >= 0 && dup2(a->err_fd, STDERR_FILENO) < 0)) {
-		ab_error_set(&err, errno, "cannot connect the command's output");
-		init_fail(a->sync_fd, &err);
-	}
-	if (apply_rlimits(a->cfg, &err) < 0 || ab_cgroup_apply_rlimits(a->cgroup, &err) < 0)
-		init_fail(a->sync_fd, &err);
-	/* its own session: no controlling terminal, so no TIOCSTI into the
-	 * caller's terminal, and a process group the init can signal whole */
-	if (setsid() < 0) {
-		ab_error_set(&err, errno, "cannot start a session for the command");
-		init_fail(a->sync_fd, &err);
-	}
-	if (caps_drop_all(&err) < 0 || landlock_enforce(a->landlock_fd, &err) < 0 ||
-	    idmap_guard_install(a->plan, &err) < 0)
-		init_fail(a->sync_fd, &err);
-	cloexec_fds_above_stdio();
-	/* seccomp last: nothing after it but handing the listener to the
-	 * launcher and exec. No need to wait: a denied syscall waits until
-	 * the launcher answers, and the listener travels in the message */
-	if (a->seccomp) {
-		int listener = -1;
-		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
-			init_fail(a->sync_fd, &err);
-		if (listener >= 0) {
-			int r = sync_send_fd(a->sync_fd, SYNC_LISTENER, listener);
-			if (r < 0) {
-				ab_error_set(&err, -r, "cannot pass the seccomp listener on");
-				init_fail(a->sync_fd, &err);
-			}
-			close(listener);
-		}
-	}
-	/* execvp searches the PATH of environ, which is the sandbox's */
-	environ = a->envp;
-	execvp(a->cfg->argv[0], a->cfg->argv);
-	int e = errno;
-	dprintf(STDERR_FILENO, "agentbox: cannot run '%s': %s\n", a->cfg->argv[0], strerror(e));
-	_exit(e == ENOENT || e == ENOTDIR ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC);
-}
-
-static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
-{
-	struct pollfd pfd[2] = {
-		{.fd = sigfd, .events = POLLIN},
-		{.fd = a->sync_fd, .events = POLLIN},
-	};
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(AB_EXIT_FAILURE);
-		}
-		if (pfd[1].revents) {
-			struct sync_msg m;
-			/* anything but a request to signal means the launcher is gone
-			 * or misbehaves: leave, and the kernel ends the sandbox */
-			if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_SIGNAL_ALL ||
-			    m.status <= 0 || m.status >= NSIG)
-				_exit(AB_EXIT_FAILURE);
-			/* every process of the sandbox but pid 1: double-forked
-			 * daemons and setsid children too */
-			kill(-1, m.status);
-		}
-		if (!pfd[0].revents)
-			continue;
-		struct signalfd_siginfo si;
-		if (read(sigfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo != SIGCHLD) {
-			/* forwarded by the launcher: to the command's whole group */
-			if (kill(-cmd, (int)si.ssi_signo) < 0)
-				kill(cmd, (int)si.ssi_signo);
-			continue;
-		}
-		int status;
-		pid_t p;
-		while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-			if (p == cmd) {
-				sync_send(a->sync_fd, SYNC_EXIT, 0, status, NULL);
-				/* pid 1 exiting kills every process left in the sandbox */
-				_exit(0);
-			}
-		}
-	}
-}
-
-/* A new shim for the pool: it waits for commands on a socket whose other
- * end is returned (-1 when it cannot be made). It must hold no fd but its
- * own: a copy of another command's pipe would keep that pipe open. */
 /* A new shim, its socket sent to the launcher (SYNC_SHIM), or SYNC_NO_SHIM
  * with the reason. The shim holds no fd but its socket: a copy of another
  * command's pipe would keep that pipe open. Returns its pid, or -1. */
@@ -276,14 +168,31 @@ static void kill_orphans(const pid_t *shims, size_t n)
 	ab_procs_close(&it);
 }
 
-/* Session mode: the init confines itself once (what every command would
- * do), so that each command only needs a fork, and its seccomp listener is
- * handed over once for the whole session; then it starts command shims
- * when the launcher asks (SYNC_NEW_SHIM) and hands their sockets over: the
- * launcher gives each command to an idle shim directly. The init reaps, and
- * kills what a command left when it killed its own shim. As pid 1 of the
- * namespace, no process of the sandbox can kill it. */
-static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
+/* A one-command session (`agentbox run`): the init is that command's shim
+ * itself, so a run has no process more than the command and its pid 1. Its
+ * socket goes to the launcher as a new shim's would, with its own pidfd. */
+static _Noreturn void be_the_shim(struct init_args *a, int sigfd)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		sync_send(a->sync_fd, SYNC_NO_SHIM, 0, errno, NULL);
+		_exit(AB_EXIT_FAILURE);
+	}
+	int fds[2] = {sp[0], (int)syscall(SYS_pidfd_open, getpid(), 0)};
+	if (sync_send_fds(a->sync_fd, SYNC_SHIM, fds, fds[1] >= 0 ? 2 : 1) < 0)
+		_exit(AB_EXIT_FAILURE);
+	close(sp[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	close(sigfd);
+	/* as pid 1 it is the reaper of everything the command starts */
+	shim_serve(a, sp[1]);
+}
+
+/* Confine the init once, for every command: what a command's process
+ * would do, so that each command only needs a spawn, and the seccomp
+ * listener is handed over once for the whole session. */
+static void confine_once(struct init_args *a)
 {
 	struct ab_error err = {0};
 	/* the RLIMIT_AS standing in for --memory is the command's alone, set
@@ -304,8 +213,22 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			close(listener);
 		}
 	}
+}
+
+/* The init confines itself (confine_once), says READY, then starts command
+ * shims when the launcher asks (SYNC_NEW_SHIM) and hands their sockets
+ * over: the launcher gives each command to an idle shim directly. The init
+ * reaps, and kills what a command left when it killed its own shim. As
+ * pid 1 of the namespace, no process of the sandbox can kill it. */
+static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
+{
+	confine_once(a);
+	/* the parent-death signal is armed again; if the launcher died in
+	 * between, this send fails and nothing runs unsupervised */
 	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
 		_exit(AB_EXIT_FAILURE);
+	if (a->one_command)
+		be_the_shim(a, sigfd);
 	enum { MAX_SHIMS = 1024 };
 	static pid_t shim[MAX_SHIMS];
 	size_t n_shims = 0;
@@ -372,11 +295,9 @@ _Noreturn void init_main(struct init_args *a)
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* the launcher's detached mounts of the sources (idmap.h) stay */
-	int keep[3 + a->plan->n];
+	int keep[1 + a->plan->n];
 	size_t n_keep = 0;
 	keep[n_keep++] = a->sync_fd;
-	keep[n_keep++] = a->out_fd;
-	keep[n_keep++] = a->err_fd;
 	for (size_t i = 0; i < a->plan->n; i++)
 		if (a->plan->e[i].tree_fd >= 0)
 			keep[n_keep++] = a->plan->e[i].tree_fd;
@@ -421,31 +342,5 @@ _Noreturn void init_main(struct init_args *a)
 		ab_error_set(&err, errno, "cannot watch signals in the sandbox");
 		init_fail(a->sync_fd, &err);
 	}
-	if (a->session)
-		session_loop(a, sigfd, landlock_abi);
-	/* the parent-death signal is armed again; if the launcher died in
-	 * between, this send fails and nothing runs unsupervised */
-	if (sync_send(a->sync_fd, SYNC_READY, 0, landlock_abi, NULL) < 0)
-		_exit(AB_EXIT_FAILURE);
-
-	/* vfork: the command runs in our memory and on our stack, below this
-	 * frame, until it execs, while we wait; no page table is copied, which
-	 * a fork here cost every run. What it changes before exec is its own
-	 * (rlimits, session, credentials, Landlock and seccomp are per
-	 * process); memory it allocates stays ours, and we only reap from now
-	 * on. It never returns from here: exec_command execs or exits. */
-	pid_t cmd = vfork();
-	if (cmd == 0) {
-		close(sigfd);
-		exec_command(a);
-	}
-	if (cmd < 0) {
-		ab_error_set(&err, errno, "cannot start the command");
-		init_fail(a->sync_fd, &err);
-	}
-	/* only the command may hold the output pipes, so EOF means it is done */
-	ab_close_keep_errno(a->out_fd);
-	if (a->err_fd != a->out_fd)
-		ab_close_keep_errno(a->err_fd);
-	reap_loop(a, cmd, sigfd);
+	session_loop(a, sigfd, landlock_abi);
 }

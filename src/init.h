@@ -1,4 +1,5 @@
-/* The sandbox's pid 1: builds the view, starts the command, reaps. */
+/* The sandbox's pid 1: builds the view, confines itself, starts the
+ * command shims (or is the one shim of `agentbox run`), reaps. */
 #ifndef AB_INIT_H
 #define AB_INIT_H
 
@@ -9,8 +10,8 @@
 #include "mount.h"
 #include "seccomp_profile.h"
 
-/* Signals the launcher passes on to the command. */
-static const int ab_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+/* Signals `agentbox run` passes on to its command; the init blocks them. */
+extern const int ab_forwarded_signals[6];
 
 struct init_args {
 	const struct ab_config *cfg;
@@ -20,9 +21,8 @@ struct init_args {
 	bool by_root;				  /* the launcher is root: groups can be dropped */
 	int landlock_fd;			  /* ruleset every command enforces, or -1 */
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
-	int out_fd, err_fd;		/* write ends of the capture pipes, or -1: pass through */
 	const struct ab_cgroup *cgroup; /* for the rlimit fallbacks */
-	bool session;			/* agentbox serve: run commands as the launcher asks */
+	bool one_command; /* agentbox run: the init is the one command's shim */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

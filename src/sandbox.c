@@ -1,14 +1,13 @@
-/* The launcher side of one sandbox (design.md, "Processes and trust").
+/* The launcher side of building one sandbox (design.md, "Processes and
+ * trust"), for every session, `agentbox run`'s one-command ones included.
  *
  * Order: check the configuration and plan the view (nothing created yet),
- * build the environment, block the signals we forward, clone the init into
- * the new namespaces, write its uid/gid maps, send GO, then supervise: read
- * the init's messages, forward signals, reap. Nothing the init says is
- * trusted beyond its validated form; an init that dies without reporting is
- * an error of agentbox (125), never a result. */
+ * load the seccomp profile, build the environment, make the cgroup last;
+ * then clone the init into the new namespaces (straight into the cgroup
+ * where the kernel can), write its uid/gid maps and send GO. What follows
+ * is session.c's. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -16,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +28,6 @@
 #include "protect.h"
 #include "sandbox.h"
 #include "seccomp_profile.h"
-#include "supervise.h"
 #include "sync.h"
 #include "userns.h"
 #include "util.h"
@@ -63,128 +59,6 @@ static void kill_and_reap(pid_t pid)
 	kill(pid, SIGKILL);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
-}
-
-/* Denials, most frequent first, into the result. */
-static int collect_denials(const struct ab_denials *d, struct ab_result *res)
-{
-	size_t n = d->n + (d->other ? 1 : 0);
-	if (n == 0)
-		return 0;
-	res->denied = calloc(n, sizeof(*res->denied));
-	if (!res->denied)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->n; i++) {
-		snprintf(res->denied[i].name, sizeof(res->denied[i].name), "%s", d->e[i].name);
-		res->denied[i].count = d->e[i].count;
-	}
-	if (d->other) {
-		snprintf(res->denied[d->n].name, sizeof(res->denied[d->n].name), "other");
-		res->denied[d->n].count = d->other;
-	}
-	res->n_denied = n;
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && res->denied[j].count > res->denied[j - 1].count; j--) {
-			struct ab_denied_syscall t = res->denied[j];
-			res->denied[j] = res->denied[j - 1];
-			res->denied[j - 1] = t;
-		}
-	return 0;
-}
-
-static unsigned long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
-}
-
-static unsigned long long tv_ms(struct timeval tv)
-{
-	return (unsigned long long)tv.tv_sec * 1000 + (unsigned long long)tv.tv_usec / 1000;
-}
-
-/* The command's result from what supervision saw; oom: the cgroup's OOM
- * killer struck during the run. */
-static int fill_result(const struct supervision *s, bool oom, unsigned long long started,
-		       struct ab_result *res, struct ab_error *err)
-{
-	res->duration_ms = now_ms() - started;
-	res->cpu_user_ms = tv_ms(s->rusage.ru_utime);
-	res->cpu_system_ms = tv_ms(s->rusage.ru_stime);
-	res->max_rss_kb = (unsigned long long)s->rusage.ru_maxrss;
-	res->landlock_abi = s->landlock_abi;
-	if (collect_denials(&s->denials, res) < 0)
-		return ab_error_set(err, ENOMEM, "collecting the denied syscalls");
-	if (s->have_error) {
-		*err = s->error;
-		return -err->code;
-	}
-	if (s->timed_out) {
-		/* GNU timeout's status, whatever the command made of the signal */
-		res->timed_out = true;
-		res->exit_code = AB_EXIT_TIMEOUT;
-		res->signal = s->have_exit && WIFSIGNALED(s->status) ? WTERMSIG(s->status)
-								     : s->timeout_signal;
-		return 0;
-	}
-	if (!s->have_exit && oom && WIFSIGNALED(s->init_status) &&
-	    WTERMSIG(s->init_status) == SIGKILL) {
-		/* the cgroup ran out of memory and its OOM killer took the init,
-		 * the largest process when the command's are many small ones:
-		 * the sandbox was killed for memory, which is the command's
-		 * result, not an error of agentbox */
-		res->signal = SIGKILL;
-		res->exit_code = AB_EXIT_SIGNAL_BASE + SIGKILL;
-		return 0;
-	}
-	if (!s->have_exit) {
-		if (WIFSIGNALED(s->init_status))
-			return ab_error_plain(err, EIO,
-					      "the sandbox's init was killed by signal %d before "
-					      "the command's status was known",
-					      WTERMSIG(s->init_status));
-		return ab_error_plain(err, EIO,
-				      "the sandbox's init exited with status %d before the "
-				      "command's status was known",
-				      WEXITSTATUS(s->init_status));
-	}
-	if (WIFSIGNALED(s->status)) {
-		res->signal = WTERMSIG(s->status);
-		res->exit_code = AB_EXIT_SIGNAL_BASE + res->signal;
-	} else {
-		res->signal = 0;
-		res->exit_code = WEXITSTATUS(s->status);
-	}
-	return 0;
-}
-
-/* Capture pipes: read ends for the launcher (non-blocking), write ends
- * for the command. With merge, both streams share one pipe. */
-static int capture_pipes(const struct ab_config *cfg, int rd[2], int wr[2], struct ab_error *err)
-{
-	rd[0] = rd[1] = wr[0] = wr[1] = -1;
-	if (!cfg->capture)
-		return 0;
-	for (int i = 0; i < (cfg->merge_output ? 1 : 2); i++) {
-		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return ab_error_set(err, errno, "cannot create the output pipes");
-		rd[i] = p[0];
-		wr[i] = p[1];
-		fcntl(rd[i], F_SETFL, O_NONBLOCK);
-	}
-	if (cfg->merge_output)
-		wr[1] = wr[0];
-	return 0;
-}
-
-static void close_pair(int fds[2])
-{
-	if (fds[1] != fds[0])
-		ab_close_keep_errno(fds[1]);
-	ab_close_keep_errno(fds[0]);
-	fds[0] = fds[1] = -1;
 }
 
 /* clone3's arguments (linux/sched.h, struct clone_args, 5.7 with cgroup) */
@@ -271,95 +145,6 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	}
 	*sync_out = pair[0];
 	return pid;
-}
-
-static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_error *err)
-{
-	const struct ab_config *cfg = &sb->cfg;
-	int rd[2], wr[2];
-	cleanup_fd int sigfd = -1;
-	cleanup_fd int sync_fd = -1;
-	sigset_t mask, old;
-	int r = capture_pipes(cfg, rd, wr, err);
-	if (r < 0) {
-		close_pair(rd);
-		close_pair(wr);
-		return r;
-	}
-	struct supervision s = {
-		.seccomp = sb->seccomp,
-		.out_rd = rd[0],
-		.err_rd = rd[1],
-		.timeout_ms = cfg->timeout_ms,
-		.kill_after_ms = cfg->kill_after_ms,
-	};
-	if (cfg->capture) {
-		capture_init(&s.out, cfg->max_output);
-		if (!cfg->merge_output)
-			capture_init(&s.err, cfg->max_output);
-	}
-
-	sigemptyset(&mask);
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
-		sigaddset(&mask, ab_forwarded_signals[i]);
-	sigaddset(&mask, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0) {
-		r = ab_error_set(err, errno, "cannot block signals");
-		goto out_pipes;
-	}
-	sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sigfd < 0) {
-		r = ab_error_set(err, errno, "cannot watch signals");
-		goto out_mask;
-	}
-
-	struct init_args a = {
-		.out_fd = wr[0],
-		.err_fd = wr[1],
-	};
-	unsigned long long started = now_ms();
-	pid_t pid = sandbox_clone(sb, &a, &sync_fd, err);
-	close_pair(wr); /* only the command may hold them: EOF means it is done */
-	if (pid < 0) {
-		r = pid;
-		goto out_mask;
-	}
-
-	s.init = pid;
-	s.sync_fd = sync_fd;
-	s.sigfd = sigfd;
-	r = supervise(&s);
-	for (size_t i = 0; i < s.n_listeners; i++)
-		close(s.listeners[i]);
-	if (r < 0) {
-		kill_and_reap(pid);
-		r = ab_error_set(err, -r, "supervising the sandbox");
-		goto out_mask;
-	}
-	struct ab_cgroup_stats cs;
-	bool have_cs = ab_cgroup_stats(sb->cg, &cs) == 0;
-	r = fill_result(&s, have_cs && cs.oom_killed, started, res, err);
-	if (have_cs) {
-		/* the cgroup's own accounting beats per-process rusage */
-		res->oom_killed = cs.oom_killed;
-		if (cs.have_memory_peak)
-			res->max_rss_kb = cs.memory_peak / 1024;
-		if (cs.have_cpu) {
-			res->cpu_user_ms = cs.cpu_user_us / 1000;
-			res->cpu_system_ms = cs.cpu_system_us / 1000;
-		}
-	}
-	if (r == 0 && (capture_take(&s.out, &res->out) < 0 || capture_take(&s.err, &res->err) < 0))
-		r = ab_error_set(err, ENOMEM, "collecting the output");
-out_mask:
-	sigprocmask(SIG_SETMASK, &old, NULL);
-out_pipes:
-	ab_close_keep_errno(s.out_rd);
-	ab_close_keep_errno(s.err_rd);
-	close_pair(wr);
-	capture_free(&s.out);
-	capture_free(&s.err);
-	return r;
 }
 
 static const char *how_name(enum ab_limit_how how)
@@ -556,28 +341,4 @@ void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
 	res->pids = sb->limits.pids;
 	res->cgroup_version = sb->limits.cgroup_version;
 	memcpy(res->cgroup_path, sb->limits.cgroup_path, sizeof(res->cgroup_path));
-}
-
-int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
-{
-	struct sandbox sb;
-	int r = sandbox_prepare(cfg, &sb, err);
-	if (r < 0)
-		return r;
-	sandbox_limits_into(&sb, res);
-	r = run_sandbox(&sb, res, err);
-	if (r == 0)
-		res->protected_changed = protect_changes(&sb.cfg, &sb.protect);
-	sandbox_release(&sb);
-	return r;
-}
-
-void ab_result_free(struct ab_result *res)
-{
-	free(res->denied);
-	free(res->background);
-	free(res->out.data);
-	free(res->err.data);
-	ab_cleanup_strvp(&res->protected_changed);
-	memset(res, 0, sizeof(*res));
 }

@@ -481,6 +481,10 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 				continue;
 			if (n == 1 && c == SHIM_TERM) {
 				descendants(SIGTERM, NULL, 0);
+			} else if (n == 1 && c > 0 && c < SHIM_SIGNAL_MAX) {
+				/* forwarded: to the command's group, as a shell would */
+				if (sh.cmd > 0 && kill(-sh.cmd, c) < 0 && !sh.cmd_done)
+					kill(sh.cmd, c);
 			} else {
 				kill_all(&sh, keep_bg, hdr.seq);
 				break;

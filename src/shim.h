@@ -46,7 +46,9 @@ struct shim_spec {
 };
 
 enum shim_msg_type { SHIM_STARTED = 1, SHIM_FAILED, SHIM_EXITED };
-enum { SHIM_TERM = 'T', SHIM_KILL = 'K' };
+/* The launcher's bytes on ctl; a byte from 1 to SHIM_SIGNAL_MAX - 1 is a
+ * signal the caller forwards to the command's process group. */
+enum { SHIM_TERM = 'T', SHIM_KILL = 'K', SHIM_SIGNAL_MAX = 65 };
 
 #define SHIM_MAX_BACKGROUND 32
 

@@ -199,7 +199,8 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 int ab_report_open(const char *spec, bool *owned, struct ab_error *err);
 
 /* Build the sandbox, run cfg->argv in it with the caller's stdin, stdout and
- * stderr, wait for it and tear everything down. Returns 0 when the command
+ * stderr, wait for it and tear everything down: a session of one command
+ * (ab_session_open, ab_session_start with the caller's fds, close). Returns 0 when the command
  * ran (whatever its status, see *res) and a negative errno when the sandbox
  * could not be built. */
 int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err);
@@ -233,6 +234,12 @@ struct ab_exec {
 	 * with the sandbox's credentials; the result's stdout is its JSON reply
 	 * (merge_output, stream and keep_background do not apply). */
 	const char *file_op;
+	/* The command's stdin, stdout and stderr as the caller's own fds
+	 * (fds[0..2], each -1 for the default above: stdin_data or
+	 * /dev/null; the captured pipe), or NULL. They are passed into the
+	 * sandbox as they are: a terminal stays a terminal, and output that
+	 * goes there is neither captured nor counted. */
+	const int *fds;
 };
 
 enum ab_event_kind {
@@ -275,6 +282,9 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 /* End a running command like a timeout does; its result says cancelled.
  * -ESRCH when no command has that tag. */
 int ab_session_cancel(struct ab_session *s, unsigned long long tag);
+/* Send sig to a running command's process group, as `agentbox run`
+ * forwards SIGINT and the like. -ESRCH when no command has that tag. */
+int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig);
 size_t ab_session_running(const struct ab_session *s);
 int ab_session_fd(const struct ab_session *s);
 /* Wait up to timeout_ms (-1: forever, 0: not at all) for work and do it.
