@@ -421,7 +421,7 @@ int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig)
 }
 
 void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
-		  void *arg)
+		   void *arg)
 {
 	char buf[65536];
 	for (int rounds = 0; rounds < 16; rounds++) {
@@ -612,10 +612,9 @@ struct ab_denials *command_route_denial(pid_t pid, void *arg)
 	return NULL;
 }
 
-
 /* Deadlines, and whether a command is complete. */
 void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, ab_event_fn fn,
-		  void *arg)
+		   void *arg)
 {
 	if (c->deadline_ms && now >= c->deadline_ms && !c->exited && !c->failed) {
 		c->deadline_ms = 0;

@@ -21,7 +21,7 @@ struct init_args {
 	bool by_root;				  /* the launcher is root: groups can be dropped */
 	int landlock_fd;			  /* ruleset every command enforces, or -1 */
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
-	const struct ab_cgroup *cgroup; /* for the rlimit fallbacks */
+	const struct ab_cgroup *cgroup;		  /* for the rlimit fallbacks */
 	bool one_command; /* agentbox run: the init is the one command's shim */
 };
 

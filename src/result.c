@@ -151,6 +151,10 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 		json_object_new_boolean(captured && (res->out.truncated || res->err.truncated)));
 	json_object_object_add(o, "denied_syscalls",
 			       ab_denied_json(ran ? res->denied : NULL, ran ? res->n_denied : 0));
+	json_object *prot = json_object_new_array();
+	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
+		json_object_array_add(prot, json_object_new_string(*p));
+	json_object_object_add(o, "protected_paths_changed", prot);
 #undef INT_OR_NULL
 	return o;
 }
@@ -185,10 +189,6 @@ int ab_result_write_json(const struct ab_config *cfg, const struct ab_result *re
 					       cfg->output_base64);
 	if (!o)
 		return ab_error_set(err, ENOMEM, "writing the report");
-	json_object *prot = json_object_new_array();
-	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
-		json_object_array_add(prot, json_object_new_string(*p));
-	json_object_object_add(o, "protected_paths_changed", prot);
 	json_object_object_add(o, "limits", ab_limits_json(cfg, res));
 	if (failure) {
 		json_object *e = json_object_new_object();

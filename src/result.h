@@ -8,7 +8,8 @@
 
 #include "agentbox/agentbox.h"
 
-/* exit_code .. denied_syscalls of a result; ran false: agentbox failed,
+/* exit_code .. protected_paths_changed of a result (docs/result.md), the
+ * same for a run's report and a session's result; ran false: agentbox failed,
  * the command's fields are null. NULL when out of memory. */
 json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool captured,
 				   bool merged, bool base64);

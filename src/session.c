@@ -154,11 +154,11 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 	/* from now on read when epoll says so, or in idle_shim: never block */
 	if (r == 0)
 		fcntl(s->sync_fd, F_SETFL, O_NONBLOCK);
-	if (r == 0 &&
-	    ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
-	     (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
-	     (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
-	     (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0))
+	if (r == 0 && ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
+		       (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
+		       (s->listener >= 0 &&
+			(r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
+		       (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0))
 		ab_error_set(err, -r, "opening the session");
 	if (r < 0)
 		goto fail;
@@ -291,8 +291,8 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			break;
 		}
 		case K_LISTENER:
-			if (ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials, command_route_denial,
-					      s) < 0)
+			if (ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
+					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
 		case K_TIMER: {

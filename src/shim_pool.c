@@ -16,7 +16,6 @@
 #include "sync.h"
 #include "util.h"
 
-
 /* The pid a pidfd refers to, in our pid namespace; -1 when it cannot be
  * read (0 would be a process gone). */
 pid_t pidfd_host_pid(int pidfd)
@@ -110,7 +109,6 @@ static int ask_for_shim(struct ab_session *s)
 	return 0;
 }
 
-
 /* An idle shim's slot: one that said READY (read now if it did not yet
  * get read), else a new one from the init, waited for. */
 static int idle_shim(struct ab_session *s, struct ab_error *err)
@@ -149,8 +147,8 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 		if (n <= 0)
 			return ab_error_plain(err, ETIMEDOUT,
 					      "the sandbox did not start a command supervisor");
-		if (p[1].revents &&
-		    ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials, command_route_denial, s) < 0)
+		if (p[1].revents && ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
+						      command_route_denial, s) < 0)
 			session_unwatch(s, &s->listener);
 		if (!p[0].revents)
 			continue;
@@ -189,7 +187,6 @@ int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err
 		return i;
 	}
 }
-
 
 /* Forget every idle shim: a live one sees its socket close and exits; the
  * next command gets a new one from the init. */
