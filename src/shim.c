@@ -360,6 +360,73 @@ static void run_file_op(struct shim *sh, const char *request)
 		;
 }
 
+/* SHIM_STARTED, with pidfds of the shim and of the command. */
+static void send_started(struct shim *sh)
+{
+	int pidfds[2] = {
+		(int)syscall(SYS_pidfd_open, getpid(), 0),
+		sh->cmd > 0 ? (int)syscall(SYS_pidfd_open, sh->cmd, 0) : -1,
+	};
+	struct shim_msg started = {.type = SHIM_STARTED};
+	packet_send(sh->ctl, &started, sizeof(started), pidfds,
+		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
+	close_fd(&pidfds[0]);
+	close_fd(&pidfds[1]);
+}
+
+/* The command runs: reap, report its exit, relay kept-background output,
+ * and do what the launcher says on ctl, until nothing of it is left. */
+static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t seq)
+{
+	for (;;) {
+		struct pollfd p[4] = {
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = sh->ctl, .events = POLLIN},
+			{.fd = sh->relay_out, .events = POLLIN},
+			{.fd = sh->relay_err, .events = POLLIN},
+		};
+		if (poll(p, 4, -1) < 0 && errno != EINTR) {
+			kill_all(sh, keep_bg, seq);
+			break;
+		}
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				;
+			bool left = reap(sh);
+			if (sh->cmd_done && !sh->exited_sent)
+				report_exit(sh, keep_bg, seq);
+			if (sh->cmd_done && !left && sh->relay_out < 0 && sh->relay_err < 0)
+				break;
+		}
+		if (p[1].revents) {
+			char c = 0;
+			ssize_t n = read(sh->ctl, &c, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 1 && c == SHIM_TERM) {
+				descendants(SIGTERM, NULL, 0);
+			} else if (n == 1 && c > 0 && c < SHIM_SIGNAL_MAX) {
+				/* forwarded: to the command's group, as a shell would */
+				if (sh->cmd > 0 && kill(-sh->cmd, c) < 0 && !sh->cmd_done)
+					kill(sh->cmd, c);
+			} else {
+				kill_all(sh, keep_bg, seq);
+				break;
+			}
+		}
+		int to_out = sh->exited_sent ? sh->log : sh->out;
+		int to_err = sh->exited_sent ? sh->log : sh->err;
+		if (p[2].revents)
+			relay(&sh->relay_out, to_out);
+		if (p[3].revents)
+			relay(&sh->relay_err, to_err);
+		if (sh->exited_sent && keep_bg && sh->relay_out < 0 && sh->relay_err < 0 &&
+		    !reap(sh))
+			break;
+	}
+}
+
 /* One command, from its fds to the last process reaped; every fd of it
  * closed on return. */
 static void shim_run(int fds[SYNC_EXEC_FDS])
@@ -439,66 +506,11 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		 * means they are all done with them */
 		close_output(&sh);
 	}
-	int pidfds[2] = {
-		(int)syscall(SYS_pidfd_open, getpid(), 0),
-		sh.cmd > 0 ? (int)syscall(SYS_pidfd_open, sh.cmd, 0) : -1,
-	};
-	struct shim_msg started = {.type = SHIM_STARTED};
-	packet_send(sh.ctl, &started, sizeof(started), pidfds,
-		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
-	close_fd(&pidfds[0]);
-	close_fd(&pidfds[1]);
-	if (sh.cmd_done) {
+	send_started(&sh);
+	if (sh.cmd_done)
 		report_exit(&sh, keep_bg, hdr.seq);
-		goto done;
-	}
-
-	for (;;) {
-		struct pollfd p[4] = {
-			{.fd = sigfd, .events = POLLIN},
-			{.fd = sh.ctl, .events = POLLIN},
-			{.fd = sh.relay_out, .events = POLLIN},
-			{.fd = sh.relay_err, .events = POLLIN},
-		};
-		if (poll(p, 4, -1) < 0 && errno != EINTR) {
-			kill_all(&sh, keep_bg, hdr.seq);
-			break;
-		}
-		if (p[0].revents) {
-			struct signalfd_siginfo si;
-			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
-				;
-			bool left = reap(&sh);
-			if (sh.cmd_done && !sh.exited_sent)
-				report_exit(&sh, keep_bg, hdr.seq);
-			if (sh.cmd_done && !left && sh.relay_out < 0 && sh.relay_err < 0)
-				break;
-		}
-		if (p[1].revents) {
-			char c = 0;
-			ssize_t n = read(sh.ctl, &c, 1);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n == 1 && c == SHIM_TERM) {
-				descendants(SIGTERM, NULL, 0);
-			} else if (n == 1 && c > 0 && c < SHIM_SIGNAL_MAX) {
-				/* forwarded: to the command's group, as a shell would */
-				if (sh.cmd > 0 && kill(-sh.cmd, c) < 0 && !sh.cmd_done)
-					kill(sh.cmd, c);
-			} else {
-				kill_all(&sh, keep_bg, hdr.seq);
-				break;
-			}
-		}
-		int to_out = sh.exited_sent ? sh.log : sh.out;
-		int to_err = sh.exited_sent ? sh.log : sh.err;
-		if (p[2].revents)
-			relay(&sh.relay_out, to_out);
-		if (p[3].revents)
-			relay(&sh.relay_err, to_err);
-		if (sh.exited_sent && keep_bg && sh.relay_out < 0 && sh.relay_err < 0 && !reap(&sh))
-			break;
-	}
+	else
+		supervise_command(&sh, sigfd, keep_bg, hdr.seq);
 done:
 	/* nothing of this command is left: the next one starts clean */
 	free(argv);

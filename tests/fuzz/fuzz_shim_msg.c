@@ -1,13 +1,13 @@
 /* The framing of what the sandbox sends the launcher (src/sync.c): fixed-
  * size packets on a SOCK_SEQPACKET socket, with file descriptors riding
  * along (SCM_RIGHTS). The init's messages go through sync_recv_fds, a
- * command shim's through packet_recv (session.c). Input: byte 0 is the
+ * command shim's through packet_recv (command.c). Input: byte 0 is the
  * number of fds the packet carries (low 3 bits) and which receiver reads
  * it (the rest); the remaining bytes are the packet, sent over a real
  * socketpair. Whatever comes, the receiver must keep no fd it did not
  * hand back, and hand back only a well-formed message.
  *
- * What session.c then makes of a shim's message (valid_exit, on_ctl) is
+ * What command.c then makes of a shim's message (valid_exit, on_ctl) is
  * static there, so it is not reached. */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fds[got++] = passed;
 		FUZZ_CHECK(r == 1 || passed < 0);
 	} else {
-		/* a command shim's control socket, as session.c reads it */
+		/* a command shim's control socket, as command.c reads it */
 		struct shim_msg m;
 		ssize_t n = packet_recv(sv[0], &m, sizeof(m), fds, 2, &got);
 		FUZZ_CHECK(n == (ssize_t)sizeof(m) || n == 0 || n == -EBADMSG);
