@@ -169,24 +169,14 @@ static void kill_orphans(const pid_t *shims, size_t n)
 }
 
 /* A one-command session (`agentbox run`): the init is that command's shim
- * itself, so a run has no process more than the command and its pid 1. Its
- * socket goes to the launcher as a new shim's would, with its own pidfd. */
+ * itself, on the socket the launcher made before the clone (its command
+ * may be waiting there already), so a run has no process more than the
+ * command and its pid 1, and no round trip more than READY. */
 static _Noreturn void be_the_shim(struct init_args *a, int sigfd)
 {
-	int sp[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-		sync_send(a->sync_fd, SYNC_NO_SHIM, 0, errno, NULL);
-		_exit(AB_EXIT_FAILURE);
-	}
-	int fds[2] = {sp[0], (int)syscall(SYS_pidfd_open, getpid(), 0)};
-	if (sync_send_fds(a->sync_fd, SYNC_SHIM, fds, fds[1] >= 0 ? 2 : 1) < 0)
-		_exit(AB_EXIT_FAILURE);
-	close(sp[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
 	close(sigfd);
 	/* as pid 1 it is the reaper of everything the command starts */
-	shim_serve(a, sp[1]);
+	shim_serve(a, a->shim_sock);
 }
 
 /* Confine the init once, for every command: what a command's process
@@ -295,9 +285,10 @@ _Noreturn void init_main(struct init_args *a)
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* the launcher's detached mounts of the sources (idmap.h) stay */
-	int keep[1 + a->plan->n];
+	int keep[2 + a->plan->n];
 	size_t n_keep = 0;
 	keep[n_keep++] = a->sync_fd;
+	keep[n_keep++] = a->shim_sock;
 	for (size_t i = 0; i < a->plan->n; i++)
 		if (a->plan->e[i].tree_fd >= 0)
 			keep[n_keep++] = a->plan->e[i].tree_fd;

@@ -23,6 +23,7 @@ struct init_args {
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	const struct ab_cgroup *cgroup;		  /* for the rlimit fallbacks */
 	bool one_command; /* agentbox run: the init is the one command's shim */
+	int shim_sock;	  /* one_command: the shim's socket to the launcher */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

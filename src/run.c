@@ -81,7 +81,11 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 		.fds = fds,
 	};
 	struct run_wait w = {.res = res, .err = err};
+	/* given to the init while it builds the view: it runs the command as
+	 * soon as it is ready, and says why not when it cannot be */
 	int r = ab_session_start(s, &x, RUN_TAG, err);
+	if (r == 0)
+		r = session_ready(s, err);
 	/* the first round arms the timer of the deadline */
 	if (r == 0)
 		r = ab_session_dispatch(s, 0, run_event, &w, err);

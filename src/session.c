@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -105,6 +106,64 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 	}
 }
 
+int session_ready(struct ab_session *s, struct ab_error *err)
+{
+	int r = await_ready(s, err);
+	if (r < 0)
+		return r;
+	/* from now on read when epoll says so, or in idle_shim: never block */
+	fcntl(s->sync_fd, F_SETFL, O_NONBLOCK);
+	if ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
+	    (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
+	    (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
+	    (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0)
+		return ab_error_set(err, -r, "opening the session");
+	return 0;
+}
+
+/* The session's own fds, and the slots of its commands and shims. */
+static int session_alloc(struct ab_session *s, struct ab_error *err)
+{
+	s->cmds = calloc(s->max, sizeof(*s->cmds));
+	s->n_shims = 2 * s->max + 1;
+	s->shims = calloc(s->n_shims, sizeof(*s->shims));
+	for (size_t i = 0; s->shims && i < s->n_shims; i++)
+		s->shims[i].sock = -1;
+	s->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (!s->cmds || !s->shims || s->devnull < 0 || s->epfd < 0 || s->timerfd < 0)
+		return ab_error_set(err, errno ? errno : ENOMEM, "opening the session");
+	return 0;
+}
+
+/* Clone the init. For one command, its shim's socket is made here and
+ * the init keeps the other end: the command can be given to it before
+ * the init is ready, and reaches it without a round trip. */
+static int session_clone(struct ab_session *s, struct ab_error *err)
+{
+	int pair[2] = {-1, -1};
+	if (s->one_command && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+		return ab_error_set(err, errno, "cannot create the command's channel");
+	struct init_args a = {.one_command = s->one_command, .shim_sock = pair[1]};
+	pid_t pid = sandbox_clone(&s->sb, &a, &s->sync_fd, err);
+	ab_close_keep_errno(pair[1]);
+	if (pid < 0) {
+		ab_close_keep_errno(pair[0]);
+		return pid;
+	}
+	s->init = pid;
+	if (s->one_command)
+		pool_add(s, pair[0], pid);
+	else
+		s->asked = 1; /* the init starts the first one unasked */
+	s->init_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (s->init_pidfd < 0)
+		return ab_error_set(err, errno,
+				    "cannot watch the sandbox (pidfd_open needs Linux 5.3)");
+	return 0;
+}
+
 int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limits,
 		 struct ab_session **out, struct ab_error *err)
 {
@@ -124,51 +183,19 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 	if (limits)
 		sandbox_limits_into(&s->sb, limits);
 	s->started_ms = session_now_ms();
-	s->cmds = calloc(s->max, sizeof(*s->cmds));
-	s->n_shims = 2 * s->max + 1;
-	s->shims = calloc(s->n_shims, sizeof(*s->shims));
-	for (size_t i = 0; s->shims && i < s->n_shims; i++)
-		s->shims[i].sock = -1;
-	s->asked = 1; /* the init starts the first one unasked */
-	s->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (!s->cmds || !s->shims || s->devnull < 0 || s->epfd < 0 || s->timerfd < 0) {
-		r = ab_error_set(err, errno ? errno : ENOMEM, "opening the session");
-		goto fail;
-	}
-	struct init_args a = {.one_command = one_command};
-	pid_t pid = sandbox_clone(&s->sb, &a, &s->sync_fd, err);
-	if (pid < 0) {
-		r = pid;
-		goto fail;
-	}
-	s->init = pid;
-	s->init_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (s->init_pidfd < 0) {
-		r = ab_error_set(err, errno,
-				 "cannot watch the sandbox (pidfd_open needs Linux 5.3)");
-		goto fail;
-	}
-	r = await_ready(s, err);
-	/* from now on read when epoll says so, or in idle_shim: never block */
+	r = session_alloc(s, err);
 	if (r == 0)
-		fcntl(s->sync_fd, F_SETFL, O_NONBLOCK);
-	if (r == 0 && ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
-		       (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
-		       (s->listener >= 0 &&
-			(r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
-		       (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0))
-		ab_error_set(err, -r, "opening the session");
-	if (r < 0)
-		goto fail;
-	snprintf(s->id, sizeof(s->id), "ab-%d-%d-%llu", (int)getpid(), (int)pid,
+		r = session_clone(s, err);
+	if (r == 0 && !one_command)
+		r = session_ready(s, err);
+	if (r < 0) {
+		ab_session_close(s);
+		return r;
+	}
+	snprintf(s->id, sizeof(s->id), "ab-%d-%d-%llu", (int)getpid(), (int)s->init,
 		 (unsigned long long)s->started_ms);
 	*out = s;
 	return 0;
-fail:
-	ab_session_close(s);
-	return r;
 }
 
 int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_error *err)
@@ -207,10 +234,34 @@ static void kill_init(struct ab_session *s)
 		kill(s->init, SIGKILL);
 }
 
-/* The sandbox is gone or hostile: every command fails, nothing runs on;
- * but where the OOM killer took the init (in a small cgroup it is the
- * largest process when the command's are many small ones), every command
- * running was killed for memory: that is their result, not an error. */
+/* A command when the sandbox ends: what its shim said before is read; if
+ * it had exited, or the OOM killer took the init (in a small cgroup the
+ * largest process when the command's are many small ones) and with it
+ * the command, that is its result. Returns false when it has none. */
+static bool finish_at_death(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg)
+{
+	if (c->ctl >= 0)
+		command_on_ctl(s, c);
+	if (c->failed || (!c->exited && !command_oom(s, c)))
+		return false;
+	if (!c->exited)
+		c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+	c->exited = c->ctl_eof = true;
+	session_unwatch(s, &c->ctl);
+	/* every writer is gone with the init: what is left is read */
+	for (int k = 0; k < 2; k++) {
+		int *fd = k ? &c->err_rd : &c->out_rd;
+		if (*fd >= 0) {
+			fcntl(*fd, F_SETFL, 0);
+			command_drain(s, c, fd, 1 + k, fn, arg);
+		}
+	}
+	command_finish(s, c, fn, arg);
+	return true;
+}
+
+/* The sandbox is gone or hostile: nothing runs on, and every command
+ * without a result (finish_at_death) fails. */
 static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg)
 {
 	if (!s->dead) {
@@ -220,23 +271,8 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 	kill_init(s);
 	for (size_t i = 0; i < s->max; i++) {
 		struct cmd *c = &s->cmds[i];
-		if (!c->used)
+		if (!c->used || finish_at_death(s, c, fn, arg))
 			continue;
-		if (!c->failed && command_oom(s, c)) {
-			if (!c->exited)
-				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
-			c->exited = true;
-			/* every writer is gone with the init: what is left is read */
-			for (int k = 0; k < 2; k++) {
-				int *fd = k ? &c->err_rd : &c->out_rd;
-				if (*fd >= 0) {
-					fcntl(*fd, F_SETFL, 0);
-					command_drain(s, c, fd, 1 + k, fn, arg);
-				}
-			}
-			command_finish(s, c, fn, arg);
-			continue;
-		}
 		unsigned long long tag = c->tag;
 		command_release(s, c);
 		if (fn) {

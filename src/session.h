@@ -93,16 +93,21 @@ struct ab_session {
 
 /* session.c */
 /* ab_session_open, and for `agentbox run` one_command: the init runs the
- * one command's shim itself (no second process, no spare). limits, when
- * not NULL, gets the limits as applied as soon as they are, so that a
- * failure later still reports them. */
+ * one command's shim itself (no second process, no spare), and the
+ * session is returned before the init is ready, so that the command can
+ * be started meanwhile: session_ready then waits for it (and says why the
+ * sandbox could not be built). limits, when not NULL, gets the limits as
+ * applied as soon as they are, so that a failure later still reports them. */
 int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limits,
 		 struct ab_session **out, struct ab_error *err);
+int session_ready(struct ab_session *s, struct ab_error *err);
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
 void session_unwatch(struct ab_session *s, int *fd);
 
 /* shim_pool.c */
+/* A shim's socket into the pool, idle (closed when there is no room). */
+void pool_add(struct ab_session *s, int sock, pid_t pid);
 /* The shim a command goes to: its slot, or a negative errno (err says). */
 int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err);
 void pool_on_shim(struct ab_session *s, size_t i);

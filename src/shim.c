@@ -539,6 +539,8 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
 			_exit(0);
 		shim_run(fds);
+		if (a->one_command)
+			_exit(0); /* pid 1: the kernel ends whatever is left */
 		/* a SIGCHLD of this command left pending would wake the next */
 		struct timespec zero = {0};
 		while (sigtimedwait(&mask, NULL, &zero) > 0)

@@ -68,7 +68,8 @@ struct shim_msg {
 
 /* A shim process: takes one SYNC_EXEC at a time on pool (its socket to
  * the launcher), runs that command to its end, then says SYNC_READY and
- * waits for the next; leaves when pool is closed. Never returns. */
+ * waits for the next; leaves when pool is closed, or, as the init of a
+ * one-command session, after its command. Never returns. */
 _Noreturn void shim_serve(const struct init_args *a, int pool);
 
 #endif

@@ -34,7 +34,7 @@ pid_t pidfd_host_pid(int pidfd)
 	return pid > 0 ? pid : -1;
 }
 
-static void shim_add(struct ab_session *s, int sock, pid_t pid)
+void pool_add(struct ab_session *s, int sock, pid_t pid)
 {
 	for (size_t i = 0; i < s->n_shims; i++) {
 		if (s->shims[i].sock >= 0)
@@ -84,7 +84,7 @@ bool pool_on_sync(struct ab_session *s)
 		pid_t pid = n == 2 ? pidfd_host_pid(fds[1]) : -1;
 		if (n == 2)
 			close(fds[1]);
-		shim_add(s, fds[0], pid > 0 ? pid : 0);
+		pool_add(s, fds[0], pid > 0 ? pid : 0);
 		return true;
 	}
 	if (ok && m.type == SYNC_NO_SHIM) {
