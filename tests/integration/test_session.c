@@ -2,6 +2,7 @@
  * it: one sandbox, commands started with tags, events from dispatch. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,4 +236,67 @@ Test(session, close_with_a_running_command_leaves_nothing)
 	cr_assert_eq(count_procs_with(marker), 0, "closing the session killed it");
 	if (cg[0])
 		cr_assert_neq(access(cg, F_OK), 0, "%s is gone", cg);
+}
+
+/* One lifecycle for run and serve: what `agentbox run` relies on is the
+ * session's, and a session's commands get it too. */
+
+Test(session, protected_paths_a_command_creates_are_reported_once)
+{
+	struct ab_result r = run("echo x > /workspace/.bashrc", NULL);
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_not_null(r.protected_changed, "the change is reported");
+	cr_assert_str_eq(r.protected_changed[0], ".bashrc");
+	cr_assert_null(r.protected_changed[1]);
+	ab_result_free(&r);
+	r = run("true", NULL);
+	cr_assert_null(r.protected_changed, "by the command that made it only");
+	ab_result_free(&r);
+}
+
+Test(session, the_callers_fds_are_the_commands_own)
+{
+	int in[2], outp[2];
+	cr_assert_eq(pipe(in), 0);
+	cr_assert_eq(pipe(outp), 0);
+	cr_assert_eq(write(in[1], "from the caller\n", 16), 16);
+	close(in[1]);
+	int fds[3] = {in[0], outp[1], -1};
+	struct ab_result r = run("cat; echo err >&2", &(struct ab_exec){.fds = fds});
+	close(in[0]);
+	close(outp[1]);
+	char buf[64] = "";
+	cr_assert_eq(read(outp[0], buf, sizeof(buf) - 1), 16, "stdout went to the caller's fd");
+	close(outp[0]);
+	cr_assert_str_eq(buf, "from the caller\n");
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_null(r.out.data, "passed through, not captured");
+	cr_assert_str_eq(r.err.data, "err\n", "the stream not passed is captured");
+	ab_result_free(&r);
+}
+
+static void keep_result(const struct ab_event *ev, void *arg)
+{
+	if (ev->kind == AB_EVENT_RESULT && !ev->error) {
+		*(struct ab_result *)arg = *ev->result;
+		memset(ev->result, 0, sizeof(*ev->result));
+	}
+}
+
+Test(session, a_signal_reaches_the_commands_group)
+{
+	char *argv[] = {"/bin/sh", "-c", "sleep 30 & wait", NULL};
+	struct ab_error err = {0};
+	cr_assert_eq(ab_session_start(s, &(struct ab_exec){.argv = argv}, 5, &err), 0, "%s",
+		     err.msg);
+	cr_assert_eq(ab_session_signal(s, 5, SIGTERM), 0);
+	cr_assert_eq(ab_session_signal(s, 6, SIGTERM), -ESRCH);
+	struct ab_result r = {0};
+	for (int i = 0; i < 500 && ab_session_running(s); i++)
+		ab_session_dispatch(s, 20, keep_result, &r, &err);
+	cr_assert_eq(ab_session_running(s), 0, "the command ended");
+	cr_assert_eq(r.signal, SIGTERM);
+	cr_assert_eq(r.exit_code, 128 + SIGTERM);
+	cr_assert_not(r.timed_out);
+	ab_result_free(&r);
 }
