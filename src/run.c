@@ -84,8 +84,14 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 	/* given to the init while it builds the view: it runs the command as
 	 * soon as it is ready, and says why not when it cannot be */
 	int r = ab_session_start(s, &x, RUN_TAG, err);
-	if (r == 0)
-		r = session_ready(s, err);
+	struct ab_error why = {0};
+	/* why the sandbox could not be built comes first: the start may
+	 * have failed only because its init was gone */
+	int ready = session_ready(s, &why);
+	if (ready < 0) {
+		*err = why;
+		return ready;
+	}
 	/* the first round arms the timer of the deadline */
 	if (r == 0)
 		r = ab_session_dispatch(s, 0, run_event, &w, err);
