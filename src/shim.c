@@ -134,7 +134,7 @@ static int spawn_child(void *p)
  * posix_spawn does, so no page table is copied, but without its query of
  * every signal's disposition (the shim has no handlers and no ignored
  * signals, so exec resets nothing). Its own session, an empty signal mask,
- * stdio, and only fds 0-2. Returns 0, or the errno of the exec. */
+ * stdio, and only fds 0-2. Returns 0, or -errno of the exec. */
 static int spawn_command(struct shim *sh, int in, int out, int err, char **argv, char **envp)
 {
 	enum { STACK = 256 << 10 };
@@ -144,7 +144,7 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 		if (stack == MAP_FAILED) {
 			stack = NULL;
-			return ENOMEM;
+			return -ENOMEM;
 		}
 	}
 	struct spawn_args a = {
@@ -153,12 +153,12 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = NULL;
 	if (sh->cmd < 0)
-		return errno;
+		return -errno;
 	if (a.exec_errno) {
 		/* it exited without running anything: reap it here */
 		waitpid(sh->cmd, NULL, 0);
 		sh->cmd = -1;
-		return a.exec_errno;
+		return -a.exec_errno;
 	}
 	return 0;
 }
@@ -488,7 +488,7 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 
-	int e = spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	int e = -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */
 		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));

@@ -11,17 +11,14 @@
 #include "agentbox/agentbox.h"
 
 enum sync_type {
-	SYNC_GO = 1,   /* launcher -> init: the id maps are written */
-	SYNC_ERROR,    /* init -> launcher: setup failed (code, text) */
-	SYNC_READY,    /* init -> launcher: the view is built, the command starts */
-	SYNC_EXIT,     /* init -> launcher: the command ended (status = wait status) */
-	SYNC_LISTENER, /* command or session init -> launcher: a seccomp listener fd rides along */
-	SYNC_SIGNAL_ALL, /* launcher -> init: send status (a signal) to every process */
-	/* session mode (agentbox serve) */
-	SYNC_EXEC,     /* launcher -> shim: run a command; SYNC_EXEC_FDS fds ride along */
-	SYNC_NEW_SHIM, /* launcher -> init: start a command shim */
-	SYNC_SHIM,     /* init -> launcher: a new shim's socket, and its pidfd, ride along */
-	SYNC_NO_SHIM,  /* init -> launcher: no shim could be started (status = errno) */
+	SYNC_GO = 1, /* launcher -> init: the id maps are written */
+	SYNC_ERROR,  /* init -> launcher: setup failed (code, text) */
+	SYNC_READY,  /* init -> launcher: confined, ready for commands; shim -> launcher: idle */
+	SYNC_LISTENER = 5, /* init -> launcher: its seccomp listener fd rides along */
+	SYNC_EXEC = 7,	   /* launcher -> shim: run a command; SYNC_EXEC_FDS fds ride along */
+	SYNC_NEW_SHIM,	   /* launcher -> init: start a command shim */
+	SYNC_SHIM,	   /* init -> launcher: a new shim's socket, and its pidfd, ride along */
+	SYNC_NO_SHIM,	   /* init -> launcher: no shim could be started (status = errno) */
 	SYNC_TYPE_MAX = SYNC_NO_SHIM,
 };
 
