@@ -246,10 +246,7 @@ static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec
 /* The timeout in force for x: its own or the session's, clamped. */
 static unsigned long long command_timeout(const struct ab_session *s, const struct ab_exec *x)
 {
-	unsigned long long t = x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms;
-	if (s->sb.cfg.max_timeout_ms && (t == 0 || t > s->sb.cfg.max_timeout_ms))
-		t = s->sb.cfg.max_timeout_ms;
-	return t;
+	return sandbox_timeout(&s->sb.cfg, x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms);
 }
 
 /* c's fds into the session's epoll set, non-blocking. */

@@ -214,16 +214,20 @@ static void notify_lines(const struct ab_config *cfg, const char *text)
 	}
 }
 
-/* The timeout in force: the requested one, clamped to --max-timeout. */
+unsigned long long sandbox_timeout(const struct ab_config *cfg, unsigned long long t)
+{
+	unsigned long long max = cfg->max_timeout_ms;
+	return max && (t == 0 || t > max) ? max : t;
+}
+
+/* The session's default timeout, clamped, with a notice when it was. */
 static unsigned long long effective_timeout(const struct ab_config *cfg)
 {
-	unsigned long long t = cfg->timeout_ms, max = cfg->max_timeout_ms;
-	if (max && (t == 0 || t > max)) {
+	unsigned long long t = sandbox_timeout(cfg, cfg->timeout_ms);
+	if (t != cfg->timeout_ms && cfg->notice) {
 		char line[160];
-		snprintf(line, sizeof(line), "--timeout clamped to --max-timeout (%llu ms)", max);
-		if (cfg->notice)
-			cfg->notice(line);
-		return max;
+		snprintf(line, sizeof(line), "--timeout clamped to --max-timeout (%llu ms)", t);
+		cfg->notice(line);
 	}
 	return t;
 }

@@ -29,6 +29,9 @@ struct sandbox {
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err);
 void sandbox_release(struct sandbox *sb);
 void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res);
+/* The timeout in force for a requested t (0: none): clamped to
+ * --max-timeout; the one rule for a run and every session command. */
+unsigned long long sandbox_timeout(const struct ab_config *cfg, unsigned long long t);
 
 /* Clone the init into the new namespaces with the arguments a (the fields
  * from sb are filled in here), put it in the cgroup, write its id maps and
