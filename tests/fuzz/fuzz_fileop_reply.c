@@ -1,4 +1,4 @@
-/* The launcher's half of the file operations (src/fileop.c):
+/* The launcher's half of the file operations (src/fileop_check.c):
  * fileop_reply() reads the JSON reply a process inside the sandbox wrote
  * (untrusted), fileop_prepare() checks a request object from the client.
  *
