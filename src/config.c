@@ -1,6 +1,8 @@
 /* Checks of a parsed configuration against the host: the workspace and
  * skills directories, and the identity the sandbox runs as. Runs in the
  * launcher before anything is created. */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +16,7 @@
 #include "error.h"
 #include "idmap.h"
 #include "options.h"
+#include "parse.h"
 #include "util.h"
 
 /* Make a host path for a mount source absolute and canonical, race-free.

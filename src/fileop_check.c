@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "parse.h"
 #include "util.h"
 
 /* ---- the operations and their schemas ---- */

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "error.h"
-#include "profile.h"
+#include "parse.h"
 #include "protect.h"
 #include "util.h"
 
@@ -629,39 +629,36 @@ int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
 	return r;
 }
 
-/* --profile is applied before every other option, wherever it stands, so
- * that the command line overrides it. This pass only looks for it: the
- * second one reports what is wrong with the rest. */
-static int apply_profile(struct ab_config *cfg, int argc, char **argv, struct ab_error *err)
+int ab_options_find_profile(int argc, char **argv, const char **profile, struct ab_error *err)
 {
-	const char *profile = NULL;
+	*profile = NULL;
 	opterr = 0;
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+:c:h", run_options, NULL)) != -1) {
-		if (c == 'h' || c == OPT_HELP)
-			return 0; /* --help needs no profile, even a broken one */
+		if (c == 'h' || c == OPT_HELP) {
+			*profile = NULL; /* --help needs no profile, even a broken one */
+			return 0;
+		}
 		if (c != OPT_PROFILE)
 			continue;
-		if (profile)
+		if (*profile)
 			return ab_error_plain(
 				err, EINVAL,
 				"--profile: given twice ('%s', '%s'); one profile at a "
 				"time",
-				profile, optarg);
-		profile = optarg;
+				*profile, optarg);
+		*profile = optarg;
 	}
-	return profile ? ab_profile_load(cfg, profile, err) : 0;
+	return 0;
 }
 
-static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
-			struct ab_error *err)
+int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
+		     struct ab_error *err)
 {
 	const char *shell_cmd = NULL;
 	*help = false;
-	int r = apply_profile(cfg, argc, argv, err);
-	if (r < 0)
-		return r;
+	int r;
 	opterr = 0;
 	optind = 0; /* GNU getopt: 0 re-initialises, so the parser can run twice */
 	for (;;) {
@@ -700,7 +697,7 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 			return 0;
 		}
 		if (c == OPT_PROFILE)
-			continue; /* applied first, by apply_profile() */
+			continue; /* applied first (cmdline.c) */
 		const char *wrong = wrong_mode(c, serve);
 		if (wrong)
 			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
@@ -774,16 +771,4 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)
 		return ab_error_set(err, ENOMEM, "parsing options");
 	return 0;
-}
-
-int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
-			struct ab_error *err)
-{
-	return parse_common(cfg, argc, argv, false, help, err);
-}
-
-int ab_config_parse_serve(struct ab_config *cfg, int argc, char **argv, bool *help,
-			  struct ab_error *err)
-{
-	return parse_common(cfg, argc, argv, true, help, err);
 }

@@ -29,6 +29,7 @@
 #include "fileop.h"
 #include "options.h"
 #include "output.h"
+#include "parse.h"
 #include "sandbox.h"
 #include "seccomp_profile.h"
 #include "shim.h"
