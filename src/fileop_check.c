@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "error.h"
 #include "parse.h"
 #include "util.h"
 
@@ -86,14 +86,6 @@ static const struct opdef ops[] = {
 	 {"path:s", "data:s", "size:i", "offset:i*", "eof:b*"}},
 };
 
-/* what a reply's "error" may say: the file codes, and invalid_request for
- * what only the inside can check (a regular expression, base64) */
-static const char *const error_codes[] = {
-	"file_not_found", "permission_denied", "is_directory",	  "not_directory", "invalid_path",
-	"read_only",	  "too_large",	       "exists",	  "not_found",	   "not_unique",
-	"no_space",	  "io_error",	       "invalid_request",
-};
-
 static const struct opdef *opdef_of(const char *op)
 {
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ops); i++)
@@ -146,21 +138,18 @@ static char *view_path(json_object *v, const char **why)
 
 /* The chunk fields of upload and download (docs/protocol.md, "Files of
  * any size"): a chunk carries at most FILEOP_CHUNK_MAX bytes. */
-static int check_chunk(json_object *req, const char *op, const char **code, char *msg,
-		       size_t msglen)
+static int check_chunk(json_object *req, const char *op, struct ab_error *err)
 {
 	json_object *v;
 	bool chunked = json_object_object_get_ex(req, "offset", &v);
 	if (strcmp(op, "download") == 0 && json_object_object_get_ex(req, "length", &v)) {
-		if (!chunked) {
-			snprintf(msg, msglen, "download: 'length' needs 'offset'");
-			return -1;
-		}
-		if (json_object_get_int64(v) > FILEOP_CHUNK_MAX) {
-			snprintf(msg, msglen, "download: 'length' must be from 1 to %u (max_chunk)",
-				 FILEOP_CHUNK_MAX);
-			return -1;
-		}
+		if (!chunked)
+			return ab_error_proto(err, AB_ERRC_INVALID_REQUEST,
+					      "download: 'length' needs 'offset'");
+		if (json_object_get_int64(v) > FILEOP_CHUNK_MAX)
+			return ab_error_proto(err, AB_ERRC_INVALID_REQUEST,
+					      "download: 'length' must be from 1 to %u (max_chunk)",
+					      FILEOP_CHUNK_MAX);
 	}
 	if (strcmp(op, "upload") == 0 && chunked) {
 		json_object_object_get_ex(req, "data", &v);
@@ -169,25 +158,23 @@ static int check_chunk(json_object *req, const char *op, const char **code, char
 		size_t bytes =
 			n / 4 * 3 - (n >= 1 && d[n - 1] == '=') - (n >= 2 && d[n - 2] == '=');
 		if (n % 4 == 0 && bytes > FILEOP_CHUNK_MAX) {
-			*code = "too_large";
-			snprintf(msg, msglen,
-				 "upload: 'data' holds %zu bytes; a chunk carries at most %u "
-				 "(max_chunk)",
-				 bytes, FILEOP_CHUNK_MAX);
-			return -1;
+			return ab_error_proto(
+				err, AB_ERRC_TOO_LARGE,
+				"upload: 'data' holds %zu bytes; a chunk carries at most %u "
+				"(max_chunk)",
+				bytes, FILEOP_CHUNK_MAX);
 		}
 	}
 	return 0;
 }
 
-int fileop_prepare(json_object *req, const char *op, char **inner, const char **code, char *msg,
-		   size_t msglen)
+int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err)
 {
+	enum ab_errc code = AB_ERRC_INVALID_REQUEST;
+	int r;
 	const struct opdef *d = opdef_of(op);
-	*code = "invalid_request";
 	if (!d) {
-		snprintf(msg, msglen, "'%s' is not a file operation", op);
-		return -1;
+		return ab_error_proto(err, code, "'%s' is not a file operation", op);
 	}
 	json_object_object_foreach(req, key, val)
 	{
@@ -197,8 +184,7 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		for (const struct field *f = d->in; !known && f->name; f++)
 			known = strcmp(key, f->name) == 0;
 		if (!known) {
-			snprintf(msg, msglen, "%s: unknown field '%.64s'", op, key);
-			return -1;
+			return ab_error_proto(err, code, "%s: unknown field '%.64s'", op, key);
 		}
 	}
 	json_object *out = json_object_new_object();
@@ -207,7 +193,7 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		json_object *v = NULL;
 		if (!json_object_object_get_ex(req, f->name, &v) || !v) {
 			if (f->required) {
-				snprintf(msg, msglen, "%s: '%s' is required", op, f->name);
+				r = ab_error_proto(err, code, "%s: '%s' is required", op, f->name);
 				goto bad;
 			}
 			if (f->type == T_DIRPATH)
@@ -221,11 +207,11 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		case T_DIRPATH: {
 			char *p = view_path(v, &why);
 			if (!p) {
-				*code = "invalid_path";
+				code = AB_ERRC_INVALID_PATH;
 				break;
 			}
 			if (strcmp(op, "delete") == 0 && strcmp(p, "/workspace") == 0) {
-				*code = "invalid_path";
+				code = AB_ERRC_INVALID_PATH;
 				why = "is the workspace itself: delete what is in it";
 				free(p);
 				break;
@@ -266,7 +252,7 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		}
 		}
 		if (why) {
-			snprintf(msg, msglen, "%s: '%s' %s", op, f->name, why);
+			r = ab_error_proto(err, code, "%s: '%s' %s", op, f->name, why);
 			goto bad;
 		}
 		json_object_object_add(out, f->name, json_object_get(v));
@@ -275,24 +261,22 @@ int fileop_prepare(json_object *req, const char *op, char **inner, const char **
 		json_object *v;
 		json_object_object_get_ex(req, "old_string", &v);
 		if (json_object_get_string_len(v) == 0) {
-			snprintf(msg, msglen, "edit: 'old_string' must not be empty");
+			r = ab_error_proto(err, code, "edit: 'old_string' must not be empty");
 			goto bad;
 		}
 	}
-	if (check_chunk(req, op, code, msg, msglen) < 0)
+	if ((r = check_chunk(req, op, err)) < 0)
 		goto bad;
 	*inner = strdup(json_object_to_json_string_ext(
 		out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(out);
 	if (!*inner) {
-		*code = "internal";
-		snprintf(msg, msglen, "%s: out of memory", op);
-		return -1;
+		return ab_error_proto(err, AB_ERRC_INTERNAL, "%s: out of memory", op);
 	}
 	return 0;
 bad:
 	json_object_put(out);
-	return -1;
+	return r;
 }
 
 /* ---- launcher: the reply ---- */
@@ -354,14 +338,14 @@ static json_object *message(const char *type, json_object *id)
 	return o;
 }
 
-json_object *fileop_reply(const char *op, json_object *id, const char *data, size_t len, char *msg,
-			  size_t msglen)
+json_object *fileop_reply(const char *op, json_object *id, const char *data, size_t len,
+			  struct ab_error *err)
 {
 	const struct opdef *d = opdef_of(op);
 	json_tokener *tok = json_tokener_new_ex(8);
 	if (!d || !tok) {
 		json_tokener_free(tok);
-		snprintf(msg, msglen, "%s: cannot read the reply", op);
+		ab_error_proto(err, AB_ERRC_INTERNAL, "%s: cannot read the reply", op);
 		return NULL;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -384,13 +368,14 @@ json_object *fileop_reply(const char *op, json_object *id, const char *data, siz
 		     !json_object_is_type(path, json_type_string)) ||
 		    json_object_object_length(er) > 3)
 			goto malformed;
-		bool known = false;
-		for (size_t i = 0; !known && i < AB_ARRAY_SIZE(error_codes); i++)
-			known = strcmp(json_object_get_string(code), error_codes[i]) == 0;
-		if (!known)
+		/* what a reply's "error" may say: the file codes, and invalid_request
+		 * for what only the inside can check (a regular expression, base64) */
+		enum ab_errc c = ab_errc_by_name(json_object_get_string(code));
+		if (!(c >= AB_ERRC_FILE_NOT_FOUND && c <= AB_ERRC_IO_ERROR) &&
+		    c != AB_ERRC_TOO_LARGE && c != AB_ERRC_INVALID_REQUEST)
 			goto malformed;
 		out = message("error", id);
-		json_object_object_add(out, "code", json_object_get(code));
+		json_object_object_add(out, "code", json_object_new_string(ab_errc_name(c)));
 		/* a message cut to a sane length, at a character boundary */
 		const char *t = json_object_get_string(text);
 		size_t tl = (size_t)json_object_get_string_len(text);
@@ -434,6 +419,6 @@ json_object *fileop_reply(const char *op, json_object *id, const char *data, siz
 malformed:
 	json_object_put(out);
 	json_object_put(r);
-	snprintf(msg, msglen, "%s: the sandbox sent a malformed reply", op);
+	ab_error_proto(err, AB_ERRC_INTERNAL, "%s: the sandbox sent a malformed reply", op);
 	return NULL;
 }

@@ -51,7 +51,7 @@ static int read_binary(const char *path, int64_t size)
 	size_t len;
 	int r = fo_read_all(path, FILEOP_DATA_MAX, &data, &len);
 	if (r == -EFBIG)
-		return fo_fail("too_large", path,
+		return fo_fail(AB_ERRC_TOO_LARGE, path,
 			       "%s is not UTF-8 text and has %lld bytes: at most %u are sent; "
 			       "use exec to look into it",
 			       path, (long long)size, FILEOP_DATA_MAX);
@@ -132,8 +132,8 @@ int fo_read(json_object *q)
 				} else if (!sb_add(&content, p, n)) {
 					close(fd);
 					free(content.p);
-					return fo_fail("io_error", path, "out of memory reading %s",
-						       path);
+					return fo_fail(AB_ERRC_IO_ERROR, path,
+						       "out of memory reading %s", path);
 				}
 			}
 			if (nl) {
@@ -194,12 +194,12 @@ static int put_reply(const char *path, size_t len, bool created, int64_t size)
 static int append_chunk(const char *path, const char *data, size_t len, int64_t offset)
 {
 	if (len > FILEOP_CHUNK_MAX)
-		return fo_fail("too_large", path, "upload: %zu bytes is over max_chunk, %u", len,
-			       FILEOP_CHUNK_MAX);
+		return fo_fail(AB_ERRC_TOO_LARGE, path, "upload: %zu bytes is over max_chunk, %u",
+			       len, FILEOP_CHUNK_MAX);
 	struct stat st;
 	int fd = fo_open_regular(path, O_WRONLY, &st);
 	if (fd == -ENOENT)
-		return fo_fail("invalid_request", path,
+		return fo_fail(AB_ERRC_INVALID_REQUEST, path,
 			       "upload: offset %lld, but %s does not exist (size 0): the first "
 			       "chunk has offset 0",
 			       (long long)offset, path);
@@ -207,7 +207,7 @@ static int append_chunk(const char *path, const char *data, size_t len, int64_t 
 		return fo_fail_errno(-fd, path, "cannot write");
 	if (st.st_size != offset) {
 		close(fd);
-		return fo_fail("invalid_request", path,
+		return fo_fail(AB_ERRC_INVALID_REQUEST, path,
 			       "upload: offset %lld, but %s has %lld bytes: a chunk goes at the "
 			       "file's end",
 			       (long long)offset, path, (long long)st.st_size);
@@ -226,8 +226,8 @@ static int put_file(const char *op, const char *path, const char *data, size_t l
 {
 	size_t max = chunk ? FILEOP_CHUNK_MAX : FILEOP_DATA_MAX;
 	if (len > max)
-		return fo_fail("too_large", path, "%s: %zu bytes is over the limit of %zu", op, len,
-			       max);
+		return fo_fail(AB_ERRC_TOO_LARGE, path, "%s: %zu bytes is over the limit of %zu",
+			       op, len, max);
 	int r = fo_make_parents(path);
 	if (r < 0)
 		return fo_fail_errno(-r, path, "cannot create the directories of");
@@ -235,8 +235,8 @@ static int put_file(const char *op, const char *path, const char *data, size_t l
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		if (!overwrite)
-			return fo_fail("exists", path, "%s exists; pass overwrite to replace it",
-				       path);
+			return fo_fail(AB_ERRC_EXISTS, path,
+				       "%s exists; pass overwrite to replace it", path);
 		struct stat st;
 		created = false;
 		fd = fo_open_regular(path, O_WRONLY, &st);
@@ -270,7 +270,7 @@ int fo_write(json_object *q, bool upload)
 	size_t n;
 	char *raw = fo_base64_decode(data, len, &n);
 	if (!raw)
-		return fo_fail("invalid_request", path, "%s: '%s' is not valid base64",
+		return fo_fail(AB_ERRC_INVALID_REQUEST, path, "%s: '%s' is not valid base64",
 			       upload ? "upload" : "write", upload ? "data" : "content");
 	int64_t offset = upload ? fo_jint(q, "offset", -1) : -1;
 	int r = offset > 0 ? append_chunk(path, raw, n, offset)
@@ -329,8 +329,8 @@ int fo_edit(json_object *q)
 	size_t len;
 	int r = fo_read_all(real, FILEOP_EDIT_MAX, &data, &len);
 	if (r == -EFBIG)
-		return fo_fail("too_large", path, "%s is over the %u bytes edit works on", path,
-			       FILEOP_EDIT_MAX);
+		return fo_fail(AB_ERRC_TOO_LARGE, path, "%s is over the %u bytes edit works on",
+			       path, FILEOP_EDIT_MAX);
 	if (r < 0)
 		return fo_fail_errno(-r, path, "cannot edit");
 	uint64_t count = 0;
@@ -339,8 +339,8 @@ int fo_edit(json_object *q)
 	if (count == 0 || (count > 1 && !all)) {
 		free(data);
 		if (count == 0)
-			return fo_fail("not_found", path, "old_string is not in %s", path);
-		return fo_fail("not_unique", path,
+			return fo_fail(AB_ERRC_NOT_FOUND, path, "old_string is not in %s", path);
+		return fo_fail(AB_ERRC_NOT_UNIQUE, path,
 			       "old_string occurs %llu times in %s; give more context to make it "
 			       "unique, or pass replace_all",
 			       (unsigned long long)count, path);
@@ -354,7 +354,7 @@ int fo_edit(json_object *q)
 	free(data);
 	if (!ok) {
 		free(out.p);
-		return fo_fail("io_error", path, "out of memory editing %s", path);
+		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory editing %s", path);
 	}
 	struct stat st;
 	r = stat(real, &st) < 0 ? -errno : replace_content(real, &st, out.p ? out.p : "", out.len);
@@ -376,7 +376,7 @@ static int download_chunk(const char *path, int64_t offset, int64_t length)
 		return fo_fail_errno(-fd, path, "cannot read");
 	if (offset > st.st_size) {
 		close(fd);
-		return fo_fail("invalid_request", path,
+		return fo_fail(AB_ERRC_INVALID_REQUEST, path,
 			       "download: offset %lld is past the end of %s, which has %lld bytes",
 			       (long long)offset, path, (long long)st.st_size);
 	}
@@ -384,7 +384,7 @@ static int download_chunk(const char *path, int64_t offset, int64_t length)
 	cleanup_free char *buf = malloc(want + 1);
 	if (!buf) {
 		close(fd);
-		return fo_fail("io_error", path, "out of memory");
+		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
 	}
 	while (n < want) {
 		ssize_t k = pread(fd, buf + n, want - n, (off_t)(offset + (int64_t)n));
@@ -404,7 +404,7 @@ static int download_chunk(const char *path, int64_t offset, int64_t length)
 	close(fd);
 	char *b = base64_encode(buf, n);
 	if (!b)
-		return fo_fail("io_error", path, "out of memory");
+		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "data", json_object_new_string(b));
@@ -425,14 +425,14 @@ int fo_download(json_object *q)
 	size_t len;
 	int r = fo_read_all(path, FILEOP_DATA_MAX, &data, &len);
 	if (r == -EFBIG)
-		return fo_fail("too_large", path, "%s is over the %u bytes a download carries",
-			       path, FILEOP_DATA_MAX);
+		return fo_fail(AB_ERRC_TOO_LARGE, path,
+			       "%s is over the %u bytes a download carries", path, FILEOP_DATA_MAX);
 	if (r < 0)
 		return fo_fail_errno(-r, path, "cannot read");
 	char *b = base64_encode(data, len);
 	free(data);
 	if (!b)
-		return fo_fail("io_error", path, "out of memory");
+		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "data", json_object_new_string(b));

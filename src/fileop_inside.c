@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "output.h"
 #include "util.h"
 
@@ -45,40 +46,40 @@ int fo_result(json_object *res)
 	return emit(o);
 }
 
-static const char *code_of(int e)
+static enum ab_errc code_of(int e)
 {
 	switch (e) {
 	case ENOENT:
-		return "file_not_found";
+		return AB_ERRC_FILE_NOT_FOUND;
 	case EACCES:
 	case EPERM:
 	case EBUSY:
-		return "permission_denied";
+		return AB_ERRC_PERMISSION_DENIED;
 	case EISDIR:
-		return "is_directory";
+		return AB_ERRC_IS_DIRECTORY;
 	case ENOTDIR:
-		return "not_directory";
+		return AB_ERRC_NOT_DIRECTORY;
 	case EROFS:
-		return "read_only";
+		return AB_ERRC_READ_ONLY;
 	case EEXIST:
-		return "exists";
+		return AB_ERRC_EXISTS;
 	case ENOSPC:
 	case EDQUOT:
-		return "no_space";
+		return AB_ERRC_NO_SPACE;
 	case EFBIG:
-		return "too_large";
+		return AB_ERRC_TOO_LARGE;
 	case ELOOP:
 	case ENAMETOOLONG:
 	case ENXIO:
 	case ENODEV:
 	case EINVAL:
-		return "invalid_path";
+		return AB_ERRC_INVALID_PATH;
 	default:
-		return "io_error";
+		return AB_ERRC_IO_ERROR;
 	}
 }
 
-__attribute__((format(printf, 3, 4))) int fo_fail(const char *code, const char *path,
+__attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
 						  const char *fmt, ...)
 {
 	char text[512];
@@ -89,7 +90,7 @@ __attribute__((format(printf, 3, 4))) int fo_fail(const char *code, const char *
 	size_t tl;
 	char *t = utf8_lossy(text, strlen(text), &tl);
 	json_object *er = json_object_new_object();
-	json_object_object_add(er, "code", json_object_new_string(code));
+	json_object_object_add(er, "code", json_object_new_string(ab_errc_name(code)));
 	json_object_object_add(er, "message",
 			       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
 	if (path)

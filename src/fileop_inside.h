@@ -15,12 +15,14 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "agentbox/agentbox.h"
+
 #define SNIFF	  8192 /* bytes looked at to tell text from binary */
 #define MAX_DEPTH 256  /* directory levels a walk or a delete goes down */
 
 /* replies */
 int fo_result(json_object *res);
-__attribute__((format(printf, 3, 4))) int fo_fail(const char *code, const char *path,
+__attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
 						  const char *fmt, ...);
 int fo_fail_errno(int e, const char *path, const char *what);
 json_object *fo_lossy(const char *s, size_t n);

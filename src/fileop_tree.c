@@ -258,13 +258,13 @@ int fo_glob(json_object *q)
 	if (stat(base, &st) < 0)
 		return fo_fail_errno(errno, base, "cannot search");
 	if (!S_ISDIR(st.st_mode))
-		return fo_fail("not_directory", base, "%s is not a directory", base);
+		return fo_fail(AB_ERRC_NOT_DIRECTORY, base, "%s is not a directory", base);
 	/* the walk starts below the pattern's leading components without
 	 * wildcards (an absolute pattern's included) */
 	char full[PATH_MAX], buf[PATH_MAX], root[PATH_MAX] = "", pat[PATH_MAX] = "";
 	if ((size_t)snprintf(full, sizeof(full), "%s/%s", pattern[0] == '/' ? "" : base, pattern) >=
 	    sizeof(full))
-		return fo_fail("invalid_path", NULL, "glob: the pattern is too long");
+		return fo_fail(AB_ERRC_INVALID_PATH, NULL, "glob: the pattern is too long");
 	char *parts[MAX_PARTS];
 	size_t np = split(full, buf, sizeof(buf), parts, MAX_PARTS), k = 0;
 	while (k + 1 < np && !strpbrk(parts[k], "*?[\\"))
@@ -419,7 +419,7 @@ int fo_grep(json_object *q)
 		if (r) {
 			char why[256];
 			regerror(r, &g.re, why, sizeof(why));
-			return fo_fail("invalid_request", NULL,
+			return fo_fail(AB_ERRC_INVALID_REQUEST, NULL,
 				       "grep: 'pattern' is not a valid regular "
 				       "expression: %s",
 				       why);
@@ -427,7 +427,7 @@ int fo_grep(json_object *q)
 	} else if (g.icase) {
 		g.lower_pat = strdup(g.pattern);
 		if (!g.lower_pat)
-			return fo_fail("io_error", path, "out of memory");
+			return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
 		lower(g.lower_pat, g.plen);
 	}
 	struct stat st;
@@ -503,7 +503,7 @@ int fo_delete(json_object *q)
 	cleanup_free char *parent =
 		slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!parent)
-		return fo_fail("io_error", path, "out of memory");
+		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
 	int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
 	if (dfd < 0)
 		return fo_fail_errno(errno, path, "cannot delete");
@@ -515,7 +515,7 @@ int fo_delete(json_object *q)
 		if (r == -ENOTEMPTY || r == -EEXIST) {
 			close(dfd);
 			return fo_fail(
-				"is_directory", path,
+				AB_ERRC_IS_DIRECTORY, path,
 				"%s is a directory that is not empty; pass recursive to delete it "
 				"and everything in it",
 				path);
