@@ -10,9 +10,10 @@
  *   fileop_reply    launcher: validates that reply against the operation's
  *                   schema (it comes from inside, so it is untrusted) and
  *                   builds the protocol message.
- * The launcher's half is fileop_check.c; the inside half is
- * fileop_inside.c (replies, dispatch), fileop_file.c (one file) and
- * fileop_tree.c (directories), sharing fileop_inside.h. */
+ * The launcher's half is fileop_check.c; the inside half is fileop_run.c
+ * (the dispatch), fileop_file.c (one file) and fileop_tree.c
+ * (directories), on fileop_inside.c's replies and helpers
+ * (fileop_inside.h). */
 #ifndef AB_FILEOP_H
 #define AB_FILEOP_H
 

@@ -1,5 +1,5 @@
 /* File operations, the sandbox's half (fileop_inside.h): the reply
- * helpers, file and request-field helpers, and fileop_run's dispatch. */
+ * helpers, and the file and request-field helpers. */
 #include "fileop.h"
 #include "fileop_inside.h"
 
@@ -20,7 +20,12 @@
 
 /* ---- inside: replies ---- */
 
-static int reply_fd = STDOUT_FILENO; /* where fileop_run writes */
+static int reply_fd = STDOUT_FILENO; /* where the replies go (fo_reply_to) */
+
+void fo_reply_to(int fd)
+{
+	reply_fd = fd;
+}
 
 static int emit(json_object *o)
 {
@@ -314,37 +319,4 @@ int64_t fo_jint(json_object *q, const char *key, int64_t def)
 {
 	json_object *v;
 	return json_object_object_get_ex(q, key, &v) ? json_object_get_int64(v) : def;
-}
-
-int fileop_run(const char *request, int out)
-{
-	reply_fd = out;
-	json_object *q = json_tokener_parse(request);
-	json_object *opv;
-	if (!q || !json_object_object_get_ex(q, "op", &opv)) {
-		json_object_put(q);
-		return 1;
-	}
-	const char *op = json_object_get_string(opv);
-	int r = 1;
-	if (!strcmp(op, "read"))
-		r = fo_read(q);
-	else if (!strcmp(op, "write"))
-		r = fo_write(q, false);
-	else if (!strcmp(op, "upload"))
-		r = fo_write(q, true);
-	else if (!strcmp(op, "edit"))
-		r = fo_edit(q);
-	else if (!strcmp(op, "ls"))
-		r = fo_ls(q);
-	else if (!strcmp(op, "glob"))
-		r = fo_glob(q);
-	else if (!strcmp(op, "grep"))
-		r = fo_grep(q);
-	else if (!strcmp(op, "delete"))
-		r = fo_delete(q);
-	else if (!strcmp(op, "download"))
-		r = fo_download(q);
-	json_object_put(q);
-	return r;
 }

@@ -1,5 +1,5 @@
 /* File operations, the sandbox's half (see fileop.h): what
- * fileop_inside.c, fileop_file.c and fileop_tree.c share. It runs as the
+ * fileop_inside.c, fileop_file.c, fileop_tree.c and fileop_run.c share. It runs as the
  * sandbox's user in a process of its own, under the sandbox's seccomp
  * filter and Landlock ruleset, and never runs a program: every operation
  * is a handful of system calls on paths of the view. Its reply is checked
@@ -20,7 +20,8 @@
 #define SNIFF	  8192 /* bytes looked at to tell text from binary */
 #define MAX_DEPTH 256  /* directory levels a walk or a delete goes down */
 
-/* replies */
+/* replies, written to fd from now on (fileop_run) */
+void fo_reply_to(int fd);
 int fo_result(json_object *res);
 __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
 						  const char *fmt, ...);

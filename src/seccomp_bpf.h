@@ -1,7 +1,7 @@
 /* A seccomp profile as a BPF program (seccomp_bpf.c): the build-time
  * table of the shipped profiles' programs, the program itself, the C
- * emitter that makes that table, and the installer that runs in the
- * command's process as its last step before exec. */
+ * emitter that makes that table (seccomp_emit.c), and the installer that
+ * runs in the command's process as its last step before exec. */
 #ifndef AB_SECCOMP_BPF_H
 #define AB_SECCOMP_BPF_H
 

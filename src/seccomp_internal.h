@@ -1,7 +1,9 @@
-/* What the three halves of the seccomp profiles share (not an API):
+/* What the parts of the seccomp profiles share (not an API):
  * seccomp_profile.c parses a profile into libseccomp rules, seccomp_bpf.c
- * exports them as BPF, copies the build-time programs and emits them as C,
- * and installs the filter; seccomp_notify.c answers notified syscalls. */
+ * exports them as BPF, copies the build-time programs and installs the
+ * filter, seccomp_emit.c writes the build-time programs as C, and
+ * seccomp_notify.c answers notified syscalls. Calls go one way: emit to
+ * profile to bpf. */
 #ifndef AB_SECCOMP_INTERNAL_H
 #define AB_SECCOMP_INTERNAL_H
 
