@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cgroup_delegate.h"
+#include "cgroupfs.h"
 #include "error.h"
 #include "util.h"
 
@@ -55,48 +56,6 @@ struct ab_cgroup {
 	int oom_fd;   /* memory.events or memory.oom_control, opened at first use */
 	int clone_fd; /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
 };
-
-/* Tests only (ab_cgroup_test_fake_v2): a directory laid out like a cgroup2
- * hierarchy with controllers stands in for the real one. */
-static struct {
-	const char *root; /* NULL: the real hierarchies */
-	const char *own;  /* the caller's cgroup, as /proc/self/cgroup would say */
-} fake;
-
-void ab_cgroup_test_fake_v2(const char *root, const char *own)
-{
-	fake.root = root;
-	fake.own = own;
-}
-
-static int write_file(const char *dir, const char *file, const char *value)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	/* cgroupfs makes the files of a new cgroup itself; a fake tree cannot */
-	cleanup_fd int fd =
-		open(path, O_WRONLY | O_CLOEXEC | (fake.root ? O_CREAT | O_TRUNC : 0), 0644);
-	if (fd < 0)
-		return -errno;
-	size_t n = strlen(value);
-	if (write(fd, value, n) != (ssize_t)n)
-		return -errno;
-	return 0;
-}
-
-static int read_file(const char *dir, const char *file, char *buf, size_t len)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
 
 /* "key value" lines: the value of key, or -1. */
 static long long keyed(const char *buf, const char *key)
@@ -133,8 +92,8 @@ static bool libcgroup_mount(const char *ctrl, char *out, size_t len)
 static bool find_mount(int h, char *out, size_t len)
 {
 	struct statfs sf;
-	if (fake.root) {
-		snprintf(out, len, "%s", fake.root);
+	if (ab_cgfs_faked()) {
+		snprintf(out, len, "%s", ab_cgfs_fake_root());
 		return h == H_UNIFIED;
 	}
 	if (h == H_UNIFIED) {
@@ -175,53 +134,12 @@ static unsigned long long start_time(pid_t pid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* This process's own cgroup in the unified hierarchy ("0::/path"). */
-static bool own_v2_cgroup(char *out, size_t len)
-{
-	if (fake.root) {
-		snprintf(out, len, "%s", fake.own);
-		return true;
-	}
-	char buf[4096];
-	if (read_file("/proc/self", "cgroup", buf, sizeof(buf)) < 0)
-		return false;
-	for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		if (strncmp(l, "0::", 3) == 0) {
-			size_t n = strcspn(l + 3, "\n");
-			snprintf(out, len, "%.*s", (int)n, l + 3);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* cgroupfs access for cgroup_delegate.c */
-int ab_cgfs_write(const char *dir, const char *file, const char *value)
-{
-	return write_file(dir, file, value);
-}
-
-int ab_cgfs_read(const char *dir, const char *file, char *buf, size_t len)
-{
-	return read_file(dir, file, buf, len);
-}
-
-bool ab_cgfs_own_v2(char *out, size_t len)
-{
-	return own_v2_cgroup(out, len);
-}
-
-bool ab_cgfs_faked(void)
-{
-	return fake.root != NULL;
-}
-
 /* v2 with controllers: the caller's parent, or below the caller's own
  * cgroup when it may write there (a delegated subtree). */
 static bool v2_has_controllers(const char *root)
 {
 	char buf[512];
-	return read_file(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
+	return ab_cgfs_read(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
 	       strstr(buf, "memory") && strstr(buf, "pids");
 }
 
@@ -234,7 +152,7 @@ static void set_how(struct ab_limit_status *s, enum ab_limit_how how, const char
 static void set_limit(struct ab_cgroup *cg, struct ab_limit_status *s, const char *dir,
 		      const char *file, const char *value, const char *what)
 {
-	int r = dir[0] ? write_file(dir, file, value) : -ENOENT;
+	int r = dir[0] ? ab_cgfs_write(dir, file, value) : -ENOENT;
 	if (r == 0) {
 		set_how(s, AB_LIMIT_CGROUP, NULL);
 		return;
@@ -254,7 +172,7 @@ static void apply_v2(struct ab_cgroup *cg, const struct ab_limits *lim)
 		snprintf(v, sizeof(v), "%llu", lim->memory);
 		set_limit(cg, &cg->st.memory, d, "memory.max", v, "memory");
 		if (cg->st.memory.how == AB_LIMIT_CGROUP)
-			write_file(d, "memory.swap.max", "0"); /* absent without swap */
+			ab_cgfs_write(d, "memory.swap.max", "0"); /* absent without swap */
 	}
 	if (lim->cpu_millis) {
 		snprintf(v, sizeof(v), "%u 100000", lim->cpu_millis * 100);
@@ -275,7 +193,7 @@ static void apply_v1(struct ab_cgroup *cg, const struct ab_limits *lim)
 			  "memory");
 		/* swap not beyond it, where swap accounting exists */
 		if (cg->st.memory.how == AB_LIMIT_CGROUP)
-			write_file(cg->dir[H_MEMORY], "memory.memsw.limit_in_bytes", v);
+			ab_cgfs_write(cg->dir[H_MEMORY], "memory.memsw.limit_in_bytes", v);
 	}
 	if (lim->cpu_millis) {
 		snprintf(v, sizeof(v), "%u", lim->cpu_millis * 100);
@@ -354,7 +272,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		if (parent) {
 			/* the launcher moves out of it only if it is in it */
 			snprintf(rel, sizeof(rel), "%s", parent);
-			bool mine = own_v2_cgroup(own, sizeof(own)) && strcmp(own, rel) == 0;
+			bool mine = ab_cgfs_own_v2(own, sizeof(own)) && strcmp(own, rel) == 0;
 			char pdir[1024];
 			snprintf(pdir, sizeof(pdir), "%s%s", root, rel);
 			ab_cg_v2_prepare(pdir, name, mine);
@@ -383,7 +301,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
 			apply_v2(cg, lim);
 			fall_back(cg, lim, "the v2 controller is not enabled for this cgroup");
-			if (!fake.root)
+			if (!ab_cgfs_faked())
 				cg->clone_fd =
 					open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
 			*out = cg;
@@ -441,7 +359,7 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
 	for (int h = 0; cg && h < H_COUNT; h++) {
 		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0))
 			continue;
-		int r = write_file(cg->dir[h], "cgroup.procs", v);
+		int r = ab_cgfs_write(cg->dir[h], "cgroup.procs", v);
 		if (r < 0 && h == H_UNIFIED && !cg->v2) {
 			/* the controller-less mount only tracks processes; moving
 			 * into it needs the common ancestor's cgroup.procs, which
@@ -490,10 +408,10 @@ static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 	if (!d)
 		return 0;
 	if (sig == SIGKILL && cg->dir[H_UNIFIED][0] &&
-	    write_file(cg->dir[H_UNIFIED], "cgroup.kill", "1") == 0)
+	    ab_cgfs_write(cg->dir[H_UNIFIED], "cgroup.kill", "1") == 0)
 		return 0;
 	char buf[65536];
-	if (read_file(d, "cgroup.procs", buf, sizeof(buf)) < 0)
+	if (ab_cgfs_read(d, "cgroup.procs", buf, sizeof(buf)) < 0)
 		return 0;
 	for (char *p = buf; *p;) {
 		pid_t pid = (pid_t)strtol(p, &p, 10);
@@ -540,42 +458,42 @@ int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
 	st->memory_current = st->pids_current = -1;
 	if (cg->v2) {
 		const char *d = cg->dir[H_UNIFIED];
-		if (read_file(d, "memory.events", buf, sizeof(buf)) == 0 &&
+		if (ab_cgfs_read(d, "memory.events", buf, sizeof(buf)) == 0 &&
 		    keyed(buf, "oom_kill") > 0)
 			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
-		if (read_file(d, "memory.current", buf, sizeof(buf)) == 0)
+		if (ab_cgfs_read(d, "memory.current", buf, sizeof(buf)) == 0)
 			st->memory_current = strtoll(buf, NULL, 10);
-		if (read_file(d, "pids.current", buf, sizeof(buf)) == 0)
+		if (ab_cgfs_read(d, "pids.current", buf, sizeof(buf)) == 0)
 			st->pids_current = strtoll(buf, NULL, 10);
-		if (read_file(d, "memory.peak", buf, sizeof(buf)) == 0) {
+		if (ab_cgfs_read(d, "memory.peak", buf, sizeof(buf)) == 0) {
 			st->have_memory_peak = true;
 			st->memory_peak = strtoull(buf, NULL, 10);
 		}
 	} else if (cg->dir[H_MEMORY][0]) {
 		const char *d = cg->dir[H_MEMORY];
-		if (read_file(d, "memory.oom_control", buf, sizeof(buf)) == 0 &&
+		if (ab_cgfs_read(d, "memory.oom_control", buf, sizeof(buf)) == 0 &&
 		    keyed(buf, "oom_kill") > 0)
 			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
-		if (read_file(d, "memory.usage_in_bytes", buf, sizeof(buf)) == 0)
+		if (ab_cgfs_read(d, "memory.usage_in_bytes", buf, sizeof(buf)) == 0)
 			st->memory_current = strtoll(buf, NULL, 10);
-		if (read_file(d, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0) {
+		if (ab_cgfs_read(d, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0) {
 			st->have_memory_peak = true;
 			st->memory_peak = strtoull(buf, NULL, 10);
 		}
 	}
 	st->oom_killed = st->oom_kills > 0;
 	if (!cg->v2 && cg->dir[H_PIDS][0] &&
-	    read_file(cg->dir[H_PIDS], "pids.current", buf, sizeof(buf)) == 0)
+	    ab_cgfs_read(cg->dir[H_PIDS], "pids.current", buf, sizeof(buf)) == 0)
 		st->pids_current = strtoll(buf, NULL, 10);
 	/* cpu.stat works even on a controller-less cgroup2 mount */
 	if (cg->dir[H_UNIFIED][0] &&
-	    read_file(cg->dir[H_UNIFIED], "cpu.stat", buf, sizeof(buf)) == 0 &&
+	    ab_cgfs_read(cg->dir[H_UNIFIED], "cpu.stat", buf, sizeof(buf)) == 0 &&
 	    keyed(buf, "user_usec") >= 0) {
 		st->have_cpu = true;
 		st->cpu_user_us = (unsigned long long)keyed(buf, "user_usec");
 		st->cpu_system_us = (unsigned long long)keyed(buf, "system_usec");
 	} else if (cg->dir[H_CPUACCT][0] &&
-		   read_file(cg->dir[H_CPUACCT], "cpuacct.stat", buf, sizeof(buf)) == 0) {
+		   ab_cgfs_read(cg->dir[H_CPUACCT], "cpuacct.stat", buf, sizeof(buf)) == 0) {
 		long hz = sysconf(_SC_CLK_TCK);
 		st->have_cpu = true;
 		st->cpu_user_us = (unsigned long long)keyed(buf, "user") * 1000000ULL /
@@ -651,7 +569,7 @@ static void kill_listed(const char *path)
 {
 	char buf[65536], cg[4096], proc[64];
 	const char *name = strrchr(path, '/');
-	if (!name || read_file(path, "cgroup.procs", buf, sizeof(buf)) < 0)
+	if (!name || ab_cgfs_read(path, "cgroup.procs", buf, sizeof(buf)) < 0)
 		return;
 	size_t n = strlen(name);
 	for (char *p = buf; *p;) {
@@ -660,7 +578,7 @@ static void kill_listed(const char *path)
 			p++;
 		cleanup_fd int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 		snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-		if (fd < 0 || read_file(proc, "cgroup", cg, sizeof(cg)) < 0)
+		if (fd < 0 || ab_cgfs_read(proc, "cgroup", cg, sizeof(cg)) < 0)
 			continue;
 		for (const char *m = strstr(cg, name); m; m = strstr(m + 1, name))
 			if (m[n] == '\n' || m[n] == '\0') {
@@ -683,7 +601,7 @@ static int reap_in(const char *dir)
 		char path[1200];
 		snprintf(path, sizeof(path), "%.900s/%.255s", dir, de->d_name);
 		/* kill whatever is still in it, then remove it */
-		if (write_file(path, "cgroup.kill", "1") < 0)
+		if (ab_cgfs_write(path, "cgroup.kill", "1") < 0)
 			kill_listed(path);
 		for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY; tries++) {
 			struct timespec ts = {0, 5 * 1000 * 1000};
@@ -706,7 +624,7 @@ int ab_cgroup_reap_stale(const char *parent)
 			snprintf(dir, sizeof(dir), "%s%s", root, parent);
 		else if (h == H_UNIFIED && v2_has_controllers(root) && geteuid() != 0) {
 			char own[512];
-			if (!own_v2_cgroup(own, sizeof(own)))
+			if (!ab_cgfs_own_v2(own, sizeof(own)))
 				continue;
 			/* siblings of the launcher's leaf, in its delegated parent */
 			ab_cg_strip_leaf(own);

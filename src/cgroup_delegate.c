@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "systemd_scope.h"
 #include "util.h"
 

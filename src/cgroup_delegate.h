@@ -12,12 +12,6 @@
  * "agentbox-...", so never taken for a dead launcher's leftovers. */
 #define AB_CG_OTHERS_LEAF "agentbox.others"
 
-/* cgroupfs access, from cgroup.c (which a test may point at a fake tree) */
-int ab_cgfs_write(const char *dir, const char *file, const char *value);
-int ab_cgfs_read(const char *dir, const char *file, char *buf, size_t len);
-bool ab_cgfs_own_v2(char *out, size_t len); /* this process's v2 cgroup */
-bool ab_cgfs_faked(void);
-
 /* A cgroup path without the leaf agentbox put this process in. */
 void ab_cg_strip_leaf(char *rel);
 

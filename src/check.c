@@ -151,13 +151,8 @@ static void fix(struct check_item *it, const char *text)
 	snprintf(it->fix, sizeof(it->fix), "%s", text);
 }
 
-size_t check_assess(const struct check_facts *f, struct check_item *items)
+static void assess_kernel(const struct check_facts *f, struct check_item *it)
 {
-	size_t n = 0;
-	struct check_item *it;
-
-	/* kernel */
-	it = &items[n++];
 	int major = 0, minor = 0;
 	sscanf(f->kernel, "%d.%d", &major, &minor);
 	if (major > MIN_MAJOR || (major == MIN_MAJOR && minor >= MIN_MINOR))
@@ -170,9 +165,11 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 		fix(it, "upgrade the kernel (Debian 12, Ubuntu 22.04 and Fedora 36 and later have "
 			"one new enough)");
 	}
+}
 
-	/* user namespaces: what is known to stop them, whatever the trial says */
-	it = &items[n++];
+/* User namespaces: what is known to stop them, whatever the trial says */
+static void assess_userns(const struct check_facts *f, struct check_item *it)
+{
 	if (f->userns_clone == 0 && !f->root) {
 		item(it, "user namespaces", CHECK_FAIL,
 		     "disabled for unprivileged users (sysctl kernel.unprivileged_userns_clone=0)");
@@ -206,9 +203,10 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 		item(it, "user namespaces", f->trial_ok ? CHECK_OK : CHECK_WARN, "%s",
 		     f->trial_ok ? "available" : "not restricted by any sysctl (see the trial)");
 	}
+}
 
-	/* seccomp */
-	it = &items[n++];
+static void assess_seccomp(const struct check_facts *f, struct check_item *it)
+{
 	if (!f->seccomp) {
 		item(it, "seccomp", CHECK_FAIL, "the kernel has no seccomp filters");
 		fix(it, "use a kernel built with CONFIG_SECCOMP_FILTER (every distro kernel is)");
@@ -220,9 +218,10 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 	} else {
 		item(it, "seccomp", CHECK_OK, "filters and user notification");
 	}
+}
 
-	/* landlock */
-	it = &items[n++];
+static void assess_landlock(const struct check_facts *f, struct check_item *it)
+{
 	if (f->landlock_abi > 0) {
 		item(it, "landlock", CHECK_OK,
 		     "ABI %d: writes only beneath the view's writable places", f->landlock_abi);
@@ -233,9 +232,11 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 		fix(it, "enable the Landlock LSM: add landlock to the kernel's lsm= boot parameter "
 			"(cat /sys/kernel/security/lsm shows the current list)");
 	}
+}
 
-	/* cgroups: which limits will be real, from the trial */
-	it = &items[n++];
+/* Cgroups: which limits will be real, from the trial */
+static void assess_cgroups(const struct check_facts *f, struct check_item *it)
+{
 	if (!f->trial_ok) {
 		item(it, "cgroup limits", CHECK_WARN, "unknown: the trial sandbox did not run");
 	} else {
@@ -286,34 +287,47 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 			fix(it, "mount the memory, cpu and pids controllers (cgroup v2: "
 				"systemd.unified_cgroup_hierarchy=1)");
 	}
+}
 
-	/* as root: idmapped workspaces */
-	if (f->idmap != CHECK_IDMAP_UNKNOWN) {
-		it = &items[n++];
-		if (f->idmap == CHECK_IDMAP_OK) {
-			item(it, "idmapped mounts", CHECK_OK,
-			     "%s can be idmapped: a workspace there, root's too, is the sandbox "
-			     "user's",
-			     f->idmap_detail);
-		} else {
-			item(it, "idmapped mounts", CHECK_WARN,
-			     "%s: a root-owned workspace there is refused, another runs as its "
-			     "owner",
-			     f->idmap_detail);
-			fix(it,
-			    "keep workspaces on ext4, btrfs, xfs (or tmpfs on Linux 6.3 and "
-			    "later), or pass --host-uid N to run the sandbox as an unprivileged "
-			    "host uid with the workspace bound as it is");
-		}
+/* As root: whether workspaces can be idmapped */
+static void assess_idmap(const struct check_facts *f, struct check_item *it)
+{
+	if (f->idmap == CHECK_IDMAP_OK) {
+		item(it, "idmapped mounts", CHECK_OK,
+		     "%s can be idmapped: a workspace there, root's too, is the sandbox "
+		     "user's",
+		     f->idmap_detail);
+	} else {
+		item(it, "idmapped mounts", CHECK_WARN,
+		     "%s: a root-owned workspace there is refused, another runs as its "
+		     "owner",
+		     f->idmap_detail);
+		fix(it, "keep workspaces on ext4, btrfs, xfs (or tmpfs on Linux 6.3 and "
+			"later), or pass --host-uid N to run the sandbox as an unprivileged "
+			"host uid with the workspace bound as it is");
 	}
+}
 
-	/* the trial */
-	it = &items[n++];
+static void assess_trial(const struct check_facts *f, struct check_item *it)
+{
 	if (f->trial_ok)
 		item(it, "trial", CHECK_OK, "agentbox run -- /bin/true worked");
 	else
 		item(it, "trial", CHECK_FAIL, "agentbox run -- /bin/true failed: %s",
 		     f->trial_error);
+}
+
+size_t check_assess(const struct check_facts *f, struct check_item *items)
+{
+	size_t n = 0;
+	assess_kernel(f, &items[n++]);
+	assess_userns(f, &items[n++]);
+	assess_seccomp(f, &items[n++]);
+	assess_landlock(f, &items[n++]);
+	assess_cgroups(f, &items[n++]);
+	if (f->idmap != CHECK_IDMAP_UNKNOWN)
+		assess_idmap(f, &items[n++]);
+	assess_trial(f, &items[n++]);
 	return n;
 }
 

@@ -25,7 +25,7 @@ struct check_facts {
 	int landlock_abi;    /* 0: none */
 	/* the trial: agentbox run -- /bin/true with memory, cpu and pids limits */
 	bool trial_ok;
-	char trial_error[600];
+	char trial_error[1024]; /* an ab_error's message fits */
 	char host_cgroup[8];	/* the host's hierarchy: "v2", "v1" (or hybrid), "none" */
 	char cgroup_version[8]; /* what the trial sandbox got: "v2", "v1", "none" */
 	struct check_limit memory, cpu, pids;

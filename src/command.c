@@ -21,6 +21,7 @@
 #include "error.h"
 #include "fileop.h"
 #include "options.h"
+#include "parse.h"
 #include "session.h"
 #include "sync.h"
 #include "util.h"

@@ -1,6 +1,9 @@
-/* Checks of a parsed configuration against the host: the workspace and
- * skills directories, and the identity the sandbox runs as. Runs in the
- * launcher before anything is created. */
+/* A configuration's life: its defaults (ab_config_init), the checks of a
+ * parsed one against the host (the workspace and skills directories, and
+ * the identity the sandbox runs as), run in the launcher before anything
+ * is created, and ab_config_free. */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,13 +11,71 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "idmap.h"
 #include "options.h"
+#include "parse.h"
 #include "util.h"
+
+#define DEFAULT_TIMEOUT_MS     (120 * 1000ULL)
+#define DEFAULT_KILL_AFTER_MS  (2 * 1000ULL)
+#define DEFAULT_MAX_TIMEOUT_MS (10 * 60 * 1000ULL)
+#define DEFAULT_TMPFS_SIZE     (256ULL << 20)
+#define DEFAULT_MAX_OUTPUT     (1ULL << 20)
+#define DEFAULT_PIDS	       512
+
+void ab_config_init(struct ab_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->net = AB_NET_NONE;
+	cfg->env_policy = AB_ENV_CORE;
+	cfg->timeout_ms = DEFAULT_TIMEOUT_MS;
+	cfg->kill_after_ms = DEFAULT_KILL_AFTER_MS;
+	cfg->max_timeout_ms = DEFAULT_MAX_TIMEOUT_MS;
+	cfg->tmpfs_size = DEFAULT_TMPFS_SIZE;
+	cfg->max_output = DEFAULT_MAX_OUTPUT;
+	cfg->pids = DEFAULT_PIDS;
+	cfg->max_concurrent = 8;
+	/* no core dumps, and a sane number of open files */
+	cfg->rlimits[0] = (struct ab_rlimit){RLIMIT_CORE, 0, false};
+	cfg->rlimits[1] = (struct ab_rlimit){RLIMIT_NOFILE, 8192, false};
+	cfg->n_rlimits = 2;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void ab_config_free(struct ab_config *cfg)
+{
+	free(cfg->workspace);
+	free(cfg->skills);
+	free(cfg->cwd);
+	free(cfg->hostname);
+	free(cfg->home);
+	free(cfg->seccomp);
+	free(cfg->report);
+	free(cfg->audit_log);
+	free(cfg->cgroup_parent);
+	for (size_t i = 0; i < cfg->n_mounts; i++) {
+		free(cfg->mounts[i].src);
+		free(cfg->mounts[i].dst);
+	}
+	free(cfg->mounts);
+	strv_free(cfg->pass_env, cfg->n_pass_env);
+	strv_free(cfg->set_env, cfg->n_set_env);
+	strv_free(cfg->protect, cfg->n_protect);
+	strv_free(cfg->unprotect, cfg->n_unprotect);
+	strv_free(cfg->argv, cfg->argc);
+	ab_config_init(cfg);
+}
 
 /* Make a host path for a mount source absolute and canonical, race-free.
  * Unless follow is set, its last component must not be a symbolic link: a

@@ -9,13 +9,19 @@
  *                   operation and writes a JSON reply to the launcher's pipe;
  *   fileop_reply    launcher: validates that reply against the operation's
  *                   schema (it comes from inside, so it is untrusted) and
- *                   builds the protocol message. */
+ *                   builds the protocol message.
+ * The launcher's half is fileop_check.c; the inside half is fileop_run.c
+ * (the dispatch), fileop_file.c (one file) and fileop_tree.c
+ * (directories), on fileop_inside.c's replies and helpers
+ * (fileop_inside.h). */
 #ifndef AB_FILEOP_H
 #define AB_FILEOP_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "agentbox/agentbox.h"
 
 /* file data in one message: 8 MiB of base64 fits in a request line */
 #define FILEOP_DATA_MAX	 (6u << 20)
@@ -31,12 +37,11 @@ const char *fileop_name(const char *op);
 
 /* Check req (an object with "op" and "id") for op. On success returns 0
  * and sets *inner to the request for fileop_run (a heap string); on a bad
- * field returns -1 with the error code in *code ("invalid_request", or
- * "invalid_path" for a malformed path) and a message naming the field in
- * msg. The request's "timeout" is not checked here (the caller takes it as
- * exec's). */
-int fileop_prepare(json_object *req, const char *op, char **inner, const char **code, char *msg,
-		   size_t msglen);
+ * field returns a negative errno with err's kind the protocol's code
+ * (invalid_request, or invalid_path for a malformed path) and a message
+ * naming the field. The request's "timeout" is not checked here (the
+ * caller takes it as exec's). */
+int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err);
 
 /* Inside the sandbox: run the request fileop_prepare wrote and write the
  * reply to out. Returns 0 when a reply was written. Leaves nothing behind
@@ -45,8 +50,9 @@ int fileop_run(const char *request, int out);
 
 /* The message for the reply the sandbox wrote (len bytes at data) to the
  * request with id and op: a "result", or an "error" with a file error
- * code. NULL when the reply is malformed (msg says how). */
-json_object *fileop_reply(const char *op, json_object *id, const char *data, size_t len, char *msg,
-			  size_t msglen);
+ * code. NULL when the reply is malformed (err says how; its kind is
+ * internal). */
+json_object *fileop_reply(const char *op, json_object *id, const char *data, size_t len,
+			  struct ab_error *err);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "error.h"
 #include "options.h"
+#include "parse.h"
 #include "userns.h"
 #include "util.h"
 

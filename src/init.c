@@ -45,6 +45,7 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "landlock.h"
+#include "parse.h"
 #include "seccomp_profile.h"
 #include "shim.h"
 #include "error.h"

@@ -23,8 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "error.h"
 #include "options.h"
+#include "parse.h"
 #include "util.h"
 
 static const char *const system_dirs[] = {

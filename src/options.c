@@ -13,69 +13,14 @@
 #include <sys/resource.h>
 
 #include "error.h"
-#include "profile.h"
+#include "parse.h"
 #include "protect.h"
 #include "util.h"
 
 #define DEFAULT_HOSTNAME "agentbox"
 #define DEFAULT_HOME	 "/home/agent"
 
-#define DEFAULT_TIMEOUT_MS     (120 * 1000ULL)
-#define DEFAULT_KILL_AFTER_MS  (2 * 1000ULL)
-#define DEFAULT_MAX_TIMEOUT_MS (10 * 60 * 1000ULL)
-#define DEFAULT_TMPFS_SIZE     (256ULL << 20)
-#define DEFAULT_MAX_OUTPUT     (1ULL << 20)
-#define MAX_MAX_OUTPUT	       (256ULL << 20)
-#define DEFAULT_PIDS	       512
-
-void ab_config_init(struct ab_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->net = AB_NET_NONE;
-	cfg->env_policy = AB_ENV_CORE;
-	cfg->timeout_ms = DEFAULT_TIMEOUT_MS;
-	cfg->kill_after_ms = DEFAULT_KILL_AFTER_MS;
-	cfg->max_timeout_ms = DEFAULT_MAX_TIMEOUT_MS;
-	cfg->tmpfs_size = DEFAULT_TMPFS_SIZE;
-	cfg->max_output = DEFAULT_MAX_OUTPUT;
-	cfg->pids = DEFAULT_PIDS;
-	cfg->max_concurrent = 8;
-	/* no core dumps, and a sane number of open files */
-	cfg->rlimits[0] = (struct ab_rlimit){RLIMIT_CORE, 0, false};
-	cfg->rlimits[1] = (struct ab_rlimit){RLIMIT_NOFILE, 8192, false};
-	cfg->n_rlimits = 2;
-}
-
-static void strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-void ab_config_free(struct ab_config *cfg)
-{
-	free(cfg->workspace);
-	free(cfg->skills);
-	free(cfg->cwd);
-	free(cfg->hostname);
-	free(cfg->home);
-	free(cfg->seccomp);
-	free(cfg->report);
-	free(cfg->audit_log);
-	free(cfg->cgroup_parent);
-	for (size_t i = 0; i < cfg->n_mounts; i++) {
-		free(cfg->mounts[i].src);
-		free(cfg->mounts[i].dst);
-	}
-	free(cfg->mounts);
-	strv_free(cfg->pass_env, cfg->n_pass_env);
-	strv_free(cfg->set_env, cfg->n_set_env);
-	strv_free(cfg->protect, cfg->n_protect);
-	strv_free(cfg->unprotect, cfg->n_unprotect);
-	strv_free(cfg->argv, cfg->argc);
-	ab_config_init(cfg);
-}
+#define MAX_MAX_OUTPUT (256ULL << 20)
 
 static int parse_rlimit(struct ab_config *cfg, const char *arg, struct ab_error *err)
 {
@@ -356,13 +301,15 @@ static int parse_id_option(const char *opt, const char *value, uid_t *out, bool 
 	return 0;
 }
 
-static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *arg,
-		     const char **shell_cmd, struct ab_error *err)
+/* What the parse_*_option functions return for an option they do not take. */
+#define OPTION_ELSEWHERE 1
+
+/* Options of what the sandbox sees and is: the view, identity, network,
+ * environment and confinement. OPTION_ELSEWHERE for the others. */
+static int parse_view_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			     struct ab_error *err)
 {
 	switch (c) {
-	case 'c':
-		*shell_cmd = arg;
-		return 0;
 	case OPT_WORKSPACE:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--workspace: empty path");
@@ -448,6 +395,29 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 					      "--seccomp: empty value (default, strict, "
 					      "permissive, none or a profile file)");
 		return set_string(&cfg->seccomp, arg);
+	case OPT_LANDLOCK:
+		if (strcmp(arg, "on") == 0)
+			cfg->no_landlock = false;
+		else if (strcmp(arg, "off") == 0)
+			cfg->no_landlock = true;
+		else
+			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
+					      arg);
+		return 0;
+	case OPT_PROTECT:
+		return parse_protect_path(cfg, opt, arg, true, err);
+	case OPT_UNPROTECT:
+		return parse_protect_path(cfg, opt, arg, false, err);
+	}
+	return OPTION_ELSEWHERE;
+}
+
+/* Options of limits: time, sizes, rlimits, the cgroup's limits and the
+ * number of commands. OPTION_ELSEWHERE for the others. */
+static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			      struct ab_error *err)
+{
+	switch (c) {
 	case OPT_TIMEOUT:
 		return parse_duration_option(opt, arg, &cfg->timeout_ms, err);
 	case OPT_KILL_AFTER:
@@ -460,32 +430,6 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 		return parse_size_option(opt, arg, 1 << 10, MAX_MAX_OUTPUT, &cfg->max_output, err);
 	case OPT_RLIMIT:
 		return parse_rlimit(cfg, arg, err);
-	case OPT_REPORT:
-		if (strncmp(arg, "fd:", 3) == 0) {
-			uid_t fd;
-			if (ab_parse_id(arg + 3, &fd) < 0 || fd < 3 || fd > 65535)
-				return ab_error_plain(
-					err, EINVAL, "--report: '%s' is not fd:N with N >= 3", arg);
-		} else if (!*arg) {
-			return ab_error_plain(err, EINVAL, "--report: empty path");
-		}
-		return set_string(&cfg->report, arg);
-	case OPT_CAPTURE:
-		cfg->capture = true;
-		return 0;
-	case OPT_MERGE_OUTPUT:
-		cfg->merge_output = true;
-		return 0;
-	case OPT_OUTPUT_ENCODING:
-		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
-			cfg->output_base64 = false;
-		else if (strcmp(arg, "base64") == 0)
-			cfg->output_base64 = true;
-		else
-			return ab_error_plain(err, EINVAL,
-					      "--output-encoding: '%s' is not one of utf8, base64",
-					      arg);
-		return 0;
 	case OPT_MEMORY:
 		if (strcmp(arg, "none") == 0) {
 			cfg->memory = 0;
@@ -534,15 +478,6 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 	case OPT_REQUIRE_LIMITS:
 		cfg->require_limits = true;
 		return 0;
-	case OPT_LANDLOCK:
-		if (strcmp(arg, "on") == 0)
-			cfg->no_landlock = false;
-		else if (strcmp(arg, "off") == 0)
-			cfg->no_landlock = true;
-		else
-			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
-					      arg);
-		return 0;
 	case OPT_MAX_CONCURRENT: {
 		uid_t v;
 		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 256)
@@ -552,16 +487,65 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 		cfg->max_concurrent = v;
 		return 0;
 	}
+	}
+	return OPTION_ELSEWHERE;
+}
+
+/* Options of how the result is read: the report, captured output and
+ * the audit log. OPTION_ELSEWHERE for the others. */
+static int parse_output_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			       struct ab_error *err)
+{
+	switch (c) {
+	case OPT_REPORT:
+		if (strncmp(arg, "fd:", 3) == 0) {
+			uid_t fd;
+			if (ab_parse_id(arg + 3, &fd) < 0 || fd < 3 || fd > 65535)
+				return ab_error_plain(
+					err, EINVAL, "--report: '%s' is not fd:N with N >= 3", arg);
+		} else if (!*arg) {
+			return ab_error_plain(err, EINVAL, "--report: empty path");
+		}
+		return set_string(&cfg->report, arg);
+	case OPT_CAPTURE:
+		cfg->capture = true;
+		return 0;
+	case OPT_MERGE_OUTPUT:
+		cfg->merge_output = true;
+		return 0;
+	case OPT_OUTPUT_ENCODING:
+		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
+			cfg->output_base64 = false;
+		else if (strcmp(arg, "base64") == 0)
+			cfg->output_base64 = true;
+		else
+			return ab_error_plain(err, EINVAL,
+					      "--output-encoding: '%s' is not one of utf8, base64",
+					      arg);
+		return 0;
 	case OPT_AUDIT_LOG:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--audit-log: empty path");
 		return set_string(&cfg->audit_log, arg);
-	case OPT_PROTECT:
-		return parse_protect_path(cfg, opt, arg, true, err);
-	case OPT_UNPROTECT:
-		return parse_protect_path(cfg, opt, arg, false, err);
 	}
-	return ab_error_plain(err, EINVAL, "internal: unhandled option %d", c);
+	return OPTION_ELSEWHERE;
+}
+
+static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *arg,
+		     const char **shell_cmd, struct ab_error *err)
+{
+	if (c == 'c') {
+		*shell_cmd = arg;
+		return 0;
+	}
+	int r = parse_view_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		r = parse_limit_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		r = parse_output_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		return ab_error_plain(err, EINVAL, "internal: unhandled option %d", c);
+	return r;
 }
 
 /* Options that only one of run and serve takes. */
@@ -629,39 +613,74 @@ int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
 	return r;
 }
 
-/* --profile is applied before every other option, wherever it stands, so
- * that the command line overrides it. This pass only looks for it: the
- * second one reports what is wrong with the rest. */
-static int apply_profile(struct ab_config *cfg, int argc, char **argv, struct ab_error *err)
+int ab_options_find_profile(int argc, char **argv, const char **profile, struct ab_error *err)
 {
-	const char *profile = NULL;
+	*profile = NULL;
 	opterr = 0;
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+:c:h", run_options, NULL)) != -1) {
-		if (c == 'h' || c == OPT_HELP)
-			return 0; /* --help needs no profile, even a broken one */
+		if (c == 'h' || c == OPT_HELP) {
+			*profile = NULL; /* --help needs no profile, even a broken one */
+			return 0;
+		}
 		if (c != OPT_PROFILE)
 			continue;
-		if (profile)
+		if (*profile)
 			return ab_error_plain(
 				err, EINVAL,
 				"--profile: given twice ('%s', '%s'); one profile at a "
 				"time",
-				profile, optarg);
-		profile = optarg;
+				*profile, optarg);
+		*profile = optarg;
 	}
-	return profile ? ab_profile_load(cfg, profile, err) : 0;
+	return 0;
 }
 
-static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
-			struct ab_error *err)
+/* After the last option: the protected paths, the options that need
+ * each other, and the defaults of what was not given. */
+static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *err)
+{
+	/* the protected list: the defaults and --protect, less --unprotect */
+	for (const char *const *p = protect_default_paths; *p; p++)
+		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
+		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
+			return ab_error_set(err, ENOMEM, "parsing options");
+	size_t kept = 0;
+	for (size_t i = 0; i < cfg->n_protect; i++) {
+		if (in_strv(cfg->unprotect, cfg->n_unprotect, cfg->protect[i]))
+			free(cfg->protect[i]);
+		else
+			cfg->protect[kept++] = cfg->protect[i];
+	}
+	cfg->n_protect = kept;
+	if (cfg->protect)
+		cfg->protect[kept] = NULL;
+
+	if (cfg->capture && !cfg->report)
+		return ab_error_plain(err, EINVAL,
+				      "--capture needs --report FILE or --report fd:N to put "
+				      "the output in");
+	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
+		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
+				      cfg->merge_output ? "--merge-output" : "--output-encoding");
+	if (serve)
+		cfg->capture = true; /* every result carries the output */
+	if (!cfg->seccomp && set_string(&cfg->seccomp, "default") < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	if (!cfg->hostname && set_string(&cfg->hostname, DEFAULT_HOSTNAME) < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	return 0;
+}
+
+int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
+		     struct ab_error *err)
 {
 	const char *shell_cmd = NULL;
 	*help = false;
-	int r = apply_profile(cfg, argc, argv, err);
-	if (r < 0)
-		return r;
+	int r;
 	opterr = 0;
 	optind = 0; /* GNU getopt: 0 re-initialises, so the parser can run twice */
 	for (;;) {
@@ -700,7 +719,7 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 			return 0;
 		}
 		if (c == OPT_PROFILE)
-			continue; /* applied first, by apply_profile() */
+			continue; /* applied first (cmdline.c) */
 		const char *wrong = wrong_mode(c, serve);
 		if (wrong)
 			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
@@ -742,48 +761,5 @@ static int parse_common(struct ab_config *cfg, int argc, char **argv, bool serve
 				return ab_error_set(err, ENOMEM, "parsing options");
 	}
 
-	/* the protected list: the defaults and --protect, less --unprotect */
-	for (const char *const *p = protect_default_paths; *p; p++)
-		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
-		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
-			return ab_error_set(err, ENOMEM, "parsing options");
-	size_t kept = 0;
-	for (size_t i = 0; i < cfg->n_protect; i++) {
-		if (in_strv(cfg->unprotect, cfg->n_unprotect, cfg->protect[i]))
-			free(cfg->protect[i]);
-		else
-			cfg->protect[kept++] = cfg->protect[i];
-	}
-	cfg->n_protect = kept;
-	if (cfg->protect)
-		cfg->protect[kept] = NULL;
-
-	if (cfg->capture && !cfg->report)
-		return ab_error_plain(err, EINVAL,
-				      "--capture needs --report FILE or --report fd:N to put "
-				      "the output in");
-	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
-		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
-				      cfg->merge_output ? "--merge-output" : "--output-encoding");
-	if (serve)
-		cfg->capture = true; /* every result carries the output */
-	if (!cfg->seccomp && set_string(&cfg->seccomp, "default") < 0)
-		return ab_error_set(err, ENOMEM, "parsing options");
-	if (!cfg->hostname && set_string(&cfg->hostname, DEFAULT_HOSTNAME) < 0)
-		return ab_error_set(err, ENOMEM, "parsing options");
-	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)
-		return ab_error_set(err, ENOMEM, "parsing options");
-	return 0;
-}
-
-int ab_config_parse_run(struct ab_config *cfg, int argc, char **argv, bool *help,
-			struct ab_error *err)
-{
-	return parse_common(cfg, argc, argv, false, help, err);
-}
-
-int ab_config_parse_serve(struct ab_config *cfg, int argc, char **argv, bool *help,
-			  struct ab_error *err)
-{
-	return parse_common(cfg, argc, argv, true, help, err);
+	return finish_options(cfg, serve, err);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "options.h"
+#include "parse.h"
 #include "util.h"
 
 int ab_parse_size(const char *s, unsigned long long *out)

@@ -10,22 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "fileop.h"
 
-static int fail(struct ab_request_error *e, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct ab_request_error *e, const char *code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-	e->code = code;
-	return -1;
-}
-
-#define BAD(...) return fail(e, "invalid_request", __VA_ARGS__)
+#define BAD(...) return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, __VA_ARGS__)
 
 static bool valid_id(json_object *id)
 {
@@ -45,7 +33,7 @@ static bool plain_string(json_object *v)
 }
 
 static int only_fields(json_object *req, const char *op, const char *const *allowed,
-		       struct ab_request_error *e)
+		       struct ab_error *e)
 {
 	json_object_object_foreach(req, key, val)
 	{
@@ -61,7 +49,7 @@ static int only_fields(json_object *req, const char *op, const char *const *allo
 
 /* A request's "timeout" in seconds, into *ms (0 when absent). */
 static int parse_timeout(json_object *req, const char *op, unsigned long long *ms,
-			 struct ab_request_error *e)
+			 struct ab_error *e)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(req, "timeout", &v))
@@ -77,7 +65,7 @@ static int parse_timeout(json_object *req, const char *op, unsigned long long *m
 	return 0;
 }
 
-static int parse_exec(struct ab_request *q, struct ab_request_error *e)
+static int parse_exec(struct ab_request *q, struct ab_error *e)
 {
 	static const char *const fields[] = {
 		"command",  "argv",	  "cwd",	  "env",    "timeout",
@@ -86,7 +74,7 @@ static int parse_exec(struct ab_request *q, struct ab_request_error *e)
 	};
 	json_object *req = q->req;
 	if (only_fields(req, "exec", fields, e) < 0)
-		return -1;
+		return -e->code;
 	json_object *v, *cmd = NULL, *argv = NULL;
 	json_object_object_get_ex(req, "command", &cmd);
 	json_object_object_get_ex(req, "argv", &argv);
@@ -148,7 +136,7 @@ static int parse_exec(struct ab_request *q, struct ab_request_error *e)
 		q->x.env = q->env;
 	}
 	if (parse_timeout(req, "exec", &q->x.timeout_ms, e) < 0)
-		return -1;
+		return -e->code;
 	if (json_object_object_get_ex(req, "stdin", &v)) {
 		if (!json_object_is_type(v, json_type_string))
 			BAD("exec: 'stdin' must be a string");
@@ -189,24 +177,23 @@ static int parse_exec(struct ab_request *q, struct ab_request_error *e)
 }
 
 /* A file operation: checked here, done inside (fileop.h). */
-static int parse_file_op(struct ab_request *q, struct ab_request_error *e)
+static int parse_file_op(struct ab_request *q, struct ab_error *e)
 {
-	const char *code;
-	char msg[512];
-	if (fileop_prepare(q->req, q->op, &q->inner, &code, msg, sizeof(msg)) < 0)
-		return fail(e, code, "%s", msg);
-	if (parse_timeout(q->req, q->op, &q->x.timeout_ms, e) < 0)
-		return -1;
+	int r = fileop_prepare(q->req, q->op, &q->inner, e);
+	if (r < 0)
+		return r;
+	if ((r = parse_timeout(q->req, q->op, &q->x.timeout_ms, e)) < 0)
+		return r;
 	q->file_op = fileop_name(q->op); /* req's string goes with req */
 	q->x.file_op = q->inner;
 	return 0;
 }
 
-static int parse_cancel(struct ab_request *q, struct ab_request_error *e)
+static int parse_cancel(struct ab_request *q, struct ab_error *e)
 {
 	static const char *const fields[] = {"target", NULL};
 	if (only_fields(q->req, "cancel", fields, e) < 0)
-		return -1;
+		return -e->code;
 	if (!json_object_object_get_ex(q->req, "target", &q->target) || !valid_id(q->target)) {
 		q->target = NULL;
 		BAD("cancel: 'target' must be the id of a running or queued command");
@@ -220,7 +207,7 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_request_error *e)
+int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_error *e)
 {
 	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
 	size_t a = 0;
@@ -229,10 +216,11 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 	if (a == len)
 		return 1; /* blank */
 	if (len > INT_MAX)
-		return fail(e, "too_large", "a request line is longer than %d bytes", INT_MAX);
+		return ab_error_proto(e, AB_ERRC_TOO_LARGE,
+				      "a request line is longer than %d bytes", INT_MAX);
 	json_tokener *tok = json_tokener_new_ex(64);
 	if (!tok)
-		return fail(e, "internal", "out of memory");
+		return ab_error_proto(e, AB_ERRC_INTERNAL, "out of memory");
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	q->req = json_tokener_parse_ex(tok, line, (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
@@ -241,11 +229,12 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 	while (q->req && end < len && is_blank(line[end]))
 		end++;
 	if (!q->req || jerr != json_tokener_success || end != len)
-		return fail(e, "invalid_json", "not a JSON object on one line of UTF-8: %s",
-			    jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-							 : "trailing characters");
+		return ab_error_proto(e, AB_ERRC_INVALID_JSON,
+				      "not a JSON object on one line of UTF-8: %s",
+				      jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+								   : "trailing characters");
 	if (!json_object_is_type(q->req, json_type_object))
-		return fail(e, "invalid_json", "a request must be a JSON object");
+		return ab_error_proto(e, AB_ERRC_INVALID_JSON, "a request must be a JSON object");
 	json_object *id = NULL, *opv = NULL;
 	json_object_object_get_ex(q->req, "id", &id);
 	if (!id || !valid_id(id))
@@ -257,7 +246,8 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 	const char *op = q->op = json_object_get_string(opv);
 	static const char *const none[] = {NULL};
 	if (!plain_string(opv)) /* "exec\u0000..." is not exec */
-		return fail(e, "unknown_op", "unknown op '%.64s' (with a NUL byte)", op);
+		return ab_error_proto(e, AB_ERRC_UNKNOWN_OP, "unknown op '%.64s' (with a NUL byte)",
+				      op);
 	if (strcmp(op, "exec") == 0) {
 		q->kind = AB_REQUEST_EXEC;
 		return parse_exec(q, e);
@@ -277,7 +267,7 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 	else if (strcmp(op, "shutdown") == 0)
 		q->kind = AB_REQUEST_SHUTDOWN;
 	else
-		return fail(e, "unknown_op", "unknown op '%.64s'", op);
+		return ab_error_proto(e, AB_ERRC_UNKNOWN_OP, "unknown op '%.64s'", op);
 	return only_fields(q->req, op, none, e);
 }
 

@@ -39,21 +39,15 @@ struct ab_request {
 	json_object *target; /* cancel: in req */
 };
 
-struct ab_request_error {
-	const char *code; /* the protocol's error code, e.g. "invalid_request" */
-	char msg[1024];
-};
-
 /* Parse the line of len bytes (without its newline) into q. Returns 1 for a
- * blank line (nothing to answer; q is empty), 0 for a valid request, -1
- * with e filled for a bad one. After 0 or -1 release q with
- * ab_request_clear. With -1, q->op == NULL means the line was not a
- * request at all (e->code is invalid_json, invalid_request or internal,
- * q->id is NULL or the valid id); otherwise q->id, q->op and q->kind say
- * what was asked and e says what is wrong with it (unknown_op, or a field's
- * error). */
-int ab_request_parse(const char *line, size_t len, struct ab_request *q,
-		     struct ab_request_error *e);
+ * blank line (nothing to answer; q is empty), 0 for a valid request, a
+ * negative errno with e filled for a bad one, e->kind its protocol code.
+ * After 0 or an error release q with ab_request_clear. With an error,
+ * q->op == NULL means the line was not a request at all (e->kind is
+ * invalid_json, invalid_request, too_large or internal, q->id is NULL or
+ * the valid id); otherwise q->id, q->op and q->kind say what was asked and
+ * e says what is wrong with it (unknown_op, or a field's error). */
+int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_error *e);
 void ab_request_clear(struct ab_request *q);
 
 /* The id of a request line too long to parse: the value of the first

@@ -16,6 +16,7 @@
 #include "jsonw.h"
 #include "options.h"
 #include "output.h"
+#include "parse.h"
 #include "result.h"
 #include "util.h"
 

@@ -20,11 +20,13 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "config.h"
 #include "error.h"
 #include "idmap.h"
 #include "init.h"
 #include "mount.h"
 #include "options.h"
+#include "parse.h"
 #include "protect.h"
 #include "sandbox.h"
 #include "seccomp_profile.h"

@@ -1,7 +1,10 @@
-/* Seccomp profiles (OCI runtime-spec / Docker JSON) compiled once with
- * libseccomp into a BPF program kept in memory; see seccomp.h for why
- * denials go through user notification. */
+/* Seccomp profiles (OCI runtime-spec / Docker JSON), parsed and checked
+ * into libseccomp rules; seccomp_bpf.c makes them a BPF program kept in
+ * memory, and seccomp_profile.h says why denials go through user
+ * notification. */
 #include "seccomp_profile.h"
+
+#include "seccomp_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,16 +12,12 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -37,15 +36,6 @@
 
 #define MAX_PROFILE_BYTES (4 << 20)
 
-struct ab_seccomp_profile {
-	struct sock_fprog prog;
-	bool notify; /* the program returns SECCOMP_RET_USER_NOTIF somewhere */
-	int default_errno;
-	struct ab_seccomp_errno *errnos; /* per-syscall errno of notified rules */
-	size_t n_errnos;
-	bool precompiled; /* taken from ab_seccomp_compiled, not compiled here */
-};
-
 const char *ab_policy_dir(void)
 {
 	const char *env = getenv("AGENTBOX_POLICY_DIR");
@@ -61,22 +51,6 @@ const char *ab_policy_dir(void)
 	}
 	return AGENTBOX_INSTALL_POLICY_DIR;
 }
-
-/* ---- parsing context ---- */
-
-struct loader {
-	const char *file;
-	scmp_filter_ctx ctx;
-	bool use_notify;
-	struct ab_seccomp_profile *p;
-	char *unknown; /* names libseccomp does not know, comma separated */
-	size_t unknown_len;
-	char native[72]; /* Docker's spelling of this machine's arch: amd64, arm64, ... */
-	unsigned kernel_major, kernel_minor;
-	bool kernel_dependent; /* a rule's minKernel was looked at */
-	bool optimize;	       /* a binary tree: slower to compile, faster to run */
-	struct ab_error *err;
-};
 
 /* "seccomp profile FILE: " then the JSON path and the problem */
 static int fail(struct loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -567,43 +541,8 @@ static int parse_rule(struct loader *l, json_object *rule, size_t idx, uint32_t 
 	return 0;
 }
 
-static int export_program(struct loader *l)
-{
-	cleanup_fd int fd = memfd_create("agentbox-seccomp", MFD_CLOEXEC);
-	if (fd < 0)
-		return ab_error_set(l->err, errno, "compiling the seccomp profile %s", l->file);
-	int r = seccomp_export_bpf(l->ctx, fd);
-	if (r < 0)
-		return ab_error_set(l->err, -r, "compiling the seccomp profile %s", l->file);
-	struct stat st;
-	if (fstat(fd, &st) >= 0 && st.st_size > BPF_MAXINSNS * (off_t)sizeof(struct sock_filter))
-		return ab_error_plain(
-			l->err, E2BIG,
-			"seccomp profile %s: compiles to more than %d BPF instructions, "
-			"the kernel's limit",
-			l->file, BPF_MAXINSNS);
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
-	    st.st_size % (off_t)sizeof(struct sock_filter) != 0)
-		return ab_error_plain(l->err, EIO, "compiling the seccomp profile %s: bad program",
-				      l->file);
-	struct sock_filter *f = malloc((size_t)st.st_size);
-	if (!f)
-		return ab_error_set(l->err, ENOMEM, "compiling the seccomp profile");
-	if (pread(fd, f, (size_t)st.st_size, 0) != st.st_size) {
-		free(f);
-		return ab_error_set(l->err, errno ? errno : EIO, "compiling the seccomp profile");
-	}
-	l->p->prog.filter = f;
-	l->p->prog.len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
-	for (unsigned i = 0; i < l->p->prog.len; i++)
-		if (BPF_CLASS(f[i].code) == BPF_RET &&
-		    (f[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF)
-			l->p->notify = true;
-	return 0;
-}
-
 /* The profile file's bytes, NUL-terminated, in *out (*len of them). */
-static int read_profile(struct loader *l, char **out, size_t *len)
+int secprof_read(struct loader *l, char **out, size_t *len)
 {
 	cleanup_fd int fd = open(l->file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -725,52 +664,10 @@ static int load(struct loader *l, json_object *root)
 	}
 	if ((r = add_plumbing(l, def_action)) < 0)
 		return r;
-	return export_program(l);
+	return secprof_export(l);
 }
 
-/* FNV-1a: tells a shipped profile's bytes from an edited copy (not a
- * defence: whoever can choose the file can choose --seccomp none too) */
-static uint64_t profile_hash(const char *buf, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-/* The program compiled at build time from exactly these bytes for this
- * kind of load, copied into l->p; false when there is none. */
-static bool take_precompiled(struct loader *l, const char *buf, size_t n)
-{
-	uint64_t h = profile_hash(buf, n);
-	for (size_t i = 0; i < ab_seccomp_n_compiled; i++) {
-		const struct ab_seccomp_compiled *c = &ab_seccomp_compiled[i];
-		if (c->hash != h || c->size != n || c->notify_api != l->use_notify ||
-		    strcmp(c->arch, l->native) != 0)
-			continue;
-		struct sock_filter *f = malloc(c->len * sizeof(*f));
-		struct ab_seccomp_errno *e = malloc((c->n_errnos + 1) * sizeof(*e));
-		if (!f || !e) {
-			free(f);
-			free(e);
-			return false;
-		}
-		memcpy(f, c->filter, c->len * sizeof(*f));
-		memcpy(e, c->errnos, c->n_errnos * sizeof(*e));
-		*l->p = (struct ab_seccomp_profile){.prog = {.len = c->len, .filter = f},
-						    .notify = c->notify,
-						    .default_errno = c->default_errno,
-						    .errnos = e,
-						    .n_errnos = c->n_errnos,
-						    .precompiled = true};
-		if (c->unknown && (l->unknown = strdup(c->unknown)))
-			l->unknown_len = strlen(l->unknown);
-		return true;
-	}
-	return false;
-}
-
-static void loader_init(struct loader *l)
+void secprof_loader_init(struct loader *l)
 {
 	l->use_notify = seccomp_api_get() >= 6;
 	native_arch_docker_name(l->native, sizeof(l->native));
@@ -780,7 +677,7 @@ static void loader_init(struct loader *l)
 }
 
 /* Compile the file's bytes buf (len n) into l->p. */
-static int compile(struct loader *l, const char *buf, size_t n)
+int secprof_compile(struct loader *l, const char *buf, size_t n)
 {
 	json_object *root = NULL;
 	int r = parse_profile(l, buf, n, &root);
@@ -810,15 +707,15 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 		snprintf(path, sizeof(path), "%s", spec);
 
 	struct loader l = {.file = path, .err = err};
-	loader_init(&l);
+	secprof_loader_init(&l);
 	l.p = calloc(1, sizeof(*l.p));
 	if (!l.p)
 		return ab_error_set(err, ENOMEM, "loading the seccomp profile");
 	cleanup_free char *buf = NULL;
 	size_t n = 0;
-	int r = read_profile(&l, &buf, &n);
-	if (r == 0 && !take_precompiled(&l, buf, n))
-		r = compile(&l, buf, n);
+	int r = secprof_read(&l, &buf, &n);
+	if (r == 0 && !secprof_take_precompiled(&l, buf, n))
+		r = secprof_compile(&l, buf, n);
 	if (r == 0 && l.unknown && notices &&
 	    asprintf(notices, "seccomp profile %s: syscalls unknown to libseccomp skipped: %s",
 		     path, l.unknown) < 0)
@@ -830,180 +727,4 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 	}
 	*out = l.p;
 	return 0;
-}
-
-bool ab_seccomp_is_precompiled(const struct ab_seccomp_profile *p)
-{
-	return p && p->precompiled;
-}
-
-const struct sock_fprog *ab_seccomp_program(const struct ab_seccomp_profile *p)
-{
-	return &p->prog;
-}
-
-/* ---- build time: the shipped profiles as C data (tools/seccomp-compile) ---- */
-
-static void emit_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++)
-		fprintf(out, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-	fputc('"', out);
-}
-
-/* One profile's program, errnos and notices as C data named by index i;
- * its entry of the table is appended to table. */
-static void emit_profile(FILE *out, struct loader *l, const char *buf, size_t n, size_t i,
-			 FILE *table)
-{
-	fprintf(out, "static const struct sock_filter f%zu[] = {\n", i);
-	for (unsigned k = 0; k < l->p->prog.len; k++) {
-		const struct sock_filter *f = &l->p->prog.filter[k];
-		fprintf(out, "\t{%#x, %u, %u, %#x},\n", f->code, f->jt, f->jf, f->k);
-	}
-	fprintf(out, "};\nstatic const struct ab_seccomp_errno e%zu[] = {\n", i);
-	for (size_t k = 0; k < l->p->n_errnos; k++)
-		fprintf(out, "\t{\"%s\", %d},\n", l->p->errnos[k].name, l->p->errnos[k].err);
-	fprintf(out, "\t{\"\", 0}};\n");
-	char unknown[32] = "NULL";
-	if (l->unknown) {
-		snprintf(unknown, sizeof(unknown), "u%zu", i);
-		fprintf(out, "static const char u%zu[] = ", i);
-		emit_string(out, l->unknown);
-		fprintf(out, ";\n");
-	}
-	fprintf(table, "\t{%#llxULL, %zu, true, \"%s\", f%zu, %u, %s, %d, e%zu, %zu, %s},\n",
-		(unsigned long long)profile_hash(buf, n), n, l->native, i, l->p->prog.len,
-		l->p->notify ? "true" : "false", l->p->default_errno, i, l->p->n_errnos, unknown);
-}
-
-int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err)
-{
-	cleanup_free char *table_text = NULL;
-	size_t table_len = 0;
-	FILE *table = open_memstream(&table_text, &table_len);
-	if (!table)
-		return ab_error_set(err, errno, "compiling the profiles");
-	fprintf(out, "/* Made by tools/seccomp-compile at build time: do not edit. */\n"
-		     "#include \"seccomp_profile.h\"\n\n");
-	size_t n_out = 0;
-	int r = 0;
-	for (size_t i = 0; i < n_paths && r == 0; i++) {
-		struct loader l = {.file = paths[i], .err = err};
-		loader_init(&l);
-		/* the program for kernels with user notification; a kernel
-		 * without it compiles at run time */
-		l.use_notify = true;
-		l.optimize = true;
-		if (!(l.p = calloc(1, sizeof(*l.p)))) {
-			r = ab_error_set(err, ENOMEM, "compiling %s", paths[i]);
-			break;
-		}
-		cleanup_free char *buf = NULL;
-		size_t n = 0;
-		r = read_profile(&l, &buf, &n);
-		if (r == 0)
-			r = compile(&l, buf, n);
-		if (r == 0 && l.kernel_dependent) /* depends on the kernel it runs on */
-			fprintf(out, "/* %s: uses minKernel, compiled at run time */\n", paths[i]);
-		else if (r == 0)
-			emit_profile(out, &l, buf, n, n_out++, table);
-		free(l.unknown);
-		ab_seccomp_free(l.p);
-	}
-	if (fclose(table) != 0 && r == 0)
-		r = ab_error_set(err, errno, "compiling the profiles");
-	if (r < 0)
-		return r;
-	fprintf(out,
-		"\nconst struct ab_seccomp_compiled ab_seccomp_compiled[] = {\n%s\t{0}};\n"
-		"const size_t ab_seccomp_n_compiled = %zu;\n",
-		table_text ? table_text : "", n_out);
-	return ferror(out) ? ab_error_set(err, EIO, "writing the compiled profiles") : 0;
-}
-
-void ab_seccomp_free(struct ab_seccomp_profile *p)
-{
-	if (!p)
-		return;
-	free(p->prog.filter);
-	free(p->errnos);
-	free(p);
-}
-
-int ab_seccomp_install(const struct ab_seccomp_profile *p, int *listener, struct ab_error *err)
-{
-	*listener = -1;
-	unsigned flags = p->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
-	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &p->prog);
-	if (r < 0)
-		return ab_error_set(err, errno, "cannot install the seccomp filter");
-	if (p->notify)
-		*listener = (int)r; /* the kernel makes it close-on-exec */
-	return 0;
-}
-
-static int errno_for(const struct ab_seccomp_profile *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_errnos; i++)
-		if (strcmp(p->errnos[i].name, name) == 0)
-			return p->errnos[i].err;
-	return p->default_errno;
-}
-
-static void count_denial(struct ab_denials *d, int nr, const char *name)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		if (strcmp(d->e[i].name, name) == 0) {
-			d->e[i].count++;
-			return;
-		}
-	}
-	if (d->n == AB_DENIALS_MAX) {
-		d->other++;
-		return;
-	}
-	d->e[d->n].nr = nr;
-	snprintf(d->e[d->n].name, sizeof(d->e[d->n].name), "%s", name);
-	d->e[d->n++].count = 1;
-}
-
-int ab_seccomp_answer(const struct ab_seccomp_profile *p, int listener, struct ab_denials *d,
-		      ab_denial_route route, void *arg)
-{
-	/* the kernel's structures may be larger than our headers' */
-	static struct seccomp_notif_sizes sizes;
-	if (!sizes.seccomp_notif && syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
-		return -errno;
-	size_t req_size = sizes.seccomp_notif > sizeof(struct seccomp_notif)
-				  ? sizes.seccomp_notif
-				  : sizeof(struct seccomp_notif);
-	size_t resp_size = sizes.seccomp_notif_resp > sizeof(struct seccomp_notif_resp)
-				   ? sizes.seccomp_notif_resp
-				   : sizeof(struct seccomp_notif_resp);
-	cleanup_free struct seccomp_notif *req = calloc(1, req_size);
-	cleanup_free struct seccomp_notif_resp *resp = calloc(1, resp_size);
-	if (!req || !resp)
-		return -ENOMEM;
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
-		/* ENOENT: the caller died before we looked; EINTR: try again later */
-		return errno == ENOENT || errno == EINTR ? 0 : -errno;
-	char *resolved = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
-	char name[32];
-	if (resolved)
-		snprintf(name, sizeof(name), "%s", resolved);
-	else
-		snprintf(name, sizeof(name), "syscall_%d", req->data.nr);
-	free(resolved);
-	if (d)
-		count_denial(d, req->data.nr, name);
-	struct ab_denials *to = route ? route((pid_t)req->pid, arg) : NULL;
-	if (to)
-		count_denial(to, req->data.nr, name);
-	resp->id = req->id;
-	resp->error = -errno_for(p, name);
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0 && errno != ENOENT)
-		return -errno;
-	return 1;
 }

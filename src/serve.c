@@ -20,11 +20,13 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "error.h"
 #include "fileop.h"
 #include "jsonw.h"
 #include "output.h"
 #include "request.h"
 #include "result.h"
+#include "serve_audit.h"
 
 #define PROTOCOL       "agentbox/1"
 #define MAX_LINE       (8u << 20)
@@ -51,6 +53,7 @@ struct server {
 	char *out;
 	size_t out_len, out_cap, out_off;
 	bool out_nonblock, out_broken;
+	bool out_failed; /* no memory for the replies: the session ends */
 	char *in;
 	size_t in_len;
 	bool discarding;
@@ -63,6 +66,8 @@ struct server {
 
 static void out_add(struct server *sv, const char *p, size_t n)
 {
+	if (sv->out_failed)
+		return;
 	if (sv->out_len + n > sv->out_cap && sv->out_off > 0) {
 		/* what was written makes room: a slow reader must not make the
 		 * buffer grow with everything ever sent */
@@ -76,8 +81,9 @@ static void out_add(struct server *sv, const char *p, size_t n)
 			cap *= 2;
 		char *q = realloc(sv->out, cap);
 		if (!q) {
-			fputs("agentbox: out of memory for replies\n", stderr);
-			exit(AB_EXIT_FAILURE);
+			/* the session cannot answer any more: it ends (ab_serve) */
+			sv->out_failed = sv->out_broken = true;
+			return;
 		}
 		sv->out = q;
 		sv->out_cap = cap;
@@ -136,93 +142,30 @@ static json_object *id_copy(json_object *id)
 	return id ? json_object_get(id) : NULL;
 }
 
-static void send_error(struct server *sv, json_object *id, const char *code, const char *fmt, ...)
+static void send_error(struct server *sv, json_object *id, enum ab_errc code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void audit_error(struct server *sv, json_object *id, const char *code);
-
-static void send_error(struct server *sv, json_object *id, const char *code, const char *fmt, ...)
+/* An error reply for the request id (NULL: none): err's protocol code
+ * (ab_error_errc) and message. */
+static json_object *error_reply(json_object *id, const struct ab_error *err)
 {
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("error"));
 	json_object_object_add(o, "id", id_copy(id));
-	json_object_object_add(o, "code", json_object_new_string(code));
-	json_object_object_add(o, "message", json_object_new_string(msg));
-	send_json(sv, o);
-	audit_error(sv, id, code);
-}
-
-/* ---- the audit log ---- */
-
-static json_object *audit_entry(const char *event)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char when[64];
-	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "time", json_object_new_string(when));
-	json_object_object_add(o, "event", json_object_new_string(event));
+	json_object_object_add(o, "code", json_object_new_string(ab_errc_name(ab_error_errc(err))));
+	json_object_object_add(o, "message", json_object_new_string(err->msg));
 	return o;
 }
 
-static void audit_write(struct server *sv, json_object *o)
+static void send_error(struct server *sv, json_object *id, enum ab_errc code, const char *fmt, ...)
 {
-	struct ab_error err;
-	if (sv->audit >= 0 && ab_json_write_line(o, sv->audit, &err) < 0) {
-		fprintf(stderr, "agentbox: --audit-log: %s\n", err.msg);
-		close(sv->audit);
-		sv->audit = -1;
-	}
-	json_object_put(o);
-}
-
-static void audit_error(struct server *sv, json_object *id, const char *code)
-{
-	if (sv->audit < 0)
-		return;
-	json_object *o = audit_entry("error");
-	json_object_object_add(o, "id", id_copy(id));
-	json_object_object_add(o, "code", json_object_new_string(code));
-	audit_write(sv, o);
-}
-
-static void audit_request(struct server *sv, json_object *req, const char *op)
-{
-	if (sv->audit < 0)
-		return;
-	json_object *o = audit_entry("request");
-	json_object *v;
-	json_object_object_add(o, "id", id_copy(json_object_object_get(req, "id")));
-	json_object_object_add(o, "op", json_object_new_string(op));
-	/* what was asked, not the data: no file content, no stdin */
-	const char *keep[] = {"command",	 "argv", "cwd",	    "timeout",	 "target",
-			      "keep_background", "path", "pattern", "recursive", "overwrite"};
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
-		if (json_object_object_get_ex(req, keep[i], &v))
-			json_object_object_add(o, keep[i], json_object_get(v));
-	if (json_object_object_get_ex(req, "env", &v) && json_object_is_type(v, json_type_object)) {
-		/* names only: values may be secrets */
-		json_object *names = json_object_new_array();
-		json_object_object_foreach(v, k, val)
-		{
-			(void)val;
-			json_object_array_add(names, json_object_new_string(k));
-		}
-		json_object_object_add(o, "env", names);
-	}
-	if (json_object_object_get_ex(req, "stdin", &v))
-		json_object_object_add(o, "stdin_bytes",
-				       json_object_new_int(json_object_get_string_len(v)));
-	audit_write(sv, o);
+	struct ab_error err = {.kind = code};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+	va_end(ap);
+	send_json(sv, error_reply(id, &err));
+	serve_audit_error(&sv->audit, id, ab_errc_name(code));
 }
 
 /* ---- requests ---- */
@@ -287,10 +230,8 @@ static void start_queued(struct server *sv)
 			return;
 		sv->queued--;
 		if (rc < 0) {
-			send_error(sv, r->q.id,
-				   rc == -EINVAL || rc == -EPERM || rc == -ELOOP ? "invalid_request"
-										 : "internal",
-				   "%s: %s", r->q.file_op ? r->q.file_op : "exec", err.msg);
+			send_error(sv, r->q.id, ab_error_errc(&err), "%s: %s",
+				   r->q.file_op ? r->q.file_op : "exec", err.msg);
 			list_del(sv, r);
 			request_free(r);
 			continue;
@@ -302,24 +243,24 @@ static void start_queued(struct server *sv)
 /* exec and the file operations: queued, then run as slots free up. A
  * duplicate id or a full queue is said before what is wrong with a field
  * (bad: NULL when there is nothing wrong). */
-static void op_exec(struct server *sv, struct ab_request *q, const struct ab_request_error *bad)
+static void op_exec(struct server *sv, struct ab_request *q, const struct ab_error *bad)
 {
 	if (by_id(sv, q->id)) {
-		send_error(sv, q->id, "duplicate_id",
+		send_error(sv, q->id, AB_ERRC_DUPLICATE_ID,
 			   "a request with this id is running or queued");
 		return;
 	}
 	if (sv->queued >= MAX_QUEUE) {
-		send_error(sv, q->id, "busy", "%d requests are queued already", MAX_QUEUE);
+		send_error(sv, q->id, AB_ERRC_BUSY, "%d requests are queued already", MAX_QUEUE);
 		return;
 	}
 	if (bad) {
-		send_error(sv, q->id, bad->code, "%s", bad->msg);
+		send_error(sv, q->id, bad->kind, "%s", bad->msg);
 		return;
 	}
 	struct request *r = calloc(1, sizeof(*r));
 	if (!r) {
-		send_error(sv, q->id, "internal", "out of memory");
+		send_error(sv, q->id, AB_ERRC_INTERNAL, "out of memory");
 		return;
 	}
 	r->q = *q; /* the request is r's now */
@@ -334,7 +275,7 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 {
 	struct request *r = by_id(sv, q->target);
 	if (!r) {
-		send_error(sv, q->id, "invalid_request",
+		send_error(sv, q->id, AB_ERRC_INVALID_REQUEST,
 			   "cancel: no command with this target id is running or queued");
 		return;
 	}
@@ -347,7 +288,7 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 		ab_session_cancel(sv->s, r->tag);
 		return;
 	}
-	send_error(sv, r->q.id, "cancelled", "cancelled before it started");
+	send_error(sv, r->q.id, AB_ERRC_CANCELLED, "cancelled before it started");
 	sv->queued--;
 	list_del(sv, r);
 	request_free(r);
@@ -384,22 +325,22 @@ static void op_stats(struct server *sv, json_object *id)
 static void handle_line(struct server *sv, const char *line, size_t len)
 {
 	struct ab_request q;
-	struct ab_request_error e;
+	struct ab_error e = {0};
 	int rc = ab_request_parse(line, len, &q, &e);
 	if (rc == 1)
 		return; /* blank */
 	if (!q.op) {
-		send_error(sv, q.id, e.code, "%s", e.msg);
+		send_error(sv, q.id, e.kind, "%s", e.msg);
 		ab_request_clear(&q);
 		return;
 	}
-	audit_request(sv, q.req, q.op);
+	serve_audit_request(&sv->audit, q.req, q.op);
 	if (sv->shutting_down) {
-		send_error(sv, q.id, "shutdown", "the session is shutting down");
+		send_error(sv, q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
 	} else if (q.kind == AB_REQUEST_EXEC || q.kind == AB_REQUEST_FILE_OP) {
 		op_exec(sv, &q, rc < 0 ? &e : NULL);
 	} else if (rc < 0) {
-		send_error(sv, q.id, e.code, "%s", e.msg);
+		send_error(sv, q.id, e.kind, "%s", e.msg);
 	} else if (q.kind == AB_REQUEST_CANCEL) {
 		op_cancel(sv, &q);
 	} else if (q.kind == AB_REQUEST_STATS) {
@@ -421,7 +362,7 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 static void too_large(struct server *sv, const char *p, size_t n)
 {
 	json_object *id = ab_request_scan_id(p, n);
-	send_error(sv, id, "too_large",
+	send_error(sv, id, AB_ERRC_TOO_LARGE,
 		   "a request line is longer than %u bytes; files move in chunks of at most "
 		   "%u bytes (upload and download with 'offset')",
 		   MAX_LINE, FILEOP_CHUNK_MAX);
@@ -537,65 +478,34 @@ static void flush_held(struct server *sv, struct request *r)
 	}
 }
 
-static void audit_result(struct server *sv, struct request *r, const struct ab_result *res,
-			 const char *code)
-{
-	if (sv->audit < 0)
-		return;
-	json_object *o = audit_entry("result");
-	json_object_object_add(o, "id", id_copy(r->q.id));
-	if (res) {
-		json_object *f = ab_result_fields_json(res, true, false, false, false);
-		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
-				      "denied_syscalls"};
-		for (size_t i = 0; f && i < sizeof(keep) / sizeof(keep[0]); i++) {
-			json_object *v;
-			if (json_object_object_get_ex(f, keep[i], &v))
-				json_object_object_add(o, keep[i], json_object_get(v));
-		}
-		json_object_put(f);
-		json_object_object_add(
-			o, "truncated",
-			json_object_new_boolean(res->out.truncated || res->err.truncated));
-		json_object_object_add(o, "cancelled", json_object_new_boolean(res->cancelled));
-	}
-	json_object_object_add(o, "error", code ? json_object_new_string(code) : NULL);
-	audit_write(sv, o);
-}
-
 /* A file operation has ended: its reply, checked, or why there is none. */
 static void file_op_done(struct server *sv, struct request *r, const struct ab_result *res)
 {
-	char msg[512];
-	const char *code = NULL;
+	struct ab_error err = {0};
 	json_object *o = NULL;
-	if (res->cancelled) {
-		code = "cancelled";
-		snprintf(msg, sizeof(msg), "%s: cancelled", r->q.file_op);
-	} else if (res->timed_out) {
-		code = "timeout";
-		snprintf(msg, sizeof(msg), "%s: took longer than its timeout of %llu ms",
-			 r->q.file_op, res->timeout_ms);
-	} else if (res->exit_code != 0 || res->out.truncated) {
-		code = "internal";
-		snprintf(msg, sizeof(msg), "%s: the operation failed (exit status %d%s)",
-			 r->q.file_op, res->exit_code, res->oom_killed ? ", out of memory" : "");
-	} else if (!(o = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
-				      res->out.len, msg, sizeof(msg)))) {
-		code = "internal";
-	}
-	if (code) {
-		o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string("error"));
-		json_object_object_add(o, "id", id_copy(r->q.id));
-		json_object_object_add(o, "code", json_object_new_string(code));
-		json_object_object_add(o, "message", json_object_new_string(msg));
+	if (res->cancelled)
+		ab_error_proto(&err, AB_ERRC_CANCELLED, "%s: cancelled", r->q.file_op);
+	else if (res->timed_out)
+		ab_error_proto(&err, AB_ERRC_TIMEOUT, "%s: took longer than its timeout of %llu ms",
+			       r->q.file_op, res->timeout_ms);
+	else if (res->exit_code != 0 || res->out.truncated)
+		ab_error_proto(&err, AB_ERRC_INTERNAL,
+			       "%s: the operation failed (exit status %d%s)", r->q.file_op,
+			       res->exit_code, res->oom_killed ? ", out of memory" : "");
+	else
+		o = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
+				 res->out.len, &err);
+	const char *code = NULL;
+	if (!o) {
+		o = error_reply(r->q.id, &err);
+		code = ab_errc_name(err.kind);
 	} else {
 		json_object *c;
 		if (json_object_object_get_ex(o, "code", &c))
 			code = json_object_get_string(c);
 	}
-	audit_result(sv, r, NULL, code); /* before o, which holds code, is gone */
+	serve_audit_result(&sv->audit, r->q.id, NULL,
+			   code); /* before o, which holds code, is gone */
 	send_json(sv, o);
 }
 
@@ -613,18 +523,9 @@ static void on_event(const struct ab_event *ev, void *arg)
 	if (r->q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
-		int e = ev->error->code;
-		const char *code =
-			e == ENOENT || e == ENOTDIR || e == EACCES || e == EPERM || e == EINVAL
-				? "invalid_request"
-				: "internal";
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string("error"));
-		json_object_object_add(o, "id", id_copy(r->q.id));
-		json_object_object_add(o, "code", json_object_new_string(code));
-		json_object_object_add(o, "message", json_object_new_string(ev->error->msg));
-		send_json(sv, o);
-		audit_result(sv, r, NULL, code);
+		send_json(sv, error_reply(r->q.id, ev->error));
+		serve_audit_result(&sv->audit, r->q.id, NULL,
+				   ab_errc_name(ab_error_errc(ev->error)));
 	} else {
 		const struct ab_result *res = ev->result;
 		json_object *o = ab_result_fields_json(res, true, true, r->q.merged, r->q.base64);
@@ -651,7 +552,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 					       : NULL);
 		json_object_object_add(head, "error", NULL);
 		send_json(sv, head);
-		audit_result(sv, r, res, NULL);
+		serve_audit_result(&sv->audit, r->q.id, res, NULL);
 	}
 	list_del(sv, r);
 	request_free(r);
@@ -704,7 +605,7 @@ static void end_all(struct server *sv)
 {
 	while (sv->head) {
 		struct request *r = sv->head;
-		send_error(sv, r->q.id, "shutdown", "the session is shutting down");
+		send_error(sv, r->q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
 		list_del(sv, r);
 		request_free(r);
 	}
@@ -756,12 +657,12 @@ int ab_serve(struct ab_config *cfg)
 		return AB_EXIT_FAILURE;
 	}
 	if (sv.audit >= 0) {
-		json_object *o = audit_entry("start");
+		json_object *o = serve_audit_entry("start");
 		json_object_object_add(o, "sandbox_id",
 				       json_object_new_string(ab_session_id(sv.s)));
 		json_object_object_add(o, "workspace", json_object_new_string(cfg->workspace));
 		json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
-		audit_write(&sv, o);
+		serve_audit_write(&sv.audit, o);
 	}
 	send_hello(&sv);
 	int status = 0;
@@ -802,12 +703,8 @@ int ab_serve(struct ab_config *cfg)
 			flush_out(&sv, false);
 	}
 	if (dead) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string("error"));
-		json_object_object_add(o, "id", NULL);
-		json_object_object_add(o, "code", json_object_new_string("internal"));
-		json_object_object_add(o, "message", json_object_new_string(err.msg));
-		send_json(&sv, o);
+		err.kind = AB_ERRC_INTERNAL;
+		send_json(&sv, error_reply(NULL, &err));
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		status = AB_EXIT_FAILURE;
 	}
@@ -821,8 +718,12 @@ int ab_serve(struct ab_config *cfg)
 	}
 	ab_session_close(sv.s);
 	flush_out(&sv, true);
+	if (sv.out_failed) {
+		fputs("agentbox: out of memory for replies\n", stderr);
+		status = AB_EXIT_FAILURE;
+	}
 	if (sv.audit >= 0) {
-		audit_write(&sv, audit_entry("end"));
+		serve_audit_write(&sv.audit, serve_audit_entry("end"));
 		close(sv.audit);
 	}
 	free(sv.in);

@@ -26,9 +26,41 @@ enum {
 	AB_EXIT_SIGNAL_BASE = 128,
 };
 
+/* What kind of error it is for the session protocol (docs/protocol.md,
+ * "Errors" and the file error codes): each kind is one of the protocol's
+ * error codes, spelt in one table (src/error.c). AB_ERRC_NONE lets the
+ * errno decide: a bad request for the errnos that say so, internal for
+ * the others (ab_error_errc). */
+enum ab_errc {
+	AB_ERRC_NONE = 0,
+	AB_ERRC_INVALID_JSON,
+	AB_ERRC_INVALID_REQUEST,
+	AB_ERRC_UNKNOWN_OP,
+	AB_ERRC_TOO_LARGE,
+	AB_ERRC_DUPLICATE_ID,
+	AB_ERRC_BUSY,
+	AB_ERRC_CANCELLED,
+	AB_ERRC_SHUTDOWN,
+	AB_ERRC_TIMEOUT,
+	AB_ERRC_INTERNAL,
+	/* the file operations' own */
+	AB_ERRC_FILE_NOT_FOUND,
+	AB_ERRC_PERMISSION_DENIED,
+	AB_ERRC_IS_DIRECTORY,
+	AB_ERRC_NOT_DIRECTORY,
+	AB_ERRC_INVALID_PATH,
+	AB_ERRC_READ_ONLY,
+	AB_ERRC_EXISTS,
+	AB_ERRC_NOT_FOUND,
+	AB_ERRC_NOT_UNIQUE,
+	AB_ERRC_NO_SPACE,
+	AB_ERRC_IO_ERROR,
+};
+
 struct ab_error {
 	int code; /* positive errno value, 0 when no error */
-	char msg[512];
+	char msg[1024];
+	enum ab_errc kind; /* the protocol's code, or AB_ERRC_NONE: the errno's */
 };
 
 enum ab_mount_kind {

@@ -1,4 +1,4 @@
-/* The launcher's half of the file operations (src/fileop.c):
+/* The launcher's half of the file operations (src/fileop_check.c):
  * fileop_reply() reads the JSON reply a process inside the sandbox wrote
  * (untrusted), fileop_prepare() checks a request object from the client.
  *
@@ -35,12 +35,11 @@ static void check_line(const char *s, size_t n)
 static void reply(const char *op, const char *data, size_t n)
 {
 	json_object *id = json_object_new_int(7);
-	char msg[512];
-	msg[0] = '\0';
-	json_object *o = fileop_reply(op, id, data, n, msg, sizeof(msg));
+	struct ab_error err = {0};
+	json_object *o = fileop_reply(op, id, data, n, &err);
 	json_object_put(id);
 	if (!o) {
-		FUZZ_CHECK(msg[0]);
+		FUZZ_CHECK(err.msg[0]);
 		return;
 	}
 	json_object *type;
@@ -63,15 +62,14 @@ static void prepare(const char *op, const char *data, size_t n)
 		json_object_put(req);
 		return;
 	}
-	char *inner = NULL, msg[512];
-	const char *code = NULL;
-	msg[0] = '\0';
-	if (fileop_prepare(req, op, &inner, &code, msg, sizeof(msg)) == 0) {
+	char *inner = NULL;
+	struct ab_error err = {0};
+	if (fileop_prepare(req, op, &inner, &err) == 0) {
 		FUZZ_CHECK(inner);
 		check_line(inner, strlen(inner));
 		free(inner);
 	} else {
-		FUZZ_CHECK(!inner && code && msg[0]);
+		FUZZ_CHECK(!inner && err.kind != AB_ERRC_NONE && err.msg[0]);
 	}
 	json_object_put(req);
 }

@@ -8,6 +8,7 @@
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
 #include "options.h"
+#include "parse.h"
 
 #define MAX_ARGS 256
 

@@ -9,6 +9,7 @@
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
 #include "options.h"
+#include "parse.h"
 
 static bool is_normal(const char *p)
 {

@@ -4,6 +4,7 @@
  * the start of a line too long to parse, or none. */
 #include <string.h>
 
+#include "error.h"
 #include "fuzz.h"
 #include "request.h"
 
@@ -13,9 +14,9 @@ static const char *const codes[] = {"invalid_json", "invalid_request", "invalid_
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ab_request q;
-	struct ab_request_error e;
+	struct ab_error e = {0};
 	int rc = ab_request_parse((const char *)data, size, &q, &e);
-	FUZZ_CHECK(rc == 1 || rc == 0 || rc == -1);
+	FUZZ_CHECK(rc == 1 || rc == 0 || (rc < 0 && rc == -e.code));
 	if (rc == 1) {
 		/* blank: only whitespace, which a NUL byte is not */
 		FUZZ_CHECK(!q.req && !q.id && !q.op);
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc < 0) {
 		bool known = false;
 		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-			known = known || strcmp(e.code, codes[i]) == 0;
+			known = known || strcmp(ab_errc_name(e.kind), codes[i]) == 0;
 		FUZZ_CHECK(known);
 		FUZZ_CHECK(memchr(e.msg, '\0', sizeof(e.msg)) && e.msg[0]);
 		FUZZ_CHECK(!q.op || q.id);

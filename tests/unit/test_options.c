@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "idmap.h"
+#include "config.h"
 #include "options.h"
+#include "parse.h"
 
 /* argv for `agentbox run ...`: the first element must be "run". */
 #define ARGV(...) ((const char *[]){__VA_ARGS__, NULL})

@@ -1,0 +1,54 @@
+/* File operations, the sandbox's half (see fileop.h): what
+ * fileop_inside.c, fileop_file.c, fileop_tree.c and fileop_run.c share. It runs as the
+ * sandbox's user in a process of its own, under the sandbox's seccomp
+ * filter and Landlock ruleset, and never runs a program: every operation
+ * is a handful of system calls on paths of the view. Its reply is checked
+ * again by the launcher's half (fileop_check.c), which trusts nothing it
+ * did not write. Each fo_ operation returns what fo_result or fo_fail
+ * returned: 0 once a reply is written. */
+#ifndef AB_FILEOP_INSIDE_H
+#define AB_FILEOP_INSIDE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "agentbox/agentbox.h"
+
+#define SNIFF	  8192 /* bytes looked at to tell text from binary */
+#define MAX_DEPTH 256  /* directory levels a walk or a delete goes down */
+
+/* replies, written to fd from now on (fileop_run) */
+void fo_reply_to(int fd);
+int fo_result(json_object *res);
+__attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
+						  const char *fmt, ...);
+int fo_fail_errno(int e, const char *path, const char *what);
+json_object *fo_lossy(const char *s, size_t n);
+json_object *fo_file_info(const char *path);
+
+/* files and request fields */
+char *fo_base64_decode(const char *s, size_t n, size_t *out_len);
+int fo_open_regular(const char *path, int flags, struct stat *st);
+int fo_read_all(const char *path, size_t max, char **out, size_t *len);
+int fo_write_all(int fd, const char *p, size_t n);
+int fo_make_parents(const char *path);
+const char *fo_jstr(json_object *q, const char *key, size_t *len);
+bool fo_jbool(json_object *q, const char *key, bool def);
+int64_t fo_jint(json_object *q, const char *key, int64_t def);
+
+/* the operations: files (fileop_file.c) */
+int fo_read(json_object *q);
+int fo_write(json_object *q, bool upload);
+int fo_edit(json_object *q);
+int fo_download(json_object *q);
+
+/* the operations: trees (fileop_tree.c) */
+int fo_ls(json_object *q);
+int fo_glob(json_object *q);
+int fo_grep(json_object *q);
+int fo_delete(json_object *q);
+
+#endif

@@ -1,0 +1,25 @@
+/* Values of options and profile keys (parse.c): ids, rlimit names and
+ * paths in the view; sizes and durations are in the public header. Pure
+ * functions, no I/O. */
+#ifndef AB_PARSE_H
+#define AB_PARSE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* A uid or gid in decimal; (uid_t)-1 is refused. */
+int ab_parse_id(const char *s, uid_t *out);
+
+/* Normalise an absolute path inside the view: collapse '/' runs and '.',
+ * drop a trailing '/'. Returns -EINVAL if not absolute and -ELOOP if it
+ * contains '..' (refused rather than resolved). */
+int ab_path_normalize(const char *in, char **out);
+
+/* True if path equals dir or lies beneath it (both normalised). */
+bool ab_path_is_under(const char *path, const char *dir);
+
+/* rlimit names as --rlimit spells them ("nofile"): resource, or -1. */
+int ab_rlimit_by_name(const char *name);
+const char *ab_rlimit_name(int resource);
+
+#endif
