@@ -6,6 +6,7 @@
 
 #include "agentbox/agentbox.h"
 #include "check.h"
+#include "netreport.h"
 #include "serve.h"
 
 static const char usage_main[] =
@@ -223,6 +224,8 @@ static int cmd_run(int argc, char **argv)
 				res.denied[i].count);
 		fputc('\n', stderr);
 	}
+	if (report < 0) /* net: --net allow= */
+		ab_net_report_print_denials(&res.network, stderr);
 	int code = res.exit_code;
 	ab_result_free(&res);
 	return code;

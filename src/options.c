@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "error.h"
+#include "netpolicy.h"
 #include "profile.h"
 #include "protect.h"
 #include "util.h"
@@ -73,6 +74,7 @@ void ab_config_free(struct ab_config *cfg)
 	strv_free(cfg->set_env, cfg->n_set_env);
 	strv_free(cfg->protect, cfg->n_protect);
 	strv_free(cfg->unprotect, cfg->n_unprotect);
+	strv_free(cfg->net_rules, cfg->n_net_rules);
 	strv_free(cfg->argv, cfg->argc);
 	ab_config_init(cfg);
 }
@@ -414,8 +416,7 @@ static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *
 		else if (strcmp(arg, "host") == 0)
 			cfg->net = AB_NET_HOST;
 		else
-			return ab_error_plain(err, EINVAL, "--net: '%s' is not one of none, host",
-					      arg);
+			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
 		return 0;
 	case OPT_ENV_POLICY:
 		if (strcmp(arg, "core") == 0)

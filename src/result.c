@@ -17,6 +17,7 @@
 #include "options.h"
 #include "output.h"
 #include "result.h"
+#include "netreport.h"
 #include "util.h"
 
 int ab_report_open(const char *spec, bool *owned, struct ab_error *err)
@@ -151,6 +152,8 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 		json_object_new_boolean(captured && (res->out.truncated || res->err.truncated)));
 	json_object_object_add(o, "denied_syscalls",
 			       ab_denied_json(ran ? res->denied : NULL, ran ? res->n_denied : 0));
+	if (ran && res->network.on) /* --net allow= (netreport.h) */
+		json_object_object_add(o, "network", ab_net_report_json(&res->network));
 #undef INT_OR_NULL
 	return o;
 }

@@ -27,6 +27,7 @@
 #include "idmap.h"
 #include "init.h"
 #include "mount.h"
+#include "netproxy.h"
 #include "options.h"
 #include "protect.h"
 #include "sandbox.h"
@@ -292,6 +293,7 @@ static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_erro
 		.err_rd = rd[1],
 		.timeout_ms = cfg->timeout_ms,
 		.kill_after_ms = cfg->kill_after_ms,
+		.cfg = cfg, /* net */
 	};
 	if (cfg->capture) {
 		capture_init(&s.out, cfg->max_output);
@@ -331,6 +333,9 @@ static int run_sandbox(struct sandbox *sb, struct ab_result *res, struct ab_erro
 	r = supervise(&s);
 	for (size_t i = 0; i < s.n_listeners; i++)
 		close(s.listeners[i]);
+	if (s.net && net_report_copy(&res->network, netproxy_total(s.net)) == 0)
+		res->network.on = true; /* net: --net allow= */
+	netproxy_free(s.net);
 	if (r < 0) {
 		kill_and_reap(pid);
 		r = ab_error_set(err, -r, "supervising the sandbox");
@@ -575,6 +580,8 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 void ab_result_free(struct ab_result *res)
 {
 	free(res->denied);
+	free(res->network.allowed); /* --net allow= */
+	free(res->network.denied);
 	free(res->background);
 	free(res->out.data);
 	free(res->err.data);

@@ -22,6 +22,7 @@
 #include "agentbox/agentbox.h"
 #include "fileop.h"
 #include "jsonw.h"
+#include "netop.h"
 #include "output.h"
 #include "request.h"
 #include "result.h"
@@ -205,7 +206,8 @@ static void audit_request(struct server *sv, json_object *req, const char *op)
 	json_object_object_add(o, "op", json_object_new_string(op));
 	/* what was asked, not the data: no file content, no stdin */
 	const char *keep[] = {"command",	 "argv", "cwd",	    "timeout",	 "target",
-			      "keep_background", "path", "pattern", "recursive", "overwrite"};
+			      "keep_background", "path", "pattern", "recursive", "overwrite",
+			      "allow",		 "deny"}; /* net */
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_object_get_ex(req, keep[i], &v))
 			json_object_object_add(o, keep[i], json_object_get(v));
@@ -409,6 +411,15 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		json_object_object_add(o, "type", json_object_new_string("pong"));
 		json_object_object_add(o, "id", id_copy(q.id));
 		send_json(sv, o);
+	} else if (q.kind == AB_REQUEST_NET) { /* net: src/netop.c */
+		struct ab_error ne = {0};
+		json_object *o = ab_net_op(sv->s, q.req, &ne);
+		if (o)
+			json_object_object_add(o, "id", id_copy(q.id));
+		if (o)
+			send_json(sv, o);
+		else
+			send_error(sv, q.id, "invalid_request", "%s", ne.msg);
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
 		sv->shutdown_id = json_object_get(q.id);
@@ -546,8 +557,8 @@ static void audit_result(struct server *sv, struct request *r, const struct ab_r
 	json_object_object_add(o, "id", id_copy(r->q.id));
 	if (res) {
 		json_object *f = ab_result_fields_json(res, true, false, false, false);
-		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
-				      "denied_syscalls"};
+		const char *keep[] = {"exit_code", "signal",	      "duration_ms",
+				      "timed_out", "denied_syscalls", "network"}; /* net */
 		for (size_t i = 0; f && i < sizeof(keep) / sizeof(keep[0]); i++) {
 			json_object *v;
 			if (json_object_object_get_ex(f, keep[i], &v))
@@ -694,8 +705,11 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
 	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
 	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
-	json_object_object_add(
-		o, "net", json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host" : "none"));
+	json_object_object_add(o, "net",
+			       json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host"
+						      : sv->cfg->net == AB_NET_PROXY
+							      ? "proxy" /* net */
+							      : "none"));
 	send_json(sv, o);
 }
 

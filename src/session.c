@@ -27,6 +27,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "fileop.h"
+#include "netproxy.h"
 #include "options.h"
 #include "output.h"
 #include "sandbox.h"
@@ -46,7 +47,7 @@
 #define ORPHAN_PIPE_GRACE_MS 1000
 #define SETUP_TIMEOUT_MS     30000
 
-enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM };
+enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM, K_NET };
 
 struct cmd {
 	bool used;
@@ -65,6 +66,7 @@ struct cmd {
 	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
 	unsigned long long oom_before;
 	struct ab_denials denials;
+	struct ab_net_report net; /* net: --net allow= */
 };
 
 struct ab_session {
@@ -94,6 +96,8 @@ struct ab_session {
 			 * theirs, and a spare */
 	unsigned asked; /* SYNC_NEW_SHIM sent and not answered yet */
 	int shim_error; /* why the init could not start the last one asked */
+	/* net: --net allow= (netproxy.h) */
+	struct netproxy *net;
 };
 
 static unsigned long long now_ms(void)
@@ -122,6 +126,8 @@ static void close_watched(struct ab_session *s, int *fd)
 	close(*fd);
 	*fd = -1;
 }
+
+static struct ab_net_report *route_net(pid_t pid, void *arg); /* net */
 
 /* ---- setup ---- */
 
@@ -166,6 +172,16 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 						      "the sandbox sent a listener twice");
 			}
 			s->listener = passed;
+			break;
+		case SYNC_NET_LISTENER: /* net: --net allow= */
+			if (s->net || s->sb.cfg.net != AB_NET_PROXY) {
+				close(passed);
+				return ab_error_plain(err, EBADMSG,
+						      "the sandbox sent a proxy socket unasked");
+			}
+			if ((r = netproxy_new(&s->sb.cfg, passed, &s->net, err)) < 0)
+				return r;
+			netproxy_set_route(s->net, route_net, s);
 			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
@@ -226,7 +242,8 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 	    ((r = watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
 	     (r = watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
 	     (s->listener >= 0 && (r = watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
-	     (r = watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0))
+	     (r = watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0 ||
+	     (s->net && (r = watch(s, netproxy_fd(s->net), (size_t)-1, K_NET)) < 0)))
 		ab_error_set(err, -r, "opening the session");
 	if (r < 0)
 		goto fail;
@@ -382,6 +399,7 @@ static int build_spec(struct ab_session *s, const struct ab_exec *x, const char 
 
 static void cmd_clear(struct cmd *c)
 {
+	net_report_free(&c->net); /* net */
 	capture_free(&c->out);
 	capture_free(&c->err);
 	memset(c, 0, sizeof(*c));
@@ -954,6 +972,14 @@ static struct ab_denials *route_denial(pid_t pid, void *arg)
 	return NULL;
 }
 
+/* net: a proxy connection counts for the command its process belongs to */
+static struct ab_net_report *route_net(pid_t pid, void *arg)
+{
+	struct ab_session *s = arg;
+	struct ab_denials *d = route_denial(pid, s);
+	return d ? &((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->net : NULL;
+}
+
 static int collect_denials(const struct ab_denials *d, struct ab_denied_syscall **out, size_t *nout)
 {
 	size_t n = d->n + (d->other ? 1 : 0);
@@ -1026,6 +1052,11 @@ static void finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *ar
 			res.n_background = res.background ? c->msg.n_background : 0;
 			snprintf(res.background_log, sizeof(res.background_log), "%.63s",
 				 c->msg.text);
+		}
+		if (s->net) { /* net: the report moves into the result */
+			res.network = c->net;
+			res.network.on = true;
+			memset(&c->net, 0, sizeof(c->net));
 		}
 		if (collect_denials(&c->denials, &res.denied, &res.n_denied) < 0 ||
 		    capture_take(&c->out, &res.out) < 0 || capture_take(&c->err, &res.err) < 0) {
@@ -1185,6 +1216,9 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 					      s) < 0)
 				close_watched(s, &s->listener);
 			break;
+		case K_NET: /* net */
+			netproxy_dispatch(s->net);
+			break;
 		case K_TIMER: {
 			uint64_t ticks;
 			(void)!read(s->timerfd, &ticks, sizeof(ticks));
@@ -1293,6 +1327,7 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
 		ab_close_keep_errno(s->shims[i].sock);
 	free(s->shims);
+	netproxy_free(s->net); /* net */
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
@@ -1300,4 +1335,26 @@ void ab_session_close(struct ab_session *s)
 	free(s->stats_denied);
 	sandbox_release(&s->sb);
 	free(s);
+}
+
+/* ---- net: --net allow= (netproxy.h) ---- */
+
+int ab_session_net(struct ab_session *s, char *const *allow, size_t n_allow, char *const *deny,
+		   size_t n_deny, struct ab_error *err)
+{
+	if (!s->net)
+		return ab_error_plain(
+			err, EINVAL,
+			"the session has no network proxy (start it with --net allow=)");
+	return netproxy_set_rules(s->net, allow, n_allow, deny, n_deny, err);
+}
+
+const struct ab_net_report *ab_session_net_report(const struct ab_session *s)
+{
+	return s->net ? netproxy_total(s->net) : NULL;
+}
+
+size_t ab_session_net_rules(const struct ab_session *s, bool deny, const char **out, size_t max)
+{
+	return s->net ? netproxy_rules(s->net, deny, out, max) : 0;
 }

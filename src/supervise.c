@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "netproxy.h"
 #include "sync.h"
 #include "util.h"
 
@@ -57,6 +58,15 @@ static bool handle_sync(struct supervision *s)
 			break;
 		}
 		s->listeners[s->n_listeners++] = passed;
+		break;
+	case SYNC_NET_LISTENER: /* net: --net allow= (netproxy.h) */
+		if (s->ready || s->net || !s->cfg || s->cfg->net != AB_NET_PROXY) {
+			close(passed);
+			supervision_fail(s, "the sandbox passed an unexpected fd");
+		} else if (netproxy_new(s->cfg, passed, &s->net, &s->error) < 0) {
+			s->have_error = true;
+			kill(s->init, SIGKILL);
+		}
 		break;
 	case SYNC_EXIT:
 		if (!s->ready || s->have_exit || !(WIFEXITED(m.status) || WIFSIGNALED(m.status)))
@@ -127,7 +137,7 @@ int supervise(struct supervision *s)
 		arm(tfd, s->timeout_ms);
 	}
 	int sync_fd = s->sync_fd;
-	enum { P_SIG, P_SYNC, P_TIMER, P_OUT, P_ERR, P_LISTEN };
+	enum { P_SIG, P_SYNC, P_TIMER, P_OUT, P_ERR, P_NET, P_LISTEN };
 	for (;;) {
 		struct pollfd pfd[P_LISTEN + AB_MAX_LISTENERS] = {
 			[P_SIG] = {.fd = s->sigfd, .events = POLLIN},
@@ -135,6 +145,7 @@ int supervise(struct supervision *s)
 			[P_TIMER] = {.fd = tfd, .events = POLLIN},
 			[P_OUT] = {.fd = s->out_rd, .events = POLLIN},
 			[P_ERR] = {.fd = s->err_rd, .events = POLLIN},
+			[P_NET] = {.fd = s->net ? netproxy_fd(s->net) : -1, .events = POLLIN},
 		};
 		for (size_t i = 0; i < s->n_listeners; i++)
 			pfd[P_LISTEN + i] =
@@ -167,6 +178,8 @@ int supervise(struct supervision *s)
 		}
 		if (pfd[P_TIMER].revents)
 			on_timer(s, tfd);
+		if (pfd[P_NET].revents) /* net */
+			netproxy_dispatch(s->net);
 		if (pfd[P_SYNC].revents && !handle_sync(s))
 			sync_fd = -1; /* EOF: wait for the exit */
 		if (!pfd[P_SIG].revents)

@@ -25,6 +25,7 @@ struct supervision {
 	unsigned long long timeout_ms, kill_after_ms;
 	const struct ab_seccomp_profile *seccomp;
 	struct ab_capture out, err;
+	const struct ab_config *cfg; /* net: for the --net allow= proxy */
 
 	/* out */
 	bool ready;
@@ -41,6 +42,7 @@ struct supervision {
 	int listeners[AB_MAX_LISTENERS];
 	size_t n_listeners;
 	struct ab_denials denials;
+	struct netproxy *net; /* net: --net allow=; the caller frees it */
 };
 
 /* Run until the init has exited and every pipe is drained. Returns 0, or a
