@@ -245,10 +245,12 @@ int net_socks_request(const uint8_t *b, size_t n, struct net_request *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->kind = NET_REQ_SOCKS;
+	if ((n > 0 && b[0] != 5) || (n > 2 && b[2] != 0))
+		return bad(r, -EPROTO, "malformed SOCKS5 request");
+	if (n > 3 && b[3] != 1 && b[3] != 3 && b[3] != 4)
+		return bad(r, -EAFNOSUPPORT, "unknown SOCKS5 address type");
 	if (n < 5)
 		return 0;
-	if (b[0] != 5 || b[2] != 0)
-		return bad(r, -EPROTO, "malformed SOCKS5 request");
 	size_t alen;
 	char host[NET_HOST_MAX + 1];
 	switch (b[3]) {

@@ -32,6 +32,7 @@
 #define IDLE_MS		 (10 * 60 * 1000)
 #define TICK_MS		 1000
 #define THROTTLE_TICK_MS 20
+#define LINGER_MS	 2000
 
 enum state { S_FREE, S_HEAD, S_SOCKS_REQ, S_WAIT_LOOKUP, S_LOOKUP, S_CONNECT, S_RELAY, S_CLOSING };
 enum { W_CLIENT, W_UPSTREAM, W_LISTEN, W_RESOLVER, W_TIMER };
@@ -489,7 +490,16 @@ static void update(struct netproxy *p, size_t i)
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 	}
-	bool done = (c->st == S_CLOSING && !c->u2c.len) || (relay && c->c_shut && c->u_shut) ||
+	/* an error reply out: stop sending, and read what the client still
+	 * sends until it closes (bounded), so that closing with unread bytes
+	 * does not reset the connection before the client read the reply */
+	if (c->st == S_CLOSING && !c->u2c.len && !c->c_shut) {
+		shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+		c->deadline = now_ms() + LINGER_MS;
+	}
+	bool done = (c->st == S_CLOSING && c->c_shut && c->c_eof) ||
+		    (relay && c->c_shut && c->u_shut) ||
 		    (c->c_eof && c->st != S_RELAY && c->st != S_CLOSING);
 	if (done) {
 		conn_close(p, c);
@@ -497,8 +507,9 @@ static void update(struct netproxy *p, size_t i)
 	}
 	bool reading = !p->throttled || !relay;
 	uint32_t cm = 0, um = 0;
-	if ((c->st == S_HEAD || c->st == S_SOCKS_REQ || (relay && reading)) && !c->c_eof &&
-	    c->c2u.len < sizeof(c->c2u.b))
+	if ((c->st == S_HEAD || c->st == S_SOCKS_REQ || (relay && reading) ||
+	     (c->st == S_CLOSING && c->c_shut)) &&
+	    !c->c_eof && c->c2u.len < sizeof(c->c2u.b))
 		cm |= EPOLLIN;
 	if (c->u2c.len)
 		cm |= EPOLLOUT;
@@ -518,7 +529,14 @@ static void on_client(struct netproxy *p, struct conn *c, uint32_t ev)
 		c->u2c.len = 0;
 		return;
 	}
-	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR) && c->st != S_CLOSING) {
+	if (c->st == S_CLOSING) {
+		char sink[4096];
+		ssize_t n = recv(c->cfd, sink, sizeof(sink), 0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			c->c_eof = true;
+		return;
+	}
+	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		fill(p, c, c->cfd, &c->c2u, &c->c_eof, c->st == S_RELAY);
 		if (c->st == S_HEAD || c->st == S_SOCKS_REQ)
 			on_head(p, c);
