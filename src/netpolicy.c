@@ -255,6 +255,7 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 	if (!copy)
 		return ab_error_set(err, ENOMEM, "--net %s", opt);
 	int r = 0;
+	size_t before = p->n; /* all or nothing */
 	char *save = NULL;
 	if (!*list)
 		r = ab_error_plain(err, EINVAL, "--net %s=: no pattern given", opt);
@@ -278,6 +279,8 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 		p->r[p->n++] = rule;
 	}
 	free(copy);
+	if (r < 0)
+		p->n = before;
 	return r;
 }
 
