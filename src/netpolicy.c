@@ -257,8 +257,6 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 	int r = 0;
 	size_t before = p->n; /* all or nothing */
 	char *save = NULL;
-	if (!*list)
-		r = ab_error_plain(err, EINVAL, "--net %s=: no pattern given", opt);
 	for (char *pat = strtok_r(copy, ",", &save); pat && r == 0;
 	     pat = strtok_r(NULL, ",", &save)) {
 		struct net_rule rule;
@@ -279,6 +277,8 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 		p->r[p->n++] = rule;
 	}
 	free(copy);
+	if (r == 0 && p->n == before)
+		r = ab_error_plain(err, EINVAL, "--net %s=%s: no pattern given", opt, list);
 	if (r < 0)
 		p->n = before;
 	return r;

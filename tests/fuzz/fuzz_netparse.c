@@ -15,7 +15,8 @@ static void http(const char *b, size_t n)
 	struct net_request r;
 	int rc = net_http_parse(b, n, &r);
 	if (rc == 1) {
-		FUZZ_CHECK(r.used <= n && r.used >= 4 && memcmp(b + r.used - 4, "\r\n\r\n", 4) == 0);
+		FUZZ_CHECK(r.used <= n && r.used >= 4 &&
+			   memcmp(b + r.used - 4, "\r\n\r\n", 4) == 0);
 		FUZZ_CHECK(r.target.port >= 1 && r.target.port <= 65535 && r.target.host[0]);
 		/* a prefix without the end is never complete */
 		struct net_request p;
@@ -63,8 +64,9 @@ static void policy(const char *s)
 	if (netpolicy_add(&p, s, &err) < 0) {
 		FUZZ_CHECK(err.msg[0] && p.n == 0);
 	} else {
-		static const char *const hosts[] = {"example.org", "a.b.example.org", "127.0.0.1",
-						    "::1", "10.1.2.3", "::ffff:169.254.169.254"};
+		static const char *const hosts[] = {"example.org", "a.b.example.org",
+						    "127.0.0.1",   "::1",
+						    "10.1.2.3",	   "::ffff:169.254.169.254"};
 		for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
 			struct net_target t;
 			FUZZ_CHECK(net_target_set(&t, hosts[i], strlen(hosts[i]), 443) == 0);
