@@ -105,16 +105,17 @@ int net_addr_from_sockaddr(const struct sockaddr *sa, uint8_t out[16], unsigned 
 	return -EAFNOSUPPORT;
 }
 
-/* Letters, digits, '-', '_' in labels of 1-63, at most 253 in all. */
+/* Letters, digits, '-', '_' in labels of 1-63 that do not start or end
+ * with '-', at most 253 in all. */
 static bool valid_name(const char *s, size_t n)
 {
-	if (n == 0 || n > NET_HOST_MAX)
+	if (n == 0 || n > NET_HOST_MAX || s[0] == '-' || s[n - 1] == '-')
 		return false;
 	size_t label = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '.') {
-			if (label == 0)
+			if (label == 0 || s[i - 1] == '-' || (i + 1 < n && s[i + 1] == '-'))
 				return false;
 			label = 0;
 		} else if (isalnum(c) || c == '-' || c == '_') {
