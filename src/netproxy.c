@@ -252,7 +252,11 @@ static void try_next(struct netproxy *p, struct conn *c)
 		c->umask = EPOLLOUT;
 		if (add_fd(p, c->ufd, key((size_t)(c - p->conns), W_UPSTREAM), EPOLLOUT) < 0)
 			continue;
-		if (connect(c->ufd, (struct sockaddr *)&ss, len) == 0 || errno == EINPROGRESS) {
+		if (connect(c->ufd, (struct sockaddr *)&ss, len) == 0) {
+			connected(p, c);
+			return;
+		}
+		if (errno == EINPROGRESS) {
 			c->st = S_CONNECT;
 			return;
 		}
@@ -474,6 +478,24 @@ static bool flush(struct conn *c, int fd, struct pipebuf *b)
 	return true;
 }
 
+/* Relaying: read from one side and write to the other straight away, a
+ * few rounds while both keep up, instead of one epoll round per chunk.
+ * False when the writing side failed. */
+static bool pump(struct netproxy *p, struct conn *c, int from, int to, struct pipebuf *b, bool *eof)
+{
+	for (int i = 0; i < 8 && !*eof; i++) {
+		size_t before = b->len;
+		fill(p, c, from, b, eof, true);
+		if (b->len == before && i > 0)
+			break;
+		if (!flush(c, to, b))
+			return false;
+		if (b->len)
+			break; /* the other side is full: wait for it */
+	}
+	return true;
+}
+
 /* Interest in each fd from the state; closes a connection that is done. */
 static void update(struct netproxy *p, size_t i)
 {
@@ -481,6 +503,13 @@ static void update(struct netproxy *p, size_t i)
 	if (c->st == S_FREE)
 		return;
 	bool relay = c->st == S_RELAY;
+	/* a reply or bytes just queued go out now, not an epoll round later */
+	if (c->u2c.len && !(c->cmask & EPOLLOUT) && !flush(c, c->cfd, &c->u2c)) {
+		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
+		c->u2c.len = 0;
+	}
+	if (relay && c->c2u.len && !(c->umask & EPOLLOUT) && !flush(c, c->ufd, &c->c2u))
+		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 	/* half-closes pass on once the other side's bytes are out */
 	if (relay && c->c_eof && !c->c2u.len && !c->u_shut) {
 		shutdown(c->ufd, SHUT_WR);
@@ -536,8 +565,18 @@ static void on_client(struct netproxy *p, struct conn *c, uint32_t ev)
 			c->c_eof = true;
 		return;
 	}
+	if (c->st == S_RELAY) {
+		bool ok = !(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
+			  pump(p, c, c->cfd, c->ufd, &c->c2u, &c->c_eof);
+		/* room made for the upstream's bytes */
+		if (ok && ev & EPOLLOUT && !c->u2c.len)
+			ok = pump(p, c, c->ufd, c->cfd, &c->u2c, &c->u_eof);
+		if (!ok)
+			c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
+		return;
+	}
 	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-		fill(p, c, c->cfd, &c->c2u, &c->c_eof, c->st == S_RELAY);
+		fill(p, c, c->cfd, &c->c2u, &c->c_eof, false);
 		if (c->st == S_HEAD || c->st == S_SOCKS_REQ)
 			on_head(p, c);
 	}
@@ -552,12 +591,13 @@ static void on_upstream(struct netproxy *p, struct conn *c, uint32_t ev)
 	}
 	if (c->st != S_RELAY)
 		return;
-	if (ev & EPOLLOUT && !flush(c, c->ufd, &c->c2u)) {
+	bool ok = !(ev & EPOLLOUT) || flush(c, c->ufd, &c->c2u);
+	if (ok && ev & EPOLLOUT && !c->c2u.len)
+		ok = pump(p, c, c->cfd, c->ufd, &c->c2u, &c->c_eof);
+	if (ok && ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		ok = pump(p, c, c->ufd, c->cfd, &c->u2c, &c->u_eof);
+	if (!ok)
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
-		return;
-	}
-	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		fill(p, c, c->ufd, &c->u2c, &c->u_eof, true);
 }
 
 static void on_accept(struct netproxy *p)
