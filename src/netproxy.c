@@ -606,13 +606,21 @@ static void on_accept(struct netproxy *p)
 		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		/* who connected, as a host pid: whose command it counts for */
+		struct ucred cred;
+		socklen_t l = sizeof(cred);
+		pid_t peer = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) == 0 ? cred.pid : 0;
 		struct conn *c = NULL;
 		size_t i;
 		for (i = 0; i < p->max && !c; i++)
 			if (p->conns[i].st == S_FREE)
 				c = &p->conns[i];
 		if (!c || p->n_conns >= p->pol.max_conns) {
-			net_report_add(&p->total, false, "*", 0, "too many connections at once");
+			static const char why[] = "too many connections at once (--net max-conns)";
+			net_report_add(&p->total, false, "*", 0, why);
+			struct ab_net_report *r = p->route ? p->route(peer, p->route_arg) : NULL;
+			if (r)
+				net_report_add(r, false, "*", 0, why);
 			close(fd);
 			continue;
 		}
@@ -624,9 +632,7 @@ static void on_accept(struct netproxy *p)
 		c->cfd = fd;
 		c->ufd = -1;
 		c->deadline = now_ms() + HANDSHAKE_MS;
-		struct ucred cred;
-		socklen_t l = sizeof(cred);
-		c->peer = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) == 0 ? cred.pid : 0;
+		c->peer = peer;
 		c->cmask = EPOLLIN;
 		p->n_conns++;
 		if (add_fd(p, fd, key(i, W_CLIENT), EPOLLIN) < 0) {

@@ -264,9 +264,35 @@ class BadRequests(Base):
         # three half-sent heads hold their slots; the fourth connection works
         r = self.sh(sv, "for i in 1 2 3; do python3 -c 'import socket,time; "
                         "s=socket.create_connection((\"127.0.0.1\",3128)); "
-                        "s.sendall(b\"GET http://\"); time.sleep(30)' & done; sleep 1; "
-                        + CODE + self.url() + "; " + CODE + self.url() + "; kill %1 %2 %3")
+                        "s.sendall(b\"GET http://\"); time.sleep(30)' & pids=\"$pids $!\"; "
+                        "done; sleep 1; " + CODE + self.url() + "; " + CODE + self.url()
+                    + "; kill $pids")
         self.assertEqual(r["stdout"], "200\n200\n", r)
+
+
+class Limits(Base):
+    def test_max_conns(self):
+        sv = self.serve("allow=" + self.allowed, "max-conns=2")
+        r = self.sh(sv, "for i in 1 2; do python3 -c 'import socket,time; "
+                        "s=socket.create_connection((\"127.0.0.1\",3128)); "
+                        "time.sleep(30)' & pids=\"$pids $!\"; done; sleep 1; "
+                        + CODE + self.url() + "; kill $pids; sleep 0.5; " + CODE + self.url())
+        self.assertEqual(r["stdout"], "000\n200\n", r)
+        self.assertEqual(r["network"]["denied"], [
+            {"host": "*", "port": 0, "count": 1,
+             "reason": "too many connections at once (--net max-conns)"}])
+
+    def test_rate_bounds_the_bytes_per_second(self):
+        with open(os.path.join(self.ws, "big"), "wb") as f:
+            f.write(os.urandom(2 << 20))
+        sv = self.serve("allow=" + self.allowed, "rate=512K")
+        # 2 MiB at 512 KiB/s after a burst of 512 KiB: at least 3 s (a lower
+        # bound only: a slow machine makes it longer, never shorter)
+        r = self.sh(sv, "curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' "
+                    + self.url("big"))
+        size, secs = r["stdout"].split()
+        self.assertEqual(int(size), 2 << 20, r)
+        self.assertGreater(float(secs), 2.5, r)
 
 
 class Pip(Base):

@@ -3,7 +3,9 @@
  * may never reach, and how requests are read and rewritten. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "netparse.h"
 #include "netpolicy.h"
@@ -167,4 +169,42 @@ Test(netparse, socks5)
 	cr_assert_eq(net_socks_request(bind, sizeof(bind), &r), -ENOTSUP);
 	static const uint8_t nul[] = {5, 1, 0, 3, 3, 'a', 0, 'b', 0, 80};
 	cr_assert_eq(net_socks_request(nul, sizeof(nul), &r), -EINVAL);
+}
+
+Test(netpolicy, options_and_profiles)
+{
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	char *argv[] = {"run",	       "--net",		"allow=pypi.org:443",
+			"--net",       "deny=evil.org", "--net",
+			"max-conns=3", "true",		NULL};
+	cr_assert_eq(ab_config_parse_run(&cfg, 8, argv, &help, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.net, AB_NET_PROXY);
+	cr_assert_eq(cfg.n_net_rules, 3);
+	cr_assert_str_eq(cfg.net_rules[1], "deny=evil.org");
+	ab_config_free(&cfg);
+
+	char path[] = "/tmp/agentbox-netprofile-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	static const char prof[] = "{\"net\": \"allow=*.pythonhosted.org,pypi.org\"}\n";
+	cr_assert_eq(write(fd, prof, sizeof(prof) - 1), (ssize_t)sizeof(prof) - 1);
+	close(fd);
+	ab_config_init(&cfg);
+	char *argv2[] = {"run", "--profile", path, "--net", "deny=pypi.org", "true", NULL};
+	int r = ab_config_parse_run(&cfg, 6, argv2, &help, &err);
+	unlink(path);
+	cr_assert_eq(r, 0, "%s", err.msg);
+	cr_assert_eq(cfg.net, AB_NET_PROXY);
+	cr_assert_eq(cfg.n_net_rules, 2);
+	cr_assert_str_eq(cfg.net_rules[0], "allow=*.pythonhosted.org,pypi.org");
+	ab_config_free(&cfg);
+
+	ab_config_init(&cfg);
+	char *argv3[] = {"run", "--net", "allow=pypi.org,bad..org", "true", NULL};
+	cr_assert_lt(ab_config_parse_run(&cfg, 4, argv3, &help, &err), 0);
+	cr_assert(strstr(err.msg, "'bad..org'"), "%s", err.msg);
+	ab_config_free(&cfg);
 }
