@@ -40,17 +40,20 @@ void conn_close(struct netproxy *p, struct conn *c)
 	c->st = S_FREE;
 	c->cfd = c->ufd = -1;
 	c->ai = c->ai_cur = NULL;
+	free(c->c2u); /* both buffers, one allocation */
+	c->c2u = c->u2c = NULL;
 	p->n_conns--;
 }
+
 /* ---- replies ---- */
 
 static void put_reply(struct conn *c, const void *data, size_t n)
 {
-	size_t room = sizeof(c->u2c.b) - c->u2c.len;
+	size_t room = sizeof(c->u2c->b) - c->u2c->len;
 	if (n > room)
 		n = room;
-	memcpy(c->u2c.b + c->u2c.len, data, n);
-	c->u2c.len += n;
+	memcpy(c->u2c->b + c->u2c->len, data, n);
+	c->u2c->len += n;
 }
 
 static void socks_reply(struct conn *c, uint8_t code)
@@ -88,7 +91,7 @@ void conn_fail(struct conn *c, int http, uint8_t socks, const char *why)
 		put_reply(c, body, (size_t)bn);
 	}
 	c->st = S_CLOSING;
-	c->c2u.len = 0;
+	c->c2u->len = 0;
 }
 
 static void record(struct netproxy *p, struct conn *c, bool allowed, const char *why)
@@ -295,7 +298,7 @@ void conn_on_lookups(struct netproxy *p)
 
 static void on_head(struct netproxy *p, struct conn *c)
 {
-	struct pipebuf *b = &c->c2u;
+	struct pipebuf *b = c->c2u;
 	if (c->st == S_HEAD && b->len && b->b[0] == 5) {
 		size_t used = 0;
 		int r = net_socks_greeting(b->b, b->len, &used);
@@ -306,7 +309,7 @@ static void on_head(struct netproxy *p, struct conn *c)
 			static const uint8_t no[2] = {5, 0xff};
 			put_reply(c, no, 2);
 			c->st = S_CLOSING;
-			c->c2u.len = 0;
+			c->c2u->len = 0;
 			return;
 		}
 		static const uint8_t yes[2] = {5, 0};
@@ -445,25 +448,25 @@ void conn_update(struct netproxy *p, size_t i)
 		return;
 	bool relay = c->st == S_RELAY;
 	/* a reply or bytes just queued go out now, not an epoll round later */
-	if (c->u2c.len && !(c->cmask & EPOLLOUT) && !flush(c, c->cfd, &c->u2c)) {
+	if (c->u2c->len && !(c->cmask & EPOLLOUT) && !flush(c, c->cfd, c->u2c)) {
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
-		c->u2c.len = 0;
+		c->u2c->len = 0;
 	}
-	if (relay && c->c2u.len && !(c->umask & EPOLLOUT) && !flush(c, c->ufd, &c->c2u))
+	if (relay && c->c2u->len && !(c->umask & EPOLLOUT) && !flush(c, c->ufd, c->c2u))
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 	/* half-closes pass on once the other side's bytes are out */
-	if (relay && c->c_eof && !c->c2u.len && !c->u_shut) {
+	if (relay && c->c_eof && !c->c2u->len && !c->u_shut) {
 		shutdown(c->ufd, SHUT_WR);
 		c->u_shut = true;
 	}
-	if (relay && c->u_eof && !c->u2c.len && !c->c_shut) {
+	if (relay && c->u_eof && !c->u2c->len && !c->c_shut) {
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 	}
 	/* an error reply out: stop sending, and read what the client still
 	 * sends until it closes (bounded), so that closing with unread bytes
 	 * does not reset the connection before the client read the reply */
-	if (c->st == S_CLOSING && !c->u2c.len && !c->c_shut) {
+	if (c->st == S_CLOSING && !c->u2c->len && !c->c_shut) {
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 		c->deadline = net_now_ms() + LINGER_MS;
@@ -479,13 +482,13 @@ void conn_update(struct netproxy *p, size_t i)
 	uint32_t cm = 0, um = 0;
 	if ((c->st == S_HEAD || c->st == S_SOCKS_REQ || (relay && reading) ||
 	     (c->st == S_CLOSING && c->c_shut)) &&
-	    !c->c_eof && c->c2u.len < sizeof(c->c2u.b))
+	    !c->c_eof && c->c2u->len < sizeof(c->c2u->b))
 		cm |= EPOLLIN;
-	if (c->u2c.len)
+	if (c->u2c->len)
 		cm |= EPOLLOUT;
-	if (c->st == S_CONNECT || (relay && c->c2u.len))
+	if (c->st == S_CONNECT || (relay && c->c2u->len))
 		um |= EPOLLOUT;
-	if (relay && reading && !c->u_eof && c->u2c.len < sizeof(c->u2c.b))
+	if (relay && reading && !c->u_eof && c->u2c->len < sizeof(c->u2c->b))
 		um |= EPOLLIN;
 	net_set_mask(p, i, c->cfd, &c->cmask, cm, W_CLIENT);
 	net_set_mask(p, i, c->ufd, &c->umask, um, W_UPSTREAM);
@@ -493,10 +496,10 @@ void conn_update(struct netproxy *p, size_t i)
 
 void conn_on_client(struct netproxy *p, struct conn *c, uint32_t ev)
 {
-	if (ev & EPOLLOUT && !flush(c, c->cfd, &c->u2c)) {
+	if (ev & EPOLLOUT && !flush(c, c->cfd, c->u2c)) {
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 		c->st = c->st == S_RELAY ? S_RELAY : S_CLOSING;
-		c->u2c.len = 0;
+		c->u2c->len = 0;
 		return;
 	}
 	if (c->st == S_CLOSING) {
@@ -508,16 +511,16 @@ void conn_on_client(struct netproxy *p, struct conn *c, uint32_t ev)
 	}
 	if (c->st == S_RELAY) {
 		bool ok = !(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
-			  pump(p, c, c->cfd, c->ufd, &c->c2u, &c->c_eof);
+			  pump(p, c, c->cfd, c->ufd, c->c2u, &c->c_eof);
 		/* room made for the upstream's bytes */
-		if (ok && ev & EPOLLOUT && !c->u2c.len)
-			ok = pump(p, c, c->ufd, c->cfd, &c->u2c, &c->u_eof);
+		if (ok && ev & EPOLLOUT && !c->u2c->len)
+			ok = pump(p, c, c->ufd, c->cfd, c->u2c, &c->u_eof);
 		if (!ok)
 			c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 		return;
 	}
 	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-		fill(p, c, c->cfd, &c->c2u, &c->c_eof, false);
+		fill(p, c, c->cfd, c->c2u, &c->c_eof, false);
 		if (c->st == S_HEAD || c->st == S_SOCKS_REQ)
 			on_head(p, c);
 	}
@@ -532,11 +535,11 @@ void conn_on_upstream(struct netproxy *p, struct conn *c, uint32_t ev)
 	}
 	if (c->st != S_RELAY)
 		return;
-	bool ok = !(ev & EPOLLOUT) || flush(c, c->ufd, &c->c2u);
-	if (ok && ev & EPOLLOUT && !c->c2u.len)
-		ok = pump(p, c, c->cfd, c->ufd, &c->c2u, &c->c_eof);
+	bool ok = !(ev & EPOLLOUT) || flush(c, c->ufd, c->c2u);
+	if (ok && ev & EPOLLOUT && !c->c2u->len)
+		ok = pump(p, c, c->cfd, c->ufd, c->c2u, &c->c_eof);
 	if (ok && ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		ok = pump(p, c, c->ufd, c->cfd, &c->u2c, &c->u_eof);
+		ok = pump(p, c, c->ufd, c->cfd, c->u2c, &c->u_eof);
 	if (!ok)
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 }

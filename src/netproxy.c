@@ -76,21 +76,22 @@ static void on_accept(struct netproxy *p)
 		}
 		i--;
 		memset(c, 0, offsetof(struct conn, c2u));
-		c->c2u.len = c->u2c.len = 0;
+		c->cfd = c->ufd = -1;
+		if (!(c->c2u = malloc(2 * sizeof(*c->c2u)))) {
+			close(fd);
+			continue;
+		}
+		c->u2c = c->c2u + 1;
+		c->c2u->len = c->u2c->len = 0;
 		c->st = S_HEAD;
 		c->id = ++p->next_id;
 		c->cfd = fd;
-		c->ufd = -1;
 		c->deadline = net_now_ms() + HANDSHAKE_MS;
 		c->peer = peer;
 		c->cmask = EPOLLIN;
 		p->n_conns++;
-		if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0) {
-			c->cfd = -1;
-			close(fd);
-			c->st = S_FREE;
-			p->n_conns--;
-		}
+		if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
+			conn_close(p, c);
 	}
 }
 

@@ -15,7 +15,7 @@
 
 struct net_resolver;
 
-#define BUF_SIZE	 (2 * NET_HEAD_MAX)
+#define BUF_SIZE	 (8 * NET_HEAD_MAX)
 #define HANDSHAKE_MS	 30000
 #define IDLE_MS		 (10 * 60 * 1000)
 #define TICK_MS		 1000
@@ -52,8 +52,9 @@ struct conn {
 	const char *refused; /* why the last address was refused */
 	bool tried_connect;
 	unsigned long long deadline;
-	/* last: a new connection clears everything before them */
-	struct pipebuf c2u, u2c;
+	/* last: a new connection clears everything before them; allocated
+	 * while the connection is open */
+	struct pipebuf *c2u, *u2c;
 };
 
 struct netproxy {
