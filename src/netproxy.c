@@ -57,9 +57,12 @@ static void on_accept(struct netproxy *p)
 		if (fd < 0)
 			return;
 		/* who connected, as a host pid: whose command it counts for */
-		struct ucred cred;
-		socklen_t l = sizeof(cred);
-		pid_t peer = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) == 0 ? cred.pid : 0;
+		struct sockaddr_in from;
+		socklen_t l = sizeof(from);
+		pid_t peer = 0;
+		if (p->route && p->init > 0 && getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
+		    from.sin_family == AF_INET)
+			peer = netproxy_peer_pid(p->init, ntohs(from.sin_port));
 		struct conn *c = NULL;
 		size_t i;
 		for (i = 0; i < p->max && !c; i++)
@@ -247,10 +250,11 @@ void netproxy_free(struct netproxy *p)
 	free(p);
 }
 
-void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg)
+void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init)
 {
 	p->route = fn;
 	p->route_arg = arg;
+	p->init = init;
 }
 
 const struct ab_net_report *netproxy_total(const struct netproxy *p)

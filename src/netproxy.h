@@ -30,7 +30,12 @@ void netproxy_free(struct netproxy *p);
 /* Which report a connection from host pid counts in (a command's), or
  * NULL for none but the sandbox's own total. */
 typedef struct ab_net_report *(*netproxy_route_fn)(pid_t pid, void *arg);
-void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg);
+/* init: the sandbox's init (host pid), whose descendants hold the
+ * connections (SO_PEERCRED tells nothing about a TCP peer). */
+void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init);
+/* The host pid of the sandbox process whose socket connected from
+ * client_port to the proxy, found through /proc; 0 when not found. */
+pid_t netproxy_peer_pid(pid_t init, unsigned client_port);
 /* The sandbox's total since it started. */
 const struct ab_net_report *netproxy_total(const struct netproxy *p);
 

@@ -74,6 +74,7 @@ struct netproxy {
 	struct ab_net_report total;
 	netproxy_route_fn route;
 	void *route_arg;
+	pid_t init; /* whose descendants the clients are */
 };
 
 /* netproxy.c: the epoll set's keys and interest */

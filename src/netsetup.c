@@ -2,6 +2,7 @@
  * {"op":"net"}, the reports of what it allowed and denied, the sandbox
  * side's listening socket, and the environment that points tools at it. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -291,4 +292,82 @@ void ab_net_report_print_denials(const struct ab_net_report *r, FILE *f)
 	if (r->n_denied > 8)
 		fprintf(f, ", and %zu more", r->n_denied - 8);
 	fputc('\n', f);
+}
+
+/* ---- whose connection ---- */
+
+/* The inode of the sandbox's socket connected from port to the proxy, from
+ * the sandbox's own TCP table (its network namespace, seen through its
+ * init); 0 when not found. */
+static unsigned long client_inode(pid_t init, unsigned port)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/net/tcp", (int)init);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	unsigned long inode = 0;
+	while (!inode && fgets(line, sizeof(line), f)) {
+		unsigned laddr, lport, raddr, rport;
+		unsigned long ino;
+		if (sscanf(line, " %*d: %x:%x %x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &laddr,
+			   &lport, &raddr, &rport, &ino) == 5 &&
+		    lport == port && rport == NET_PROXY_PORT)
+			inode = ino;
+	}
+	fclose(f);
+	return inode;
+}
+
+static bool holds_socket(pid_t pid, const char *want, size_t *budget)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	for (struct dirent *de; !found && *budget && (de = readdir(d));) {
+		char target[64];
+		if (de->d_name[0] == '.')
+			continue;
+		(*budget)--;
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		found = n > 0 && (size_t)n == strlen(want) && memcmp(target, want, (size_t)n) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+pid_t netproxy_peer_pid(pid_t init, unsigned client_port)
+{
+	unsigned long inode = client_inode(init, client_port);
+	if (!inode)
+		return 0;
+	char want[48];
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	/* the init's descendants, breadth first, through .../children */
+	enum { MAX_PIDS = 4096 };
+	pid_t *q = malloc(MAX_PIDS * sizeof(*q));
+	if (!q)
+		return 0;
+	size_t head = 0, tail = 0, budget = 65536; /* fds looked at, at most */
+	q[tail++] = init;
+	pid_t found = 0;
+	while (head < tail && !found && budget) {
+		pid_t pid = q[head++];
+		if (pid != init && holds_socket(pid, want, &budget)) {
+			found = pid;
+			break;
+		}
+		char path[80];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+		FILE *f = fopen(path, "re");
+		for (int c; f && tail < MAX_PIDS && fscanf(f, "%d", &c) == 1;)
+			q[tail++] = (pid_t)c;
+		if (f)
+			fclose(f);
+	}
+	free(q);
+	return found;
 }

@@ -181,7 +181,7 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			}
 			if ((r = netproxy_new(&s->sb.cfg, passed, &s->net, err)) < 0)
 				return r;
-			netproxy_set_route(s->net, route_net, s);
+			netproxy_set_route(s->net, route_net, s, s->init);
 			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;

@@ -85,6 +85,24 @@ class Protocols(Base):
                         + "x" * 50000 + "\nEOF\n")
         self.assertEqual(r["stdout"], "x" * 50000 + "\n", r["stderr"])
 
+    def test_each_command_gets_its_own_connections(self):
+        # two commands at once: each result counts the connections its own
+        # processes made (SO_PEERCRED, then the process's command)
+        sv = self.serve("allow=" + self.allowed)
+        a = sv.send(op="exec", command="sleep 1; " + CODE + self.url() + "; " + CODE
+                    + self.url(), env=THROUGH, timeout=60)
+        b = sv.send(op="exec", command="sh -c '%shttp://nope.invalid/'; sleep 2" % CODE,
+                    env=THROUGH, timeout=60)
+        res = {}
+        while len(res) < 2:
+            m = sv.recv()
+            if m.get("type") == "result":
+                res[m["id"]] = m
+        self.assertEqual(res[a]["network"], {"allowed": [
+            {"host": "127.0.0.1", "port": self.http.port, "count": 2}], "denied": []})
+        self.assertEqual(res[b]["network"]["allowed"], [])
+        self.assertEqual([d["host"] for d in res[b]["network"]["denied"]], ["nope.invalid"])
+
     def test_environment_points_tools_at_the_proxy(self):
         sv = self.serve("allow=" + self.allowed)
         r = self.sh(sv, "env | sort", env=None)
