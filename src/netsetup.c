@@ -307,7 +307,8 @@ static unsigned long client_inode(pid_t init, unsigned port)
 	if (!f)
 		return 0;
 	unsigned long inode = 0;
-	while (!inode && fgets(line, sizeof(line), f)) {
+	/* bounded: a sandbox with many sockets must not stall the loop */
+	for (int n = 0; !inode && n < 8192 && fgets(line, sizeof(line), f); n++) {
 		unsigned laddr, lport, raddr, rport;
 		unsigned long ino;
 		if (sscanf(line, " %*d: %x:%x %x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &laddr,
@@ -347,11 +348,13 @@ pid_t netproxy_peer_pid(pid_t init, unsigned client_port)
 	char want[48];
 	snprintf(want, sizeof(want), "socket:[%lu]", inode);
 	/* the init's descendants, breadth first, through .../children */
-	enum { MAX_PIDS = 4096 };
+	enum { MAX_PIDS = 1024 };
 	pid_t *q = malloc(MAX_PIDS * sizeof(*q));
 	if (!q)
 		return 0;
-	size_t head = 0, tail = 0, budget = 65536; /* fds looked at, at most */
+	/* fds looked at, at most: a few ms, whatever the sandbox holds; past
+	 * that the connection counts for the session only */
+	size_t head = 0, tail = 0, budget = 4096;
 	q[tail++] = init;
 	pid_t found = 0;
 	while (head < tail && !found && budget) {
