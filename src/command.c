@@ -153,6 +153,7 @@ static int build_spec(struct ab_session *s, const struct ab_exec *x, const char 
 
 void command_clear(struct cmd *c)
 {
+	net_report_free(&c->net);
 	capture_free(&c->out);
 	capture_free(&c->err);
 	memset(c, 0, sizeof(*c));

@@ -116,6 +116,11 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	res->oom_killed = command_oom(s, c);
 	result_background(c, res);
 	res->protected_changed = protected_changes(s);
+	if (s->net) { /* --net allow=: the command's connections move into the result */
+		res->network = c->net;
+		res->network.on = true;
+		memset(&c->net, 0, sizeof(c->net));
+	}
 	if (denials_collect(&c->denials, &res->denied, &res->n_denied) < 0 ||
 	    capture_take(&c->out, &res->out) < 0 || capture_take(&c->err, &res->err) < 0)
 		return -ENOMEM;
@@ -157,6 +162,8 @@ void command_finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *a
 void ab_result_free(struct ab_result *res)
 {
 	free(res->denied);
+	free(res->network.allowed); /* --net allow= */
+	free(res->network.denied);
 	free(res->background);
 	free(res->out.data);
 	free(res->err.data);

@@ -73,6 +73,7 @@ void ab_config_free(struct ab_config *cfg)
 	strv_free(cfg->set_env, cfg->n_set_env);
 	strv_free(cfg->protect, cfg->n_protect);
 	strv_free(cfg->unprotect, cfg->n_unprotect);
+	strv_free(cfg->net_rules, cfg->n_net_rules);
 	strv_free(cfg->argv, cfg->argc);
 	ab_config_init(cfg);
 }

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "error.h"
+#include "netproxy.h"
 #include "util.h"
 
 #define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -154,6 +155,8 @@ int ab_env_build(const struct ab_config *cfg, char *const *envp, char ***out, st
 		r = env_put(&b, "HOME", 4, cfg->home ? cfg->home : "/home/agent");
 	if (r == 0)
 		r = env_put(&b, "PATH", 4, SANDBOX_PATH);
+	for (const char *const *e = net_proxy_env; cfg->net == AB_NET_PROXY && *e && r == 0; e++)
+		r = env_put(&b, *e, strcspn(*e, "="), strchr(*e, '=') + 1); /* netsetup.c */
 	for (size_t i = 0; i < cfg->n_set_env && r == 0; i++) {
 		const char *eq = strchr(cfg->set_env[i], '=');
 		r = env_put(&b, cfg->set_env[i], (size_t)(eq - cfg->set_env[i]), eq + 1);

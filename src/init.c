@@ -23,6 +23,7 @@
  *      shim. When it exits, the kernel kills whatever is left.
  */
 #include "init.h"
+#include "netproxy.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -312,6 +313,8 @@ _Noreturn void init_main(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 	if (userns_setup_uts_net(a->cfg, &err) < 0 || userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)
+		init_fail(a->sync_fd, &err); /* --net allow=: docs/network.md */
 	prctl(PR_SET_DUMPABLE, 0);
 	int landlock_abi = 0;
 	if (!a->cfg->no_landlock &&

@@ -6,6 +6,7 @@
 
 #include "agentbox/agentbox.h"
 #include "check.h"
+#include "netreport.h"
 #include "serve.h"
 
 static const char usage_main[] =
@@ -51,6 +52,14 @@ static const char usage_run[] =
 	"  --hostname NAME      host name in the sandbox (default agentbox)\n"
 	"  --net none|host      none: only loopback (default); host: share the\n"
 	"                       host's network\n"
+	"  --net allow=PATTERN[,...], --net deny=PATTERN[,...]\n"
+	"                       only loopback, plus a proxy on 127.0.0.1:3128 that\n"
+	"                       connects where allowed: host names (*.example.org),\n"
+	"                       addresses, CIDRs, with :PORT or :* (default 80 and\n"
+	"                       443); deny wins; loopback, private, link-local and\n"
+	"                       the host's addresses only when allowed by address.\n"
+	"                       Also --net max-conns=N, --net rate=SIZE (per second)\n"
+	"                       (docs/network.md)\n"
 	"\n"
 	"Identity:\n"
 	"  --uid N, --gid N     uid and gid inside (default: the caller's)\n"
@@ -223,6 +232,8 @@ static int cmd_run(int argc, char **argv)
 				res.denied[i].count);
 		fputc('\n', stderr);
 	}
+	if (report < 0) /* net: --net allow= */
+		ab_net_report_print_denials(&res.network, stderr);
 	int code = res.exit_code;
 	ab_result_free(&res);
 	return code;

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "error.h"
+#include "netpolicy.h"
 #include "parse.h"
 #include "protect.h"
 #include "util.h"
@@ -361,8 +362,7 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		else if (strcmp(arg, "host") == 0)
 			cfg->net = AB_NET_HOST;
 		else
-			return ab_error_plain(err, EINVAL, "--net: '%s' is not one of none, host",
-					      arg);
+			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
 		return 0;
 	case OPT_ENV_POLICY:
 		if (strcmp(arg, "core") == 0)

@@ -18,6 +18,7 @@
 #include "output.h"
 #include "parse.h"
 #include "result.h"
+#include "netreport.h"
 #include "util.h"
 
 int ab_report_open(const char *spec, bool *owned, struct ab_error *err)
@@ -156,6 +157,8 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
 		json_object_array_add(prot, json_object_new_string(*p));
 	json_object_object_add(o, "protected_paths_changed", prot);
+	if (ran && res->network.on) /* --net allow= (netreport.h) */
+		json_object_object_add(o, "network", ab_net_report_json(&res->network));
 #undef INT_OR_NULL
 	return o;
 }

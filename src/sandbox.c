@@ -25,6 +25,7 @@
 #include "idmap.h"
 #include "init.h"
 #include "mount.h"
+#include "netproxy.h"
 #include "options.h"
 #include "parse.h"
 #include "protect.h"

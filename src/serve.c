@@ -23,6 +23,7 @@
 #include "error.h"
 #include "fileop.h"
 #include "jsonw.h"
+#include "netop.h"
 #include "output.h"
 #include "request.h"
 #include "result.h"
@@ -350,6 +351,15 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		json_object_object_add(o, "type", json_object_new_string("pong"));
 		json_object_object_add(o, "id", id_copy(q.id));
 		send_json(sv, o);
+	} else if (q.kind == AB_REQUEST_NET) { /* --net allow=: src/netop.c */
+		struct ab_error ne = {0};
+		json_object *o = ab_net_op(sv->s, q.req, &ne);
+		if (o)
+			json_object_object_add(o, "id", id_copy(q.id));
+		if (o)
+			send_json(sv, o);
+		else
+			send_error(sv, q.id, AB_ERRC_INVALID_REQUEST, "%s", ne.msg);
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
 		sv->shutdown_id = json_object_get(q.id);
@@ -595,8 +605,11 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
 	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
 	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
-	json_object_object_add(
-		o, "net", json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host" : "none"));
+	json_object_object_add(o, "net",
+			       json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host"
+						      : sv->cfg->net == AB_NET_PROXY
+							      ? "proxy" /* net */
+							      : "none"));
 	send_json(sv, o);
 }
 

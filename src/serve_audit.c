@@ -61,7 +61,8 @@ void serve_audit_request(int *fd, json_object *req, const char *op)
 	json_object_object_add(o, "op", json_object_new_string(op));
 	/* what was asked, not the data: no file content, no stdin */
 	const char *keep[] = {"command",	 "argv", "cwd",	    "timeout",	 "target",
-			      "keep_background", "path", "pattern", "recursive", "overwrite"};
+			      "keep_background", "path", "pattern", "recursive", "overwrite",
+			      "allow",		 "deny"}; /* op net */
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_object_get_ex(req, keep[i], &v))
 			json_object_object_add(o, keep[i], json_object_get(v));
@@ -90,7 +91,7 @@ void serve_audit_result(int *fd, json_object *id, const struct ab_result *res, c
 	if (res) {
 		json_object *f = ab_result_fields_json(res, true, false, false, false);
 		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
-				      "denied_syscalls"};
+				      "denied_syscalls", "network"};
 		for (size_t i = 0; f && i < sizeof(keep) / sizeof(keep[0]); i++) {
 			json_object *v;
 			if (json_object_object_get_ex(f, keep[i], &v))

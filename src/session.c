@@ -23,6 +23,7 @@
 #include "agentbox/agentbox.h"
 #include "cgroup.h"
 #include "error.h"
+#include "netproxy.h"
 #include "session.h"
 #include "sync.h"
 #include "util.h"
@@ -54,8 +55,16 @@ void session_unwatch(struct ab_session *s, int *fd)
 	*fd = -1;
 }
 
-/* The init's messages until it is ready: errors, and the seccomp listener
- * it installed on itself, passed over the sync socket. */
+/* A proxy connection counts for the command its process belongs to. */
+static struct ab_net_report *route_net(pid_t pid, void *arg)
+{
+	struct ab_denials *d = command_route_denial(pid, arg);
+	return d ? &((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->net : NULL;
+}
+
+/* The init's messages until it is ready: errors, the seccomp listener it
+ * installed on itself and --net allow='s listening socket, passed over the
+ * sync socket. */
 static int await_ready(struct ab_session *s, struct ab_error *err)
 {
 	unsigned long long deadline = session_now_ms() + SETUP_TIMEOUT_MS;
@@ -96,6 +105,16 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			}
 			s->listener = passed;
 			break;
+		case SYNC_NET_LISTENER: /* --net allow=: docs/network.md */
+			if (s->net || s->sb.cfg.net != AB_NET_PROXY) {
+				close(passed);
+				return ab_error_plain(err, EBADMSG,
+						      "the sandbox sent a proxy socket unasked");
+			}
+			if ((r = netproxy_new(&s->sb.cfg, passed, &s->net, err)) < 0)
+				return r;
+			netproxy_set_route(s->net, route_net, s, s->init);
+			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
 			return 0;
@@ -116,7 +135,8 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 	if ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
 	    (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
 	    (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
-	    (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0)
+	    (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0 ||
+	    (s->net && (r = session_watch(s, netproxy_fd(s->net), (size_t)-1, K_NET)) < 0))
 		return ab_error_set(err, -r, "opening the session");
 	return 0;
 }
@@ -331,6 +351,9 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
+		case K_NET:
+			netproxy_dispatch(s->net);
+			break;
 		case K_TIMER: {
 			uint64_t ticks;
 			(void)!read(s->timerfd, &ticks, sizeof(ticks));
@@ -448,6 +471,7 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
 		ab_close_keep_errno(s->shims[i].sock);
 	free(s->shims);
+	netproxy_free(s->net); /* net */
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
@@ -456,4 +480,26 @@ void ab_session_close(struct ab_session *s)
 	protect_state_free(&s->seen);
 	sandbox_release(&s->sb);
 	free(s);
+}
+
+/* ---- net: --net allow= (netproxy.h) ---- */
+
+int ab_session_net(struct ab_session *s, char *const *allow, size_t n_allow, char *const *deny,
+		   size_t n_deny, struct ab_error *err)
+{
+	if (!s->net)
+		return ab_error_plain(
+			err, EINVAL,
+			"the session has no network proxy (start it with --net allow=)");
+	return netproxy_set_rules(s->net, allow, n_allow, deny, n_deny, err);
+}
+
+const struct ab_net_report *ab_session_net_report(const struct ab_session *s)
+{
+	return s->net ? netproxy_total(s->net) : NULL;
+}
+
+size_t ab_session_net_rules(const struct ab_session *s, bool deny, const char **out, size_t max)
+{
+	return s->net ? netproxy_rules(s->net, deny, out, max) : 0;
 }

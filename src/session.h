@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
+#include "netproxy.h"
 #include "output.h"
 #include "protect.h"
 #include "sandbox.h"
@@ -36,7 +37,7 @@
 #define SETUP_TIMEOUT_MS     30000
 
 /* What an epoll event of the session is about (low byte of its data). */
-enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM };
+enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM, K_NET };
 
 struct cmd {
 	bool used;
@@ -55,6 +56,7 @@ struct cmd {
 	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
 	unsigned long long oom_before;
 	struct ab_denials denials;
+	struct ab_net_report net; /* --net allow=: its connections (netproxy.h) */
 };
 
 struct ab_session {
@@ -89,6 +91,7 @@ struct ab_session {
 			 * theirs, and a spare */
 	unsigned asked; /* SYNC_NEW_SHIM sent and not answered yet */
 	int shim_error; /* why the init could not start the last one asked */
+	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
 };
 
 /* session.c */

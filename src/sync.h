@@ -19,7 +19,8 @@ enum sync_type {
 	SYNC_NEW_SHIM,	   /* launcher -> init: start a command shim */
 	SYNC_SHIM,	   /* init -> launcher: a new shim's socket, and its pidfd, ride along */
 	SYNC_NO_SHIM,	   /* init -> launcher: no shim could be started (status = errno) */
-	SYNC_TYPE_MAX = SYNC_NO_SHIM,
+	SYNC_NET_LISTENER, /* init -> launcher: --net allow='s listening socket rides along */
+	SYNC_TYPE_MAX = SYNC_NET_LISTENER,
 };
 
 /* The fds of SYNC_EXEC, in order. */

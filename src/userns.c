@@ -20,7 +20,7 @@ unsigned long userns_clone_flags(const struct ab_config *cfg)
 	/* no CLONE_NEWCGROUP: the init makes the cgroup namespace itself once
 	 * the launcher has moved it into the sandbox's cgroup, its root then */
 	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-	if (cfg->net == AB_NET_NONE)
+	if (cfg->net != AB_NET_HOST) /* none, and the proxy's (net) */
 		f |= CLONE_NEWNET;
 	return f;
 }
@@ -122,7 +122,7 @@ int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
 {
 	if (sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
 		return ab_error_set(err, errno, "cannot set the host name to '%s'", cfg->hostname);
-	if (cfg->net != AB_NET_NONE)
+	if (cfg->net == AB_NET_HOST)
 		return 0;
 	cleanup_fd int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)

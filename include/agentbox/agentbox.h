@@ -76,8 +76,10 @@ struct ab_mount {
 };
 
 enum ab_net_mode {
-	AB_NET_NONE, /* new network namespace with loopback only */
-	AB_NET_HOST, /* share the host's network namespace */
+	AB_NET_NONE,  /* new network namespace with loopback only */
+	AB_NET_HOST,  /* share the host's network namespace */
+	AB_NET_PROXY, /* loopback only; egress through the launcher's proxy
+		       * under net_rules (docs/network.md) */
 };
 
 enum ab_env_policy {
@@ -102,6 +104,8 @@ struct ab_config {
 	bool uid_set, gid_set, host_uid_set, host_gid_set;
 
 	enum ab_net_mode net;
+	char **net_rules; /* --net allow=, deny=, max-conns=, rate= values, in order */
+	size_t n_net_rules;
 	enum ab_env_policy env_policy;
 	char **pass_env; /* names passed through even if they look secret */
 	size_t n_pass_env;
@@ -175,6 +179,20 @@ struct ab_output {
 	bool truncated;
 };
 
+/* Connections through the --net allow= proxy, one entry per host and port. */
+struct ab_net_conn {
+	char host[254];
+	unsigned port;
+	unsigned long count;
+	char why[120]; /* denied: the reason */
+};
+struct ab_net_report {
+	bool on; /* the sandbox has the proxy (else no "network" in results) */
+	struct ab_net_conn *allowed, *denied;
+	size_t n_allowed, n_denied;
+	unsigned long dropped; /* connections past the distinct entries kept */
+};
+
 /* Outcome of one sandboxed command. Release with ab_result_free(). */
 struct ab_result {
 	int exit_code; /* the status `agentbox run` exits with (124 on timeout) */
@@ -204,6 +222,7 @@ struct ab_result {
 		unsigned long count;
 	} * denied;
 	size_t n_denied;
+	struct ab_net_report network; /* with --net allow= */
 
 	/* session commands only */
 	bool cancelled; /* ended by ab_session_cancel() */
@@ -329,6 +348,15 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
 		    struct ab_error *err);
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
+/* With --net allow=: replace the allow and/or the deny patterns (NULL:
+ * keep that list) for connections made from now on. -EINVAL (with err) for
+ * a bad pattern or a session without the proxy; nothing changes then. */
+int ab_session_net(struct ab_session *s, char *const *allow, size_t n_allow, char *const *deny,
+		   size_t n_deny, struct ab_error *err);
+/* The patterns in force (pointers valid until the next change), and what the
+ * proxy allowed and denied since the session started; NULL: no proxy. */
+const struct ab_net_report *ab_session_net_report(const struct ab_session *s);
+size_t ab_session_net_rules(const struct ab_session *s, bool deny, const char **out, size_t max);
 /* Kill every process of the sandbox, remove its cgroup, free. Running
  * commands get no events. */
 void ab_session_close(struct ab_session *s);

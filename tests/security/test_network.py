@@ -1,5 +1,7 @@
-"""Network escapes with `--net none` (the default): the host's loopback, its
-abstract and path-named unix sockets, and any route out."""
+"""Network escapes with `--net none` (the default) and through the
+`--net allow=` proxy: the host's loopback, its abstract and path-named unix
+sockets, any route out, and names, ports and address spellings the proxy's
+policy does not allow."""
 
 import os
 import shutil
@@ -140,3 +142,87 @@ both_modes(globals(), Network)
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# one request to the --net allow= proxy from inside: prints the first line
+# of its HTTP reply, or the errno name when the proxy cannot be reached
+PROXY_REQUEST = """
+import errno, socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(sys.argv[1].encode().decode("unicode_escape").encode("latin-1"))
+    print(s.recv(4096).split(b"\\r\\n")[0].decode())
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+"""
+
+
+class ProxyNetwork(Attacks):
+    """With --net allow=, the proxy is the only way out: the names, ports
+    and addresses it is not told to allow stay out of reach, however they
+    are spelled."""
+
+    def setUp(self):
+        super().setUp()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        self.allowed = Listener(s)
+        self.addCleanup(self.allowed.close)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        self.other = Listener(s)
+        self.addCleanup(self.other.close)
+        self.a = self.allowed.sock.getsockname()[1]
+        self.b = self.other.sock.getsockname()[1]
+
+    def ask(self, allow, *requests):
+        script = 'for r in "$@"; do python3 -c "$0" "$r"; done'
+        r = self.sh(script, options=("--net", "allow=" + allow), args=(PROXY_REQUEST, *requests))
+        return r.out.splitlines()
+
+    def test_names_that_resolve_to_loopback(self):
+        # DNS rebinding's goal: an allowed name pointing at the host itself
+        out = self.ask("localhost:%d,*:%d" % (self.a, self.b),
+                       "CONNECT localhost:%d HTTP/1.1\\r\\n\\r\\n" % self.a,
+                       "CONNECT 0x7f.1:%d HTTP/1.1\\r\\n\\r\\n" % self.b,
+                       "CONNECT 2130706433:%d HTTP/1.1\\r\\n\\r\\n" % self.b)
+        self.assertEqual(out, ["HTTP/1.1 403 Forbidden"] * 2 + ["HTTP/1.1 400 Bad Request"])
+        self.assertEqual((self.allowed.accepted, self.other.accepted), ([], []))
+
+    def test_ports_and_address_spellings_not_allowed(self):
+        a, b = self.a, self.b
+        out = self.ask("127.0.0.1:%d" % a,
+                       "CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n" % b,
+                       "CONNECT 127.0.0.2:%d HTTP/1.1\\r\\n\\r\\n" % a,
+                       "CONNECT [::1]:%d HTTP/1.1\\r\\n\\r\\n" % a,
+                       "CONNECT [::ffff:127.0.0.1]:%d HTTP/1.1\\r\\n\\r\\n" % b,
+                       "CONNECT [64:ff9b::7f00:1]:%d HTTP/1.1\\r\\n\\r\\n" % a,
+                       "CONNECT [2002:7f00:1::]:%d HTTP/1.1\\r\\n\\r\\n" % a,
+                       "CONNECT 0.0.0.0:%d HTTP/1.1\\r\\n\\r\\n" % a,
+                       "GET http://127.0.0.1:%d@127.0.0.1:%d/ HTTP/1.1\\r\\n\\r\\n" % (a, b),
+                       "GET http://127.0.0.1:%d/ HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n"
+                       % (b, a))
+        self.assertEqual(out, ["HTTP/1.1 403 Forbidden"] * 7 + ["HTTP/1.1 400 Bad Request",
+                                                                "HTTP/1.1 403 Forbidden"])
+        self.assertEqual((self.allowed.accepted, self.other.accepted), ([], []))
+        # the allowed one is reachable, so the refusals above are the policy's
+        out = self.ask("127.0.0.1:%d" % a, "CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n" % a)
+        self.assertEqual(out, ["HTTP/1.1 200 Connection established"])
+
+    def test_around_the_proxy(self):
+        # direct connections, the host's abstract sockets: the proxy changes nothing
+        name = "agentbox-sec-" + os.urandom(6).hex()
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        u.bind("\0" + name)
+        abstract = Listener(u)
+        self.addCleanup(abstract.close)
+        r = self.sh('for t in "$@"; do python3 -c "$0" ${t%%=*} ${t#*=}; done',
+                    options=("--net", "allow=127.0.0.1:%d" % self.a),
+                    args=(CONNECT, "inet=127.0.0.1:%d" % self.a, "unix=@" + name,
+                          "inet=10.0.0.1:%d" % self.a))
+        self.assertEqual(r.out, "ECONNREFUSED 127.0.0.1:%d\nECONNREFUSED @%s\n"
+                                "ENETUNREACH 10.0.0.1:%d\n" % (self.a, name, self.a), r)
+        self.assertEqual((self.allowed.accepted, abstract.accepted), ([], []))
+
+
+both_modes(globals(), ProxyNetwork)

@@ -210,7 +210,8 @@ Test(profile, a_bad_value_fails_with_the_command_line_message)
 	load_fails("{\"cpus\": -1}", "profile /etc/agentbox/p.json: \"cpus\": '-1' is not a "
 				     "number of cores from 0.01 to 4096 (like 0.5 or 2), or none");
 	load_fails("{\"net\": \"bridge\"}",
-		   "profile /etc/agentbox/p.json: \"net\": 'bridge' is not one of none, host");
+		   "profile /etc/agentbox/p.json: \"net\": 'bridge' is not one of none, host, "
+		   "allow=PATTERN[,...], deny=PATTERN[,...], max-conns=N, rate=SIZE");
 	load_fails("{\"hostname\": \"a b\"}",
 		   "profile /etc/agentbox/p.json: \"hostname\": 'a b' is not a valid host name "
 		   "(letters, digits, '-' and '.', at most 64)");
