@@ -13,6 +13,7 @@
 
 #include "agentbox/agentbox.h"
 #include "error.h"
+#include "isolation.h"
 #include "jsonw.h"
 #include "options.h"
 #include "output.h"
@@ -151,6 +152,9 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 		json_object_new_boolean(captured && (res->out.truncated || res->err.truncated)));
 	json_object_object_add(o, "denied_syscalls",
 			       ab_denied_json(ran ? res->denied : NULL, ran ? res->n_denied : 0));
+	/* containers: "full", or what --isolation best dropped (isolation.h) */
+	json_object_object_add(o, "isolation",
+			       ran ? ab_isolation_json(res->isolation_missing) : NULL);
 #undef INT_OR_NULL
 	return o;
 }

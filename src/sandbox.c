@@ -26,6 +26,7 @@
 #include "error.h"
 #include "idmap.h"
 #include "init.h"
+#include "isolation.h"
 #include "mount.h"
 #include "options.h"
 #include "protect.h"
@@ -503,6 +504,9 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	sb->cfg = *cfg;
 	sb->cfg.timeout_ms = sb->limits.timeout_ms = effective_timeout(cfg);
 	cfg = &sb->cfg;
+	r = ab_isolation_decide(cfg, err); /* containers: --isolation best */
+	if (r < 0)
+		return r;
 	/* everything that checks the caller's input comes before the cgroup,
 	 * the only thing made on the host before the sandbox exists */
 	char *notices = NULL;
@@ -555,6 +559,7 @@ void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
 	res->cpu = sb->limits.cpu;
 	res->pids = sb->limits.pids;
 	res->cgroup_version = sb->limits.cgroup_version;
+	res->isolation_missing = sb->cfg.isolation_missing; /* containers */
 	memcpy(res->cgroup_path, sb->limits.cgroup_path, sizeof(res->cgroup_path));
 }
 
@@ -566,6 +571,8 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 		return r;
 	sandbox_limits_into(&sb, res);
 	r = run_sandbox(&sb, res, err);
+	if (r < 0)
+		ab_isolation_explain(cfg, err); /* containers: name what is missing */
 	if (r == 0)
 		res->protected_changed = protect_changes(&sb.cfg, &sb.protect);
 	sandbox_release(&sb);

@@ -21,6 +21,7 @@
 
 #include "agentbox/agentbox.h"
 #include "fileop.h"
+#include "isolation.h"
 #include "jsonw.h"
 #include "output.h"
 #include "request.h"
@@ -694,6 +695,8 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
 	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
 	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
+	/* containers: "full" or what --isolation best dropped */
+	json_object_object_add(o, "isolation", ab_isolation_json(lim->isolation_missing));
 	json_object_object_add(
 		o, "net", json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host" : "none"));
 	send_json(sv, o);

@@ -27,6 +27,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "fileop.h"
+#include "isolation.h"
 #include "options.h"
 #include "output.h"
 #include "sandbox.h"
@@ -236,6 +237,7 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 	return 0;
 fail:
 	ab_session_close(s);
+	ab_isolation_explain(cfg, err); /* containers: name what is missing */
 	return r;
 }
 
