@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "error.h"
 #include "userns.h"
 #include "util.h"
@@ -253,4 +254,39 @@ int ab_isolation_bind_proc(int root, struct ab_error *err)
 	if (move_mount(tree, "", root, "proc", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno, "cannot bind the container's /proc at /proc");
 	return 0;
+}
+
+void ab_isolation_check_item(unsigned missing, const char *why, struct check_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->name = "isolation";
+	if (!missing) {
+		it->level = CHECK_OK;
+		snprintf(it->detail, sizeof(it->detail),
+			 "full (every namespace, an own /proc, "
+			 "an own host name)");
+		return;
+	}
+	char names[120];
+	names_of(missing, names, sizeof(names));
+	if (missing & AB_MISSING_NAMESPACES) {
+		it->level = CHECK_FAIL;
+		snprintf(it->detail, sizeof(it->detail), "none: no user namespace can be made");
+		snprintf(it->fix, sizeof(it->fix),
+			 "run the container with --security-opt "
+			 "seccomp=packaging/containers/agentbox-seccomp.json (docs/containers.md)");
+		return;
+	}
+	it->level = CHECK_WARN;
+	snprintf(it->detail, sizeof(it->detail),
+		 "partial, missing %s: --isolation full refuses to run, --isolation best runs "
+		 "without them; %.180s",
+		 names, why);
+	snprintf(it->fix, sizeof(it->fix),
+		 "for full isolation run the container with --security-opt "
+		 "seccomp=packaging/containers/agentbox-seccomp.json%s (docs/containers.md)",
+		 missing & AB_MISSING_OWN_PROC
+			 ? " and an unmasked /proc (podman --security-opt unmask=ALL, docker "
+			   "--security-opt systempaths=unconfined, Kubernetes procMount: Unmasked)"
+			 : "");
 }

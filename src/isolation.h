@@ -51,6 +51,10 @@ void ab_isolation_explain(const struct ab_config *cfg, struct ab_error *err);
  * {"level":"partial","missing":["own-proc","uts"]}. */
 json_object *ab_isolation_json(unsigned missing);
 
+/* agentbox check's "isolation" item from the probe's answer. */
+struct check_item;
+void ab_isolation_check_item(unsigned missing, const char *why, struct check_item *it);
+
 /* Sandbox side, building the view: bind the container's /proc (with its
  * masks, recursively) at /proc beneath root, for AB_MISSING_OWN_PROC. */
 int ab_isolation_bind_proc(int root, struct ab_error *err);
