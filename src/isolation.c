@@ -204,7 +204,7 @@ int ab_isolation_decide(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
-void ab_isolation_explain(const struct ab_config *cfg, struct ab_error *err)
+void ab_isolation_explain(const struct ab_config *cfg, unsigned relevant, struct ab_error *err)
 {
 	/* what a container refuses fails with these; other errors are the
 	 * caller's (a missing --cwd, a bad profile) and keep their message */
@@ -213,7 +213,7 @@ void ab_isolation_explain(const struct ab_config *cfg, struct ab_error *err)
 		return;
 	char why[600], names[120];
 	unsigned missing = ab_isolation_probe(cfg->net == AB_NET_NONE, why, sizeof(why));
-	if (!missing)
+	if (!(missing & relevant))
 		return;
 	names_of(missing, names, sizeof(names));
 	/* the why last: it is what may be cut */

@@ -43,9 +43,9 @@ unsigned ab_isolation_probe(bool net, char *why, size_t why_len);
 int ab_isolation_decide(struct ab_config *cfg, struct ab_error *err);
 
 /* After the sandbox could not be built with --isolation full: if the probe
- * finds layers this host refuses, replace err with a message that lists
- * them and how to get them (exit 125 as before). */
-void ab_isolation_explain(const struct ab_config *cfg, struct ab_error *err);
+ * finds layers of relevant (AB_MISSING_*) this host refuses, replace err
+ * with a message that lists them and how to get them (exit 125 as before). */
+void ab_isolation_explain(const struct ab_config *cfg, unsigned relevant, struct ab_error *err);
 
 /* The result's and the hello's "isolation": "full", or
  * {"level":"partial","missing":["own-proc","uts"]}. */

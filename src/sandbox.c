@@ -534,8 +534,11 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 			notify_lines(cfg, "--net host: the command shares the host's network");
 	}
 	free(notices);
-	if (r < 0)
+	if (r < 0) {
 		sandbox_release(sb);
+		/* containers: an idmapping's user namespace refused */
+		ab_isolation_explain(cfg, AB_MISSING_NAMESPACES, err);
+	}
 	return r;
 }
 
@@ -572,7 +575,7 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	sandbox_limits_into(&sb, res);
 	r = run_sandbox(&sb, res, err);
 	if (r < 0)
-		ab_isolation_explain(cfg, err); /* containers: name what is missing */
+		ab_isolation_explain(cfg, ~0u, err); /* containers: name what is missing */
 	if (r == 0)
 		res->protected_changed = protect_changes(&sb.cfg, &sb.protect);
 	sandbox_release(&sb);

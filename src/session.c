@@ -237,7 +237,7 @@ int ab_session_open(struct ab_config *cfg, struct ab_session **out, struct ab_er
 	return 0;
 fail:
 	ab_session_close(s);
-	ab_isolation_explain(cfg, err); /* containers: name what is missing */
+	ab_isolation_explain(cfg, ~0u, err); /* containers: name what is missing */
 	return r;
 }
 
