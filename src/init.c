@@ -45,6 +45,7 @@
 #include "shim.h"
 #include "error.h"
 #include "idmap.h"
+#include "isolation.h"
 #include "options.h"
 #include "proc.h"
 #include "sync.h"
@@ -192,7 +193,10 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 				_exit(AB_EXIT_FAILURE);
 			/* every process of the sandbox but pid 1: double-forked
 			 * daemons and setsid children too */
-			kill(-1, m.status);
+			if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES)
+				ab_bare_kill_tree(m.status); /* containers: no pid namespace */
+			else
+				kill(-1, m.status);
 		}
 		if (!pfd[0].revents)
 			continue;
@@ -209,6 +213,9 @@ static _Noreturn void reap_loop(const struct init_args *a, pid_t cmd, int sigfd)
 		pid_t p;
 		while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (p == cmd) {
+				/* containers: without a pid namespace, we kill them */
+				if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES)
+					ab_bare_finish();
 				sync_send(a->sync_fd, SYNC_EXIT, 0, status, NULL);
 				/* pid 1 exiting kills every process left in the sandbox */
 				_exit(0);
@@ -385,6 +392,12 @@ _Noreturn void init_main(struct init_args *a)
 		_exit(AB_EXIT_FAILURE);
 
 	setsid();
+	int landlock_abi = 0;
+	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) { /* containers */
+		if (ab_bare_confine(a, &landlock_abi, &err) < 0)
+			init_fail(a->sync_fd, &err);
+		goto confined;
+	}
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		ab_error_set(&err, errno, "cannot create the cgroup namespace");
 		init_fail(a->sync_fd, &err);
@@ -400,7 +413,6 @@ _Noreturn void init_main(struct init_args *a)
 	if (userns_setup_uts_net(a->cfg, &err) < 0 || userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	prctl(PR_SET_DUMPABLE, 0);
-	int landlock_abi = 0;
 	if (!a->cfg->no_landlock &&
 	    landlock_prepare(a->plan, &a->landlock_fd, &landlock_abi, &err) < 0)
 		init_fail(a->sync_fd, &err);
@@ -409,6 +421,7 @@ _Noreturn void init_main(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 	}
 
+confined:;
 	sigset_t mask;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)

@@ -32,7 +32,12 @@ static const struct {
 	const char *name;
 	const char *what; /* what the sandbox is without it */
 } layers[] = {
-	{AB_MISSING_NAMESPACES, "namespaces", "no sandbox can be built"},
+	{AB_MISSING_NAMESPACES, "namespaces",
+	 "no mount view (the command sees the host's paths: the workspace at its host "
+	 "path, not /workspace, the rest read-only, protected paths not protected), no "
+	 "pid, network (Landlock refuses TCP), ipc or uts namespace; Landlock, seccomp, "
+	 "no_new_privs, no capabilities, rlimits, the env policy, timeouts and the "
+	 "whole-tree kill remain"},
 	{AB_MISSING_OWN_PROC, "own-proc",
 	 "the container's /proc is bound instead: the command sees the container's "
 	 "processes there (it cannot signal them)"},
@@ -186,12 +191,20 @@ int ab_isolation_decide(struct ab_config *cfg, struct ab_error *err)
 		return 0;
 	char why[600];
 	unsigned missing = ab_isolation_probe(cfg->net == AB_NET_NONE, why, sizeof(why));
-	if (missing & AB_MISSING_NAMESPACES)
-		return ab_error_plain(err, EPERM,
-				      "--isolation best: no sandbox without user namespaces "
-				      "here: %s (docs/containers.md: run the container with "
-				      "packaging/containers/agentbox-seccomp.json)",
-				      why);
+	if (missing & AB_MISSING_NAMESPACES) {
+		/* isolation_bare.c: what can be kept without any namespace */
+		missing = AB_MISSING_NAMESPACES;
+		const char *no = geteuid() == 0	 ? "as root (the command would keep uid 0)"
+				 : cfg->skills	 ? "with --skills (no mount puts it at /skills)"
+				 : cfg->n_mounts ? "with --bind, --ro-bind or --tmpfs (no mounts)"
+						 : NULL;
+		if (no)
+			return ab_error_plain(
+				err, EPERM,
+				"--isolation best: no user namespaces here, and no "
+				"sandbox without them %s: %.200s (docs/containers.md)",
+				no, why);
+	}
 	cfg->isolation_missing = missing;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(layers) && cfg->notice; i++)
 		if (missing & layers[i].bit) {
@@ -271,7 +284,10 @@ void ab_isolation_check_item(unsigned missing, const char *why, struct check_ite
 	names_of(missing, names, sizeof(names));
 	if (missing & AB_MISSING_NAMESPACES) {
 		it->level = CHECK_FAIL;
-		snprintf(it->detail, sizeof(it->detail), "none: no user namespace can be made");
+		snprintf(it->detail, sizeof(it->detail),
+			 "no user namespace can be made: --isolation full refuses to run; "
+			 "--isolation best runs (not as root) with Landlock, seccomp, "
+			 "no_new_privs, rlimits and the whole-tree kill, without any namespace");
 		snprintf(it->fix, sizeof(it->fix),
 			 "run the container with --security-opt "
 			 "seccomp=packaging/containers/agentbox-seccomp.json (docs/containers.md)");

@@ -51,6 +51,16 @@ void ab_isolation_explain(const struct ab_config *cfg, unsigned relevant, struct
  * {"level":"partial","missing":["own-proc","uts"]}. */
 json_object *ab_isolation_json(unsigned missing);
 
+/* Without namespaces (isolation_bare.c): the init's setup instead of the
+ * namespace steps (private tmp, cwd and env at host paths, the Landlock
+ * ruleset into a->landlock_fd); killing the command's whole tree, by
+ * signal (instead of kill(-1)) and at the init's exit (which no pid
+ * namespace does then). */
+struct init_args;
+int ab_bare_confine(struct init_args *a, int *landlock_abi, struct ab_error *err);
+void ab_bare_kill_tree(int sig);
+void ab_bare_finish(void);
+
 /* agentbox check's "isolation" item from the probe's answer. */
 struct check_item;
 void ab_isolation_check_item(unsigned missing, const char *why, struct check_item *it);

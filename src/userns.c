@@ -20,6 +20,9 @@ unsigned long userns_clone_flags(const struct ab_config *cfg)
 {
 	/* no CLONE_NEWCGROUP: the init makes the cgroup namespace itself once
 	 * the launcher has moved it into the sandbox's cgroup, its root then */
+	/* containers: --isolation best without namespaces (isolation_bare.c) */
+	if (cfg->isolation_missing & AB_MISSING_NAMESPACES)
+		return 0;
 	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (cfg->net == AB_NET_NONE)
 		f |= CLONE_NEWNET;
@@ -64,6 +67,8 @@ int userns_write_id_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t
 
 int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
 {
+	if (cfg->isolation_missing & AB_MISSING_NAMESPACES) /* containers: no user namespace */
+		return 0;
 	/* without CAP_SETGID on the host, a gid map needs setgroups denied
 	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
 	return userns_write_id_maps(pid, cfg->uid, cfg->host_uid, cfg->gid, cfg->host_gid,

@@ -71,10 +71,37 @@ out=$("$ct" --no-userns "$ab" run --workspace "$ws" -- true 2>&1)
 rc=$?
 [ $rc -eq 125 ] && echo "$out" | grep -q "missing namespaces" &&
 	ok "no user namespaces: full refuses, naming namespaces" || bad "no userns, full: $rc $out"
-out=$("$ct" --no-userns "$ab" run --isolation best --workspace "$ws" -- true 2>&1)
-rc=$?
-[ $rc -eq 125 ] && echo "$out" | grep -q "no sandbox without user namespaces" &&
-	ok "no user namespaces: best refuses too, never runs unconfined" || bad "no userns, best: $rc $out"
+if [ "$(id -u)" = 0 ]; then
+	out=$("$ct" --no-userns "$ab" run --isolation best --workspace "$ws" -- true 2>&1)
+	rc=$?
+	[ $rc -eq 125 ] && echo "$out" | grep -q "no sandbox without them as root" &&
+		ok "no user namespaces, root: best refuses, the command would keep uid 0" ||
+		bad "no userns, root, best: $rc $out"
+else
+	# what stays without namespaces (isolation_bare.c), each checked
+	out=$("$ct" --no-userns "$ab" run --isolation best --report "$ws/r.json" --workspace "$ws" \
+		-- sh -c 'echo "cwd $(pwd)"; touch ./in-ws && echo ws-writable
+		touch "$HOME/in-tmp" && echo tmp-writable; touch /var/tmp/agentbox-out-$$ 2>/dev/null ||
+		echo outside-refused; kill -0 $PPID 2>/dev/null || echo signal-out-refused
+		(setsid sleep 4244 &) ; echo "tmp $TMPDIR"' 2>"$ws/err")
+	rc=$?
+	[ $rc -eq 0 ] && grep -qF "$(partial '"namespaces"')" "$ws/r.json" &&
+		ok "no user namespaces: best runs, reports missing namespaces" || bad "bare: rc $rc $out $(cat "$ws/err")"
+	echo "$out" | grep -qx "cwd $ws" && ok "bare: the workspace at its host path" || bad "bare cwd: $out"
+	echo "$out" | grep -qx ws-writable && echo "$out" | grep -qx tmp-writable &&
+		ok "bare: workspace and private tmp writable" || bad "bare writes: $out"
+	echo "$out" | grep -qx outside-refused && ok "bare: writes elsewhere refused (Landlock)" ||
+		bad "bare wrote outside: $out"
+	echo "$out" | grep -qx signal-out-refused && ok "bare: no signal out of the sandbox" ||
+		bad "bare signalled its launcher: $out"
+	tmp=$(echo "$out" | sed -n 's/^tmp //p')
+	pgrep -u "$(id -u)" -f "sleep 4244" >/dev/null && bad "bare: a setsid child outlived the run" ||
+		ok "bare: the whole tree killed at the end"
+	[ -n "$tmp" ] && [ ! -e "$tmp" ] && ok "bare: the private tmp removed" || bad "bare: $tmp left"
+	out=$("$ct" --no-userns "$ab" run --isolation best --workspace "$ws" --skills /usr -- true 2>&1)
+	[ $? -eq 125 ] && echo "$out" | grep -q "with --skills" && ok "bare: --skills refused" ||
+		bad "bare --skills: $out"
+fi
 
 # 4. nothing refused: full, and the outside is not in /proc
 out=$("$ab" run --isolation best --report "$ws/r.json" --workspace "$ws" -- sh /workspace/find.sh 2>&1)
