@@ -5,6 +5,9 @@
 #                       best runs and reports exactly own-proc and uts
 #   inside.sh shipped   packaging/containers/agentbox-seccomp.json and an
 #                       unmasked /proc: full isolation, core attacks contained
+#   inside.sh docker    Docker's default profile, no user namespaces: full
+#                       refuses, best runs without namespaces (Landlock,
+#                       seccomp, ...) and the core attacks are still contained
 # A container process (sleep 4242, holding AGENTBOX_CT_TOKEN in its
 # environment) is the outside the sandbox must not see, read or kill.
 set -u
@@ -22,7 +25,7 @@ sleep 4242 &
 outside=$!
 cat >/tmp/attack.sh <<'ATTACK'
 # the escape battery's core, inside the sandbox (it first checks it is in one)
-[ -d /workspace ] || exit 99
+[ -d /workspace ] || case "$TMPDIR" in /tmp/agentbox-tmp-*) ;; *) exit 99 ;; esac
 readlink /proc/self/ns/net
 r=""
 touch /etc/agentbox-escape 2>/dev/null && r="$r write-etc"
@@ -50,8 +53,13 @@ FIND
 ct_net=$(readlink /proc/self/ns/net)
 
 run_attacks() { # $@: agentbox options
-	out=$(agentbox run "$@" --workspace $ws --ro-bind /tmp/attack.sh:/attack.sh -- \
-		sh /attack.sh 2>/tmp/attack.err)
+	# without namespaces there are no binds: the script is at its own path
+	if [ "$mode" = docker ]; then
+		set -- "$@" -- sh /tmp/attack.sh
+	else
+		set -- "$@" --ro-bind /tmp/attack.sh:/attack.sh -- sh /attack.sh
+	fi
+	out=$(agentbox run --workspace $ws "$@" 2>/tmp/attack.err)
 	rc=$?
 	echo "$out" | sed "s/^/     /"
 	[ $rc -eq 0 ] || { bad "attack run exited $rc: $(cat /tmp/attack.err)"; return; }
@@ -60,6 +68,7 @@ run_attacks() { # $@: agentbox options
 	kill -0 $outside 2>/dev/null && ok "kill -9 -1 in the sandbox left the container's process" ||
 		bad "kill -9 -1 killed the container's process"
 	[ -e /etc/agentbox-escape ] || [ -e /tmp/agentbox-escape ] && bad "a file escaped"
+	[ "$mode" = docker ] && return # no network namespace: Landlock refuses TCP
 	[ "$(echo "$out" | head -1)" != "$ct_net" ] && ok "own network namespace" ||
 		bad "the sandbox shares the container's network namespace"
 }
@@ -104,6 +113,20 @@ shipped)
 	[ -z "$seen" ] && ok "own /proc: the container's process is not there" ||
 		bad "the container's process is visible: $seen"
 	run_attacks
+	;;
+docker)
+	err=$(agentbox run --workspace $ws -- true 2>&1)
+	rc=$?
+	echo "     full: $err"
+	[ $rc -eq 125 ] && echo "$err" | grep -q "missing namespaces" &&
+		ok "--isolation full exits 125 naming namespaces" || bad "full: rc $rc"
+	agentbox run --isolation best --report /tmp/r.json --workspace $ws -- pwd >/tmp/best.out 2>/tmp/best.err
+	rc=$?
+	[ $rc -eq 0 ] && grep -qx $ws /tmp/best.out && ok "--isolation best runs, in the workspace's host path" ||
+		bad "best: rc $rc $(cat /tmp/best.out /tmp/best.err)"
+	grep -q '"isolation":{"level":"partial","missing":\["namespaces"\]}' /tmp/r.json &&
+		ok "the result says partial, missing namespaces" || bad "result: $(cat /tmp/r.json)"
+	run_attacks --isolation best
 	;;
 esac
 echo "---- agentbox check ($mode)"
