@@ -201,14 +201,9 @@ static size_t descendants(int sig, struct shim_msg *list, size_t max)
 		if (sig)
 			kill(pid[i], sig);
 		if (list && list->n_background < max) {
-			char path[64], comm[32] = "";
-			snprintf(path, sizeof(path), "/proc/%d/comm", pid[i]);
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
-			if (fd >= 0)
-				close(fd);
-			comm[k > 0 ? k : 0] = '\0';
-			comm[strcspn(comm, "\n")] = '\0';
+			char comm[32];
+			/* containers: right in an outer namespace's /proc too */
+			ab_proc_comm(pid[i], comm, sizeof(comm));
 			list->background[list->n_background].pid = pid[i];
 			snprintf(list->background[list->n_background].comm,
 				 sizeof(list->background[0].comm), "%.*s",
