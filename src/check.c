@@ -23,6 +23,7 @@
 
 #include "agentbox/agentbox.h"
 #include "idmap.h"
+#include "isolation.h"
 #include "util.h"
 
 /* the oldest kernel with every interface agentbox uses (mount_setattr) */
@@ -131,6 +132,8 @@ void check_gather(struct check_facts *f)
 		snprintf(f->idmap_detail, sizeof(f->idmap_detail), "%.*s",
 			 (int)sizeof(f->idmap_detail) - 1, d);
 	}
+	/* containers: what a container refuses, by trying it (isolation.h) */
+	f->isolation_missing = ab_isolation_probe(true, f->isolation_why, sizeof(f->isolation_why));
 	trial(f);
 }
 
@@ -188,13 +191,16 @@ static void assess_userns(const struct check_facts *f, struct check_item *it)
 		fix(it, "install agentbox from its package, whose AppArmor profile allows it "
 			"(/etc/apparmor.d/usr.bin.agentbox), or load that profile: sudo "
 			"apparmor_parser -r /etc/apparmor.d/usr.bin.agentbox");
-	} else if (!f->trial_ok && f->in_container) {
-		item(it, "user namespaces", CHECK_FAIL,
-		     "this is a container whose runtime or seccomp profile may forbid new "
-		     "namespaces");
-		fix(it, "run the container with a seccomp profile that allows clone/unshare of "
-			"namespaces (e.g. docker run --security-opt seccomp=unconfined), or run "
-			"agentbox on the host");
+	} else if (f->isolation_missing & AB_MISSING_NAMESPACES) {
+		/* containers: the probe says what refused, not a guess */
+		item(it, "user namespaces", CHECK_FAIL, "refused%s: %.300s",
+		     f->in_container ? " (this container's seccomp profile, as Docker's "
+				       "default does)"
+				     : "",
+		     f->isolation_why);
+		fix(it, "run the container with --security-opt "
+			"seccomp=packaging/containers/agentbox-seccomp.json (docs/containers.md), "
+			"or run agentbox on the host");
 	} else if (f->apparmor_restrict == 1 && !f->root) {
 		item(it, "user namespaces", CHECK_OK,
 		     "available (AppArmor restricts them, and its profile grants them to "
@@ -322,6 +328,7 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 	size_t n = 0;
 	assess_kernel(f, &items[n++]);
 	assess_userns(f, &items[n++]);
+	ab_isolation_check_item(f->isolation_missing, f->isolation_why, &items[n++]);
 	assess_seccomp(f, &items[n++]);
 	assess_landlock(f, &items[n++]);
 	assess_cgroups(f, &items[n++]);

@@ -33,6 +33,9 @@ struct check_facts {
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */
+	/* containers: what the isolation probe found missing (isolation.h) */
+	unsigned isolation_missing;
+	char isolation_why[600];
 };
 
 enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
@@ -44,7 +47,7 @@ struct check_item {
 	char fix[400]; /* "" when there is nothing to do */
 };
 
-#define CHECK_MAX_ITEMS 8
+#define CHECK_MAX_ITEMS 10
 
 /* The facts of this host (runs the trial sandbox). */
 void check_gather(struct check_facts *f);

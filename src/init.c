@@ -51,6 +51,7 @@
 #include "shim.h"
 #include "error.h"
 #include "idmap.h"
+#include "isolation.h"
 #include "options.h"
 #include "proc.h"
 #include "sync.h"
@@ -187,13 +188,17 @@ static _Noreturn void be_the_shim(struct init_args *a, int sigfd)
 static void confine_once(struct init_args *a)
 {
 	struct ab_error err = {0};
+	/* without namespaces the command enforces Landlock itself (shim.c):
+	 * the init stays out of its domain */
+	bool bare = a->cfg->isolation_missing & AB_MISSING_NAMESPACES;
 	/* the RLIMIT_AS standing in for --memory is the command's alone, set
 	 * as each starts (shim.c): a limit on the init and the shims would
 	 * hold agentbox's own processes, and cannot work under ASan at all */
 	if (apply_rlimits(a->cfg, &err) < 0 || caps_drop_all(&err) < 0 ||
-	    landlock_enforce(a->landlock_fd, &err) < 0 || idmap_guard_install(a->plan, &err) < 0)
+	    landlock_enforce(bare ? -1 : a->landlock_fd, &err) < 0 ||
+	    idmap_guard_install(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (a->landlock_fd >= 0)
+	if (a->landlock_fd >= 0 && !bare)
 		close(a->landlock_fd);
 	if (a->seccomp) {
 		int listener = -1;
@@ -299,6 +304,12 @@ _Noreturn void init_main(struct init_args *a)
 		_exit(AB_EXIT_FAILURE);
 
 	setsid();
+	int landlock_abi = 0;
+	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) { /* containers */
+		if (ab_bare_confine(a, &landlock_abi, &err) < 0)
+			init_fail(a->sync_fd, &err);
+		goto confined;
+	}
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		ab_error_set(&err, errno, "cannot create the cgroup namespace");
 		init_fail(a->sync_fd, &err);
@@ -316,7 +327,6 @@ _Noreturn void init_main(struct init_args *a)
 	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)
 		init_fail(a->sync_fd, &err); /* --net allow=: docs/network.md */
 	prctl(PR_SET_DUMPABLE, 0);
-	int landlock_abi = 0;
 	if (!a->cfg->no_landlock &&
 	    landlock_prepare(a->plan, &a->landlock_fd, &landlock_abi, &err) < 0)
 		init_fail(a->sync_fd, &err);
@@ -325,6 +335,7 @@ _Noreturn void init_main(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 	}
 
+confined:;
 	sigset_t mask;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)

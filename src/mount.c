@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "isolation.h"
 #include "options.h"
 #include "parse.h"
 #include "util.h"
@@ -191,6 +192,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 {
 	int r;
 	view_plan_init(plan);
+	plan->bind_proc = cfg->isolation_missing & AB_MISSING_OWN_PROC; /* containers */
 
 	if ((r = plan_add_system(plan, err)) < 0)
 		return r;
@@ -620,6 +622,8 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 			return ab_error_set(err, errno, "cannot create the link %s", e->dst);
 		return 0;
 	case VIEW_PROC:
+		if (plan->bind_proc) /* containers: isolation.h */
+			return ab_isolation_bind_proc(root, err);
 		return mount_proc(root, plan, err);
 	case VIEW_DEV:
 		return mount_dev(root, plan, err);

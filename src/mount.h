@@ -45,6 +45,7 @@ struct view_plan {
 	char *passwd, *group;		/* idmap.h: bound read-only over /etc/passwd, /etc/group */
 	pid_t idmap_helpers[16];	/* idmap.c: exited children, reaped by view_plan_free */
 	size_t n_idmap_helpers;
+	bool bind_proc; /* containers: --isolation best without own-proc */
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "error.h"
+#include "isolation.h"
 #include "netpolicy.h"
 #include "parse.h"
 #include "protect.h"
@@ -228,6 +229,7 @@ enum {
 	OPT_UNPROTECT,
 	OPT_SECCOMP,
 	OPT_LANDLOCK,
+	OPT_ISOLATION, /* containers: isolation.c */
 	OPT_TIMEOUT,
 	OPT_KILL_AFTER,
 	OPT_MAX_TIMEOUT,
@@ -269,6 +271,7 @@ static const struct option run_options[] = {
 	{"protect", required_argument, NULL, OPT_PROTECT},
 	{"seccomp", required_argument, NULL, OPT_SECCOMP},
 	{"landlock", required_argument, NULL, OPT_LANDLOCK},
+	{"isolation", required_argument, NULL, OPT_ISOLATION},
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
 	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
 	{"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
@@ -478,6 +481,8 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 	case OPT_REQUIRE_LIMITS:
 		cfg->require_limits = true;
 		return 0;
+	case OPT_ISOLATION: /* isolation.c */
+		return ab_isolation_parse(arg, &cfg->isolation, err);
 	case OPT_MAX_CONCURRENT: {
 		uid_t v;
 		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 256)

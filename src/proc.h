@@ -8,6 +8,7 @@
 
 struct ab_procs {
 	DIR *d;
+	int depth; /* containers: NSpid fields of ours when /proc is an outer one, else 0 */
 };
 
 /* Start listing; -errno when /proc cannot be read. */
@@ -16,5 +17,7 @@ int ab_procs_open(struct ab_procs *it);
  * while it is read is left out. */
 bool ab_procs_next(struct ab_procs *it, pid_t *pid, pid_t *ppid);
 void ab_procs_close(struct ab_procs *it);
+/* The command name (comm) of pid, "" when it is gone. */
+void ab_proc_comm(pid_t pid, char *out, size_t len);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "agentbox/agentbox.h"
 #include "error.h"
+#include "isolation.h"
 #include "jsonw.h"
 #include "options.h"
 #include "output.h"
@@ -159,6 +160,9 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 	json_object_object_add(o, "protected_paths_changed", prot);
 	if (ran && res->network.on) /* --net allow= (netreport.h) */
 		json_object_object_add(o, "network", ab_net_report_json(&res->network));
+	/* "full", or what --isolation best dropped (isolation.h) */
+	json_object_object_add(o, "isolation",
+			       ran ? ab_isolation_json(res->isolation_missing) : NULL);
 #undef INT_OR_NULL
 	return o;
 }

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "init.h"
+#include "isolation.h"
 #include "session.h"
 #include "util.h"
 
@@ -125,6 +126,8 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 			  : session_open(cfg, true, res, &s, err);
 	if (r == 0)
 		r = run_command(s, cfg, sigfd, res, err);
+	if (r < 0)
+		ab_isolation_explain(cfg, ~0u, err); /* name what a container refuses */
 	ab_session_close(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;

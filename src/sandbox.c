@@ -24,6 +24,7 @@
 #include "error.h"
 #include "idmap.h"
 #include "init.h"
+#include "isolation.h"
 #include "mount.h"
 #include "netproxy.h"
 #include "options.h"
@@ -295,6 +296,9 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	sb->cfg = *cfg;
 	sb->cfg.timeout_ms = sb->limits.timeout_ms = effective_timeout(cfg);
 	cfg = &sb->cfg;
+	r = ab_isolation_decide(cfg, err); /* containers: --isolation best */
+	if (r < 0)
+		return r;
 	/* everything that checks the caller's input comes before the cgroup,
 	 * the only thing made on the host before the sandbox exists */
 	char *notices = NULL;
@@ -322,8 +326,11 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 			notify_lines(cfg, "--net host: the command shares the host's network");
 	}
 	free(notices);
-	if (r < 0)
+	if (r < 0) {
 		sandbox_release(sb);
+		/* containers: an idmapping's user namespace refused */
+		ab_isolation_explain(cfg, AB_MISSING_NAMESPACES, err);
+	}
 	return r;
 }
 
@@ -347,5 +354,6 @@ void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
 	res->cpu = sb->limits.cpu;
 	res->pids = sb->limits.pids;
 	res->cgroup_version = sb->limits.cgroup_version;
+	res->isolation_missing = sb->cfg.isolation_missing; /* containers */
 	memcpy(res->cgroup_path, sb->limits.cgroup_path, sizeof(res->cgroup_path));
 }

@@ -22,6 +22,7 @@
 #include "agentbox/agentbox.h"
 #include "error.h"
 #include "fileop.h"
+#include "isolation.h"
 #include "jsonw.h"
 #include "netop.h"
 #include "output.h"
@@ -605,11 +606,12 @@ static void send_hello(struct server *sv)
 	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
 	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
 	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
+	/* "full" or what --isolation best dropped */
+	json_object_object_add(o, "isolation", ab_isolation_json(lim->isolation_missing));
 	json_object_object_add(o, "net",
-			       json_object_new_string(sv->cfg->net == AB_NET_HOST ? "host"
-						      : sv->cfg->net == AB_NET_PROXY
-							      ? "proxy" /* net */
-							      : "none"));
+			       json_object_new_string(sv->cfg->net == AB_NET_HOST    ? "host"
+						      : sv->cfg->net == AB_NET_PROXY ? "proxy"
+										     : "none"));
 	send_json(sv, o);
 }
 

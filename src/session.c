@@ -23,6 +23,7 @@
 #include "agentbox/agentbox.h"
 #include "cgroup.h"
 #include "error.h"
+#include "isolation.h"
 #include "netproxy.h"
 #include "session.h"
 #include "sync.h"
@@ -210,6 +211,7 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 		r = session_ready(s, err);
 	if (r < 0) {
 		ab_session_close(s);
+		ab_isolation_explain(cfg, ~0u, err); /* name what a container refuses */
 		return r;
 	}
 	snprintf(s->id, sizeof(s->id), "ab-%d-%d-%llu", (int)getpid(), (int)s->init,

@@ -23,6 +23,7 @@
 
 #include "cgroup.h"
 #include "fileop.h"
+#include "isolation.h"
 #include "proc.h"
 #include "util.h"
 
@@ -95,6 +96,12 @@ static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp
 	return buf;
 }
 
+/* --isolation best without namespaces (isolation_bare.c), else NULL; and
+ * then the Landlock ruleset the command enforces itself: with no pid
+ * namespace to protect them, agentbox's processes stay out of its domain,
+ * which keeps the command from signalling them (scoped signals). */
+static const struct ab_config *bare_cfg;
+static int bare_landlock = -1;
 /* RLIMIT_AS for every command, where no cgroup limits memory: set in the
  * command's process, not in the shim (whose memory is agentbox's). */
 static unsigned long long as_limit;
@@ -103,6 +110,7 @@ struct spawn_args {
 	int in, out, err;
 	char **argv;
 	unsigned long long as_limit; /* RLIMIT_AS for --memory without a cgroup; 0: none */
+	int landlock_fd;	     /* a ruleset to enforce (bare_landlock), or -1 */
 	int exec_errno;		     /* written by the child: memory is shared until it execs */
 };
 
@@ -120,6 +128,10 @@ static int spawn_child(void *p)
 	}
 	struct rlimit as = {a->as_limit, a->as_limit};
 	if (a->as_limit && setrlimit(RLIMIT_AS, &as) < 0) {
+		a->exec_errno = errno;
+		_exit(AB_EXIT_CANNOT_EXEC);
+	}
+	if (a->landlock_fd >= 0 && syscall(SYS_landlock_restrict_self, a->landlock_fd, 0) < 0) {
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
 	}
@@ -148,7 +160,8 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 		}
 	}
 	struct spawn_args a = {
-		.in = in, .out = out, .err = err, .argv = argv, .as_limit = as_limit};
+		.in = in, .out = out, .err = err, .argv = argv, .as_limit = as_limit,
+				  .landlock_fd = bare_landlock};
 	environ = envp;
 	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = NULL;
@@ -201,14 +214,9 @@ static size_t descendants(int sig, struct shim_msg *list, size_t max)
 		if (sig)
 			kill(pid[i], sig);
 		if (list && list->n_background < max) {
-			char path[64], comm[32] = "";
-			snprintf(path, sizeof(path), "/proc/%d/comm", pid[i]);
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
-			if (fd >= 0)
-				close(fd);
-			comm[k > 0 ? k : 0] = '\0';
-			comm[strcspn(comm, "\n")] = '\0';
+			char comm[32];
+			/* containers: right in an outer namespace's /proc too */
+			ab_proc_comm(pid[i], comm, sizeof(comm));
 			list->background[list->n_background].pid = pid[i];
 			snprintf(list->background[list->n_background].comm,
 				 sizeof(list->background[0].comm), "%.*s",
@@ -289,6 +297,10 @@ static bool relay(int *src, int dst)
  * output of what is left to the log. */
 static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 {
+	/* no pid namespace ends what is left: that is done now, before the
+	 * result, and the private tmp goes with it */
+	if (bare_cfg && !keep_background)
+		ab_bare_finish();
 	bool left = reap(sh);
 	sh->msg.type = SHIM_EXITED;
 	sh->msg.status = sh->status;
@@ -456,6 +468,8 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;
 	bool merged = hdr.flags & SHIM_MERGED;
+	if (bare_cfg) /* no mount view: the paths are the host's */
+		ab_bare_spec(bare_cfg, &envp, &cwd);
 	if (chdir(cwd) < 0) {
 		char what[300];
 		snprintf(what, sizeof(what), "cwd: cannot enter %.256s", cwd);
@@ -526,6 +540,10 @@ done:
 _Noreturn void shim_serve(const struct init_args *a, int pool)
 {
 	as_limit = ab_cgroup_rlimit_as(a->cgroup);
+	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) {
+		bare_cfg = a->cfg;
+		bare_landlock = a->landlock_fd;
+	}
 	/* orphans of the command's processes come here, not to the init */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigset_t mask;
@@ -539,8 +557,12 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
 			_exit(0);
 		shim_run(fds);
-		if (a->one_command)
+		if (a->one_command) {
+			/* without a pid namespace, nothing ends what is left but us */
+			if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES)
+				ab_bare_finish();
 			_exit(0); /* pid 1: the kernel ends whatever is left */
+		}
 		/* a SIGCHLD of this command left pending would wake the next */
 		struct timespec zero = {0};
 		while (sigtimedwait(&mask, NULL, &zero) > 0)

@@ -13,12 +13,16 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "isolation.h"
 #include "util.h"
 
 unsigned long userns_clone_flags(const struct ab_config *cfg)
 {
 	/* no CLONE_NEWCGROUP: the init makes the cgroup namespace itself once
 	 * the launcher has moved it into the sandbox's cgroup, its root then */
+	/* containers: --isolation best without namespaces (isolation_bare.c) */
+	if (cfg->isolation_missing & AB_MISSING_NAMESPACES)
+		return 0;
 	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (cfg->net != AB_NET_HOST) /* none, and the proxy's (net) */
 		f |= CLONE_NEWNET;
@@ -28,7 +32,12 @@ unsigned long userns_clone_flags(const struct ab_config *cfg)
 static int write_proc_file(pid_t pid, const char *name, const char *data, struct ab_error *err)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	/* pid 0: our own, through /proc/self, which is right even where /proc
+	 * is a container's bound in (isolation.h: own-proc missing) */
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	cleanup_fd int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ab_error_set(err, errno, "cannot open %s", path);
@@ -58,6 +67,8 @@ int userns_write_id_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t
 
 int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
 {
+	if (cfg->isolation_missing & AB_MISSING_NAMESPACES) /* containers: no user namespace */
+		return 0;
 	/* without CAP_SETGID on the host, a gid map needs setgroups denied
 	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
 	return userns_write_id_maps(pid, cfg->uid, cfg->host_uid, cfg->gid, cfg->host_gid,
@@ -76,7 +87,7 @@ int userns_lock_view(const struct ab_config *cfg, struct ab_error *err)
 	 * mapped here: dumpable just long enough to write our own maps (the
 	 * caller makes it non-dumpable again; nothing else runs meanwhile) */
 	prctl(PR_SET_DUMPABLE, 1);
-	return userns_write_id_maps(getpid(), cfg->uid, cfg->uid, cfg->gid, cfg->gid, true, err);
+	return userns_write_id_maps(0, cfg->uid, cfg->uid, cfg->gid, cfg->gid, true, err);
 }
 
 int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct ab_error *err)
@@ -120,7 +131,9 @@ void userns_limit_inotify(void)
 
 int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
 {
-	if (sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
+	/* containers: --isolation best without uts (isolation.h) */
+	if (!(cfg->isolation_missing & AB_MISSING_UTS) &&
+	    sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
 		return ab_error_set(err, errno, "cannot set the host name to '%s'", cfg->hostname);
 	if (cfg->net == AB_NET_HOST)
 		return 0;

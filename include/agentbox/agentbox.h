@@ -82,6 +82,12 @@ enum ab_net_mode {
 		       * under net_rules (docs/network.md) */
 };
 
+/* --isolation (docs/containers.md) */
+enum ab_isolation {
+	AB_ISOLATION_FULL, /* refuse to run with less than every layer */
+	AB_ISOLATION_BEST, /* drop, and name, the layers this host refuses */
+};
+
 enum ab_env_policy {
 	AB_ENV_CORE, /* PATH, HOME, LANG, LC_*, TERM, TZ, USER, LOGNAME, SHELL */
 	AB_ENV_NONE,
@@ -141,6 +147,8 @@ struct ab_config {
 
 	char *seccomp;	  /* default, strict, permissive, none, or a profile file */
 	bool no_landlock; /* --landlock off */
+	enum ab_isolation isolation;
+	unsigned isolation_missing; /* set by agentbox: AB_MISSING_* (isolation.h) */
 
 	char **argv; /* the command; NULL-terminated */
 	size_t argc;
@@ -213,6 +221,7 @@ struct ab_result {
 	const char *cgroup_version; /* "v2", "v1" or "none" */
 	char cgroup_path[512];	    /* below the hierarchy roots, "" when none */
 	int landlock_abi;	    /* Landlock ABI in force, 0 when none */
+	unsigned isolation_missing; /* layers --isolation best dropped, 0: full */
 	/* protected workspace paths the command created, removed or replaced;
 	 * NULL-terminated, or NULL when none */
 	char **protected_changed;

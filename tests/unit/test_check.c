@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "isolation.h"
 
 /* A host that can run agentbox with everything. */
 static struct check_facts good(void)
@@ -115,14 +116,38 @@ Test(check, a_container_that_forbids_namespaces)
 	struct check_facts f = good();
 	f.in_container = true;
 	f.trial_ok = false;
+	f.isolation_missing = AB_MISSING_NAMESPACES; /* Docker's default profile */
+	snprintf(f.isolation_why, sizeof(f.isolation_why), "namespaces (clone: EPERM)");
 	snprintf(f.trial_error, sizeof(f.trial_error), "cannot create the sandbox's namespaces");
 	struct check_item items[CHECK_MAX_ITEMS];
 	const struct check_item *it = find(&f, "user namespaces", items);
 	cr_assert_eq(it->level, CHECK_FAIL);
-	cr_assert(strstr(it->fix, "seccomp=unconfined"), "%s", it->fix);
+	cr_assert(strstr(it->fix, "agentbox-seccomp.json"), "%s", it->fix);
+	cr_assert(!strstr(it->fix, "unconfined"), "%s", it->fix);
+	it = find(&f, "isolation", items);
+	cr_assert_eq(it->level, CHECK_FAIL);
 	it = find(&f, "trial", items);
 	cr_assert_eq(it->level, CHECK_FAIL);
 	cr_assert(strstr(it->detail, "cannot create the sandbox's namespaces"), "%s", it->detail);
+}
+
+/* Podman's defaults: user namespaces work, a masked /proc and the seccomp
+ * profile's sethostname do not; the old diagnosis blamed seccomp for all */
+Test(check, a_container_with_a_masked_proc_and_no_sethostname)
+{
+	struct check_facts f = good();
+	f.in_container = true;
+	f.trial_ok = false;
+	f.isolation_missing = AB_MISSING_OWN_PROC | AB_MISSING_UTS;
+	snprintf(f.isolation_why, sizeof(f.isolation_why), "own-proc (EPERM); uts (EPERM)");
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "user namespaces", items);
+	cr_assert_neq(it->level, CHECK_FAIL, "%s", it->detail);
+	it = find(&f, "isolation", items);
+	cr_assert_eq(it->level, CHECK_WARN);
+	cr_assert(strstr(it->detail, "missing own-proc, uts"), "%s", it->detail);
+	cr_assert(strstr(it->fix, "unmask=ALL"), "%s", it->fix);
+	cr_assert(strstr(it->fix, "agentbox-seccomp.json"), "%s", it->fix);
 }
 
 Test(check, an_old_kernel)

@@ -68,6 +68,8 @@ export function serveArgs(options: SandboxOptions): string[] {
   const args = ["serve", "--workspace", options.workspace ?? process.cwd()];
   args.push("--net", options.network ?? "none", "--seccomp", options.seccomp ?? "default");
   args.push("--timeout", seconds(options.timeout));
+  // containers: "full" refuses a weaker sandbox; "best" accepts one, named in hello.isolation
+  args.push("--isolation", options.isolation ?? "full");
   if (options.profile !== undefined) args.push("--profile", options.profile);
   if (options.skills !== undefined) args.push("--skills", options.skills);
   for (const [name, value] of Object.entries(options.env ?? {})) args.push("--env", `${name}=${value}`);

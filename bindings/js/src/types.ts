@@ -13,6 +13,8 @@ export interface Hello {
   features?: string[];
   /** With `file_chunks`: the most file bytes one chunked request or reply carries. */
   max_chunk?: number;
+  /** `"full"`, or what `isolation: "best"` had to do without (docs/containers.md). */
+  isolation?: "full" | { level: "partial"; missing: string[] };
   [field: string]: unknown;
 }
 
@@ -38,6 +40,13 @@ export interface SandboxOptions {
   network?: string;
   /** `--seccomp` profile (default `"default"`). */
   seccomp?: string;
+  /**
+   * `--isolation`: `"full"` (default) refuses to start where a layer of the
+   * sandbox cannot be built (a container's masked /proc, a refused
+   * sethostname); `"best"` starts without it and names it in
+   * `hello.isolation` (docs/containers.md).
+   */
+  isolation?: "full" | "best";
   /** `--profile`: a sandbox profile by name or path. */
   profile?: string;
   /** Output kept per stream and command (`--max-output`), in bytes. */

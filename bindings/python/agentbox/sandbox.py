@@ -109,14 +109,17 @@ class Sandbox(T.SandboxBackendProtocol):
                  pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
                  max_output: int = 100_000, binary: Optional[str] = None,
                  writable_dirs: Sequence[str] = DEEPAGENTS_DIRS,
-                 extra_args: Sequence[str] = ()):
+                 extra_args: Sequence[str] = (), isolation: str = "full"):
         binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
         if not binary:
             raise SandboxError("agentbox is not installed: no agentbox in PATH, and neither "
                                "binary= nor $AGENTBOX_BIN names one")
         args = [binary, "serve", "--workspace", os.fspath(workspace), "--net", network,
                 "--seccomp", seccomp, "--timeout", _seconds(timeout),
-                "--max-output", str(int(max_output))]
+                "--max-output", str(int(max_output)),
+                # containers: "full" refuses a weaker sandbox; "best" accepts
+                # one and self.isolation says what is missing
+                "--isolation", isolation]
         if skills is not None:
             args += ["--skills", os.fspath(skills)]
         for name, value in (env or {}).items():
@@ -139,6 +142,13 @@ class Sandbox(T.SandboxBackendProtocol):
     def id(self) -> str:
         """The sandbox's id, as the hello gave it."""
         return self.hello["sandbox_id"]
+
+    @property
+    def isolation(self) -> Any:
+        """"full", or {"level": "partial", "missing": [...]} when started
+        with isolation="best" where a layer could not be built
+        (docs/containers.md)."""
+        return self.hello.get("isolation", "full")
 
     @property
     def closed(self) -> bool:

@@ -32,6 +32,22 @@ class Commands(Base):
         self.assertEqual(self.sb.id, self.sb.hello["sandbox_id"])
         self.assertEqual((r.output, r.exit_code, r.truncated), ("out\nerr\n", 3, False))
 
+    def test_isolation_is_full_by_default(self):
+        self.assertEqual(self.sb.isolation, "full")
+
+    def test_isolation_best_names_what_is_missing(self):
+        # the test-only stand-in for a container that refuses sethostname
+        # (tests/containers/graded-host.sh tests the real refusals)
+        os.environ["AGENTBOX_TEST_ISOLATION_DENY"] = "uts"
+        try:
+            sb = sandbox(self.ws, isolation="best")
+        finally:
+            del os.environ["AGENTBOX_TEST_ISOLATION_DENY"]
+        self.addCleanup(sb.close)
+        self.assertEqual(sb.isolation, {"level": "partial", "missing": ["uts"]})
+        r = sb.run("hostname")
+        self.assertNotEqual(r.stdout.strip(), "agentbox")
+
     def test_timeout_is_124_with_partial_output(self):
         t = time.monotonic()
         r = self.sb.execute("echo partial; sleep 30", timeout=0.5)

@@ -1,0 +1,109 @@
+/* as_container [--mask-proc] [--no-sethostname] [--no-userns] CMD ARGS...:
+ * run CMD refused what a container refuses, so graded isolation
+ * (src/isolation.c) is tested on a host without Podman (tests/containers/
+ * graded-host.sh), as root and as an unprivileged user:
+ *   --mask-proc        a user and mount namespace of its own in which a file
+ *                      of /proc is covered, as runtimes mask /proc: the
+ *                      kernel then refuses a new procfs (mount_too_revealing).
+ *                      Root first becomes uid/gid 65534, like a container's
+ *                      unprivileged user, who has no capability left at exec.
+ *   --no-sethostname   sethostname fails with EPERM (Podman's default profile)
+ *   --no-userns        clone and unshare with CLONE_NEWUSER fail with EPERM,
+ *                      clone3 with ENOSYS (Docker's default profile) */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static int put(const char *file, const char *text)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static int mask_proc(void)
+{
+	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+			      setresuid(65534, 65534, 65534) < 0))
+		return -1;
+	/* a credential change made us undumpable: /proc/self/ would be root's */
+	prctl(PR_SET_DUMPABLE, 1);
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return -1;
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (put("/proc/self/uid_map", map) < 0 || put("/proc/self/setgroups", "deny") < 0)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if (put("/proc/self/gid_map", map) < 0)
+		return -1;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -1;
+	return mount("/dev/null", "/proc/uptime", NULL, MS_BIND, NULL);
+}
+
+static int deny(scmp_filter_ctx ctx, bool sethost, bool userns)
+{
+	int r = 0;
+	if (sethost)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sethostname), 0);
+	if (userns && r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (userns && r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (userns && r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	bool proc = false, sethost = false, userns = false;
+	int i = 1;
+	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+		if (strcmp(argv[i], "--mask-proc") == 0)
+			proc = true;
+		else if (strcmp(argv[i], "--no-sethostname") == 0)
+			sethost = true;
+		else if (strcmp(argv[i], "--no-userns") == 0)
+			userns = true;
+		else
+			break;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: as_container [--mask-proc] [--no-sethostname] "
+				"[--no-userns] CMD [ARGS...]\n");
+		return 125;
+	}
+	if (proc && mask_proc() < 0) {
+		fprintf(stderr, "as_container: cannot mask /proc: %s\n", strerror(errno));
+		return 125;
+	}
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? deny(ctx, sethost, userns) : -ENOMEM;
+	if (r == 0 && (sethost || userns))
+		r = seccomp_load(ctx);
+	if (r < 0) {
+		fprintf(stderr, "as_container: cannot load the filter: %s\n", strerror(-r));
+		return 125;
+	}
+	seccomp_release(ctx);
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "as_container: %s: %s\n", argv[i], strerror(errno));
+	return 127;
+}
