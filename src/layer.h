@@ -90,6 +90,15 @@ int layer_discard(struct ab_layer *l, struct ab_error *err);
 int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
 		     bool *end, struct ab_error *err);
 
+/* The fields besides op and id a layer op of the protocol takes, or NULL
+ * when op is not one (request.c). */
+const char *const *layer_op_fields(const char *op);
+/* The session's layer, or NULL in direct mode (session.c). */
+struct ab_session;
+struct ab_layer *ab_session_layer(struct ab_session *s);
+/* The protocol's error code for a failed layer op's errno. */
+const char *layer_error_code(int code);
+
 /* agentbox changes|commit|discard (argv[0]): the exit status. */
 int layer_cli(int argc, char **argv);
 

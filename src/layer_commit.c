@@ -398,6 +398,22 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 
 /* ---- the session protocol's ops ---- */
 
+const char *const *layer_op_fields(const char *op)
+{
+	static const char *const changes[] = {"diff", "max_diff_bytes", NULL};
+	static const char *const commit[] = {"paths", "force", NULL};
+	static const char *const discard[] = {NULL};
+	return !strcmp(op, "changes")	? changes
+	       : !strcmp(op, "commit")	? commit
+	       : !strcmp(op, "discard") ? discard
+					: NULL;
+}
+
+const char *layer_error_code(int code)
+{
+	return code == EINVAL || code == ENOENT ? "invalid_request" : "internal";
+}
+
 static int paths_of(json_object *req, char ***out, size_t *n, struct ab_error *err)
 {
 	json_object *v;
@@ -421,10 +437,16 @@ static int paths_of(json_object *req, char ***out, size_t *n, struct ab_error *e
 	return 0;
 }
 
-static bool flag(json_object *req, const char *key)
+static int flag(json_object *req, const char *op, const char *key, bool *out, struct ab_error *err)
 {
 	json_object *v;
-	return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
+	*out = false;
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return ab_error_plain(err, EINVAL, "%s: \"%s\" must be true or false", op, key);
+	*out = json_object_get_boolean(v);
+	return 0;
 }
 
 int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
@@ -439,9 +461,12 @@ int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_
 				      op);
 	if (strcmp(op, "changes") == 0) {
 		json_object *v;
-		struct layer_change_opts o = {.diff = flag(req, "diff"), .diff_max = 65536};
+		struct layer_change_opts o = {.diff_max = 65536};
+		if (flag(req, op, "diff", &o.diff, err) < 0)
+			return -EINVAL;
 		if (json_object_object_get_ex(req, "max_diff_bytes", &v)) {
-			int64_t m = json_object_get_int64(v);
+			int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v)
+									  : 0;
 			if (m < 1 || m > (16 << 20))
 				return ab_error_plain(err, EINVAL,
 						      "changes: \"max_diff_bytes\" must be 1 to "
@@ -453,8 +478,11 @@ int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_
 	if (strcmp(op, "commit") == 0) {
 		cleanup_strv char **paths = NULL;
 		size_t n = 0;
+		bool force;
 		int r = paths_of(req, &paths, &n, err);
-		return r < 0 ? r : layer_commit(l, paths, n, flag(req, "force"), reply, err);
+		if (r == 0)
+			r = flag(req, op, "force", &force, err);
+		return r < 0 ? r : layer_commit(l, paths, n, force, reply, err);
 	}
 	if (strcmp(op, "discard") == 0) {
 		/* the overlay caches what it looked up: its layer cannot be

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fileop.h"
+#include "layer.h"
 
 static int fail(struct ab_request_error *e, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -276,7 +277,10 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 		q->kind = AB_REQUEST_PING;
 	else if (strcmp(op, "shutdown") == 0)
 		q->kind = AB_REQUEST_SHUTDOWN;
-	else
+	else if (layer_op_fields(op)) {
+		q->kind = AB_REQUEST_LAYER;
+		return only_fields(q->req, op, layer_op_fields(op), e);
+	} else
 		return fail(e, "unknown_op", "unknown op '%.64s'", op);
 	return only_fields(q->req, op, none, e);
 }

@@ -27,6 +27,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "fileop.h"
+#include "layer.h"
 #include "options.h"
 #include "output.h"
 #include "sandbox.h"
@@ -247,6 +248,11 @@ const struct ab_result *ab_session_limits(const struct ab_session *s)
 const char *ab_session_id(const struct ab_session *s)
 {
 	return s->id;
+}
+
+struct ab_layer *ab_session_layer(struct ab_session *s)
+{
+	return s->sb.plan.layer;
 }
 
 int ab_session_fd(const struct ab_session *s)
