@@ -24,6 +24,7 @@
 
 #define LAYER_MAGIC "agentbox-layer 1"
 #define LOWER_STAGE ".agentbox-lower"
+#define LAYER_STAGE ".agentbox-layer"
 
 int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
 		       struct ab_error *err)
@@ -152,7 +153,7 @@ static struct ab_layer *layer_new(void)
 {
 	struct ab_layer *l = calloc(1, sizeof(*l));
 	if (l) {
-		l->lock_fd = l->upper_fd = l->work_fd = -1;
+		l->lock_fd = l->upper_fd = l->work_fd = l->tree_fd = -1;
 		l->owner = getpid();
 	}
 	return l;
@@ -165,6 +166,7 @@ void layer_free(struct ab_layer *l)
 	ab_close_keep_errno(l->lock_fd);
 	ab_close_keep_errno(l->upper_fd);
 	ab_close_keep_errno(l->work_fd);
+	ab_close_keep_errno(l->tree_fd);
 	free(l->dir);
 	free(l->workspace);
 	free(l);
@@ -238,6 +240,24 @@ static int claim_kept_dir(const struct ab_config *cfg, struct ab_layer *l, bool 
 	return 0;
 }
 
+/* Launcher, as root: a detached mount of DIR for the init, which runs as
+ * a sandbox user that may not reach DIR by its path (under a directory
+ * only root enters). An fd of the host's own mount would not do: overlayfs
+ * takes only layers of the mounter's namespace. */
+static int open_layer_tree(struct ab_layer *l, struct ab_error *err)
+{
+	if (geteuid() != 0)
+		return 0; /* the init opens DIR by its path, as the same user */
+	l->tree_fd = open_tree(AT_FDCWD, l->dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (l->tree_fd < 0)
+		return ab_error_set(err, errno, "cannot open the layer %s", l->dir);
+	struct mount_attr a = {.attr_set =
+				       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+	if (mount_setattr(l->tree_fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		return ab_error_set(err, errno, "cannot set the flags of the layer %s", l->dir);
+	return 0;
+}
+
 static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct ab_error *err)
 {
 	bool reuse = false;
@@ -268,9 +288,9 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 	}
 	if (!reuse && (r = write_info(l, err)) < 0)
 		return r;
-	if ((r = lock_layer(l, err)) < 0)
+	if ((r = lock_layer(l, err)) < 0 || (r = make_layer_dirs(cfg, l, err)) < 0)
 		return r;
-	return make_layer_dirs(cfg, l, err);
+	return open_layer_tree(l, err);
 }
 
 int layer_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err)
@@ -378,8 +398,16 @@ int layer_discard(struct ab_layer *l, struct ab_error *err)
 
 /* ---- sandbox side ---- */
 
+int layer_keep_fds(const struct ab_layer *l, int *fds)
+{
+	fds[0] = l->tree_fd;
+	return l->tree_fd >= 0;
+}
+
 int layer_open_dirs(struct ab_layer *l, struct ab_error *err)
 {
+	if (l->tree_fd >= 0)
+		return 0; /* attached in the new root by layer_mount_workspace */
 	cleanup_fd int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return ab_error_set(err, errno, "cannot open /");
@@ -396,10 +424,15 @@ int layer_open_dirs(struct ab_layer *l, struct ab_error *err)
 
 static int new_overlay(int root, const struct ab_layer *l, struct ab_error *err)
 {
-	char lower[64], upper[64], work[64];
+	char lower[64], upper[80], work[80];
 	snprintf(lower, sizeof(lower), "/proc/self/fd/%d/" LOWER_STAGE, root);
-	snprintf(upper, sizeof(upper), "/proc/self/fd/%d", l->upper_fd);
-	snprintf(work, sizeof(work), "/proc/self/fd/%d", l->work_fd);
+	if (l->tree_fd >= 0) {
+		snprintf(upper, sizeof(upper), "/proc/self/fd/%d/" LAYER_STAGE "/upper", root);
+		snprintf(work, sizeof(work), "/proc/self/fd/%d/" LAYER_STAGE "/work", root);
+	} else {
+		snprintf(upper, sizeof(upper), "/proc/self/fd/%d", l->upper_fd);
+		snprintf(work, sizeof(work), "/proc/self/fd/%d", l->work_fd);
+	}
 	cleanup_fd int fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return ab_error_set(err, errno,
@@ -442,6 +475,10 @@ int layer_mount_workspace(int root, struct view_entry *e, struct ab_layer *l, st
 	if (mkdirat(root, LOWER_STAGE, 0700) < 0 ||
 	    move_mount(tree, "", root, LOWER_STAGE, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno, "cannot stage the workspace's lower layer");
+	if (l->tree_fd >= 0 &&
+	    (mkdirat(root, LAYER_STAGE, 0700) < 0 ||
+	     move_mount(l->tree_fd, "", root, LAYER_STAGE, MOVE_MOUNT_F_EMPTY_PATH) < 0))
+		return ab_error_set(err, errno, "cannot stage the layer %s", l->dir);
 	cleanup_fd int ovl = new_overlay(root, l, err);
 	int r = ovl;
 	if (ovl >= 0) {
@@ -456,9 +493,10 @@ int layer_mount_workspace(int root, struct view_entry *e, struct ab_layer *l, st
 		r = ab_error_set(err, errno, "cannot detach the staged lower layer");
 	if (unlinkat(root, LOWER_STAGE, AT_REMOVEDIR) < 0 && r == 0)
 		r = ab_error_set(err, errno, "cannot remove the staged lower layer");
-	ab_close_keep_errno(l->upper_fd);
-	ab_close_keep_errno(l->work_fd);
-	l->upper_fd = l->work_fd = -1;
+	if (l->tree_fd >= 0 && umount2("/tmp/" LAYER_STAGE, MNT_DETACH) < 0 && r == 0)
+		r = ab_error_set(err, errno, "cannot detach the staged layer");
+	if (l->tree_fd >= 0 && unlinkat(root, LAYER_STAGE, AT_REMOVEDIR) < 0 && r == 0)
+		r = ab_error_set(err, errno, "cannot remove the staged layer");
 	return r;
 }
 

@@ -35,6 +35,7 @@ struct ab_layer {
 	int lock_fd;  /* DIR/layer.info, flock'ed while a sandbox uses DIR */
 	int upper_fd; /* sandbox side: O_PATH fds of DIR/upper, DIR/work */
 	int work_fd;
+	int tree_fd; /* root: a detached mount of DIR the launcher made, or -1 */
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */
@@ -49,8 +50,12 @@ int layer_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_er
 /* Unlock, and remove the layer unless kept; NULL is fine. */
 void layer_release(struct ab_layer *l);
 
-/* Sandbox, while the host tree is visible: open DIR/upper and DIR/work. */
+/* Sandbox, while the host tree is visible: check DIR/upper and DIR/work,
+ * which the launcher opened (a directory only root may enter can hold
+ * the layer of a sandbox user's overlay). */
 int layer_open_dirs(struct ab_layer *l, struct ab_error *err);
+/* The fds the init must keep open: stored at fds, how many. */
+int layer_keep_fds(const struct ab_layer *l, int *fds);
 /* Sandbox: mount the overlay at root/workspace, the workspace entry e
  * (its src_fd, or the launcher's idmapped tree_fd) as the lower layer. */
 int layer_mount_workspace(int root, struct view_entry *e, struct ab_layer *l, struct ab_error *err);
