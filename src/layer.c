@@ -93,6 +93,18 @@ static int state_base(char *buf, size_t n, struct ab_error *err)
 	return 0;
 }
 
+static int add_protect(struct ab_layer *l, const char *rel)
+{
+	char **p = realloc(l->protect, (l->n_protect + 2) * sizeof(char *));
+	if (!p)
+		return -ENOMEM;
+	l->protect = p;
+	if (!(p[l->n_protect] = strdup(rel)))
+		return -ENOMEM;
+	p[++l->n_protect] = NULL;
+	return 0;
+}
+
 static int write_info(struct ab_layer *l, struct ab_error *err)
 {
 	char path[PATH_MAX];
@@ -104,14 +116,21 @@ static int write_info(struct ab_layer *l, struct ab_error *err)
 	char buf[PATH_MAX + 128];
 	int n = snprintf(buf, sizeof(buf), LAYER_MAGIC "\nworkspace=%s\nstarted=%lld.%09ld\n",
 			 l->workspace, (long long)l->started.tv_sec, l->started.tv_nsec);
-	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+	if (write(fd, buf, (size_t)n) != n)
 		return ab_error_set(err, errno ? errno : EIO, "cannot write %s", path);
+	for (size_t i = 0; i < l->n_protect; i++) {
+		n = snprintf(buf, sizeof(buf), "protect=%s\n", l->protect[i]);
+		if (n >= (int)sizeof(buf) || write(fd, buf, (size_t)n) != n)
+			return ab_error_set(err, errno ? errno : EIO, "cannot write %s", path);
+	}
+	if (fsync(fd) < 0)
+		return ab_error_set(err, errno, "cannot write %s", path);
 	return 0;
 }
 
 static int read_info(struct ab_layer *l, struct ab_error *err)
 {
-	char path[PATH_MAX], buf[PATH_MAX + 128];
+	char path[PATH_MAX], buf[4 * PATH_MAX];
 	snprintf(path, sizeof(path), "%s/layer.info", l->dir);
 	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -119,6 +138,13 @@ static int read_info(struct ab_layer *l, struct ab_error *err)
 				    l->dir, path);
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	buf[n > 0 ? n : 0] = '\0';
+	for (char *p = strstr(buf, "\nprotect="); p; p = strstr(p + 1, "\nprotect=")) {
+		size_t len = strcspn(p + 9, "\n");
+		char rel[PATH_MAX];
+		snprintf(rel, sizeof(rel), "%.*s", (int)len, p + 9);
+		if (add_protect(l, rel) < 0)
+			return ab_error_set(err, ENOMEM, "reading %s", path);
+	}
 	char *ws = strstr(buf, "\nworkspace=");
 	char *st = strstr(buf, "\nstarted=");
 	long long sec = 0;
@@ -167,6 +193,9 @@ void layer_free(struct ab_layer *l)
 	ab_close_keep_errno(l->upper_fd);
 	ab_close_keep_errno(l->work_fd);
 	ab_close_keep_errno(l->tree_fd);
+	for (size_t i = 0; i < l->n_protect; i++)
+		free(l->protect[i]);
+	free(l->protect);
 	free(l->dir);
 	free(l->workspace);
 	free(l);
@@ -293,7 +322,8 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 	return open_layer_tree(l, err);
 }
 
-int layer_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err)
+int layer_plan(const struct ab_config *cfg, const struct protect_state *protect,
+	       struct view_plan *plan, struct ab_error *err)
 {
 	if (cfg->workspace_mode != AB_WORKSPACE_OVERLAY) {
 		if (cfg->keep_changes)
@@ -304,6 +334,9 @@ int layer_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_er
 	plan->layer = layer_new();
 	if (!plan->layer)
 		return ab_error_set(err, ENOMEM, "planning the layer");
+	for (size_t i = 0; protect && i < protect->n; i++)
+		if (add_protect(plan->layer, protect->e[i].rel) < 0)
+			return ab_error_set(err, ENOMEM, "planning the layer");
 	/* on failure view_plan_free() removes what was made, never a
 	 * directory the user named (keep) */
 	int r = create_layer(cfg, plan->layer, err);
@@ -394,6 +427,39 @@ int layer_discard(struct ab_layer *l, struct ab_error *err)
 		return ab_error_set(err, -r, "cannot remove the layer %s", l->dir);
 	l->keep = true; /* gone already */
 	return 0;
+}
+
+bool layer_is_protected(const struct ab_layer *l, const char *rel)
+{
+	for (size_t i = 0; i < l->n_protect; i++)
+		if (ab_path_is_under(rel, l->protect[i]))
+			return true;
+	return false;
+}
+
+char **layer_protected_changes(const struct ab_layer *l)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/upper", l->dir);
+	cleanup_fd int up = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char **out = NULL;
+	size_t n = 0;
+	for (size_t i = 0; up >= 0 && i < l->n_protect; i++) {
+		/* in the layer at all (a symlink on the way counts) */
+		int fd = ab_open_beneath(up, l->protect[i]);
+		if (fd >= 0)
+			close(fd);
+		else if (fd != -ELOOP)
+			continue;
+		char **grown = realloc(out, (n + 2) * sizeof(char *));
+		if (!grown || !(grown[n] = strdup(l->protect[i]))) {
+			out = grown ? grown : out;
+			break;
+		}
+		out = grown;
+		out[++n] = NULL;
+	}
+	return out;
 }
 
 /* ---- sandbox side ---- */

@@ -25,6 +25,7 @@
 
 struct view_plan;
 struct view_entry;
+struct protect_state;
 
 struct ab_layer {
 	char *dir;	 /* the layer directory */
@@ -35,7 +36,9 @@ struct ab_layer {
 	int lock_fd;  /* DIR/layer.info, flock'ed while a sandbox uses DIR */
 	int upper_fd; /* sandbox side: O_PATH fds of DIR/upper, DIR/work */
 	int work_fd;
-	int tree_fd; /* root: a detached mount of DIR the launcher made, or -1 */
+	int tree_fd;	/* root: a detached mount of DIR the launcher made, or -1 */
+	char **protect; /* the protected paths, as layer.info keeps them */
+	size_t n_protect;
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */
@@ -46,7 +49,8 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
  * --keep-changes DIR holding a layer of this workspace, reuse) the layer,
  * lock it, and mark the workspace entry and the protected binds beneath
  * it, which then come from the overlay, not from the host. */
-int layer_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err);
+int layer_plan(const struct ab_config *cfg, const struct protect_state *protect,
+	       struct view_plan *plan, struct ab_error *err);
 /* Unlock, and remove the layer unless kept; NULL is fine. */
 void layer_release(struct ab_layer *l);
 
@@ -94,6 +98,13 @@ int layer_discard(struct ab_layer *l, struct ab_error *err);
  * fields; *end is set when the session must end (discard). */
 int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
 		     bool *end, struct ab_error *err);
+
+/* After a run: the protected paths the layer creates or changes, as
+ * protect_changes() reports them for a direct workspace (NULL-terminated,
+ * or NULL when none). */
+char **layer_protected_changes(const struct ab_layer *l);
+/* rel is a protected path or beneath one. */
+bool layer_is_protected(const struct ab_layer *l, const char *rel);
 
 /* The fields besides op and id a layer op of the protocol takes, or NULL
  * when op is not one (request.c). */

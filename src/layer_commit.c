@@ -153,7 +153,7 @@ static int write_regular(struct commit_ctx *x, const struct change *c, int paren
 	if (r == 0 && is_root() && fchown(out, uid, gid) < 0)
 		r = -errno;
 	if (r == 0 &&
-	    (fchmod(out, c->up.st_mode & 07777) < 0 || futimens(out, times) < 0 || fsync(out) < 0))
+	    (fchmod(out, c->up.st_mode & 01777) < 0 || futimens(out, times) < 0 || fsync(out) < 0))
 		r = -errno;
 	if (r == 0 && c->up.st_nlink > 1) {
 		void *p = realloc(x->links, (x->n_links + 1) * sizeof(*x->links));
@@ -239,6 +239,8 @@ static int commit_one(struct commit_ctx *x, const struct change *c)
 		return parent;
 	if (S_ISDIR(c->up.st_mode))
 		return commit_dir(x, c, parent, name);
+	/* write_regular() keeps mode & 01777: setuid and setgid bits of the
+	 * layer never reach the host */
 	if (!S_ISREG(c->up.st_mode) && !S_ISLNK(c->up.st_mode))
 		return -EOPNOTSUPP; /* fifos, sockets, devices stay in the layer */
 	snprintf(tmp, sizeof(tmp), ".%.200s.agentbox-%d-%u", name, (int)getpid(), x->counter++);

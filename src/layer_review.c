@@ -373,6 +373,8 @@ static json_object *change_json(const struct ab_layer *l, const struct change_li
 	if (c->has_host)
 		json_object_object_add(j, "old_size", json_object_new_int64(c->host.st_size));
 	json_object_object_add(j, "conflict", json_object_new_boolean(change_conflicts(l, cl, c)));
+	json_object_object_add(j, "protected",
+			       json_object_new_boolean(layer_is_protected(l, c->path)));
 	if (o && o->diff && !S_ISDIR(m))
 		layer_diff_into(j, c, o->diff_max, upfd, wsfd);
 	return j;

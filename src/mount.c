@@ -244,7 +244,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		    0)
 			return r;
 	}
-	return layer_plan(cfg, plan, err);
+	return layer_plan(cfg, protect, plan, err);
 }
 
 void view_plan_init(struct view_plan *plan)

@@ -25,6 +25,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "idmap.h"
+#include "layer.h"
 #include "init.h"
 #include "mount.h"
 #include "options.h"
@@ -567,7 +568,8 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	sandbox_limits_into(&sb, res);
 	r = run_sandbox(&sb, res, err);
 	if (r == 0)
-		res->protected_changed = protect_changes(&sb.cfg, &sb.protect);
+		res->protected_changed = sb.plan.layer ? layer_protected_changes(sb.plan.layer)
+						       : protect_changes(&sb.cfg, &sb.protect);
 	sandbox_release(&sb);
 	return r;
 }
