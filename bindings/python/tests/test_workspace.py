@@ -271,6 +271,26 @@ class KeptLayer(unittest.TestCase):
         self.assertEqual(p.returncode, 125)
         self.assertIn("cannot open the layer", p.stderr)
 
+    def test_commit_follows_no_symlink_without_openat2_either(self):
+        outside = tempfile.mkdtemp(prefix="agentbox-outside-")
+        self.addCleanup(shutil.rmtree, outside, True)
+        self.run_in("mkdir -p esc/sub && echo evil > esc/sub/f && echo ok > fine")
+        os.symlink(outside, os.path.join(self.ws, "esc"))
+        for env in ({}, {"AGENTBOX_TEST_NO_OPENAT2": "1"}):
+            p = subprocess.run([BIN, "commit", "--force", self.layer, "esc/sub/f"],
+                               capture_output=True, text=True, env=dict(os.environ, **env))
+            self.assertEqual(p.returncode, 125, (env, p.stdout))
+            self.assertIn("cannot commit 'esc/sub/f'", p.stderr)
+            self.assertEqual(os.listdir(outside), [], env)
+        # the host's symlink is newer than the layer: a conflict; forced,
+        # the layer's directory replaces the link, which is never followed
+        self.assertEqual(self.cli("commit", self.layer, "esc").returncode, 1)
+        p = self.cli("commit", "--force", self.layer, "esc", "fine")
+        self.assertEqual((p.returncode, p.stdout), (0, "esc\nesc/sub\nesc/sub/f\nfine\n"),
+                         p.stderr)
+        self.assertEqual(os.listdir(outside), [])
+        self.assertFalse(os.path.islink(os.path.join(self.ws, "esc")))
+
     def test_bad_input(self):
         p = self.cli("run", "--workspace-mode", "copy", "--", "true")
         self.assertEqual(p.returncode, 125)
