@@ -110,12 +110,14 @@ static int write_info(struct ab_layer *l, struct ab_error *err)
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/layer.info", l->dir);
 	cleanup_fd int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	/* locked while still empty: sweep_stale() takes only a written one */
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return ab_error_set(err, errno, "cannot create %s", path);
 	clock_gettime(CLOCK_REALTIME, &l->started);
 	char buf[PATH_MAX + 128];
-	int n = snprintf(buf, sizeof(buf), LAYER_MAGIC "\nworkspace=%s\nstarted=%lld.%09ld\n",
-			 l->workspace, (long long)l->started.tv_sec, l->started.tv_nsec);
+	int n = snprintf(buf, sizeof(buf), LAYER_MAGIC "\nworkspace=%s\nstarted=%lld.%09ld\n%s",
+			 l->workspace, (long long)l->started.tv_sec, l->started.tv_nsec,
+			 l->keep ? "kept=1\n" : "");
 	if (write(fd, buf, (size_t)n) != n)
 		return ab_error_set(err, errno ? errno : EIO, "cannot write %s", path);
 	for (size_t i = 0; i < l->n_protect; i++) {
@@ -126,6 +128,7 @@ static int write_info(struct ab_layer *l, struct ab_error *err)
 	/* only a kept layer must outlive a crash */
 	if (l->keep && fsync(fd) < 0)
 		return ab_error_set(err, errno, "cannot write %s", path);
+	l->lock_fd = ab_steal_fd(&fd);
 	return 0;
 }
 
@@ -288,6 +291,36 @@ static int open_layer_tree(struct ab_layer *l, struct ab_error *err)
 	return 0;
 }
 
+/* The layers of sandboxes whose launcher was killed before it could
+ * remove them: a written layer.info nobody holds locked. Like the cgroups
+ * such a launcher leaves, the next agentbox to start removes them. */
+static void sweep_stale(const char *base)
+{
+	cleanup_fd int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = bfd < 0 ? NULL : fdopendir(bfd);
+	if (!dp)
+		return;
+	bfd = -1;
+	struct dirent *de;
+	while ((de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char info[NAME_MAX + 16];
+		snprintf(info, sizeof(info), "%s/layer.info", de->d_name);
+		cleanup_fd int fd = openat(dirfd(dp), info, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		char buf[4 * PATH_MAX];
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		/* never a --keep-changes layer someone put here */
+		if (n > 0 && !strncmp(buf, LAYER_MAGIC "\n", sizeof(LAYER_MAGIC)) &&
+		    !strstr(buf, "\nkept=1\n"))
+			layer_remove_tree_at(dirfd(dp), de->d_name);
+	}
+	closedir(dp);
+}
+
 static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct ab_error *err)
 {
 	bool reuse = false;
@@ -307,6 +340,7 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 		char base[PATH_MAX - 16], tmpl[PATH_MAX];
 		if ((r = state_base(base, sizeof(base), err)) < 0)
 			return r;
+		sweep_stale(base);
 		snprintf(tmpl, sizeof(tmpl), "%s/XXXXXX", base);
 		if (!mkdtemp(tmpl))
 			return ab_error_set(err, errno, "cannot create a layer in %s", base);
@@ -316,9 +350,8 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 			return ab_error_set(err, ENOMEM, "planning the layer");
 		}
 	}
-	if (!reuse && (r = write_info(l, err)) < 0)
-		return r;
-	if ((r = lock_layer(l, err)) < 0 || (r = make_layer_dirs(cfg, l, err)) < 0)
+	r = reuse ? lock_layer(l, err) : write_info(l, err);
+	if (r < 0 || (r = make_layer_dirs(cfg, l, err)) < 0)
 		return r;
 	return open_layer_tree(l, err);
 }

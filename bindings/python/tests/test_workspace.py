@@ -291,6 +291,32 @@ class KeptLayer(unittest.TestCase):
         self.assertEqual(os.listdir(outside), [])
         self.assertFalse(os.path.islink(os.path.join(self.ws, "esc")))
 
+    def test_layers_left_by_a_killed_launcher_are_removed(self):
+        env = dict(os.environ)
+        if ROOT:
+            base = "/var/lib/agentbox/layers"
+        else:
+            env["XDG_STATE_HOME"] = self.tmp
+            base = os.path.join(self.tmp, "agentbox", "layers")
+        os.makedirs(base, exist_ok=True)
+        stale = tempfile.mkdtemp(dir=base)
+        kept = tempfile.mkdtemp(dir=base)
+        self.addCleanup(shutil.rmtree, kept, True)
+        self.addCleanup(shutil.rmtree, stale, True)
+        for d, extra in ((stale, ""), (kept, "kept=1\n")):
+            os.makedirs(os.path.join(d, "upper"))
+            # overlayfs leaves work/work mode 0: the sweep still removes it
+            os.makedirs(os.path.join(d, "work", "work"), mode=0 if d == stale else 0o755)
+            with open(os.path.join(d, "layer.info"), "w") as f:
+                f.write("agentbox-layer 1\nworkspace=%s\nstarted=1.0\n%s" % (self.ws, extra))
+        args = [BIN, "run", "--workspace", self.ws, "--workspace-mode", "overlay"]
+        if ROOT:
+            args += ["--host-uid", str(UID)]
+        p = subprocess.run(args + ["--", "true"], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(stale))
+        self.assertTrue(os.path.exists(os.path.join(kept, "layer.info")))
+
     def test_bad_input(self):
         p = self.cli("run", "--workspace-mode", "copy", "--", "true")
         self.assertEqual(p.returncode, 125)
