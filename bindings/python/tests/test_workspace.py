@@ -36,6 +36,20 @@ def tree(root):
     return out
 
 
+def remove_tree(path):
+    """shutil.rmtree that also gets through overlayfs's mode-0 work/work."""
+    def onerror(func, p, exc):
+        parent = os.path.dirname(p)
+        for d in (parent, p):
+            try:
+                if os.path.isdir(d) and not os.path.islink(d):
+                    os.chmod(d, 0o700)
+            except OSError:
+                pass
+        shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else func(p)
+    shutil.rmtree(path, onerror=onerror)
+
+
 def populate(ws):
     os.makedirs(os.path.join(ws, "src/lib"))
     files = {"README": b"read me\n", "src/main.c": b"int main(void) { return 0; }\n",
@@ -236,7 +250,7 @@ class KeptLayer(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.ws, True)
         populate(self.ws)
         self.tmp = tempfile.mkdtemp(prefix="agentbox-kept-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.addCleanup(remove_tree, self.tmp)
         self.layer = os.path.join(self.tmp, "layer")
 
     def run_in(self, script):
