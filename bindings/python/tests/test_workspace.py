@@ -331,6 +331,28 @@ class KeptLayer(unittest.TestCase):
         self.assertFalse(os.path.exists(stale))
         self.assertTrue(os.path.exists(os.path.join(kept, "layer.info")))
 
+    @unittest.skipUnless(ROOT, "root's idmapped workspace")
+    def test_root_overlays_an_idmapped_workspace(self):
+        ws = tempfile.mkdtemp(prefix="agentbox-idmap-")  # root's own
+        self.addCleanup(shutil.rmtree, ws, True)
+        with open(os.path.join(ws, "old"), "w") as f:
+            f.write("old\n")
+        p = subprocess.run([BIN, "run", "--workspace", ws, "--workspace-mode", "overlay",
+                            "--keep-changes", self.layer, "-c",
+                            "echo new > old && echo n > added && stat -c %u added"],
+                           capture_output=True, text=True)
+        if p.returncode == 125 and "idmap" in p.stderr and \
+                os.environ.get("AGENTBOX_MUST_WORK") != "1":
+            raise unittest.SkipTest(p.stderr)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(ws, "old")) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual(self.cli("commit", self.layer).returncode, 0)
+        st = os.stat(os.path.join(ws, "added"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))  # the workspace owner's
+        with open(os.path.join(ws, "old")) as f:
+            self.assertEqual(f.read(), "new\n")
+
     def test_bad_input(self):
         p = self.cli("run", "--workspace-mode", "copy", "--", "true")
         self.assertEqual(p.returncode, 125)
