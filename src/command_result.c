@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "error.h"
+#include "layer.h"
 #include "protect.h"
 #include "session.h"
 #include "util.h"
@@ -55,8 +56,40 @@ int denials_collect(const struct ab_denials *d, struct ab_denied_syscall **out, 
 /* The protected paths changed since the last command that changed one
  * (or since the sandbox was built): each change is reported once, by the
  * command that ends first after it. */
+/* In an overlay workspace: the protected paths the layer holds (layer.h),
+ * each reported once, by the first command to end after it got there. */
+static char **layer_protected_once(struct ab_session *s)
+{
+	char **all = layer_protected_changes(s->sb.plan.layer);
+	size_t n_new = 0, n_seen = 0;
+	while (s->layer_seen && s->layer_seen[n_seen])
+		n_seen++;
+	for (size_t i = 0; all && all[i]; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < n_seen && !seen; j++)
+			seen = strcmp(all[i], s->layer_seen[j]) == 0;
+		char **grown = seen ? NULL : realloc(s->layer_seen, (n_seen + 2) * sizeof(char *));
+		if (seen || !grown) {
+			free(all[i]);
+			continue;
+		}
+		s->layer_seen = grown;
+		s->layer_seen[n_seen++] = strdup(all[i]);
+		s->layer_seen[n_seen] = NULL;
+		all[n_new++] = all[i];
+	}
+	if (!all || n_new == 0) {
+		free(all);
+		return NULL;
+	}
+	all[n_new] = NULL;
+	return all;
+}
+
 static char **protected_changes(struct ab_session *s)
 {
+	if (s->sb.plan.layer)
+		return layer_protected_once(s);
 	const struct protect_state *base = s->have_seen ? &s->seen : &s->sb.protect;
 	char **changed = protect_changes(&s->sb.cfg, base);
 	if (!changed)

@@ -57,6 +57,7 @@ void ab_config_free(struct ab_config *cfg)
 {
 	free(cfg->workspace);
 	free(cfg->skills);
+	free(cfg->keep_changes);
 	free(cfg->cwd);
 	free(cfg->hostname);
 	free(cfg->home);

@@ -52,6 +52,7 @@
 #include "error.h"
 #include "idmap.h"
 #include "isolation.h"
+#include "layer.h"
 #include "options.h"
 #include "proc.h"
 #include "sync.h"
@@ -292,13 +293,15 @@ _Noreturn void init_main(struct init_args *a)
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* the launcher's detached mounts of the sources (idmap.h) stay */
-	int keep[2 + a->plan->n];
+	int keep[4 + a->plan->n];
 	size_t n_keep = 0;
 	keep[n_keep++] = a->sync_fd;
 	keep[n_keep++] = a->shim_sock;
 	for (size_t i = 0; i < a->plan->n; i++)
 		if (a->plan->e[i].tree_fd >= 0)
 			keep[n_keep++] = a->plan->e[i].tree_fd;
+	if (a->plan->layer) /* its upper and work directories (layer.h) */
+		n_keep += layer_keep_fds(a->plan->layer, keep + n_keep);
 	close_fds_except(keep, n_keep);
 	if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
 		_exit(AB_EXIT_FAILURE);

@@ -6,6 +6,7 @@
 
 #include "agentbox/agentbox.h"
 #include "check.h"
+#include "layer.h"
 #include "netreport.h"
 #include "serve.h"
 
@@ -19,6 +20,9 @@ static const char usage_main[] =
 	"  serve     one sandbox for many commands: JSON lines on stdin and stdout\n"
 	"            (agentbox serve --help, docs/protocol.md)\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
+	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
+	"  commit    apply a kept layer's changes to the workspace\n"
+	"  discard   remove a kept layer\n"
 	"\n"
 	"Options:\n"
 	"  --help     show this help\n"
@@ -43,6 +47,13 @@ static const char usage_run[] =
 	"View:\n"
 	"  --workspace DIR      bind DIR read-write at /workspace (default: the\n"
 	"                       current directory); DIR must not be a symlink\n"
+	"  --workspace-mode direct|overlay\n"
+	"                       direct (default): the workspace itself, read-write;\n"
+	"                       overlay: an overlay whose writes land in a layer on\n"
+	"                       disk, the host's files untouched until committed\n"
+	"                       (docs/workspace.md)\n"
+	"  --keep-changes DIR   overlay: keep the layer in DIR after the run, for\n"
+	"                       agentbox changes/commit/discard DIR\n"
 	"  --cwd PATH           working directory in the view (default /workspace)\n"
 	"  --skills DIR         bind DIR read-only at /skills\n"
 	"  --ro-bind SRC[:DST]  bind SRC read-only at DST (default: SRC's path)\n"
@@ -285,6 +296,9 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||
+	    !strcmp(argv[1], "discard"))
+		return layer_cli(argc - 1, argv + 1);
 	fprintf(stderr, "agentbox: unknown command '%s' (try 'agentbox --help')\n", argv[1]);
 	return AB_EXIT_FAILURE;
 }

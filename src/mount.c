@@ -26,6 +26,7 @@
 #include "config.h"
 #include "error.h"
 #include "isolation.h"
+#include "layer.h"
 #include "options.h"
 #include "parse.h"
 #include "util.h"
@@ -247,7 +248,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		    0)
 			return r;
 	}
-	return 0;
+	return layer_plan(cfg, protect, plan, err);
 }
 
 void view_plan_init(struct view_plan *plan)
@@ -296,6 +297,7 @@ void view_plan_free(struct view_plan *plan)
 	view_plan_reap_helpers(plan, true);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
+	layer_release(plan->layer);
 	view_plan_init(plan);
 }
 
@@ -332,7 +334,7 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
-		if (e->kind != VIEW_BIND || e->tree_fd >= 0)
+		if (e->kind != VIEW_BIND || e->tree_fd >= 0 || e->from_view)
 			continue;
 		int r = view_open_source(root, e, err);
 		if (r < 0)
@@ -351,7 +353,7 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 			}
 		}
 	}
-	return 0;
+	return plan->layer ? layer_open_dirs(plan->layer, err) : 0;
 }
 
 /* Open dst (absolute, normalised) beneath root, creating what is missing:
@@ -606,6 +608,10 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 		uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		if (!e->rw)
 			attrs |= MOUNT_ATTR_RDONLY;
+		if (e->overlay)
+			return layer_mount_workspace(root, e, plan->layer, err);
+		if (e->from_view)
+			return layer_bind_from_view(root, e, err);
 		if (e->tree_fd >= 0) {
 			/* made by the launcher with these flags (idmap.c) */
 			cleanup_fd int target = make_target(root, e->dst, e->is_dir, err);

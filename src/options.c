@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "isolation.h"
+#include "layer.h"
 #include "netpolicy.h"
 #include "parse.h"
 #include "protect.h"
@@ -211,6 +212,8 @@ static bool valid_env_name(const char *s, size_t n)
 enum {
 	OPT_WORKSPACE = 256,
 	OPT_SKILLS,
+	OPT_WORKSPACE_MODE,
+	OPT_KEEP_CHANGES,
 	OPT_CWD,
 	OPT_RO_BIND,
 	OPT_BIND,
@@ -254,6 +257,8 @@ enum {
 static const struct option run_options[] = {
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"skills", required_argument, NULL, OPT_SKILLS},
+	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
+	{"keep-changes", required_argument, NULL, OPT_KEEP_CHANGES},
 	{"cwd", required_argument, NULL, OPT_CWD},
 	{"ro-bind", required_argument, NULL, OPT_RO_BIND},
 	{"bind", required_argument, NULL, OPT_BIND},
@@ -322,6 +327,9 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--skills: empty path");
 		return set_string(&cfg->skills, arg);
+	case OPT_WORKSPACE_MODE:
+	case OPT_KEEP_CHANGES:
+		return layer_parse_option(cfg, opt, arg, err);
 	case OPT_CWD: {
 		char *p;
 		if (parse_view_path("--cwd", arg, &p, err) < 0)

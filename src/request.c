@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "fileop.h"
+#include "layer.h"
 
 #define BAD(...) return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, __VA_ARGS__)
 
@@ -270,6 +271,9 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 		static const char *const net_fields[] = {"allow", "deny", NULL};
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);
+	} else if (layer_op_fields(op)) {
+		q->kind = AB_REQUEST_LAYER;
+		return only_fields(q->req, op, layer_op_fields(op), e);
 	} else
 		return ab_error_proto(e, AB_ERRC_UNKNOWN_OP, "unknown op '%.64s'", op);
 	return only_fields(q->req, op, none, e);

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "error.h"
 #include "idmap.h"
+#include "layer.h"
 #include "init.h"
 #include "isolation.h"
 #include "mount.h"

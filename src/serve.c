@@ -24,6 +24,7 @@
 #include "fileop.h"
 #include "isolation.h"
 #include "jsonw.h"
+#include "layer.h"
 #include "netop.h"
 #include "output.h"
 #include "request.h"
@@ -364,6 +365,19 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
 		sv->shutdown_id = json_object_get(q.id);
+	} else if (q.kind == AB_REQUEST_LAYER) {
+		json_object *o = NULL;
+		struct ab_error le = {0};
+		bool end = false;
+		if (layer_session_op(ab_session_layer(sv->s), q.op, q.req, &o, &end, &le) < 0) {
+			send_error(sv, q.id, layer_error_code(le.code), "%s", le.msg);
+		} else {
+			json_object_object_add(o, "type", json_object_new_string("result"));
+			json_object_object_add(o, "id", id_copy(q.id));
+			json_object_object_add(o, "op", json_object_new_string(q.op));
+			send_json(sv, o);
+			sv->shutting_down = end; /* discard: the sandbox and its layer go */
+		}
 	}
 	ab_request_clear(&q);
 }
@@ -584,11 +598,15 @@ static void send_hello(struct server *sv)
 	json_object_array_add(features, json_object_new_string("file_chunks"));
 	json_object_array_add(features, json_object_new_string("glob_files_only"));
 	json_object_array_add(features, json_object_new_string("grep_skip"));
+	json_object_array_add(features, json_object_new_string("workspace_mode"));
 	json_object_object_add(o, "features", features);
 	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
 	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
 	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
 	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));
+	json_object_object_add(
+		o, "workspace_mode",
+		json_object_new_string(ab_session_layer(sv->s) ? "overlay" : "direct"));
 	json_object_object_add(o, "cwd", json_object_new_string(sv->cfg->cwd));
 	json_object *d = json_object_new_object();
 	json_object_object_add(d, "timeout_ms",

@@ -24,6 +24,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "isolation.h"
+#include "layer.h"
 #include "netproxy.h"
 #include "session.h"
 #include "sync.h"
@@ -233,6 +234,11 @@ const struct ab_result *ab_session_limits(const struct ab_session *s)
 const char *ab_session_id(const struct ab_session *s)
 {
 	return s->id;
+}
+
+struct ab_layer *ab_session_layer(struct ab_session *s)
+{
+	return s->sb.plan.layer;
 }
 
 int ab_session_fd(const struct ab_session *s)
@@ -480,6 +486,7 @@ void ab_session_close(struct ab_session *s)
 	free(s->cmds);
 	free(s->stats_denied);
 	protect_state_free(&s->seen);
+	ab_cleanup_strvp(&s->layer_seen);
 	sandbox_release(&s->sb);
 	free(s);
 }

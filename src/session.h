@@ -76,6 +76,7 @@ struct ab_session {
 	 * them (valid when have_seen), else as they were at open (sb.protect) */
 	struct protect_state seen;
 	bool have_seen;
+	char **layer_seen; /* in an overlay workspace: the protected paths reported */
 	char id[64];
 	bool dead;
 	struct ab_error death;

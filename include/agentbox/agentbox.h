@@ -88,6 +88,11 @@ enum ab_isolation {
 	AB_ISOLATION_BEST, /* drop, and name, the layers this host refuses */
 };
 
+enum ab_workspace_mode {
+	AB_WORKSPACE_DIRECT,  /* the host directory bound read-write */
+	AB_WORKSPACE_OVERLAY, /* an overlay: writes go to a layer (docs/workspace.md) */
+};
+
 enum ab_env_policy {
 	AB_ENV_CORE, /* PATH, HOME, LANG, LC_*, TERM, TZ, USER, LOGNAME, SHELL */
 	AB_ENV_NONE,
@@ -99,7 +104,9 @@ enum ab_env_policy {
 struct ab_config {
 	char *workspace; /* host directory, bound read-write at /workspace */
 	char *skills;	 /* host directory, bound read-only at /skills, or NULL */
-	char *cwd;	 /* working directory inside the view */
+	enum ab_workspace_mode workspace_mode;
+	char *keep_changes; /* overlay: the layer's directory, kept after the sandbox */
+	char *cwd;	    /* working directory inside the view */
 	char *hostname;
 	char *home; /* $HOME inside the view */
 	struct ab_mount *mounts;

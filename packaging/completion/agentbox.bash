@@ -18,16 +18,17 @@ _agentbox()
 	local cur prev opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local common="--profile --workspace --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
+	local common="--profile --workspace --workspace-mode --keep-changes --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
 		--uid --gid --host-uid --host-gid --env-policy --pass-env --env --memory --cpus --pids
 		--cgroup-parent --require-limits --timeout --kill-after --max-timeout --tmpfs-size
 		--rlimit --max-output --seccomp --landlock --protect --unprotect --help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "run serve check --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "run serve check changes commit discard --help --version" -- "$cur"))
 		return
 	fi
 	case $prev in
-	--workspace|--skills|--cgroup-parent) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--workspace|--skills|--cgroup-parent|--keep-changes) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--workspace-mode) COMPREPLY=($(compgen -W "direct overlay" -- "$cur")); return ;;
 	--ro-bind|--bind|--report|--audit-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
 	--env-policy) COMPREPLY=($(compgen -W "core none all" -- "$cur")); return ;;
@@ -40,6 +41,13 @@ _agentbox()
 	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
 	serve) opts="$common --max-concurrent --audit-log" ;;
 	check) opts="--json --help" ;;
+	changes) opts="--json --diff --max-diff-bytes --help" ;;
+	commit) opts="--force --help" ;;
+	discard) opts="--help" ;;
+	esac
+	case ${COMP_WORDS[1]} in
+	changes|commit|discard)
+		[[ $cur != -* ]] && { COMPREPLY=($(compgen -d -- "$cur")); return; } ;;
 	esac
 	local i
 	for ((i = 2; i < COMP_CWORD; i++)); do

@@ -82,8 +82,15 @@ def make_dir(parent=None, prefix="agentbox-sec-"):
     return d
 
 
+# options every box of the battery gets, e.g. "--workspace-mode overlay"
+# (tests/CMakeLists.txt runs the battery once more with it)
+EXTRA_OPTIONS = os.environ.get("AGENTBOX_SECURITY_OPTIONS", "").split()
+# the box's writes land in a layer: the host workspace stays as it was
+OVERLAY = "overlay" in EXTRA_OPTIONS
+
+
 def base_options(ws):
-    opts = ["--workspace", ws]
+    opts = ["--workspace", ws, *EXTRA_OPTIONS]
     if PROBE:
         opts += ["--ro-bind", PROBE + ":/probe"]
     return opts

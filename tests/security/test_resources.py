@@ -124,7 +124,10 @@ class Resources(Extra, Attacks):
         # SIGXFSZ (128+25) kills it; ignored, the write fails with EFBIG
         self.assertEqual(r.out.split(), ["signal=153", "1"], r)
         for f in ("big", "big2"):
-            self.assertEqual(os.path.getsize(os.path.join(self.ws, f)), 8 << 20)
+            if harness.OVERLAY:  # in the layer, not on the host
+                self.assertFalse(os.path.exists(os.path.join(self.ws, f)))
+            else:
+                self.assertEqual(os.path.getsize(os.path.join(self.ws, f)), 8 << 20)
         self.assert_answers(opts)
 
     def test_output_flood(self):
@@ -175,6 +178,10 @@ class Resources(Extra, Attacks):
     def hold(self, script, host_check):
         """Run script (python) in a sandbox of its own until it printed
         "held ..."; then host_check() on the host; then let it end."""
+        if harness.OVERLAY:
+            # the host releases the box by a file it adds to the workspace,
+            # which an overlay does not show once looked up (docs/workspace.md)
+            raise unittest.SkipTest("the release file cannot reach an overlay workspace")
         code = script + ("\nprint('held', n, why, flush=True)\n"
                          "while not os.path.exists('/workspace/release'): time.sleep(0.05)\n")
         cmd = "exec python3 -c %s" % harness._quote(code)

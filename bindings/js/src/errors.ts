@@ -35,6 +35,17 @@ export class FileError extends ProtocolError {
   }
 }
 
+/**
+ * `commit` refused: the host changed these workspace paths since the session
+ * started (nothing was written; `{ force: true }` overwrites them).
+ */
+export class CommitConflict extends SandboxError {
+  override name = "CommitConflict";
+  constructor(readonly paths: string[]) {
+    super(`changed on the host since the session started: ${paths.join(", ")}`);
+  }
+}
+
 /** The sandbox is gone: closed, or its server died or was killed. */
 export class SandboxClosed extends SandboxError {
   override name = "SandboxClosed";

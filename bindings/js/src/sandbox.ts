@@ -7,9 +7,11 @@ import { open } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 
-import { FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
+import { CommitConflict, FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
 import type {
   CallOptions,
+  Change,
+  CommitResult,
   ExecOptions,
   ExecResult,
   ExecuteResponse,
@@ -79,6 +81,8 @@ export function serveArgs(options: SandboxOptions): string[] {
   if (options.maxOutput !== undefined) args.push("--max-output", String(options.maxOutput));
   for (const dir of options.tmpfs ?? []) args.push("--tmpfs", dir);
   if (options.hostUid !== undefined) args.push("--host-uid", String(options.hostUid));
+  if (options.workspaceMode !== undefined) args.push("--workspace-mode", options.workspaceMode);
+  if (options.keepChanges !== undefined) args.push("--keep-changes", options.keepChanges);
   args.push(...(options.extraArgs ?? []));
   return args;
 }
@@ -326,6 +330,46 @@ export class Sandbox {
 
   async stats(): Promise<Record<string, unknown>> {
     return this.request("stats");
+  }
+
+  /**
+   * What the session's commands changed in the workspace, against the host's
+   * files as they are now (`workspaceMode: "overlay"` only); with `diff`, a
+   * unified diff of each text file, at most `maxDiffBytes`.
+   */
+  async changes(options: CallOptions & { diff?: boolean; maxDiffBytes?: number } = {}): Promise<Change[]> {
+    const fields: Record<string, unknown> = { diff: options.diff ?? false };
+    if (options.maxDiffBytes !== undefined) fields.max_diff_bytes = options.maxDiffBytes;
+    const r = await this.request("changes", fields, options);
+    return (r.changes ?? []) as Change[];
+  }
+
+  /**
+   * Apply the changes (all, or those at `paths` and beneath them) to the host
+   * workspace, each file atomically. When the host changed one of them since
+   * the session started, nothing is written and the call rejects with a
+   * CommitConflict, unless `force`.
+   */
+  async commit(paths?: string[], options: CallOptions & { force?: boolean } = {}): Promise<CommitResult> {
+    const fields: Record<string, unknown> = { force: options.force ?? false };
+    if (paths !== undefined) fields.paths = paths;
+    const r = await this.request("commit", fields, options);
+    const res: CommitResult = { committed: (r.committed ?? []) as string[], conflicts: (r.conflicts ?? []) as string[] };
+    if (res.conflicts.length > 0 && !options.force) throw new CommitConflict(res.conflicts);
+    return res;
+  }
+
+  /**
+   * Throw the changes away: the session ends (its processes are killed) and
+   * its layer is removed; the host workspace was never touched. Create a new
+   * Sandbox to go on.
+   */
+  async discard(options: CallOptions = {}): Promise<void> {
+    try {
+      await this.request("discard", {}, options);
+    } finally {
+      await this.close();
+    }
   }
 
   /**

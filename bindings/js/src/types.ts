@@ -55,8 +55,41 @@ export interface SandboxOptions {
   tmpfs?: string[];
   /** Host uid of the sandbox user when started as root (`--host-uid`). */
   hostUid?: number;
+  /**
+   * `--workspace-mode`: `"direct"` (default), the workspace itself; `"overlay"`,
+   * an overlay whose writes land in a layer until `commit` (docs/workspace.md).
+   */
+  workspaceMode?: "direct" | "overlay";
+  /** Overlay: keep the layer in this host directory after the session (`--keep-changes`). */
+  keepChanges?: string;
   /** Any other options of `agentbox serve --help`. */
   extraArgs?: string[];
+}
+
+/** One path the overlay's layer changes (docs/workspace.md). */
+export interface Change {
+  /** Relative to the workspace. */
+  path: string;
+  status: "added" | "modified" | "deleted" | "renamed";
+  /** `"file"`, `"directory"`, `"symlink"` or `"other"`. */
+  type: string;
+  /** Size in the layer (absent for a deletion). */
+  size?: number;
+  /** Size on the host (absent for an addition). */
+  old_size?: number;
+  /** A rename's old path. */
+  from?: string;
+  /** The host file changed since the session started: commit refuses it unless forced. */
+  conflict: boolean;
+  /** With `diff`: a unified diff of a text file, or null (binary, too big). */
+  diff?: string | null;
+  diff_truncated?: boolean;
+}
+
+/** What `commit` wrote to the host workspace. */
+export interface CommitResult {
+  committed: string[];
+  conflicts: string[];
 }
 
 /** One streamed piece of a command's output. */

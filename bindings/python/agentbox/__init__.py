@@ -10,9 +10,9 @@ With deepagents installed, Sandbox is one of its sandbox backends
 (SandboxBackendProtocol) and returns its result classes. See docs/python.md
 of the agentbox repository."""
 
-from .sandbox import (DEEPAGENTS_DIRS, FILE_ERRORS, PROTOCOL, FileError, LegacySandbox,
-                      ProtocolError, Sandbox, SandboxClosed, SandboxError)
-from .types import (DEEPAGENTS, DeleteResult, EditResult, ExecuteResponse, FileData,
+from .sandbox import (DEEPAGENTS_DIRS, FILE_ERRORS, PROTOCOL, CommitConflict, FileError,
+                      LegacySandbox, ProtocolError, Sandbox, SandboxClosed, SandboxError)
+from .types import (DEEPAGENTS, Change, CommitResult, DeleteResult, EditResult, ExecuteResponse, FileData,
                     FileDownloadResponse, FileInfo, FileUploadResponse, GlobResult, GrepMatch,
                     GrepResult, LsResult, ReadResult, Result, SandboxBackendProtocol, WriteResult)
 
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Sandbox", "LegacySandbox", "SandboxError", "SandboxClosed", "ProtocolError", "FileError",
+    "CommitConflict", "Change", "CommitResult",
     "PROTOCOL", "FILE_ERRORS", "DEEPAGENTS", "DEEPAGENTS_DIRS", "SandboxBackendProtocol",
     "ExecuteResponse", "Result", "FileInfo", "FileData", "GrepMatch", "LsResult",
     "ReadResult", "WriteResult", "EditResult", "GlobResult", "GrepResult", "DeleteResult",

@@ -109,6 +109,8 @@ class Sandbox(T.SandboxBackendProtocol):
                  pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
                  max_output: int = 100_000, binary: Optional[str] = None,
                  writable_dirs: Sequence[str] = DEEPAGENTS_DIRS,
+                 workspace_mode: str = "direct",
+                 keep_changes: Union[str, os.PathLike, None] = None,
                  extra_args: Sequence[str] = (), isolation: str = "full"):
         binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
         if not binary:
@@ -122,6 +124,10 @@ class Sandbox(T.SandboxBackendProtocol):
                 "--isolation", isolation]
         if skills is not None:
             args += ["--skills", os.fspath(skills)]
+        if workspace_mode != "direct":
+            args += ["--workspace-mode", workspace_mode]
+        if keep_changes is not None:
+            args += ["--keep-changes", os.fspath(keep_changes)]
         for name, value in (env or {}).items():
             args += ["--env", "%s=%s" % (name, value)]
         if memory is not None:
@@ -208,6 +214,48 @@ class Sandbox(T.SandboxBackendProtocol):
         r = self.run(command, timeout=timeout or None, merge_output=True)
         return make(T.ExecuteResponse, output=r.output if r.output is not None else r.stdout,
                     exit_code=r.exit_code, truncated=r.truncated)
+
+    # ---- the overlay workspace: review, then commit or discard ----
+
+    def changes(self, *, diff: bool = False,
+                max_diff_bytes: Optional[int] = None) -> "List[T.Change]":
+        """What the session's commands changed in the workspace, against the
+        host's files as they are now (workspace_mode="overlay" only); with
+        diff, a unified diff of each text file, at most max_diff_bytes."""
+        req: Dict[str, Any] = {"diff": diff}
+        if max_diff_bytes is not None:
+            req["max_diff_bytes"] = int(max_diff_bytes)
+        r = self.request("changes", **req)
+        return [T.Change(path=c["path"], status=c["status"], type=c.get("type", "file"),
+                         size=c.get("size"), old_size=c.get("old_size"),
+                         from_path=c.get("from"), conflict=bool(c.get("conflict")),
+                         diff=c.get("diff"), diff_truncated=bool(c.get("diff_truncated")))
+                for c in r.get("changes", [])]
+
+    def commit(self, paths: Optional[Sequence[str]] = None, *,
+               force: bool = False) -> "T.CommitResult":
+        """Apply the changes (all, or those at paths and beneath them) to the
+        host workspace, each file atomically. When the host changed one of
+        them since the session started, nothing is written and CommitConflict
+        is raised, unless force."""
+        req: Dict[str, Any] = {"force": force}
+        if paths is not None:
+            req["paths"] = [os.fspath(p) for p in paths]
+        r = self.request("commit", **req)
+        res = T.CommitResult(committed=list(r.get("committed", [])),
+                             conflicts=list(r.get("conflicts", [])))
+        if res.conflicts and not force:
+            raise CommitConflict(res.conflicts)
+        return res
+
+    def discard(self) -> None:
+        """Throw the changes away: the session ends (its processes are
+        killed) and its layer is removed; the host workspace was never
+        touched. Open a new Sandbox to go on."""
+        try:
+            self.request("discard")
+        finally:
+            self.close()
 
     # ---- files: listing and searching ----
 
@@ -545,6 +593,15 @@ class Sandbox(T.SandboxBackendProtocol):
     async def aexecute(self, command: str, *, timeout: Optional[int] = None):
         return await asyncio.to_thread(self.execute, command, timeout=timeout)
 
+    async def achanges(self, *, diff: bool = False, max_diff_bytes: Optional[int] = None):
+        return await asyncio.to_thread(self.changes, diff=diff, max_diff_bytes=max_diff_bytes)
+
+    async def acommit(self, paths: Optional[Sequence[str]] = None, *, force: bool = False):
+        return await asyncio.to_thread(self.commit, paths, force=force)
+
+    async def adiscard(self) -> None:
+        return await asyncio.to_thread(self.discard)
+
     async def als(self, path: str = "/workspace"):
         return await asyncio.to_thread(self.ls, path)
 
@@ -599,6 +656,15 @@ class LegacySandbox(Sandbox):
     async def aread(self, file_path: str, offset: int = 0,  # type: ignore
                     limit: int = 2000) -> str:
         return await self.aread_text(file_path, offset, limit)
+
+
+class CommitConflict(SandboxError):
+    """commit refused: the host changed these workspace paths since the
+    session started (nothing was written; commit(force=True) overwrites)."""
+
+    def __init__(self, paths: List[str]):
+        super().__init__("changed on the host since the session started: " + ", ".join(paths))
+        self.paths = paths
 
 
 class FileError(SandboxError):

@@ -141,6 +141,32 @@ class Result:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+@dataclass
+class Change:
+    """One path the overlay layer changes (docs/workspace.md): status is
+    added, modified, deleted or renamed (then from_path is the old path);
+    conflict says the host file changed since the session started; diff is
+    a unified diff of a text file when asked for, else None."""
+
+    path: str
+    status: str
+    type: str = "file"
+    size: Optional[int] = None
+    old_size: Optional[int] = None
+    from_path: Optional[str] = None
+    conflict: bool = False
+    diff: Optional[str] = None
+    diff_truncated: bool = False
+
+
+@dataclass
+class CommitResult:
+    """What commit wrote to the host workspace."""
+
+    committed: List[str] = field(default_factory=list)
+    conflicts: List[str] = field(default_factory=list)
+
+
 # deepagents' own classes where it is installed: releases before 0.5 lack
 # the *Result classes of ls, read, glob, grep; before 0.7, DeleteResult
 DEEPAGENTS = False
