@@ -55,6 +55,12 @@ struct ab_cgroup {
 	unsigned long long rlimit_as;
 	int oom_fd;   /* memory.events or memory.oom_control, opened at first use */
 	int clone_fd; /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
+	/* v1: each hierarchy's tasks file, open for the init to write "0" to,
+	 * moving only itself: the kernel skips the global threadgroup lock
+	 * for that (cgroup_procs_write_start), so no RCU grace period is
+	 * waited for, where moving a pid through cgroup.procs waits one
+	 * (10-20 ms); -1: none */
+	int self_fd[H_COUNT];
 };
 
 /* "key value" lines: the value of key, or -1. */
@@ -244,6 +250,27 @@ static int make_dir(char *out, size_t len, const char *root, const char *rel, co
 
 static const char *procs_dir(const struct ab_cgroup *cg);
 
+/* Where a v1 hierarchy's cgroup was made: its tasks file for the init to
+ * enter by itself; the controller-less v2 one beside them (hybrid): its
+ * directory for clone3. What cannot be opened is left to
+ * ab_cgroup_attach. */
+static void open_v1_entries(struct ab_cgroup *cg)
+{
+	if (ab_cgfs_faked())
+		return;
+	for (int h = 0; h < H_COUNT; h++) {
+		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0))
+			continue;
+		if (h == H_UNIFIED) {
+			cg->clone_fd = open(cg->dir[h], O_PATH | O_DIRECTORY | O_CLOEXEC);
+			continue;
+		}
+		char path[1100];
+		snprintf(path, sizeof(path), "%s/tasks", cg->dir[h]);
+		cg->self_fd[h] = open(path, O_WRONLY | O_CLOEXEC);
+	}
+}
+
 static unsigned counter;
 
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
@@ -253,6 +280,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
 	cg->oom_fd = cg->clone_fd = -1;
+	for (int h = 0; h < H_COUNT; h++)
+		cg->self_fd[h] = -1;
 	cg->st.version = "none";
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
@@ -329,6 +358,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 				snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
 					 cg->dir[H_CPU]);
 			apply_v1(cg, lim);
+			open_v1_entries(cg);
 		}
 	}
 	if (parent && !procs_dir(cg)) {
@@ -352,12 +382,35 @@ int ab_cgroup_clone_fd(const struct ab_cgroup *cg)
 	return cg ? cg->clone_fd : -1;
 }
 
-int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err)
+size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds)
+{
+	size_t n = 0;
+	for (int h = 0; cg && h < H_COUNT; h++)
+		if (cg->self_fd[h] >= 0)
+			fds[n++] = cg->self_fd[h];
+	return n;
+}
+
+int ab_cgroup_enter(const struct ab_cgroup *cg, struct ab_error *err)
+{
+	for (int h = 0; cg && h < H_COUNT; h++) {
+		if (cg->self_fd[h] < 0)
+			continue;
+		if (write(cg->self_fd[h], "0", 1) != 1)
+			return ab_error_set(err, errno, "cannot enter the sandbox's cgroup %s",
+					    cg->dir[h]);
+		close(cg->self_fd[h]);
+	}
+	return 0;
+}
+
+int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_error *err)
 {
 	char v[32];
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	for (int h = 0; cg && h < H_COUNT; h++) {
-		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0))
+		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0) ||
+		    cg->self_fd[h] >= 0 || (placed && h == H_UNIFIED))
 			continue;
 		int r = ab_cgfs_write(cg->dir[h], "cgroup.procs", v);
 		if (r < 0 && h == H_UNIFIED && !cg->v2) {
@@ -528,6 +581,8 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 		return;
 	ab_close_keep_errno(cg->oom_fd);
 	ab_close_keep_errno(cg->clone_fd);
+	for (int h = 0; h < H_COUNT; h++)
+		ab_close_keep_errno(cg->self_fd[h]);
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
 		char parents[H_COUNT][1024];

@@ -67,8 +67,18 @@ const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
 int ab_cgroup_clone_fd(const struct ab_cgroup *cg);
 
 /* Move pid (the sandbox's init, before it runs anything) into the cgroup in
- * every hierarchy. A no-op on a "none" handle. */
-int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, struct ab_error *err);
+ * every hierarchy it does not enter by itself (ab_cgroup_enter) and, when
+ * placed (clone3 put it there), but for the v2 one. A no-op on a "none"
+ * handle. */
+int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_error *err);
+
+/* cgroup v1: the fds the init needs for ab_cgroup_enter (kept open across
+ * its fd cleanup); fds has room for 8. Returns how many. */
+size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds);
+/* In the sandbox's init, first thing: move itself into the v1 hierarchies'
+ * cgroups. A process that moves only itself takes no global lock, so this
+ * costs no RCU grace period, unlike a move by pid from the launcher. */
+int ab_cgroup_enter(const struct ab_cgroup *cg, struct ab_error *err);
 
 /* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
  * in the sandbox, in the command's process before exec. */

@@ -292,9 +292,10 @@ _Noreturn void init_main(struct init_args *a)
 
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* the launcher's detached mounts of the sources (idmap.h) stay */
-	int keep[4 + a->plan->n];
-	size_t n_keep = 0;
+	/* the launcher's detached mounts of the sources (idmap.h) stay, and the
+	 * v1 cgroups' tasks files it enters by itself (cgroup.h) */
+	int keep[4 + 8 + a->plan->n];
+	size_t n_keep = ab_cgroup_entry_fds(a->cgroup, keep);
 	keep[n_keep++] = a->sync_fd;
 	keep[n_keep++] = a->shim_sock;
 	for (size_t i = 0; i < a->plan->n; i++)
@@ -305,6 +306,9 @@ _Noreturn void init_main(struct init_args *a)
 	close_fds_except(keep, n_keep);
 	if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
 		_exit(AB_EXIT_FAILURE);
+	/* into the cgroup before anything else runs here (limits, pids) */
+	if (ab_cgroup_enter(a->cgroup, &err) < 0)
+		init_fail(a->sync_fd, &err);
 
 	setsid();
 	int landlock_abi = 0;

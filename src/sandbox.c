@@ -137,8 +137,9 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	/* those not yet scheduled are reaped when the plan is freed */
 	view_plan_reap_helpers(&sb->plan, false);
 	view_plan_close_trees(&sb->plan); /* the init has its own copies */
-	/* into the cgroup before it runs anything: it waits for GO */
-	r = placed ? 0 : ab_cgroup_attach(sb->cg, pid, err);
+	/* into the cgroup before it runs anything: it waits for GO (on v1 it
+	 * enters by itself then, which is cheaper: ab_cgroup_enter) */
+	r = ab_cgroup_attach(sb->cg, pid, placed, err);
 	if (r == 0)
 		r = userns_write_maps(pid, &sb->cfg, err);
 	if (r == 0 && (r = sync_send(pair[0], SYNC_GO, 0, 0, NULL)) < 0)

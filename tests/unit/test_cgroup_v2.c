@@ -127,7 +127,7 @@ Test(cgroup_v2, attach_and_accounting_read_the_v2_files)
 	cr_assert_eq(ab_cgroup_create(NULL, &lim, &cg, &err), 0, "%s", err.msg);
 	char dir[1024];
 	cgroup_dir(cg, dir, sizeof(dir));
-	cr_assert_eq(ab_cgroup_attach(cg, 4242, &err), 0, "%s", err.msg);
+	cr_assert_eq(ab_cgroup_attach(cg, 4242, false, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(get(dir, "cgroup.procs"), "4242");
 	char rel[1100];
 	snprintf(rel, sizeof(rel), "%s/memory.events", dir + strlen(root) + 1);
