@@ -253,6 +253,10 @@ static int claim_kept_dir(const struct ab_config *cfg, struct ab_layer *l, bool 
 					   l->dir, old.workspace);
 		l->started = old.started;
 		free(old.workspace);
+		/* the protected paths come from this run's configuration */
+		for (size_t i = 0; i < old.n_protect; i++)
+			free(old.protect[i]);
+		free(old.protect);
 		*reuse = r == 0;
 		return r;
 	}
