@@ -92,10 +92,10 @@ struct ab_session {
 		bool idle;
 		pid_t pid; /* on the host; 0: unknown */
 	} * shims;
-	size_t n_shims; /* slots: commands running, shims still cleaning up after
-			 * theirs, and a spare */
-	unsigned asked; /* SYNC_NEW_SHIM sent and not answered yet */
-	int shim_error; /* why the init could not start the last one asked */
+	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
+			       * theirs, and a spare */
+	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
+	int shim_error;	      /* why the init could not start the last one asked */
 	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
 };
 
