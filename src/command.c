@@ -151,28 +151,6 @@ static int build_spec(struct ab_session *s, const struct ab_exec *x, const char 
 	return 0;
 }
 
-void command_clear(struct cmd *c)
-{
-	net_report_free(&c->net);
-	capture_free(&c->out);
-	capture_free(&c->err);
-	memset(c, 0, sizeof(*c));
-	c->ctl = c->out_rd = c->err_rd = c->shim_pidfd = c->cmd_pidfd = -1;
-}
-
-void command_release(struct ab_session *s, struct cmd *c)
-{
-	session_unwatch(s, &c->ctl);
-	session_unwatch(s, &c->out_rd);
-	session_unwatch(s, &c->err_rd);
-	if (c->shim_pidfd >= 0)
-		close(c->shim_pidfd);
-	if (c->cmd_pidfd >= 0)
-		close(c->cmd_pidfd);
-	command_clear(c);
-	s->running--;
-}
-
 /* A free slot for a command tagged tag, or a negative errno. */
 static int free_slot(const struct ab_session *s, unsigned long long tag, struct ab_error *err)
 {
@@ -556,59 +534,6 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 			return;
 		}
 	}
-}
-
-/* The host pid of a command's shim: known from the init when it made the
- * shim, else from the pidfd STARTED brought; -1 while neither is known. */
-static pid_t shim_host_pid(struct cmd *c)
-{
-	if (!c->shim_pid && c->shim_pidfd >= 0)
-		c->shim_pid = pidfd_host_pid(c->shim_pidfd);
-	return c->shim_pid ? c->shim_pid : -1;
-}
-
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strstr(buf, "\nPPid:");
-	return p ? (pid_t)atoi(p + 6) : 0;
-}
-
-/* Which command a denied process belongs to: the one whose shim is its
- * ancestor (the shim is the subreaper of everything the command starts).
- * The init and the shims themselves are agentbox, not a command: what a
- * profile denies them (pidfd_open, say) counts for the session only. */
-struct ab_denials *command_route_denial(pid_t pid, void *arg)
-{
-	struct ab_session *s = arg;
-	if (pid == s->init)
-		return NULL;
-	struct cmd *only = NULL;
-	size_t n = 0;
-	for (size_t i = 0; i < s->max; i++)
-		if (s->cmds[i].used) {
-			only = &s->cmds[i];
-			n++;
-			if (shim_host_pid(only) == pid)
-				return NULL;
-		}
-	if (n == 1)
-		return &only->denials;
-	for (int depth = 0; pid > 1 && depth < 64; depth++) {
-		pid = parent_of(pid);
-		for (size_t i = 0; i < s->max; i++)
-			if (s->cmds[i].used && shim_host_pid(&s->cmds[i]) == pid)
-				return &s->cmds[i].denials;
-	}
-	return NULL;
 }
 
 /* Deadlines, and whether a command is complete. */

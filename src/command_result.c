@@ -3,13 +3,15 @@
  * validated report (124 on a timeout, 128+N for a signal), OOM from the
  * cgroup's own events, CPU and memory from the shim's accounting of every
  * process of the command's tree, the denials routed to it, the protected
- * workspace paths it changed, and its output. */
+ * workspace paths it changed, and its output; then the command's slot is
+ * released. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "error.h"
@@ -17,6 +19,28 @@
 #include "protect.h"
 #include "session.h"
 #include "util.h"
+
+void command_clear(struct cmd *c)
+{
+	net_report_free(&c->net);
+	capture_free(&c->out);
+	capture_free(&c->err);
+	memset(c, 0, sizeof(*c));
+	c->ctl = c->out_rd = c->err_rd = c->shim_pidfd = c->cmd_pidfd = -1;
+}
+
+void command_release(struct ab_session *s, struct cmd *c)
+{
+	session_unwatch(s, &c->ctl);
+	session_unwatch(s, &c->out_rd);
+	session_unwatch(s, &c->err_rd);
+	if (c->shim_pidfd >= 0)
+		close(c->shim_pidfd);
+	if (c->cmd_pidfd >= 0)
+		close(c->cmd_pidfd);
+	command_clear(c);
+	s->running--;
+}
 
 bool command_oom(struct ab_session *s, const struct cmd *c)
 {

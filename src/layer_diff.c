@@ -1,5 +1,5 @@
 /* Bounded unified diffs of a change's text files, made by diff(1) on the
- * host side (layer_review.h). */
+ * host side (layer_review.h), and opening a workspace file for them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,12 +11,25 @@
 #include <unistd.h>
 
 #include "layer_review.h"
+#include "protect.h"
 #include "util.h"
 
 #define TEXT_PROBE     8192
 #define DIFF_MAX_INPUT (4 << 20) /* bigger files get no diff */
 
 extern char **environ;
+
+int layer_open_file(int dirfd, const char *rel)
+{
+	cleanup_fd int p = ab_open_beneath(dirfd, rel);
+	if (p < 0)
+		return p;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p);
+	/* reopen the O_PATH fd: it is the file already checked */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
 
 /* Text: no NUL in the first TEXT_PROBE bytes. The fd is rewound. */
 static bool looks_text(int fd)

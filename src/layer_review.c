@@ -277,18 +277,6 @@ static void find_renames(struct change_list *cl, int upfd, int wsfd)
 	}
 }
 
-int layer_open_file(int dirfd, const char *rel)
-{
-	cleanup_fd int p = ab_open_beneath(dirfd, rel);
-	if (p < 0)
-		return p;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", p);
-	/* reopen the O_PATH fd: it is the file already checked */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
 /* DIR/committed: "ctime_sec ctime_nsec ino path" for each file a commit
  * wrote, so that its own writes are not taken for the host's. */
 static void read_committed(const struct ab_layer *l, struct change_list *cl)

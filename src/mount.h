@@ -47,7 +47,7 @@ struct view_plan {
 	char *passwd, *group;		/* idmap.h: bound read-only over /etc/passwd, /etc/group */
 	pid_t idmap_helpers[16];	/* idmap.c: exited children, reaped by view_plan_free */
 	size_t n_idmap_helpers;
-	bool bind_proc; /* --isolation best without own-proc */
+	bool bind_proc;		/* --isolation best without own-proc */
 	struct ab_layer *layer; /* layer.h: the overlay workspace's, or NULL */
 };
 

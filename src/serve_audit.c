@@ -90,8 +90,8 @@ void serve_audit_result(int *fd, json_object *id, const struct ab_result *res, c
 	json_object_object_add(o, "id", id_copy(id));
 	if (res) {
 		json_object *f = ab_result_fields_json(res, true, false, false, false);
-		const char *keep[] = {"exit_code", "signal", "duration_ms", "timed_out",
-				      "denied_syscalls", "network"};
+		const char *keep[] = {"exit_code", "signal",	      "duration_ms",
+				      "timed_out", "denied_syscalls", "network"};
 		for (size_t i = 0; f && i < sizeof(keep) / sizeof(keep[0]); i++) {
 			json_object *v;
 			if (json_object_object_get_ex(f, keep[i], &v))

@@ -4,12 +4,16 @@
  *
  *   session.c         open (build the sandbox, wait for READY), the epoll
  *                     dispatch, the init's messages, stats, close
- *   shim_pool.c       the command shims the init starts: idle ones, spares
  *   command.c         one command's lifecycle: start, output, deadline,
  *                     TERM -> KILL escalation, the shim's messages
  *   command_result.c  its result: status, timeout, OOM, accounting,
- *                     denials, protected paths, output
+ *                     denials, protected paths, output; its slot's release
+ *   shim_pool.c       the command shims the init starts: idle ones, spares;
+ *                     which command a denied process belongs to
+ *   session_watch.c   the clock, and interest in the epoll set
  *   run.c             `agentbox run`: a session of one command
+ *
+ * Each file calls only the ones below it in this list (tools/check-circles).
  *
  * Nothing the sandbox sends is trusted beyond its validated form: a
  * malformed message from the init ends the session, one from a shim ends
@@ -88,10 +92,10 @@ struct ab_session {
 		bool idle;
 		pid_t pid; /* on the host; 0: unknown */
 	} * shims;
-	size_t n_shims; /* slots: commands running, shims still cleaning up after
-			 * theirs, and a spare */
-	unsigned asked; /* SYNC_NEW_SHIM sent and not answered yet */
-	int shim_error; /* why the init could not start the last one asked */
+	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
+			       * theirs, and a spare */
+	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
+	int shim_error;	      /* why the init could not start the last one asked */
 	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
 };
 
@@ -105,6 +109,8 @@ struct ab_session {
 int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limits,
 		 struct ab_session **out, struct ab_error *err);
 int session_ready(struct ab_session *s, struct ab_error *err);
+
+/* session_watch.c */
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
 void session_unwatch(struct ab_session *s, int *fd);
@@ -118,11 +124,11 @@ void pool_on_shim(struct ab_session *s, size_t i);
 /* A message of the init after setup; false when it ends the session. */
 bool pool_on_sync(struct ab_session *s);
 void pool_drop_idle(struct ab_session *s);
-pid_t pidfd_host_pid(int pidfd);
+/* Which command's denials a denied process counts for (the command whose
+ * shim is its ancestor), or NULL: the session's (an ab_denial_route). */
+struct ab_denials *command_route_denial(pid_t pid, void *arg);
 
 /* command.c */
-void command_clear(struct cmd *c);
-void command_release(struct ab_session *s, struct cmd *c);
 void command_on_ctl(struct ab_session *s, struct cmd *c);
 void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
 		   void *arg);
@@ -131,9 +137,11 @@ void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, 
 		   void *arg);
 /* The earliest deadline of any command, 0: none. */
 unsigned long long command_next_deadline(const struct ab_session *s);
-struct ab_denials *command_route_denial(pid_t pid, void *arg);
 
 /* command_result.c */
+void command_clear(struct cmd *c);
+/* Out of the epoll set, its fds closed, its slot free. */
+void command_release(struct ab_session *s, struct cmd *c);
 /* The command's RESULT event (a result, or the error why there is none),
  * then its slot is free. */
 void command_finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg);

@@ -159,9 +159,12 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 			return -ENOMEM;
 		}
 	}
-	struct spawn_args a = {
-		.in = in, .out = out, .err = err, .argv = argv, .as_limit = as_limit,
-				  .landlock_fd = bare_landlock};
+	struct spawn_args a = {.in = in,
+			       .out = out,
+			       .err = err,
+			       .argv = argv,
+			       .as_limit = as_limit,
+			       .landlock_fd = bare_landlock};
 	environ = envp;
 	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = NULL;

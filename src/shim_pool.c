@@ -2,7 +2,9 @@
  * launcher asks and hands their sockets over; a command goes to an idle
  * one, and a spare is asked for at once so that the fork is not on the
  * next command's path. In a one-command session (`agentbox run`) the init
- * itself is the only shim and no spare is ever asked for. */
+ * itself is the only shim and no spare is ever asked for. Each command's
+ * shim is the ancestor of its processes: what the seccomp listener denies a
+ * process is routed to its command by it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +20,7 @@
 
 /* The pid a pidfd refers to, in our pid namespace; -1 when it cannot be
  * read (0 would be a process gone). */
-pid_t pidfd_host_pid(int pidfd)
+static pid_t pidfd_host_pid(int pidfd)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
@@ -32,6 +34,59 @@ pid_t pidfd_host_pid(int pidfd)
 	char *p = strstr(buf, "\nPid:");
 	pid_t pid = p ? (pid_t)atoi(p + 5) : -1;
 	return pid > 0 ? pid : -1;
+}
+
+/* The host pid of a command's shim: known from the init when it made the
+ * shim, else from the pidfd STARTED brought; -1 while neither is known. */
+static pid_t shim_host_pid(struct cmd *c)
+{
+	if (!c->shim_pid && c->shim_pidfd >= 0)
+		c->shim_pid = pidfd_host_pid(c->shim_pidfd);
+	return c->shim_pid ? c->shim_pid : -1;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strstr(buf, "\nPPid:");
+	return p ? (pid_t)atoi(p + 6) : 0;
+}
+
+/* Which command a denied process belongs to: the one whose shim is its
+ * ancestor (the shim is the subreaper of everything the command starts).
+ * The init and the shims themselves are agentbox, not a command: what a
+ * profile denies them (pidfd_open, say) counts for the session only. */
+struct ab_denials *command_route_denial(pid_t pid, void *arg)
+{
+	struct ab_session *s = arg;
+	if (pid == s->init)
+		return NULL;
+	struct cmd *only = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < s->max; i++)
+		if (s->cmds[i].used) {
+			only = &s->cmds[i];
+			n++;
+			if (shim_host_pid(only) == pid)
+				return NULL;
+		}
+	if (n == 1)
+		return &only->denials;
+	for (int depth = 0; pid > 1 && depth < 64; depth++) {
+		pid = parent_of(pid);
+		for (size_t i = 0; i < s->max; i++)
+			if (s->cmds[i].used && shim_host_pid(&s->cmds[i]) == pid)
+				return &s->cmds[i].denials;
+	}
+	return NULL;
 }
 
 void pool_add(struct ab_session *s, int sock, pid_t pid)
