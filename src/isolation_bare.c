@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <linux/landlock.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,23 +29,9 @@
 
 #include "error.h"
 #include "init.h"
+#include "landlock_compat.h"
 #include "proc.h"
 #include "util.h"
-
-#ifndef LANDLOCK_ACCESS_FS_REFER
-#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
-#endif
-#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
-#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
-#endif
-#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
-#define LANDLOCK_ACCESS_NET_BIND_TCP	(1ULL << 0)
-#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
-#endif
-#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
-#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
-#endif
 
 /* struct landlock_ruleset_attr as of ABI 6, whatever the headers know */
 struct bare_ruleset_attr {
