@@ -16,7 +16,7 @@ int caps_drop_all(struct ab_error *err)
 	for (int c = 0; c < 64; c++) {
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0 || errno == EINVAL)
 			continue;
-		/* containers: an unprivileged process outside any user namespace
+		/* an unprivileged process outside any user namespace
 		 * of its own (isolation_bare.c) has no CAP_SETPCAP; it holds no
 		 * capability, and no_new_privs below keeps exec from granting one */
 		if (errno == EPERM && geteuid() != 0)

@@ -132,7 +132,7 @@ void check_gather(struct check_facts *f)
 		snprintf(f->idmap_detail, sizeof(f->idmap_detail), "%.*s",
 			 (int)sizeof(f->idmap_detail) - 1, d);
 	}
-	/* containers: what a container refuses, by trying it (isolation.h) */
+	/* what a container refuses, by trying it (isolation.h) */
 	f->isolation_missing = ab_isolation_probe(true, f->isolation_why, sizeof(f->isolation_why));
 	trial(f);
 }
@@ -192,7 +192,7 @@ static void assess_userns(const struct check_facts *f, struct check_item *it)
 			"(/etc/apparmor.d/usr.bin.agentbox), or load that profile: sudo "
 			"apparmor_parser -r /etc/apparmor.d/usr.bin.agentbox");
 	} else if (f->isolation_missing & AB_MISSING_NAMESPACES) {
-		/* containers: the probe says what refused, not a guess */
+		/* the probe says what refused, not a guess */
 		item(it, "user namespaces", CHECK_FAIL, "refused%s: %.300s",
 		     f->in_container ? " (this container's seccomp profile, as Docker's "
 				       "default does)"

@@ -33,7 +33,7 @@ struct check_facts {
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */
-	/* containers: what the isolation probe found missing (isolation.h) */
+	/* what the isolation probe found missing (isolation.h) */
 	unsigned isolation_missing;
 	char isolation_why[600];
 };

@@ -312,7 +312,7 @@ _Noreturn void init_main(struct init_args *a)
 
 	setsid();
 	int landlock_abi = 0;
-	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) { /* containers */
+	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) {
 		if (ab_bare_confine(a, &landlock_abi, &err) < 0)
 			init_fail(a->sync_fd, &err);
 		goto confined;

@@ -247,7 +247,7 @@ static int cmd_run(int argc, char **argv)
 				res.denied[i].count);
 		fputc('\n', stderr);
 	}
-	if (report < 0) /* net: --net allow= */
+	if (report < 0) /* --net allow= */
 		ab_net_report_print_denials(&res.network, stderr);
 	int code = res.exit_code;
 	ab_result_free(&res);

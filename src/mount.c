@@ -193,7 +193,7 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 {
 	int r;
 	view_plan_init(plan);
-	plan->bind_proc = cfg->isolation_missing & AB_MISSING_OWN_PROC; /* containers */
+	plan->bind_proc = cfg->isolation_missing & AB_MISSING_OWN_PROC;
 
 	if ((r = plan_add_system(plan, err)) < 0)
 		return r;
@@ -628,7 +628,7 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 			return ab_error_set(err, errno, "cannot create the link %s", e->dst);
 		return 0;
 	case VIEW_PROC:
-		if (plan->bind_proc) /* containers: isolation.h */
+		if (plan->bind_proc) /* isolation.h */
 			return ab_isolation_bind_proc(root, err);
 		return mount_proc(root, plan, err);
 	case VIEW_DEV:

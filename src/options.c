@@ -232,7 +232,7 @@ enum {
 	OPT_UNPROTECT,
 	OPT_SECCOMP,
 	OPT_LANDLOCK,
-	OPT_ISOLATION, /* containers: isolation.c */
+	OPT_ISOLATION, /* isolation.c */
 	OPT_TIMEOUT,
 	OPT_KILL_AFTER,
 	OPT_MAX_TIMEOUT,

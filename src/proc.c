@@ -42,7 +42,7 @@ int ab_procs_open(struct ab_procs *it)
 	it->d = opendir("/proc");
 	if (!it->d)
 		return -errno;
-	/* containers: a /proc of an outer pid namespace (isolation.h, own-proc
+	/* a /proc of an outer pid namespace (isolation.h, own-proc
 	 * missing) numbers processes its way: they are translated into ours */
 	pid_t ns[32];
 	int n = nspids(0, ns, 32);

@@ -8,7 +8,7 @@
 
 struct ab_procs {
 	DIR *d;
-	int depth; /* containers: NSpid fields of ours when /proc is an outer one, else 0 */
+	int depth; /* NSpid fields of ours when /proc is an outer one, else 0 */
 };
 
 /* Start listing; -errno when /proc cannot be read. */

@@ -267,7 +267,7 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 		q->kind = AB_REQUEST_PING;
 	else if (strcmp(op, "shutdown") == 0)
 		q->kind = AB_REQUEST_SHUTDOWN;
-	else if (strcmp(op, "net") == 0) { /* net: src/netop.c checks the values */
+	else if (strcmp(op, "net") == 0) { /* src/netop.c checks the values */
 		static const char *const net_fields[] = {"allow", "deny", NULL};
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);

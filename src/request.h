@@ -21,7 +21,7 @@ enum ab_request_op {
 	AB_REQUEST_STATS,
 	AB_REQUEST_PING,
 	AB_REQUEST_SHUTDOWN,
-	AB_REQUEST_NET,	  /* net: src/netop.c */
+	AB_REQUEST_NET,	  /* src/netop.c */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
 	AB_REQUEST_UNKNOWN,
 };

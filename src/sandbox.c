@@ -298,7 +298,7 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	sb->cfg = *cfg;
 	sb->cfg.timeout_ms = sb->limits.timeout_ms = effective_timeout(cfg);
 	cfg = &sb->cfg;
-	r = ab_isolation_decide(cfg, err); /* containers: --isolation best */
+	r = ab_isolation_decide(cfg, err); /* --isolation best */
 	if (r < 0)
 		return r;
 	/* everything that checks the caller's input comes before the cgroup,
@@ -330,7 +330,7 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	free(notices);
 	if (r < 0) {
 		sandbox_release(sb);
-		/* containers: an idmapping's user namespace refused */
+		/* an idmapping's user namespace refused */
 		ab_isolation_explain(cfg, AB_MISSING_NAMESPACES, err);
 	}
 	return r;
@@ -356,6 +356,6 @@ void sandbox_limits_into(const struct sandbox *sb, struct ab_result *res)
 	res->cpu = sb->limits.cpu;
 	res->pids = sb->limits.pids;
 	res->cgroup_version = sb->limits.cgroup_version;
-	res->isolation_missing = sb->cfg.isolation_missing; /* containers */
+	res->isolation_missing = sb->cfg.isolation_missing;
 	memcpy(res->cgroup_path, sb->limits.cgroup_path, sizeof(res->cgroup_path));
 }

@@ -452,7 +452,7 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
 		ab_close_keep_errno(s->shims[i].sock);
 	free(s->shims);
-	netproxy_free(s->net); /* net */
+	netproxy_free(s->net);
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);

@@ -218,7 +218,7 @@ static size_t descendants(int sig, struct shim_msg *list, size_t max)
 			kill(pid[i], sig);
 		if (list && list->n_background < max) {
 			char comm[32];
-			/* containers: right in an outer namespace's /proc too */
+			/* right in an outer namespace's /proc too */
 			ab_proc_comm(pid[i], comm, sizeof(comm));
 			list->background[list->n_background].pid = pid[i];
 			snprintf(list->background[list->n_background].comm,

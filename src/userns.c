@@ -20,11 +20,11 @@ unsigned long userns_clone_flags(const struct ab_config *cfg)
 {
 	/* no CLONE_NEWCGROUP: the init makes the cgroup namespace itself once
 	 * the launcher has moved it into the sandbox's cgroup, its root then */
-	/* containers: --isolation best without namespaces (isolation_bare.c) */
+	/* --isolation best without namespaces (isolation_bare.c) */
 	if (cfg->isolation_missing & AB_MISSING_NAMESPACES)
 		return 0;
 	unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-	if (cfg->net != AB_NET_HOST) /* none, and the proxy's (net) */
+	if (cfg->net != AB_NET_HOST) /* none, and the proxy's */
 		f |= CLONE_NEWNET;
 	return f;
 }
@@ -67,7 +67,7 @@ int userns_write_id_maps(pid_t pid, uid_t uid, uid_t outer_uid, gid_t gid, gid_t
 
 int userns_write_maps(pid_t pid, const struct ab_config *cfg, struct ab_error *err)
 {
-	if (cfg->isolation_missing & AB_MISSING_NAMESPACES) /* containers: no user namespace */
+	if (cfg->isolation_missing & AB_MISSING_NAMESPACES) /* no user namespace */
 		return 0;
 	/* without CAP_SETGID on the host, a gid map needs setgroups denied
 	 * (user_namespaces(7)); with it, the sandbox drops its groups itself */
@@ -131,7 +131,7 @@ void userns_limit_inotify(void)
 
 int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
 {
-	/* containers: --isolation best without uts (isolation.h) */
+	/* --isolation best without uts (isolation.h) */
 	if (!(cfg->isolation_missing & AB_MISSING_UTS) &&
 	    sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
 		return ab_error_set(err, errno, "cannot set the host name to '%s'", cfg->hostname);
