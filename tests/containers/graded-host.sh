@@ -16,11 +16,22 @@ bad() {
 }
 ws=$(mktemp -d /tmp/agentbox-graded-XXXXXX)
 chmod 755 "$ws"
+bindir=
 # as_container --mask-proc makes root uid 65534, who must own the workspace
-[ "$(id -u)" = 0 ] && chown 65534:65534 "$ws"
+# and reach agentbox (a checkout in root's 0700 home it cannot): a copy
+if [ "$(id -u)" = 0 ]; then
+	chown 65534:65534 "$ws"
+	bindir=$(mktemp -d /tmp/agentbox-graded-bin-XXXXXX)
+	chmod 755 "$bindir"
+	cp "$ab" "$bindir/agentbox"
+	cp -r "$(dirname "$0")/../../policy" "$bindir/policy"
+	chmod -R a+rX "$bindir"
+	ab=$bindir/agentbox
+	export AGENTBOX_POLICY_DIR="$bindir/policy"
+fi
 cleanup() {
 	kill "$outside" 2>/dev/null
-	rm -rf "$ws"
+	rm -rf "$ws" ${bindir:+"$bindir"}
 }
 sleep 4243 &
 outside=$!
