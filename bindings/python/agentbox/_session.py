@@ -167,17 +167,23 @@ class Session:
                 except (OSError, ValueError):
                     line = b""
                 if not line:
-                    self._proc.wait()
-                    self._fail_all(SandboxClosed("the agentbox server ended (exit status %s)%s"
-                                                 % (self._proc.returncode,
-                                                    ": " + self._stderr_text()
-                                                    if self._stderr else "")))
+                    self._ended()
                     break
                 self._handle(line)
         finally:
             with self._lock:
                 self._reading = False
                 self._turn.notify_all()
+
+    def _ended(self):
+        """The server's output is at its end: it has exited (or is about
+        to). Every pending call fails, saying how it ended."""
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._fail_all(SandboxClosed("the agentbox server ended (exit status %s)%s" % (
+            self._proc.returncode, ": " + self._stderr_text() if self._stderr else "")))
 
     def _unattributed(self, msg: Dict[str, Any]):
         """An error with id null. This client never sends a line without
@@ -239,6 +245,8 @@ class Session:
         except (OSError, ValueError):
             with self._lock:
                 self._calls.pop(rid, None)
+            if self._closed is None:
+                self._ended()  # no reader saw it go: say how it ended
             raise SandboxClosed(self._closed or "the agentbox server is gone")
         return call
 
