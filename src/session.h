@@ -73,6 +73,7 @@ struct ab_session {
 	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
 	int init_pidfd, sync_fd, listener;
 	int epfd, timerfd, devnull;
+	unsigned long long timer_at; /* the deadline timerfd is armed for, 0: none */
 	struct cmd *cmds;
 	size_t max, running;
 	unsigned long long seq, started_ms, commands_run;

@@ -334,9 +334,9 @@ static bool relay(int *src, int dst)
 	return true;
 }
 
-/* SHIM_STARTED, with pidfds of the shim and of the command, once: sent
- * when the command has run STARTED_DELAY_MS or has exited, whichever is
- * first, so that a short command costs the launcher one wake-up, not two.
+/* SHIM_STARTED, with pidfds of the shim and of the command, once, when
+ * the command has run STARTED_DELAY_MS; not at all when it exits before,
+ * so that a short command costs the launcher one wake-up, not two.
  * The launcher needs the pidfds only to kill from outside should this
  * shim be gone; until then the init kills what a dead shim leaves. */
 static void send_started(struct shim *sh)
@@ -384,7 +384,9 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 		       relay(&sh->relay_err, sh->err))
 			;
 	}
-	send_started(sh);
+	/* a command reaped before it was ever said STARTED has no pidfd to
+	 * give: EXITED alone says it all */
+	sh->started_sent = true;
 	packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0);
 	sh->exited_sent = true;
 	/* our copies of the output pipes were held until now: the end of the

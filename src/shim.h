@@ -21,9 +21,10 @@
  * when the command left no process behind (the shim, their subreaper, has
  * no child left): nothing more comes, and the launcher need not wait for
  * the end of ctl to give the result (and, with SHIM_IDLE_AT_FINAL, the
- * shim is free: no SYNC_READY follows). SHIM_STARTED may wait until the
- * command has run a few milliseconds or has exited (then it comes right
- * before SHIM_EXITED). The launcher sends one byte:
+ * shim is free: no SYNC_READY follows). SHIM_STARTED comes once the
+ * command has run a few milliseconds, not at all for a command that ended
+ * before (its pidfd would be of a reaped process). The launcher sends one
+ * byte:
  * SHIM_TERM (SIGTERM to every process of the command) or SHIM_KILL (SIGKILL
  * to all of them, reap, exit); end of file means SHIM_KILL. The shim runs
  * as the sandbox user, under the seccomp filter, so the launcher believes
