@@ -57,17 +57,31 @@ def render(r):
     for s in r["no_switch"]:
         w(f"- {s}")
 
-    rt = {x["key"]: x for x in r["roundtrip"]}
+    back = [x for x in r["roundtrip"] if not x.get("gap_s")]
+    spaced = [x for x in r["roundtrip"] if x.get("gap_s")]
+    rt = {x["key"]: x for x in back}
     sub = rt["subprocess"]["median"]
     cap_sub = rt["subprocess-capture"]["median"]
     w(f"\n### Session round trip\n\nPer request, sequential, one request in flight, "
-      f"{p['rt_rounds']} interleaved round(s); the client is Python writing and reading raw "
-      f"JSON lines; `true` runs under `/bin/sh -c` in every case.\n")
-    w("| method | requests | median | min – max | × subprocess.run |")
-    w("| --- | ---: | ---: | ---: | ---: |")
-    for x in r["roundtrip"]:
+      f"{p['rt_rounds']} interleaved round(s), back to back; raw JSON lines from Python, "
+      f"and the Python client's `execute(\"true\")`; `true` runs under `/bin/sh -c` in "
+      f"every case.\n")
+    w("| method | requests | median | min – max | × subprocess.run | × subprocess.run "
+      "(capture_output) |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for x in back:
         w(f"| {x['label']} | {x['n']} | {ms(x['median'])} | {ms(x['min'])} – {ms(x['max'])} | "
-          f"{x['median'] / sub:.2f} |")
+          f"{x['median'] / sub:.2f} | {x['median'] / cap_sub:.2f} |")
+    if spaced:
+        gap = spaced[0]["gap_s"]
+        cap_gap = {x["key"]: x for x in spaced}["subprocess-capture"]["median"]
+        w(f"\nThe same with {gap:g} s before each request (an agent's cadence), one request "
+          f"of each in a rotating order per round, {spaced[0]['n']} rounds:\n")
+        w("| method | median | min – max | × subprocess.run (capture_output) |")
+        w("| --- | ---: | ---: | ---: |")
+        for x in spaced:
+            w(f"| {x['label']} | {ms(x['median'])} | {ms(x['min'])} – {ms(x['max'])} | "
+              f"{x['median'] / cap_gap:.2f} |")
 
     if "cadence" in r:
         cadence(r, w)
@@ -224,7 +238,7 @@ def chart(r, png):
         return lines + ["EOD"]
 
     start = [(x["label"].replace("agentbox ", "ab "), x["median"] * 1e3) for x in r["startup"]]
-    rt = [(x["key"], x["median"] * 1e3) for x in r["roundtrip"]]
+    rt = [(x["key"], x["median"] * 1e3) for x in r["roundtrip"] if not x.get("gap_s")]
     cap = [(x["key"], x["mibps"]) for x in r["capture"]]
     term = "pngcairo size 1400,1100 font 'sans,10'"
     if "pngcairo" not in subprocess.run(["gnuplot", "-e", "set terminal"], text=True,

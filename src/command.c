@@ -53,6 +53,30 @@ static int sealed_memfd(const char *name, const void *data, size_t len)
 	return fd;
 }
 
+/* The spec for the shim: through a pipe when it fits in one page (a pipe
+ * always holds a page, so the write cannot block; cheaper than a memfd,
+ * whose creation, seals and release cost the launcher ~20 us a command),
+ * else a sealed memfd. */
+static int spec_fd(const void *data, size_t len)
+{
+	int p[2];
+	if (len > 4096)
+		return sealed_memfd("agentbox-spec", data, len);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ssize_t n;
+	do
+		n = write(p[1], data, len);
+	while (n < 0 && errno == EINTR);
+	int e = n < 0 ? errno : EIO;
+	close(p[1]);
+	if (n != (ssize_t)len) {
+		close(p[0]);
+		return -e;
+	}
+	return p[0];
+}
+
 struct buf {
 	char *p;
 	size_t len, cap;
@@ -197,14 +221,17 @@ static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec
 		       const struct buf *spec, int fds[SYNC_EXEC_FDS], struct ab_error *err)
 {
 	int ctl[2];
-	fds[EXEC_FD_SPEC] = sealed_memfd("agentbox-spec", spec->p, spec->len);
+	fds[EXEC_FD_SPEC] = spec_fd(spec->p, spec->len);
+	if (fds[EXEC_FD_SPEC] < 0)
+		return ab_error_set(err, -fds[EXEC_FD_SPEC], "starting the command");
 	fds[EXEC_FD_STDIN] = passed_fd(x, 0);
-	if (fds[EXEC_FD_STDIN] == -2)
+	if (fds[EXEC_FD_STDIN] == -2) /* /dev/null is the session's: sent, never closed */
 		fds[EXEC_FD_STDIN] =
 			x->stdin_data ? sealed_memfd("agentbox-stdin", x->stdin_data, x->stdin_len)
-				      : fcntl(s->devnull, F_DUPFD_CLOEXEC, 3);
-	if (fds[EXEC_FD_SPEC] < 0 || fds[EXEC_FD_STDIN] < 0)
-		return ab_error_set(err, errno, "starting the command");
+				      : s->devnull;
+	if (fds[EXEC_FD_STDIN] < 0)
+		return ab_error_set(err, fds[EXEC_FD_STDIN] == -1 ? errno : -fds[EXEC_FD_STDIN],
+				    "starting the command");
 	for (int i = 0; i < (c->merged ? 1 : 2); i++) {
 		int fd = passed_fd(x, 1 + i), p[2];
 		if (fd == -1)
@@ -281,7 +308,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->keep_bg = x->keep_background;
 	c->file_op = x == &fop;
 	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
-			 (c->file_op ? SHIM_FILEOP : 0);
+			 (c->file_op ? SHIM_FILEOP : 0) | SHIM_IDLE_AT_FINAL;
 	struct buf spec = {0};
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
@@ -314,11 +341,14 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		command_release(s, c);
 	} else {
 		c->shim_pid = s->shims[r].pid;
+		c->shim_slot = (size_t)r;
+		c->shim_gen = s->shims[r].gen;
 		r = 0;
 	}
 out:
 	for (int i = 0; i < SYNC_EXEC_FDS; i++)
-		if (i != EXEC_FD_STDERR || fds[i] != fds[EXEC_FD_STDOUT])
+		if ((i != EXEC_FD_STDERR || fds[i] != fds[EXEC_FD_STDOUT]) &&
+		    (i != EXEC_FD_STDIN || fds[i] != s->devnull))
 			ab_close_keep_errno(fds[i]);
 	if (r < 0 && !c->used) {
 		ab_close_keep_errno(c->ctl);
@@ -516,7 +546,10 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 			if (m.final && !c->keep_bg) {
 				/* nothing left behind and nothing more to come: the
 				 * end of ctl would only say so again (closing it
-				 * tells the shim to make sure of it) */
+				 * tells the shim to make sure of it); and the shim
+				 * is free (SHIM_IDLE_AT_FINAL) */
+				if (!c->file_op)
+					pool_idle_at_final(s, c);
 				c->ctl_eof = c->kill_sent = true;
 				session_unwatch(s, &c->ctl);
 				c->grace_at_ms = session_now_ms() + ORPHAN_PIPE_GRACE_MS;

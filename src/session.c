@@ -338,6 +338,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 		case K_TIMER: {
 			uint64_t ticks;
 			(void)!read(s->timerfd, &ticks, sizeof(ticks));
+			s->timer_at = 0; /* it fired: armed again below if still due */
 			break;
 		}
 		case K_CTL:
@@ -365,12 +366,15 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 	/* one timer for every deadline: absolute CLOCK_MONOTONIC, at least
 	 * 1 ns so that it stays armed */
 	unsigned long long next = command_next_deadline(s);
+	if (next == s->timer_at)
+		return 0; /* armed for it already: no system call on every wake-up */
 	struct itimerspec its = {0};
 	if (next) {
 		its.it_value.tv_sec = (time_t)(next / 1000);
 		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
 	}
-	timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+	if (timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		s->timer_at = next;
 	return 0;
 }
 

@@ -48,7 +48,9 @@ struct cmd {
 	unsigned long long tag, seq;
 	int ctl, out_rd, err_rd; /* out_rd, err_rd: -1 when passed through */
 	int shim_pidfd, cmd_pidfd;
-	pid_t shim_pid; /* on the host, once looked up; 0: not yet, -1: unknown */
+	pid_t shim_pid;	  /* on the host, once looked up; 0: not yet, -1: unknown */
+	size_t shim_slot; /* its shim's slot in the pool, while shim_gen is that slot's */
+	unsigned shim_gen;
 	struct ab_capture out, err;
 	bool merged, stream, keep_bg;
 	bool file_op; /* done by the shim itself: its process is the shim */
@@ -71,6 +73,7 @@ struct ab_session {
 	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
 	int init_pidfd, sync_fd, listener;
 	int epfd, timerfd, devnull;
+	unsigned long long timer_at; /* the deadline timerfd is armed for, 0: none */
 	struct cmd *cmds;
 	size_t max, running;
 	unsigned long long seq, started_ms, commands_run;
@@ -90,8 +93,10 @@ struct ab_session {
 	struct {
 		int sock;
 		bool idle;
-		pid_t pid; /* on the host; 0: unknown */
+		pid_t pid;    /* on the host; 0: unknown */
+		unsigned gen; /* which shim this slot holds (pool_add counts) */
 	} * shims;
+	unsigned shim_gens;
 	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
 			       * theirs, and a spare */
 	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
@@ -124,6 +129,9 @@ void pool_on_shim(struct ab_session *s, size_t i);
 /* A message of the init after setup; false when it ends the session. */
 bool pool_on_sync(struct ab_session *s);
 void pool_drop_idle(struct ab_session *s);
+/* A command's final SHIM_EXITED (SHIM_IDLE_AT_FINAL): its shim, if that
+ * slot still holds it, is idle without a SYNC_READY. */
+void pool_idle_at_final(struct ab_session *s, const struct cmd *c);
 /* Which command's denials a denied process counts for (the command whose
  * shim is its ancestor), or NULL: the session's (an ab_denial_route). */
 struct ab_denials *command_route_denial(pid_t pid, void *arg);

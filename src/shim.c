@@ -27,13 +27,15 @@
 #include "proc.h"
 #include "util.h"
 
+#define STARTED_DELAY_MS 5
+
 struct shim {
 	int ctl;
 	int out, err;		  /* the launcher's pipes, -1 once closed */
 	int relay_out, relay_err; /* keep_background: the command's pipes to us */
 	int log;		  /* keep_background: where output goes after the result */
 	pid_t cmd;
-	bool cmd_done, killing, exited_sent;
+	bool cmd_done, killing, exited_sent, started_sent;
 	int status;
 	struct shim_msg msg;
 };
@@ -46,26 +48,59 @@ static void shim_fail(struct shim *sh, int e, const char *what)
 	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
 }
 
-/* The spec the launcher wrote: header and strings, every bound checked. */
-static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp, char **cwd)
+/* The spec's bytes: from a pipe (a small spec) up to its end, or from a
+ * memfd of its size; NULL when it is over SHIM_SPEC_MAX or unreadable. */
+static char *spec_bytes(int fd, size_t *len)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*hdr) || st.st_size > SHIM_SPEC_MAX)
+	if (fstat(fd, &st) < 0 || st.st_size > SHIM_SPEC_MAX)
 		return NULL;
-	size_t len = (size_t)st.st_size;
-	char *buf = malloc(len + 1);
-	if (!buf)
-		return NULL;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = pread(fd, buf + off, len - off, (off_t)off);
-		if (n <= 0) {
+	bool pipe = S_ISFIFO(st.st_mode);
+	size_t cap = pipe ? 4096 : (size_t)st.st_size, off = 0;
+	char *buf = malloc(cap + 1);
+	while (buf) {
+		if (off == cap && (!pipe || cap >= SHIM_SPEC_MAX))
+			break;
+		if (off == cap) {
+			char *grown = realloc(buf, 2 * cap + 1);
+			if (!grown)
+				break;
+			buf = grown;
+			cap *= 2;
+		}
+		ssize_t n = pipe ? read(fd, buf + off, cap - off)
+				 : pread(fd, buf + off, cap - off, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n == 0 && !pipe)) {
 			free(buf);
 			return NULL;
 		}
+		if (n == 0)
+			break; /* the pipe's end */
 		off += (size_t)n;
 	}
-	buf[len] = '\0';
+	if (buf && pipe && off == cap && cap >= SHIM_SPEC_MAX) {
+		free(buf);
+		return NULL;
+	}
+	if (buf)
+		buf[off] = '\0';
+	*len = off;
+	return buf;
+}
+
+/* The spec the launcher wrote: header and strings, every bound checked. */
+static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp, char **cwd)
+{
+	size_t len;
+	char *buf = spec_bytes(fd, &len);
+	if (!buf)
+		return NULL;
+	if (len < sizeof(*hdr)) {
+		free(buf);
+		return NULL;
+	}
 	memcpy(hdr, buf, sizeof(*hdr));
 	if (hdr->magic != SHIM_SPEC_MAGIC || hdr->argc == 0 || hdr->argc > len || hdr->envc > len) {
 		free(buf);
@@ -105,6 +140,9 @@ static int bare_landlock = -1;
 /* RLIMIT_AS for every command, where no cgroup limits memory: set in the
  * command's process, not in the shim (whose memory is agentbox's). */
 static unsigned long long as_limit;
+/* Opened once for the shim's life, not on each command's path: SIGCHLD,
+ * and a pidfd of the shim itself (sent with every SHIM_STARTED). */
+static int shim_sigfd = -1, self_pidfd = -1;
 
 struct spawn_args {
 	int in, out, err;
@@ -296,6 +334,26 @@ static bool relay(int *src, int dst)
 	return true;
 }
 
+/* SHIM_STARTED, with pidfds of the shim and of the command, once, when
+ * the command has run STARTED_DELAY_MS; not at all when it exits before,
+ * so that a short command costs the launcher one wake-up, not two.
+ * The launcher needs the pidfds only to kill from outside should this
+ * shim be gone; until then the init kills what a dead shim leaves. */
+static void send_started(struct shim *sh)
+{
+	if (sh->started_sent)
+		return;
+	sh->started_sent = true;
+	int pidfds[2] = {
+		self_pidfd,
+		sh->cmd > 0 ? (int)syscall(SYS_pidfd_open, sh->cmd, 0) : -1,
+	};
+	struct shim_msg started = {.type = SHIM_STARTED};
+	packet_send(sh->ctl, &started, sizeof(started), pidfds,
+		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
+	close_fd(&pidfds[1]);
+}
+
 /* The main process has exited: report, and for keep_background move the
  * output of what is left to the log. */
 static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
@@ -326,13 +384,17 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 		       relay(&sh->relay_err, sh->err))
 			;
 	}
+	/* a command reaped before it was ever said STARTED has no pidfd to
+	 * give: EXITED alone says it all */
+	sh->started_sent = true;
 	packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0);
 	sh->exited_sent = true;
-	if (keep_background) {
-		/* the result is complete: the launcher sees end of file */
-		close_output(sh);
+	/* our copies of the output pipes were held until now: the end of the
+	 * output comes right behind EXITED, and the launcher takes both in one
+	 * wake-up (with keep_background the result is complete, too) */
+	close_output(sh);
+	if (keep_background)
 		close_fd(&sh->ctl);
-	}
 }
 
 /* SIGKILL to everything left, until nothing is. */
@@ -358,14 +420,9 @@ static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
  * launcher may still signal this process as the operation's. */
 static void run_file_op(struct shim *sh, const char *request)
 {
-	int self[2] = {
-		(int)syscall(SYS_pidfd_open, getpid(), 0),
-		(int)syscall(SYS_pidfd_open, getpid(), 0),
-	};
+	int self[2] = {self_pidfd, self_pidfd};
 	struct shim_msg started = {.type = SHIM_STARTED};
-	packet_send(sh->ctl, &started, sizeof(started), self, self[0] >= 0 && self[1] >= 0 ? 2 : 0);
-	close_fd(&self[0]);
-	close_fd(&self[1]);
+	packet_send(sh->ctl, &started, sizeof(started), self, self_pidfd >= 0 ? 2 : 0);
 	int r = fileop_run(request, sh->out);
 	close_output(sh); /* the reply is complete */
 	struct shim_msg m = {.type = SHIM_EXITED, .status = r ? 1 << 8 : 0};
@@ -373,20 +430,6 @@ static void run_file_op(struct shim *sh, const char *request)
 	char c;
 	while (read(sh->ctl, &c, 1) < 0 && errno == EINTR)
 		;
-}
-
-/* SHIM_STARTED, with pidfds of the shim and of the command. */
-static void send_started(struct shim *sh)
-{
-	int pidfds[2] = {
-		(int)syscall(SYS_pidfd_open, getpid(), 0),
-		sh->cmd > 0 ? (int)syscall(SYS_pidfd_open, sh->cmd, 0) : -1,
-	};
-	struct shim_msg started = {.type = SHIM_STARTED};
-	packet_send(sh->ctl, &started, sizeof(started), pidfds,
-		    pidfds[0] >= 0 && pidfds[1] >= 0 ? 2 : 0);
-	close_fd(&pidfds[0]);
-	close_fd(&pidfds[1]);
 }
 
 /* The command runs: reap, report its exit, relay kept-background output,
@@ -400,10 +443,13 @@ static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t
 			{.fd = sh->relay_out, .events = POLLIN},
 			{.fd = sh->relay_err, .events = POLLIN},
 		};
-		if (poll(p, 4, -1) < 0 && errno != EINTR) {
+		int ready = poll(p, 4, sh->started_sent ? -1 : STARTED_DELAY_MS);
+		if (ready < 0 && errno != EINTR) {
 			kill_all(sh, keep_bg, seq);
 			break;
 		}
+		if (!p[0].revents)
+			send_started(sh); /* it runs on: the launcher gets its pidfds now */
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
@@ -443,8 +489,9 @@ static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t
 }
 
 /* One command, from its fds to the last process reaped; every fd of it
- * closed on return. */
-static void shim_run(int fds[SYNC_EXEC_FDS])
+ * closed on return. Returns true when its final SHIM_EXITED stands for
+ * SYNC_READY (SHIM_IDLE_AT_FINAL). */
+static bool shim_run(int fds[SYNC_EXEC_FDS])
 {
 	struct shim sh = {
 		.ctl = fds[EXEC_FD_CTL],
@@ -455,10 +502,10 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		.log = -1,
 	};
 	fds[EXEC_FD_CTL] = fds[EXEC_FD_STDOUT] = fds[EXEC_FD_STDERR] = -1; /* sh's now */
-	struct shim_spec hdr;
+	struct shim_spec hdr = {0};
 	char **argv = NULL, **envp, *cwd;
 	int rp[2][2] = {{-1, -1}, {-1, -1}};
-	int sigfd = -1;
+	int sigfd = shim_sigfd;
 	char *spec = read_spec(fds[EXEC_FD_SPEC], &hdr, &argv, &envp, &cwd);
 	close_fd(&fds[EXEC_FD_SPEC]);
 	if (!spec) {
@@ -496,12 +543,8 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 		sh.relay_err = merged ? -1 : rp[1][0];
 	}
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0) {
-		shim_fail(&sh, errno, "cannot watch the command");
+		shim_fail(&sh, EMFILE, "cannot watch the command");
 		goto done;
 	}
 
@@ -518,12 +561,10 @@ static void shim_run(int fds[SYNC_EXEC_FDS])
 	if (keep_bg) {
 		close_fd(&rp[0][1]);
 		close_fd(&rp[1][1]);
-	} else {
-		/* only the command's processes hold them now: end of file
-		 * means they are all done with them */
-		close_output(&sh);
 	}
-	send_started(&sh);
+	/* without keep_background our copies of the output pipes are closed
+	 * right after EXITED (report_exit): from then on, only the command's
+	 * processes hold them, and end of file means they are all done */
 	if (sh.cmd_done)
 		report_exit(&sh, keep_bg, hdr.seq);
 	else
@@ -535,9 +576,11 @@ done:
 	close_fd(&fds[EXEC_FD_SPEC]);
 	close_fd(&fds[EXEC_FD_STDIN]);
 	close_output(&sh);
-	int mine[] = {sh.ctl, sh.relay_out, sh.relay_err, sh.log, rp[0][1], rp[1][1], sigfd};
+	int mine[] = {sh.ctl, sh.relay_out, sh.relay_err, sh.log, rp[0][1], rp[1][1]};
 	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 		close_fd(&mine[i]);
+	return (hdr.flags & SHIM_IDLE_AT_FINAL) && !(hdr.flags & SHIM_KEEP_BACKGROUND) &&
+	       sh.exited_sent && sh.msg.final;
 }
 
 _Noreturn void shim_serve(const struct init_args *a, int pool)
@@ -553,13 +596,15 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	shim_sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	for (;;) {
 		struct sync_msg m;
 		int fds[SYNC_EXEC_FDS];
 		size_t n;
 		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
 			_exit(0);
-		shim_run(fds);
+		bool idle_said = shim_run(fds);
 		if (a->one_command) {
 			/* without a pid namespace, nothing ends what is left but us */
 			if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES)
@@ -567,10 +612,10 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 			_exit(0); /* pid 1: the kernel ends whatever is left */
 		}
 		/* a SIGCHLD of this command left pending would wake the next */
-		struct timespec zero = {0};
-		while (sigtimedwait(&mask, NULL, &zero) > 0)
+		struct signalfd_siginfo si;
+		while (shim_sigfd >= 0 && read(shim_sigfd, &si, sizeof(si)) == sizeof(si))
 			;
-		if (sync_send(pool, SYNC_READY, 0, 0, NULL) < 0)
+		if (!idle_said && sync_send(pool, SYNC_READY, 0, 0, NULL) < 0)
 			_exit(0);
 	}
 }

@@ -4,11 +4,13 @@
  * becomes the subreaper of everything the command starts, spawns the
  * command (or, for a file operation, does it itself), reports its status
  * and, when told, signals or kills every process the command left behind;
- * then it says SYNC_READY on its socket and waits for the next command.
+ * then it says SYNC_READY on its socket (or nothing, when its final
+ * SHIM_EXITED said so: SHIM_IDLE_AT_FINAL) and waits for the next command.
  *
  * The launcher gives each command on the shim's socket (SYNC_EXEC):
- *   spec    a sealed memfd: struct shim_spec, then argc + envc + 1
- *           NUL-terminated strings (argv, environment, working directory)
+ *   spec    a pipe (up to a page) or a sealed memfd: struct shim_spec, then
+ *           argc + envc + 1 NUL-terminated strings (argv, environment,
+ *           working directory)
  *   ctl     one end of a SOCK_SEQPACKET pair; the launcher keeps the other
  *   stdin   a sealed memfd with the request's data, or /dev/null
  *   stdout, stderr  write ends of the launcher's pipes (the same with merge)
@@ -18,7 +20,11 @@
  * or SHIM_FAILED when it could not start it. SHIM_EXITED says "final"
  * when the command left no process behind (the shim, their subreaper, has
  * no child left): nothing more comes, and the launcher need not wait for
- * the end of ctl to give the result. The launcher sends one byte:
+ * the end of ctl to give the result (and, with SHIM_IDLE_AT_FINAL, the
+ * shim is free: no SYNC_READY follows). SHIM_STARTED comes once the
+ * command has run a few milliseconds, not at all for a command that ended
+ * before (its pidfd would be of a reaped process). The launcher sends one
+ * byte:
  * SHIM_TERM (SIGTERM to every process of the command) or SHIM_KILL (SIGKILL
  * to all of them, reap, exit); end of file means SHIM_KILL. The shim runs
  * as the sandbox user, under the seccomp filter, so the launcher believes
@@ -36,7 +42,10 @@
 
 /* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for the shim itself
  * to do instead of running a program */
-enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2, SHIM_FILEOP = 4 };
+/* SHIM_IDLE_AT_FINAL: after a final SHIM_EXITED (and no keep_background)
+ * the shim says no SYNC_READY: the launcher takes that EXITED as its
+ * READY, which saves it a wake-up per command */
+enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2, SHIM_FILEOP = 4, SHIM_IDLE_AT_FINAL = 8 };
 
 struct shim_spec {
 	uint32_t magic;

@@ -101,6 +101,7 @@ void pool_add(struct ab_session *s, int sock, pid_t pid)
 		s->shims[i].sock = sock;
 		s->shims[i].idle = true;
 		s->shims[i].pid = pid;
+		s->shims[i].gen = ++s->shim_gens;
 		return;
 	}
 	close(sock); /* more than can be used at once */
@@ -241,6 +242,13 @@ int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err
 			ask_for_shim(s);
 		return i;
 	}
+}
+
+void pool_idle_at_final(struct ab_session *s, const struct cmd *c)
+{
+	if (c->shim_slot < s->n_shims && s->shims[c->shim_slot].sock >= 0 &&
+	    s->shims[c->shim_slot].gen == c->shim_gen)
+		s->shims[c->shim_slot].idle = true;
 }
 
 /* Forget every idle shim: a live one sees its socket close and exits; the

@@ -1,7 +1,12 @@
 """The transport of agentbox.Sandbox: one `agentbox serve` process, spoken
 to in agentbox/1 (docs/protocol.md) from any number of threads, where no
 call can wait forever: every pending call fails when the server ends or
-answers something that cannot be put down to a request."""
+answers something that cannot be put down to a request.
+
+There is no reader thread: a caller waiting for its reply reads the
+server's output itself while no other caller does, and hands every other
+reply to its caller. A reply so reaches its caller without a wake-up of a
+second thread on its way (docs/performance.md, "Session round trip")."""
 
 import collections
 import itertools
@@ -57,7 +62,11 @@ class Session:
     """The server process, its hello, and the requests waiting for replies."""
 
     def __init__(self, args: Sequence[str]):
-        self._lock = threading.Lock()  # _calls and _closed
+        self._lock = threading.Lock()  # _calls, _closed and _reading
+        # a waiting caller reads while no other one does (_pump); the others
+        # wait here for their reply or for their turn to read
+        self._turn = threading.Condition(self._lock)
+        self._reading = False
         # writes to stdin, apart: a writer blocked on a full pipe must not
         # stop the reader from taking the replies the server wants to send
         self._wlock = threading.Lock()
@@ -96,8 +105,6 @@ class Session:
         self.max_line = int(hello.get("max_line", 8 << 20))
         self.features = frozenset(hello.get("features") or ())
         self.max_chunk = int(hello["max_chunk"]) if "file_chunks" in self.features else 0
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
     # ---- the server's output ----
 
@@ -119,32 +126,62 @@ class Session:
         for line in self._proc.stderr:
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
 
-    def _read(self):
+    def _handle(self, line: bytes):
+        """One line of the server's output: a reply goes to its call."""
         try:
-            for line in self._proc.stdout:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            self._out_of_step(ProtocolError(
+                "internal", "the server wrote a line that is not a JSON object: %r"
+                % line[:200]))
+            return
+        if msg.get("type") == "output":
+            return  # this client does not ask for streaming
+        rid = msg.get("id")
+        if rid is None and msg.get("type") == "error":
+            self._unattributed(msg)
+            return
+        with self._lock:
+            call = self._calls.pop(rid, None) if isinstance(rid, int) else None
+            if call:  # a reply to a call failed already is dropped
+                call.reply = msg
+                call.done.set()
+                self._turn.notify_all()
+
+    def _pump(self, call: _Call):
+        """Until call is answered: read the server's output in this thread
+        while no other caller does, else wait for the reader to answer
+        call or to leave the reading to us."""
+        with self._lock:
+            while not call.done.is_set() and self._reading:
+                self._turn.wait()
+            if call.done.is_set():
+                return
+            self._reading = True
+        try:
+            while not call.done.is_set():
                 try:
-                    msg = json.loads(line)
-                except ValueError:
-                    msg = None
-                if not isinstance(msg, dict):
-                    self._out_of_step(ProtocolError(
-                        "internal", "the server wrote a line that is not a JSON object: %r"
-                        % line[:200]))
-                    continue
-                if msg.get("type") == "output":
-                    continue  # this client does not ask for streaming
-                rid = msg.get("id")
-                if rid is None and msg.get("type") == "error":
-                    self._unattributed(msg)
-                    continue
-                with self._lock:
-                    call = self._calls.pop(rid, None) if isinstance(rid, int) else None
-                if call:  # a reply to a call failed already is dropped
-                    call.reply = msg
-                    call.done.set()
-        except (OSError, ValueError):
+                    line = self._proc.stdout.readline()
+                except (OSError, ValueError):
+                    line = b""
+                if not line:
+                    self._ended()
+                    break
+                self._handle(line)
+        finally:
+            with self._lock:
+                self._reading = False
+                self._turn.notify_all()
+
+    def _ended(self):
+        """The server's output is at its end: it has exited (or is about
+        to). Every pending call fails, saying how it ended."""
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
             pass
-        self._proc.wait()
         self._fail_all(SandboxClosed("the agentbox server ended (exit status %s)%s" % (
             self._proc.returncode, ": " + self._stderr_text() if self._stderr else "")))
 
@@ -163,18 +200,20 @@ class Session:
     def _out_of_step(self, failure: Exception):
         with self._lock:
             calls, self._calls = self._calls, {}
-        for call in calls.values():
-            call.failure = failure
-            call.done.set()
+            for call in calls.values():
+                call.failure = failure
+                call.done.set()
+            self._turn.notify_all()
 
     def _fail_all(self, failure: SandboxClosed):
         with self._lock:
             if self._closed is None:
                 self._closed = str(failure)
             calls, self._calls = self._calls, {}
-        for call in calls.values():
-            call.failure = SandboxClosed(self._closed)
-            call.done.set()
+            for call in calls.values():
+                call.failure = SandboxClosed(self._closed)
+                call.done.set()
+            self._turn.notify_all()
 
     # ---- requests ----
 
@@ -206,13 +245,15 @@ class Session:
         except (OSError, ValueError):
             with self._lock:
                 self._calls.pop(rid, None)
+            if self._closed is None:
+                self._ended()  # no reader saw it go: say how it ended
             raise SandboxClosed(self._closed or "the agentbox server is gone")
         return call
 
     def wait(self, call: _Call) -> Dict[str, Any]:
         """The reply to call: a result, or the error of a file operation
         with a file error code (FILE_ERRORS); anything else raises."""
-        call.done.wait()
+        self._pump(call)
         if call.failure is not None:
             raise call.failure
         reply = call.reply

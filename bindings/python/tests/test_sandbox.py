@@ -211,6 +211,20 @@ class Lifecycle(unittest.TestCase):
         with sandbox(ws) as again:
             self.assertEqual(again.execute("echo back").output, "back\n")
 
+    def test_a_server_killed_while_no_call_waits_fails_the_next_call(self):
+        # no thread reads the server's output between calls: the next call
+        # finds it gone, and says how it ended
+        ws = workspace()
+        self.addCleanup(shutil.rmtree, ws, True)
+        sb = sandbox(ws)
+        self.addCleanup(sb.close)
+        self.assertEqual(sb.execute("echo up").output, "up\n")
+        os.kill(sb._s.pid, signal.SIGKILL)
+        with self.assertRaises(SandboxClosed) as cm:
+            sb.execute("true")
+        self.assertIn("ended", str(cm.exception))
+        self.assertTrue(sb.closed)
+
     def test_bad_start_says_why(self):
         with self.assertRaises(SandboxError) as cm:
             Sandbox("/nonexistent/agentbox-ws", extra_args=("--host-uid", "65534") if ROOT
