@@ -73,6 +73,7 @@ struct ab_session {
 	int epfd, timerfd, devnull;
 	struct cmd *cmds;
 	size_t max, running;
+	bool out_paused; /* ab_session_pause_output: stream commands' pipes unread */
 	unsigned long long seq, started_ms, commands_run;
 	struct ab_denials denials;
 	struct ab_result limits;
