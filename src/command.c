@@ -230,8 +230,11 @@ static unsigned long long command_timeout(const struct ab_session *s, const stru
 	return sandbox_timeout(&s->sb.cfg, x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms);
 }
 
-/* Output pipes this big, where the user's pipe budget allows: fewer
- * wake-ups and bigger reads (the kernel's default is 64 KiB). */
+/* A streaming command's output pipes this big, where the user's pipe
+ * budget allows: fewer wake-ups and bigger reads (the kernel's default is
+ * 64 KiB). Only while it runs, and only those: the pages count against the
+ * user's pipe-user-pages-soft, past which every new pipe of the user gets
+ * two pages. */
 #define OUTPUT_PIPE_SIZE (256 << 10)
 
 /* c's fds into the session's epoll set, non-blocking; a stream command's
@@ -245,7 +248,7 @@ static int command_watch(struct ab_session *s, struct cmd *c, size_t slot)
 		if (w[i].fd < 0)
 			continue;
 		fcntl(w[i].fd, F_SETFL, O_NONBLOCK);
-		if (w[i].kind != K_CTL)
+		if (w[i].kind != K_CTL && c->stream)
 			fcntl(w[i].fd, F_SETPIPE_SZ, OUTPUT_PIPE_SIZE); /* best effort */
 		if (w[i].kind != K_CTL && c->stream && s->out_paused)
 			continue;

@@ -41,8 +41,11 @@
 #define READ_CHUNK (256u << 10)
 /* Replies piling up unread beyond this (serve_out.h): stdin waits. */
 #define OUT_HIGH_WATER (1u << 20)
-/* A bigger pipe to the client, where the user's pipe budget allows. */
-#define STDOUT_PIPE_SIZE (1u << 20)
+/* The pipe to the client this big (the kernel's default is 64 KiB), where
+ * the user's pipe budget allows: fewer, bigger writes and reads. Not more:
+ * the pages count against the user's pipe-user-pages-soft (64 MiB by
+ * default), past which every new pipe of the user gets two pages. */
+#define STDOUT_PIPE_SIZE (256u << 10)
 /* Results whose output waits to be written, at most: then queued
  * commands wait to start. */
 #define MAX_DEFERRED 16
@@ -658,10 +661,8 @@ int ab_serve(struct ab_config *cfg)
 	}
 	struct stat st;
 	if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-		/* a bigger pipe to the client, where the user's pipe budget
-		 * allows: fewer, bigger writes and reads (best effort) */
 		if (S_ISFIFO(st.st_mode))
-			fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE);
+			fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE); /* best effort */
 		int fl = fcntl(STDOUT_FILENO, F_GETFL);
 		sv.out.nonblock = fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
 	}

@@ -47,9 +47,10 @@ static char *out_reserve(struct serve_out *o, size_t n)
 {
 	if (o->failed)
 		return NULL;
-	if (o->off && (o->len + n > o->cap || o->off >= out_pending(o))) {
-		/* what was written makes room: the buffer stays as small as
-		 * what is pending (a memmove of at most half of it) */
+	if (o->off && (o->len + n > o->cap || o->off >= out_pending(o) || o->len > OUT_PAUSE)) {
+		/* what was written makes room: the memory the buffer touches
+		 * stays near OUT_PAUSE plus one event (a memmove of at most
+		 * what is pending, OUT_PAUSE at most) */
 		memmove(o->buf, o->buf + o->off, out_pending(o));
 		o->len -= o->off;
 		o->off = 0;

@@ -16,8 +16,8 @@
 
 /* Bytes in the buffer: at OUT_PAUSE it is full (the streamed commands'
  * pipes wait), below OUT_RESUME it takes output again. */
-#define OUT_PAUSE  (256u << 10)
-#define OUT_RESUME (128u << 10)
+#define OUT_PAUSE  (128u << 10)
+#define OUT_RESUME (64u << 10)
 
 struct serve_part;
 

@@ -21,12 +21,13 @@ from test_fileops import BIN, RECV_TIMEOUT, make_dir  # noqa: E402
 SANITIZED = os.environ.get("AGENTBOX_SANITIZED") == "1"
 MiB = 1 << 20
 
-# Written into the workspace and run inside: CHUNKS times 1 MiB of text to
+# Written into the workspace and run inside: CHUNKS times 64 KiB of text to
 # stdout (0: for ever), the count of chunks written so far in progress.
+CHUNK = 64 << 10
 WRITER = """#!/usr/bin/python3
 import os
 import sys
-chunk = b"0123456789abcdef" * 65535 + b"0123456789abcde\\n"
+chunk = b"0123456789abcdef" * 4095 + b"0123456789abcde\\n"
 total, n = int(sys.argv[1]), 0
 while total == 0 or n < total:
     sys.stdout.buffer.write(chunk)
@@ -221,10 +222,10 @@ class ExactOutput(Base):
 
 class Backpressure(Base):
     # What may sit between the writer and the client while neither moves:
-    # the command's pipe (256 KiB), the server's buffer (about 0.5 MiB),
-    # the pipe to the client (1 MiB at most) and the chunk being written:
-    # at most 16 chunks of 1 MiB, however much the writer has to say.
-    MAX_IN_FLIGHT = 16
+    # the command's pipe (256 KiB), the server's buffer (about 0.3 MiB),
+    # the pipe to the client (256 KiB) and the chunk being written: about
+    # 1 MiB; 16 MiB leaves room, however much the writer has to say.
+    MAX_IN_FLIGHT = 16 * MiB
     # The server's peak RSS: ~2.3 MiB idle (mostly shared libraries), 1 MiB
     # of capture, its buffers; docs/performance.md says what it is. 8 MiB
     # leaves room for other libc builds, and is far below what 200 MiB
@@ -232,9 +233,10 @@ class Backpressure(Base):
     MAX_HWM_KIB = 8 << 10
 
     def test_a_client_that_does_not_read_stops_the_command_not_the_server(self):
-        self.sv.send(op="exec", id="w", command="./%s 200" % WRITER_NAME, stream=True)
+        total = 200 * MiB // CHUNK
+        self.sv.send(op="exec", id="w", command="./%s %d" % (WRITER_NAME, total), stream=True)
         n = self.wait_blocked()
-        self.assertLess(n, self.MAX_IN_FLIGHT, "written while the client read nothing")
+        self.assertLess(n * CHUNK, self.MAX_IN_FLIGHT, "written while the client read nothing")
         self.assertFalse(os.path.exists(os.path.join(self.ws, "finished")))
         self.assertIn(WRITER_NAME, self.sv.descendants().values())
         if not SANITIZED:  # ASan's shadow memory is counted too
@@ -251,7 +253,7 @@ class Backpressure(Base):
         got = "".join(m["data"] for m in data["stdout"])
         self.assertEqual(len(got), 200 * MiB)
         self.assertEqual(got[:32], "0123456789abcdef" * 2)
-        self.assertEqual(got.count("\n"), 200)
+        self.assertEqual(got.count("\n"), total)
         self.assertTrue(os.path.exists(os.path.join(self.ws, "finished")))
         if not SANITIZED:
             self.assertLessEqual(self.sv.hwm_kib(), self.MAX_HWM_KIB)
