@@ -49,7 +49,7 @@ json_object *ab_json_base64(const char *data, size_t len);
  * has room for AB_JSON_ESCAPED_MAX(n) bytes; returns the bytes written.
  * lossy: bytes that are not part of valid UTF-8 become U+FFFD (a
  * sequence cut at the end of s counts as not valid); else they pass as
- * they are. Runs of plain ASCII are copied eight bytes at a time. */
+ * they are. Runs of plain ASCII are copied sixteen bytes at a time. */
 #define AB_JSON_ESCAPED_MAX(n) ((n)*6)
 size_t ab_json_escape(char *dst, const char *s, size_t n, bool lossy);
 
