@@ -89,6 +89,12 @@ static inline bool special16(const unsigned char *p, uint64_t *lo, uint64_t *hi)
 	return w[0] | w[1];
 }
 
+/* A byte JSON takes as it is, and that is ASCII. */
+static inline bool plain(unsigned char c)
+{
+	return c >= 0x20 && c != '"' && c != '\\' && c < 0x80;
+}
+
 /* Index of the first byte, in memory order, set in a word of special16. */
 static inline size_t first_special(uint64_t m)
 {
@@ -106,8 +112,9 @@ size_t ab_json_escape(char *dst, const char *s, size_t n, bool lossy)
 	char *d = dst;
 	size_t i = 0;
 	while (i < n) {
-		/* plain bytes sixteen at a time, up to the first that is not */
-		while (i + 16 <= n) {
+		/* plain bytes sixteen at a time, up to the first that is not
+		 * (not even tried on one that is: runs of those are common) */
+		while (i + 16 <= n && plain(u[i])) {
 			uint64_t lo, hi;
 			bool any = special16(u + i, &lo, &hi);
 			memcpy(d, u + i, 16); /* dst has room: at least 6 per byte */
@@ -120,7 +127,7 @@ size_t ab_json_escape(char *dst, const char *s, size_t n, bool lossy)
 		if (i >= n)
 			break;
 		unsigned char c = u[i];
-		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+		if (plain(c)) {
 			*d++ = (char)c;
 			i++;
 			continue;

@@ -224,37 +224,63 @@ bool out_waiting(const struct serve_out *o)
 	return out_pending(o) || o->parts;
 }
 
+/* The content of the n bytes at s into the buffer a piece at a time,
+ * written out between pieces while the client keeps up: the memory
+ * touched is about a piece, not the whole escaped chunk (six times its
+ * size when it is NUL bytes). */
+static void out_content(struct serve_out *o, const char *s, size_t n, bool base64)
+{
+	while (n) {
+		size_t room = 6 * (32u << 10);
+		char *d = out_reserve(o, room);
+		if (!d)
+			return;
+		o->len += ab_json_text_piece(d, room, &s, &n, base64);
+		if (n && out_pending(o) >= OUT_PAUSE && o->nonblock)
+			out_flush(o, false);
+	}
+}
+
 void out_event(struct serve_out *o, const char *id, size_t id_len, const char *stream, bool base64,
 	       const char *a, size_t alen, const char *b, size_t blen)
 {
 	static const char type[] = "{\"type\":\"output\",\"id\":";
 	const char *enc = base64 ? "\",\"encoding\":\"base64\"}\n" : "\",\"encoding\":\"utf-8\"}\n";
-	size_t max = sizeof(type) + id_len + 32 + strlen(enc) +
-		     (base64 ? BASE64_LEN(alen) : AB_JSON_ESCAPED_MAX(alen + blen));
-	char *line = o->parts ? malloc(max) : out_reserve(o, max);
-	if (!line) {
-		out_fail(o);
-		return;
-	}
-	char *d = line;
-	d = mempcpy(d, type, sizeof(type) - 1);
-	d = mempcpy(d, id, id_len);
-	d = mempcpy(d, ",\"stream\":\"", 11);
-	d = mempcpy(d, stream, strlen(stream));
-	d = mempcpy(d, "\",\"data\":\"", 10);
-	if (base64) {
-		d += base64_encode_into(d, a, alen);
-	} else {
-		d += ab_json_escape(d, a, alen, true);
-		d += ab_json_escape(d, b, blen, true);
-	}
-	d = mempcpy(d, enc, strlen(enc));
-	if (o->parts) { /* behind a result still to write (rare: paused since) */
+	if (o->parts) {
+		/* behind a result still to write (rare: output is paused
+		 * then): a line of its own, queued after it */
+		size_t max = sizeof(type) + id_len + 32 + strlen(enc) +
+			     (base64 ? BASE64_LEN(alen) : AB_JSON_ESCAPED_MAX(alen + blen));
+		char *line = malloc(max), *d = line;
+		if (!line) {
+			out_fail(o);
+			return;
+		}
+		d = mempcpy(d, type, sizeof(type) - 1);
+		d = mempcpy(d, id, id_len);
+		d = mempcpy(d, ",\"stream\":\"", 11);
+		d = mempcpy(d, stream, strlen(stream));
+		d = mempcpy(d, "\",\"data\":\"", 10);
+		if (base64) {
+			d += base64_encode_into(d, a, alen);
+		} else {
+			d += ab_json_escape(d, a, alen, true);
+			d += ab_json_escape(d, b, blen, true);
+		}
+		d = mempcpy(d, enc, strlen(enc));
 		out_add(o, line, (size_t)(d - line));
 		free(line);
-	} else {
-		o->len += (size_t)(d - line);
+		return;
 	}
+	out_add(o, type, sizeof(type) - 1);
+	out_add(o, id, id_len);
+	out_add(o, ",\"stream\":\"", 11);
+	out_add(o, stream, strlen(stream));
+	out_add(o, "\",\"data\":\"", 10);
+	out_content(o, a, alen, base64);
+	if (!base64)
+		out_content(o, b, blen, false);
+	out_add(o, enc, strlen(enc));
 	if (out_pending(o) >= OUT_PAUSE && o->nonblock)
 		out_flush(o, false);
 }
