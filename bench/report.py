@@ -88,22 +88,33 @@ def render(r):
 
     cap = {x["key"]: x for x in r["capture"]}
     raw = cap["raw"]["mibps"]
-    w(f"\n### Output capture\n\n`head -c N /dev/zero`; MiB/s of the median time, start-up "
-      f"included for `run`; the serve times are from request to result (the server's own "
-      f"`duration_ms` in brackets). Peak RSS is the launcher's VmHWM (polled for `run`, read "
-      f"after the result for `serve`; a fresh session each time).\n")
-    w("| path | size | runs | median | MiB/s | × raw pipe | launcher peak RSS |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    w(f"\n### Output capture\n\nInput: zeros is `head -c N /dev/zero`; text is a file of "
+      f"printable lines and random is one of random bytes, made beforehand in the workspace "
+      f"and `cat` several times (NUL bytes would measure JSON's six-byte escape of each). MiB/s "
+      f"of the command's output bytes over the median time, start-up included for `run`; the "
+      f"serve times are from request to result, the output events read as lines (the server's "
+      f"own `duration_ms` in brackets). Peak RSS is the launcher's VmHWM (polled for `run`, "
+      f"read after the result for `serve`; a fresh session each time).\n")
+    w("| path | input | size | runs | median | MiB/s | × raw pipe | launcher peak RSS |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for x in r["capture"]:
         extra = f" ({x['server_ms']:.0f} ms)" if "server_ms" in x else ""
-        w(f"| {cell(x['label'])} | {x['bytes'] // MiB} MiB | {x['n']} | "
-          f"{x['median']:.3f} s{extra} | {x['mibps']:.0f} | {x['mibps'] / raw:.2f} | "
+        w(f"| {cell(x['label'])} | {x.get('input', 'zeros')} | {x['bytes'] // MiB} MiB | "
+          f"{x['n']} | {x['median']:.3f} s{extra} | {x['mibps']:.0f} | {x['mibps'] / raw:.2f} | "
           f"{mib(x['peak_rss_kb']) if x['peak_rss_kb'] else '–'} |")
     if "tree_maxrss_kb" in cap["run"]:
         w(f"\n`agentbox run --capture`: the launcher's peak RSS is "
           f"{mib(cap['run']['baseline_rss_kb'])} when the command prints nothing; the largest "
           f"ru_maxrss of the launcher and the processes it reaped (wait4) is "
           f"{mib(cap['run']['tree_maxrss_kb'])}.")
+    if "stream-text" in cap:  # issue 21, item 4
+        peak = max(x["peak_rss_kb"] or 1e9 for x in r["capture"] if x["key"] != "raw")
+        w(f"\nStreaming (issue 21): text {cap['stream-text']['mibps']:.0f} MiB/s (target "
+          f"≥ 1024: {'met' if cap['stream-text']['mibps'] >= 1024 else 'not met'}), base64 "
+          f"{cap['stream-b64']['mibps']:.0f} MiB/s (target ≥ 500: "
+          f"{'met' if cap['stream-b64']['mibps'] >= 500 else 'not met'}); the launcher's "
+          f"largest peak RSS of every path {mib(peak)} (target ≤ 4 MiB: "
+          f"{'met' if peak <= 4096 else 'not met'}).")
 
     idle, con = r["idle"], r["concurrent"]
     how = "" if idle["pss_known"] and con["pss_known"] else \
@@ -262,7 +273,7 @@ def chart(r, png):
         "set title 'session round trip per request: median ms'",
         "plot $rt using 0:2:xtic(1) with boxes lc rgb '#228833' notitle, "
         "'' using 0:2:(sprintf('%.2f',$2)) with labels offset 0,0.8 notitle",
-        "set title 'output capture of head -c N /dev/zero: MiB/s (median)'",
+        "set title 'output capture (zeros; streamed: text, random as base64): MiB/s (median)'",
         "plot $cap using 0:2:xtic(1) with boxes lc rgb '#ee6677' notitle, "
         "'' using 0:2:(sprintf('%.0f',$2)) with labels offset 0,0.8 notitle",
         "unset multiplot",

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -256,7 +257,15 @@ static unsigned long long command_timeout(const struct ab_session *s, const stru
 	return sandbox_timeout(&s->sb.cfg, x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms);
 }
 
-/* c's fds into the session's epoll set, non-blocking. */
+/* A streaming command's output pipes this big, where the user's pipe
+ * budget allows: fewer wake-ups and bigger reads (the kernel's default is
+ * 64 KiB). Only while it runs, and only those: the pages count against the
+ * user's pipe-user-pages-soft, past which every new pipe of the user gets
+ * two pages. */
+#define OUTPUT_PIPE_SIZE (256 << 10)
+
+/* c's fds into the session's epoll set, non-blocking; a stream command's
+ * output pipes only while output is not paused. */
 static int command_watch(struct ab_session *s, struct cmd *c, size_t slot)
 {
 	const struct {
@@ -266,6 +275,10 @@ static int command_watch(struct ab_session *s, struct cmd *c, size_t slot)
 		if (w[i].fd < 0)
 			continue;
 		fcntl(w[i].fd, F_SETFL, O_NONBLOCK);
+		if (w[i].kind != K_CTL && c->stream)
+			fcntl(w[i].fd, F_SETPIPE_SZ, OUTPUT_PIPE_SIZE); /* best effort */
+		if (w[i].kind != K_CTL && c->stream && s->out_paused)
+			continue;
 		int r = session_watch(s, w[i].fd, slot, w[i].kind);
 		if (r < 0)
 			return r;
@@ -427,11 +440,43 @@ int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig)
 	return -ESRCH;
 }
 
-void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
-		   void *arg)
+void ab_session_pause_output(struct ab_session *s, bool pause)
 {
-	char buf[65536];
-	for (int rounds = 0; rounds < 16; rounds++) {
+	if (s->out_paused == pause)
+		return;
+	s->out_paused = pause;
+	for (size_t i = 0; i < s->max; i++) {
+		struct cmd *c = &s->cmds[i];
+		if (!c->used || !c->stream)
+			continue;
+		int fds[2] = {c->out_rd, c->err_rd};
+		for (int k = 0; k < 2; k++) {
+			if (fds[k] < 0)
+				continue;
+			/* level-triggered: out of the set, or it would wake us for
+			 * ever; back in as it was (session_watch) */
+			if (pause)
+				epoll_ctl(s->epfd, EPOLL_CTL_DEL, fds[k], NULL);
+			else
+				session_watch(s, fds[k], i, k ? K_ERR : K_OUT);
+		}
+	}
+}
+
+/* Read what the pipe has, in big chunks, and hand it on: to the capture,
+ * and as OUTPUT events of a stream command, unless the events' reader
+ * paused (ab_session_pause_output). force: the writers are gone or the
+ * session is: what is left is bounded, and read whatever the pause. */
+static void drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
+		  void *arg, bool force)
+{
+	/* half a pipe (OUTPUT_PIPE_SIZE) per read, a few per wake-up so that
+	 * other fds get their turn; small enough that the reader's escaped
+	 * copy of it stays small too */
+	static char buf[OUTPUT_PIPE_SIZE / 2];
+	for (int rounds = 0; rounds < 4; rounds++) {
+		if (c->stream && s->out_paused && !force)
+			return;
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -453,6 +498,12 @@ void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_
 			fn(&ev, arg);
 		}
 	}
+}
+
+void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
+		   void *arg)
+{
+	drain(s, c, fd, stream, fn, arg, s->dead);
 }
 
 static void shim_broke(struct cmd *c, const char *why)
@@ -589,13 +640,16 @@ void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, 
 		ctl_send(c, SHIM_KILL);
 		c->grace_at_ms = 0;
 	}
-	if (c->ctl_eof && pipes_open && c->grace_at_ms && now >= c->grace_at_ms) {
+	/* (unless output is paused: then the pipes are open because they
+	 * are not read, and the grace runs from when they are again) */
+	if (c->ctl_eof && pipes_open && c->grace_at_ms && now >= c->grace_at_ms &&
+	    !(c->stream && s->out_paused)) {
 		/* the shim is gone, someone else still holds the pipes: keep
 		 * what is there, stop waiting for more */
 		if (c->out_rd >= 0)
-			command_drain(s, c, &c->out_rd, 1, fn, arg);
+			drain(s, c, &c->out_rd, 1, fn, arg, true);
 		if (c->err_rd >= 0)
-			command_drain(s, c, &c->err_rd, 2, fn, arg);
+			drain(s, c, &c->err_rd, 2, fn, arg, true);
 		session_unwatch(s, &c->out_rd);
 		session_unwatch(s, &c->err_rd);
 		pipes_open = false;

@@ -13,9 +13,14 @@
 
 /* Takes n bytes; returns 0 or -errno. */
 typedef int (*ab_jw_sink)(void *arg, const char *p, size_t n);
+/* Offered a big text value (ab_json_text, ab_json_base64) in place of
+ * writing it: returns true when it takes it, to write its content (what
+ * goes between the quotes) later, in order after what the sink got. */
+typedef bool (*ab_jw_defer)(void *arg, const char *data, size_t len, bool base64);
 
 struct ab_jw {
 	ab_jw_sink sink;
+	ab_jw_defer defer; /* NULL: texts are written in place */
 	void *arg;
 	int err; /* the first error of the sink, as -errno */
 	size_t len;
@@ -37,5 +42,22 @@ int ab_jw_fd_sink(void *arg, const char *p, size_t n);
  * (by ab_jw_value, or by json-c itself) with every byte that is not part
  * of valid UTF-8 as U+FFFD. */
 json_object *ab_json_text(const char *data, size_t len);
+/* The same, written as the base64 of the bytes. */
+json_object *ab_json_base64(const char *data, size_t len);
+
+/* The JSON string content (no quotes) of the n bytes at s into dst, which
+ * has room for AB_JSON_ESCAPED_MAX(n) bytes; returns the bytes written.
+ * lossy: bytes that are not part of valid UTF-8 become U+FFFD (a
+ * sequence cut at the end of s counts as not valid); else they pass as
+ * they are. Runs of plain ASCII are copied sixteen bytes at a time. */
+#define AB_JSON_ESCAPED_MAX(n) ((n)*6)
+size_t ab_json_escape(char *dst, const char *s, size_t n, bool lossy);
+
+/* The next piece of a text's content into dst (room bytes, at least
+ * 384): as many of the *n bytes at *s as surely fit, cut between UTF-8
+ * characters, escaped (lossy) or as base64 (then a multiple of 3 bytes
+ * unless it is the last piece); *s and *n advance past them. Returns the
+ * bytes written. Pieces written one after another make the whole. */
+size_t ab_json_text_piece(char *dst, size_t room, const char **s, size_t *n, bool base64);
 
 #endif

@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,29 +194,49 @@ char *utf8_lossy(const char *s, size_t len, size_t *out_len)
 	return out;
 }
 
-char *base64_encode(const char *s, size_t len)
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The two characters of each 12-bit value, built on first use. */
+static uint16_t b64_pair[4096];
+static bool b64_pair_ready;
+
+static void b64_pair_build(void)
 {
-	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1);
-	if (!out)
-		return NULL;
-	const unsigned char *u = (const unsigned char *)s;
-	size_t o = 0, i = 0;
-	for (; i + 2 < len; i += 3) {
+	for (unsigned v = 0; v < 4096; v++) {
+		char two[2] = {b64[v >> 6], b64[v & 63]};
+		memcpy(&b64_pair[v], two, 2);
+	}
+	b64_pair_ready = true;
+}
+
+size_t base64_encode_into(char *dst, const void *src, size_t len)
+{
+	if (!b64_pair_ready)
+		b64_pair_build();
+	const unsigned char *u = src;
+	char *o = dst;
+	size_t i = 0;
+	for (; i + 3 <= len; i += 3, o += 4) {
 		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
-		out[o++] = tbl[v >> 18];
-		out[o++] = tbl[(v >> 12) & 63];
-		out[o++] = tbl[(v >> 6) & 63];
-		out[o++] = tbl[v & 63];
+		memcpy(o, &b64_pair[v >> 12], 2);
+		memcpy(o + 2, &b64_pair[v & 4095], 2);
 	}
 	if (i < len) {
 		unsigned v = (unsigned)u[i] << 16 | (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0);
-		out[o++] = tbl[v >> 18];
-		out[o++] = tbl[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
-		out[o++] = '=';
+		o[0] = b64[v >> 18];
+		o[1] = b64[(v >> 12) & 63];
+		o[2] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		o[3] = '=';
+		o += 4;
 	}
-	out[o] = '\0';
+	return (size_t)(o - dst);
+}
+
+char *base64_encode(const char *s, size_t len)
+{
+	char *out = malloc(BASE64_LEN(len) + 1);
+	if (!out)
+		return NULL;
+	out[base64_encode_into(out, s, len)] = '\0';
 	return out;
 }

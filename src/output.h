@@ -47,5 +47,10 @@ bool utf8_valid(const char *s, size_t len);
 char *utf8_lossy(const char *s, size_t len, size_t *out_len);
 /* RFC 4648 base64. Heap string. */
 char *base64_encode(const char *s, size_t len);
+/* The base64 of len bytes at s into dst, which has room for
+ * BASE64_LEN(len) bytes (no NUL); returns that length. Two output
+ * characters per table look-up: the streamed output's encoder. */
+#define BASE64_LEN(len) (((len) + 2) / 3 * 4)
+size_t base64_encode_into(char *dst, const void *s, size_t len);
 
 #endif

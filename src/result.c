@@ -48,14 +48,8 @@ static json_object *output_json(bool base64, const struct ab_output *o)
 {
 	if (!o->data)
 		return NULL;
-	if (base64) {
-		char *b = base64_encode(o->data, o->len);
-		json_object *j = b ? json_object_new_string(b) : NULL;
-		free(b);
-		return j;
-	}
-	/* escaped when written, from the result's own bytes */
-	return ab_json_text(o->data, o->len);
+	/* encoded when written, from the result's own bytes */
+	return base64 ? ab_json_base64(o->data, o->len) : ab_json_text(o->data, o->len);
 }
 
 static json_object *limit_json(const struct ab_limit_report *lr, json_object *value)

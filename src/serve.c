@@ -2,7 +2,10 @@
  * stdin and stdout, a thin loop over the session API. Every line is
  * checked before anything runs; a bad one gets an error reply and the
  * session goes on. Replies are queued and written without blocking when
- * stdout is a pipe, so a slow client never stops timeouts from firing. */
+ * stdout is a pipe, so a slow client never stops timeouts from firing;
+ * the queue is bounded: streamed output waits in the command's pipe
+ * (backpressure, ab_session_pause_output) and a result's output is
+ * escaped from the captured bytes as the client reads it. */
 #include "serve.h"
 
 #include <errno.h>
@@ -30,12 +33,22 @@
 #include "request.h"
 #include "result.h"
 #include "serve_audit.h"
+#include "serve_out.h"
 
-#define PROTOCOL       "agentbox/1"
-#define MAX_LINE       (8u << 20)
-#define MAX_QUEUE      1024
-#define OUT_HIGH_WATER (16u << 20) /* replies queued: stop taking more work */
-#define READ_CHUNK     (256u << 10)
+#define PROTOCOL   "agentbox/1"
+#define MAX_LINE   (8u << 20)
+#define MAX_QUEUE  1024
+#define READ_CHUNK (256u << 10)
+/* Replies piling up unread beyond this (serve_out.h): stdin waits. */
+#define OUT_HIGH_WATER (1u << 20)
+/* The pipe to the client this big (the kernel's default is 64 KiB), where
+ * the user's pipe budget allows: fewer, bigger writes and reads. Not more:
+ * the pages count against the user's pipe-user-pages-soft (64 MiB by
+ * default), past which every new pipe of the user gets two pages. */
+#define STDOUT_PIPE_SIZE (256u << 10)
+/* Results whose output waits to be written, at most: then queued
+ * commands wait to start. */
+#define MAX_DEFERRED 16
 
 struct request {
 	struct request *next, *prev;
@@ -44,6 +57,8 @@ struct request {
 	bool running;
 	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
 	size_t hold_len[2];
+	char *id_json; /* q.id as JSON, for the output events */
+	size_t id_len;
 };
 
 struct server {
@@ -53,10 +68,8 @@ struct server {
 	struct request *head, *tail; /* queued and running, in arrival order */
 	size_t queued;
 	unsigned long long next_tag;
-	char *out;
-	size_t out_len, out_cap, out_off;
-	bool out_nonblock, out_broken;
-	bool out_failed; /* no memory for the replies: the session ends */
+	struct serve_out out; /* the replies on their way (serve_out.h) */
+	bool paused;	      /* ab_session_pause_output */
 	char *in;
 	size_t in_len;
 	bool discarding;
@@ -67,77 +80,18 @@ struct server {
 
 /* ---- output ---- */
 
-static void out_add(struct server *sv, const char *p, size_t n)
+/* Backpressure: streamed output is read only while the client keeps up. */
+static void out_backpressure(struct server *sv)
 {
-	if (sv->out_failed)
-		return;
-	if (sv->out_len + n > sv->out_cap && sv->out_off > 0) {
-		/* what was written makes room: a slow reader must not make the
-		 * buffer grow with everything ever sent */
-		memmove(sv->out, sv->out + sv->out_off, sv->out_len - sv->out_off);
-		sv->out_len -= sv->out_off;
-		sv->out_off = 0;
-	}
-	if (sv->out_len + n > sv->out_cap) {
-		size_t cap = sv->out_cap ? sv->out_cap : 65536;
-		while (cap < sv->out_len + n)
-			cap *= 2;
-		char *q = realloc(sv->out, cap);
-		if (!q) {
-			/* the session cannot answer any more: it ends (ab_serve) */
-			sv->out_failed = sv->out_broken = true;
-			return;
-		}
-		sv->out = q;
-		sv->out_cap = cap;
-	}
-	memcpy(sv->out + sv->out_len, p, n);
-	sv->out_len += n;
-}
-
-static int out_sink(void *arg, const char *p, size_t n)
-{
-	out_add(arg, p, n);
-	return 0;
+	if (!sv->paused && out_full(&sv->out))
+		ab_session_pause_output(sv->s, sv->paused = true);
+	else if (sv->paused && out_drained(&sv->out))
+		ab_session_pause_output(sv->s, sv->paused = false);
 }
 
 static void send_json(struct server *sv, json_object *o)
 {
-	struct ab_jw w;
-	ab_jw_init(&w, out_sink, sv);
-	ab_jw_value(&w, o);
-	ab_jw_raw(&w, "\n", 1);
-	ab_jw_finish(&w);
-	json_object_put(o);
-}
-
-/* Write what is queued; false when stdout is gone. */
-static bool flush_out(struct server *sv, bool block)
-{
-	while (sv->out_off < sv->out_len && !sv->out_broken) {
-		ssize_t n = write(STDOUT_FILENO, sv->out + sv->out_off, sv->out_len - sv->out_off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			if (!block)
-				break;
-			poll(&(struct pollfd){.fd = STDOUT_FILENO, .events = POLLOUT}, 1, 1000);
-			continue;
-		}
-		if (n <= 0) {
-			sv->out_broken = true;
-			break;
-		}
-		sv->out_off += (size_t)n;
-	}
-	if (sv->out_off == sv->out_len)
-		sv->out_off = sv->out_len = 0;
-	return !sv->out_broken;
-}
-
-static size_t out_pending(const struct server *sv)
-{
-	return sv->out_len - sv->out_off;
+	out_json(&sv->out, o, NULL);
 }
 
 static json_object *id_copy(json_object *id)
@@ -178,6 +132,7 @@ static void request_free(struct request *r)
 	if (!r)
 		return;
 	ab_request_clear(&r->q);
+	free(r->id_json);
 	free(r);
 }
 
@@ -225,7 +180,8 @@ static void start_queued(struct server *sv)
 		next = r->next;
 		if (r->running)
 			continue;
-		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent)
+		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent ||
+		    sv->out.parts_text >= MAX_DEFERRED)
 			return;
 		struct ab_error err = {0};
 		int rc = ab_session_start(sv->s, &r->q.x, r->tag, &err);
@@ -446,60 +402,84 @@ static size_t utf8_complete_len(const char *p, size_t n)
 	return n;
 }
 
+static int id_sink(void *arg, const char *p, size_t n)
+{
+	struct request *r = arg;
+	char *q = realloc(r->id_json, r->id_len + n);
+	if (!q)
+		return -ENOMEM;
+	memcpy(q + r->id_len, p, n);
+	r->id_json = q;
+	r->id_len += n;
+	return 0;
+}
+
+/* An output event of r: data the content of a then b (see out_event). */
+static void output_line(struct server *sv, struct request *r, int k, const char *a, size_t alen,
+			const char *b, size_t blen)
+{
+	if (!r->id_json) {
+		struct ab_jw w;
+		ab_jw_init(&w, id_sink, r);
+		ab_jw_value(&w, r->q.id);
+		if (ab_jw_finish(&w) < 0) {
+			out_fail(&sv->out);
+			return;
+		}
+	}
+	out_event(&sv->out, r->id_json, r->id_len,
+		  r->q.merged ? "output"
+		  : k	      ? "stderr"
+			      : "stdout",
+		  r->q.base64, a, alen, b, blen);
+	out_backpressure(sv);
+}
+
+/* Text is sent in whole characters: an incomplete sequence at the end of
+ * a chunk is held back (r->hold) and completed by the next one. */
 static void on_output(struct server *sv, struct request *r, const struct ab_event *ev)
 {
 	int k = ev->stream == 2 ? 1 : 0;
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("output"));
-	json_object_object_add(o, "id", id_copy(r->q.id));
-	json_object_object_add(o, "stream",
-			       json_object_new_string(r->q.merged ? "output"
-						      : k	  ? "stderr"
-								  : "stdout"));
 	if (r->q.base64) {
-		char *b = base64_encode(ev->data, ev->len);
-		json_object_object_add(o, "data", json_object_new_string(b ? b : ""));
-		free(b);
-	} else {
-		/* whole characters only: the held-back bytes go first */
-		size_t n = r->hold_len[k] + ev->len;
-		char *buf = malloc(n);
-		if (!buf) {
-			json_object_put(o);
-			return;
-		}
-		memcpy(buf, r->hold[k], r->hold_len[k]);
-		memcpy(buf + r->hold_len[k], ev->data, ev->len);
-		size_t keep = utf8_complete_len(buf, n);
-		r->hold_len[k] = n - keep;
-		memcpy(r->hold[k], buf + keep, r->hold_len[k]);
-		json_object_object_add(o, "data", ab_json_text(buf, keep));
-		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
-		send_json(sv, o); /* written before buf goes */
-		free(buf);
+		output_line(sv, r, k, ev->data, ev->len, NULL, 0);
 		return;
 	}
-	json_object_object_add(o, "encoding", json_object_new_string("base64"));
-	send_json(sv, o);
+	/* the held bytes and the first of the new ones, up to the end of the
+	 * sequence the held ones start */
+	const char *data = ev->data;
+	size_t len = ev->len, h = r->hold_len[k], t = len < 4 ? len : 4, i = 0;
+	char head[8];
+	memcpy(head, r->hold[k], h);
+	memcpy(head + h, data, t);
+	r->hold_len[k] = 0;
+	while (i < h) {
+		size_t n = utf8_seq_len((const unsigned char *)head + i, h + t - i);
+		if (!n && t == len && utf8_complete_len(head + i, h + t - i) == 0) {
+			/* still cut short: all of it waits for more */
+			r->hold_len[k] = h + t - i;
+			memcpy(r->hold[k], head + i, r->hold_len[k]);
+			if (i)
+				output_line(sv, r, k, head, i, NULL, 0);
+			return;
+		}
+		i += n ? n : 1;
+	}
+	data += i - h;
+	len -= i - h;
+	size_t keep = utf8_complete_len(data, len);
+	r->hold_len[k] = len - keep;
+	memcpy(r->hold[k], data + keep, r->hold_len[k]);
+	if (i || keep)
+		output_line(sv, r, k, head, i, data, keep);
 }
 
 static void flush_held(struct server *sv, struct request *r)
 {
 	for (int k = 0; k < 2; k++) {
-		if (!r->hold_len[k])
-			continue;
-		struct ab_event ev = {.stream = k + 1, .data = r->hold[k], .len = r->hold_len[k]};
+		size_t n = r->hold_len[k];
 		r->hold_len[k] = 0;
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string("output"));
-		json_object_object_add(o, "id", id_copy(r->q.id));
-		json_object_object_add(o, "stream",
-				       json_object_new_string(r->q.merged ? "output"
-							      : k	  ? "stderr"
-									  : "stdout"));
-		json_object_object_add(o, "data", ab_json_text(ev.data, ev.len));
-		json_object_object_add(o, "encoding", json_object_new_string("utf-8"));
-		send_json(sv, o);
+		if (n) /* an incomplete sequence at the very end: U+FFFD */
+			output_line(sv, r, k, r->hold[k], n, NULL, 0);
 	}
 }
 
@@ -552,7 +532,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		serve_audit_result(&sv->audit, r->q.id, NULL,
 				   ab_errc_name(ab_error_errc(ev->error)));
 	} else {
-		const struct ab_result *res = ev->result;
+		struct ab_result *res = ev->result;
 		json_object *o = ab_result_fields_json(res, true, true, r->q.merged, r->q.base64);
 		json_object *head = json_object_new_object();
 		json_object_object_add(head, "type", json_object_new_string("result"));
@@ -576,7 +556,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 					       ? json_object_new_string(res->background_log)
 					       : NULL);
 		json_object_object_add(head, "error", NULL);
-		send_json(sv, head);
+		out_json(&sv->out, head, res); /* its output is escaped as it goes */
 		serve_audit_result(&sv->audit, r->q.id, res, NULL);
 	}
 	list_del(sv, r);
@@ -653,6 +633,7 @@ static void print_notice(const char *line)
 int ab_serve(struct ab_config *cfg)
 {
 	struct server sv = {.cfg = cfg, .audit = -1};
+	out_init(&sv.out, STDOUT_FILENO, false);
 	struct ab_error err = {0};
 	signal(SIGPIPE, SIG_IGN);
 	if (cfg->audit_log) {
@@ -680,8 +661,10 @@ int ab_serve(struct ab_config *cfg)
 	}
 	struct stat st;
 	if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+		if (S_ISFIFO(st.st_mode))
+			fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE); /* best effort */
 		int fl = fcntl(STDOUT_FILENO, F_GETFL);
-		sv.out_nonblock = fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
+		sv.out.nonblock = fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
 	}
 	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
 	if (!sv.in) {
@@ -700,18 +683,20 @@ int ab_serve(struct ab_config *cfg)
 	send_hello(&sv);
 	int status = 0;
 	bool dead = false;
-	while (!sv.shutting_down && !sv.stdin_eof && !sv.out_broken) {
-		bool busy = out_pending(&sv) > OUT_HIGH_WATER;
+	while (!sv.shutting_down && !sv.stdin_eof && !sv.out.broken) {
+		/* the session is always watched (timeouts, cancels, other
+		 * commands); stdin not while replies pile up unread */
+		bool busy = out_pending(&sv.out) + sv.out.parts_raw > OUT_HIGH_WATER;
 		struct pollfd p[4] = {
 			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
-			{.fd = out_pending(&sv) ? STDOUT_FILENO : -1, .events = POLLOUT},
+			{.fd = out_waiting(&sv.out) ? STDOUT_FILENO : -1, .events = POLLOUT},
 			{.fd = sigfd, .events = POLLIN},
-			{.fd = busy ? -1 : ab_session_fd(sv.s), .events = POLLIN},
+			{.fd = ab_session_fd(sv.s), .events = POLLIN},
 		};
 		if (poll(p, 4, -1) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
-			flush_out(&sv, !sv.out_nonblock);
+			out_flush(&sv.out, !sv.out.nonblock);
 		if (p[2].revents) {
 			struct signalfd_siginfo si;
 			(void)!read(sigfd, &si, sizeof(si));
@@ -732,8 +717,9 @@ int ab_serve(struct ab_config *cfg)
 			handle_input(&sv);
 		}
 		start_queued(&sv);
-		if (!out_pending(&sv) || sv.out_nonblock)
-			flush_out(&sv, false);
+		if (!out_waiting(&sv.out) || sv.out.nonblock)
+			out_flush(&sv.out, false);
+		out_backpressure(&sv);
 	}
 	if (dead) {
 		err.kind = AB_ERRC_INTERNAL;
@@ -750,8 +736,8 @@ int ab_serve(struct ab_config *cfg)
 		send_json(&sv, o);
 	}
 	ab_session_close(sv.s);
-	flush_out(&sv, true);
-	if (sv.out_failed) {
+	out_flush(&sv.out, true);
+	if (sv.out.failed) {
 		fputs("agentbox: out of memory for replies\n", stderr);
 		status = AB_EXIT_FAILURE;
 	}
@@ -760,7 +746,7 @@ int ab_serve(struct ab_config *cfg)
 		close(sv.audit);
 	}
 	free(sv.in);
-	free(sv.out);
+	out_free(&sv.out);
 	close(sigfd);
 	return status;
 }

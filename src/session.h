@@ -76,6 +76,7 @@ struct ab_session {
 	unsigned long long timer_at; /* the deadline timerfd is armed for, 0: none */
 	struct cmd *cmds;
 	size_t max, running;
+	bool out_paused; /* ab_session_pause_output: stream commands' pipes unread */
 	unsigned long long seq, started_ms, commands_run;
 	struct ab_denials denials;
 	struct ab_result limits;

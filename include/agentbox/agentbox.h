@@ -353,6 +353,12 @@ int ab_session_cancel(struct ab_session *s, unsigned long long tag);
  * forwards SIGINT and the like. -ESRCH when no command has that tag. */
 int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig);
 size_t ab_session_running(const struct ab_session *s);
+/* Backpressure for a slow reader of the OUTPUT events: while paused, the
+ * output pipes of the commands started with stream are not read (a
+ * command that fills its pipe blocks there); timeouts, cancels, signals
+ * and every other command go on. An OUTPUT callback may pause: no more
+ * OUTPUT events come until resumed. */
+void ab_session_pause_output(struct ab_session *s, bool pause);
 int ab_session_fd(const struct ab_session *s);
 /* Wait up to timeout_ms (-1: forever, 0: not at all) for work and do it.
  * Returns 0, or a negative errno when the sandbox is gone: then every

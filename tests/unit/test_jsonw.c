@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "output.h"
 
 struct mem {
 	char *p;
@@ -110,4 +111,91 @@ Test(jsonw, the_first_sink_error_is_returned)
 	json_object_put(t);
 	free(big);
 	free(m.p);
+}
+
+/* Bytes that exercise every branch of the escaper: plain runs, each byte
+ * JSON must escape, UTF-8 sequences whole and cut, bytes that are never
+ * UTF-8; at every alignment of its eight-byte steps. */
+static void tricky_bytes(unsigned char *p, size_t n, unsigned *seed)
+{
+	static const char *pieces[] = {
+		"plain text ", "\"",	   "\\",	   "\n",
+		"\t",	       "\x01",	   "\x1f",	   "/",
+		"\x7f",	       "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+		"\xe2\x82",    "\xff",	   "\xc0\xaf",	   "\xed\xa0\x80",
+		"\0"};
+	size_t i = 0;
+	while (i < n) {
+		const char *s = pieces[rand_r(seed) % (sizeof(pieces) / sizeof(*pieces))];
+		size_t len = s[0] ? strlen(s) : 1;
+		for (size_t k = 0; k < len && i < n; k++)
+			p[i++] = (unsigned char)s[k];
+	}
+}
+
+Test(jsonw, the_fast_escaper_escapes_as_json_c_does)
+{
+	unsigned seed = 21;
+	unsigned char in[300];
+	char out[6 * sizeof(in)];
+	for (int round = 0; round < 2000; round++) {
+		size_t n = (size_t)rand_r(&seed) % sizeof(in);
+		tricky_bytes(in, n, &seed);
+		json_object *o = json_object_new_string_len((const char *)in, (int)n);
+		size_t jlen;
+		const char *j = json_object_to_json_string_length(
+			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &jlen);
+		size_t len = ab_json_escape(out, (const char *)in, n, false);
+		cr_assert_eq(len, jlen - 2, "round %d: %zu bytes, not %zu", round, len, jlen - 2);
+		cr_assert(memcmp(out, j + 1, len) == 0, "round %d: %.*s", round, (int)len, out);
+		json_object_put(o);
+	}
+}
+
+Test(jsonw, the_lossy_escaper_is_utf8_repair_then_escape)
+{
+	unsigned seed = 4;
+	unsigned char in[300];
+	char out[6 * sizeof(in)], want[6 * 3 * sizeof(in)];
+	for (int round = 0; round < 2000; round++) {
+		size_t n = (size_t)rand_r(&seed) % sizeof(in), fixed_len;
+		tricky_bytes(in, n, &seed);
+		char *fixed = utf8_lossy((const char *)in, n, &fixed_len);
+		size_t wlen = ab_json_escape(want, fixed, fixed_len, false);
+		size_t len = ab_json_escape(out, (const char *)in, n, true);
+		cr_assert_eq(len, wlen, "round %d", round);
+		cr_assert(memcmp(out, want, len) == 0, "round %d", round);
+		free(fixed);
+	}
+}
+
+Test(jsonw, text_pieces_make_the_whole)
+{
+	/* pieces never cut a character: written piece by piece, the text is
+	 * what it is escaped at once, and base64 pieces decode as the whole */
+	size_t n = 100000;
+	unsigned char *in = malloc(n);
+	unsigned seed = 7;
+	tricky_bytes(in, n, &seed);
+	char *whole = malloc(6 * n), *pieces = malloc(6 * n);
+	size_t wlen = ab_json_escape(whole, (const char *)in, n, true);
+	for (int base64 = 0; base64 < 2; base64++) {
+		const char *s = (const char *)in;
+		size_t left = n, len = 0;
+		while (left)
+			len += ab_json_text_piece(pieces + len, 384 + (size_t)rand_r(&seed) % 4000,
+						  &s, &left, base64);
+		if (base64) {
+			char *b = base64_encode((const char *)in, n);
+			cr_assert_eq(len, strlen(b));
+			cr_assert(memcmp(pieces, b, len) == 0);
+			free(b);
+		} else {
+			cr_assert_eq(len, wlen);
+			cr_assert(memcmp(pieces, whole, len) == 0);
+		}
+	}
+	free(in);
+	free(whole);
+	free(pieces);
 }

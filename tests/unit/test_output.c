@@ -191,3 +191,28 @@ Test(base64, rfc4648_vectors)
 	cr_assert_str_eq(s, "AP/+");
 	free(s);
 }
+
+Test(base64, the_table_encoder_matches_a_plain_one_at_every_length)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char in[64];
+	char out[BASE64_LEN(sizeof(in))], want[BASE64_LEN(sizeof(in))];
+	unsigned seed = 3;
+	for (size_t n = 0; n <= sizeof(in); n++) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (unsigned char)rand_r(&seed);
+		size_t o = 0;
+		for (size_t i = 0; i < n; i += 3) {
+			unsigned v = (unsigned)in[i] << 16 |
+				     (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+				     (i + 2 < n ? in[i + 2] : 0);
+			want[o++] = tbl[v >> 18];
+			want[o++] = tbl[(v >> 12) & 63];
+			want[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+			want[o++] = i + 2 < n ? tbl[v & 63] : '=';
+		}
+		cr_assert_eq(base64_encode_into(out, in, n), o, "%zu bytes", n);
+		cr_assert(memcmp(out, want, o) == 0, "%zu bytes", n);
+	}
+}
