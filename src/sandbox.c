@@ -1,13 +1,15 @@
 /* The launcher side of building one sandbox (design.md, "Processes and
  * trust"), for every session, `agentbox run`'s one-command ones included.
  *
- * Order: check the configuration and plan the view (nothing created yet),
- * load the seccomp profile, build the environment, make the cgroup last;
- * then clone the init into the new namespaces (straight into the cgroup
- * where the kernel can), write its uid/gid maps and send GO. What follows
- * is session.c's. */
+ * Order: check the configuration and plan the view, load the seccomp
+ * profile, build the environment, while a thread makes the cgroup (the
+ * only thing made on the host before the sandbox exists, removed again if
+ * a check fails); then clone the init into the new namespaces (straight
+ * into the cgroup where the kernel can), write its uid/gid maps and send
+ * GO. What follows is session.c's. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -286,6 +288,51 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	return view_plan_build(cfg, &sb->protect, &sb->plan, err);
 }
 
+/* The cgroup, made on a thread of its own while the launcher checks and
+ * plans: its directories and limits (half a millisecond and more on a v1
+ * host, mkdir in each hierarchy) no longer wait for the plan, and the plan
+ * (the idmaps' user namespace, the profile, the environment) no longer
+ * waits for them. The job has copies of what it reads. */
+struct cgroup_job {
+	struct ab_config cfg;
+	struct ab_result *limits; /* only its limit fields: the caller writes none */
+	struct ab_cgroup *cg;
+	struct ab_error err;
+	int r;
+	pthread_t thread;
+	bool started;
+};
+
+static void *cgroup_job_run(void *p)
+{
+	struct cgroup_job *j = p;
+	j->r = make_cgroup(&j->cfg, j->limits, &j->cg, &j->err);
+	return NULL;
+}
+
+static void cgroup_job_start(struct cgroup_job *j, const struct ab_config *cfg,
+			     struct ab_result *limits)
+{
+	memset(j, 0, sizeof(*j));
+	j->cfg = *cfg;
+	j->limits = limits;
+	/* no thread (EAGAIN under a thread limit, say): made in turn */
+	j->started = pthread_create(&j->thread, NULL, cgroup_job_run, j) == 0;
+}
+
+/* The job's cgroup (made here if no thread could), or its error. */
+static int cgroup_job_finish(struct cgroup_job *j, struct ab_cgroup **cg, struct ab_error *err)
+{
+	if (j->started)
+		pthread_join(j->thread, NULL);
+	else
+		cgroup_job_run(j);
+	*cg = j->cg;
+	if (j->r < 0)
+		*err = j->err;
+	return j->r;
+}
+
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
@@ -301,8 +348,8 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	r = ab_isolation_decide(cfg, err); /* --isolation best */
 	if (r < 0)
 		return r;
-	/* everything that checks the caller's input comes before the cgroup,
-	 * the only thing made on the host before the sandbox exists */
+	struct cgroup_job job;
+	cgroup_job_start(&job, cfg, &sb->limits);
 	char *notices = NULL;
 	cleanup_free char *idmap_notices = NULL;
 	r = protect_scan(cfg, &sb->protect, err);
@@ -314,8 +361,13 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
-	if (r == 0)
-		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
+	/* a check's error first, as when the cgroup came after the checks */
+	struct ab_error cg_err = {0};
+	int cg_r = cgroup_job_finish(&job, &sb->cg, &cg_err);
+	if (r == 0 && cg_r < 0) {
+		r = cg_r;
+		*err = cg_err;
+	}
 	if (r == 0) {
 		notify_lines(cfg, idmap_notices);
 		notify_lines(cfg, notices);
