@@ -340,9 +340,15 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
 		bool any = false;
+		/* root's CPU time comes from the controller-less cgroup2 beside
+		 * (cpu.stat, ab_cgroup_stats): a cpuacct cgroup of its own would
+		 * cost a start two mkdirs and its end two rmdirs for nothing */
+		bool no_cpuacct = !parent && have[H_UNIFIED];
 		for (int h = 0; h < H_COUNT; h++) {
 			if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
 				continue; /* cpu,cpuacct mounted together: one directory */
+			if (h == H_CPUACCT && no_cpuacct)
+				continue;
 			r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
 			if (r == 0)
 				any = true;
@@ -351,10 +357,15 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 					 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h],
 					 rel, strerror(-r));
 		}
+		/* no cgroup2 after all: cpuacct is where CPU time is */
+		if (no_cpuacct && !cg->dir[H_UNIFIED][0] && any)
+			make_dir(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), roots[H_CPUACCT],
+				 rel, name);
 		if (any) {
 			cg->st.version = "v1";
 			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
-			if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0])
+			if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0] &&
+			    !(no_cpuacct && cg->dir[H_UNIFIED][0]))
 				snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
 					 cg->dir[H_CPU]);
 			apply_v1(cg, lim);
