@@ -250,6 +250,35 @@ static int make_dir(char *out, size_t len, const char *root, const char *rel, co
 
 static const char *procs_dir(const struct ab_cgroup *cg);
 
+/* Whether this launcher may put a process into root+rel/... of the
+ * controller-less cgroup2 beside v1 hierarchies: moving a process (and
+ * clone3 into a cgroup) needs write access to cgroup.procs of the common
+ * ancestor of its cgroup and the target (cgroup_attach_permissions). An
+ * unprivileged user with a v1 delegation usually lacks it, and the kernel
+ * says so only after the global lock a move by pid takes, which waits for
+ * an RCU grace period: 10-20 ms of every start, for an EACCES. */
+static bool may_enter_unified(const char *root, const char *rel)
+{
+	if (geteuid() == 0)
+		return true;
+	char own[512];
+	if (!ab_cgfs_own_v2(own, sizeof(own)))
+		return true; /* cannot tell: the move says */
+	/* the longest common prefix of whole components */
+	size_t n = 0;
+	for (size_t i = 0;; i++) {
+		bool end_own = own[i] == '\0' || own[i] == '/';
+		bool end_rel = rel[i] == '\0' || rel[i] == '/';
+		if (end_own && end_rel)
+			n = i;
+		if (own[i] != rel[i] || own[i] == '\0')
+			break;
+	}
+	char path[1200];
+	snprintf(path, sizeof(path), "%s%.*s/cgroup.procs", root, (int)n, rel);
+	return access(path, W_OK) == 0;
+}
+
 /* Where a v1 hierarchy's cgroup was made: its tasks file for the init to
  * enter by itself; the controller-less v2 one beside them (hybrid): its
  * directory for clone3. What cannot be opened is left to
@@ -348,6 +377,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
 				continue; /* cpu,cpuacct mounted together: one directory */
 			if (h == H_CPUACCT && no_cpuacct)
+				continue;
+			if (h == H_UNIFIED && !may_enter_unified(roots[h], rel))
 				continue;
 			r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
 			if (r == 0)
