@@ -70,21 +70,29 @@ static const char *fs_name(int fd, char *buf, size_t n)
 	return buf;
 }
 
+/* The child that carries the namespace: nothing to do but be there. */
+static int userns_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 /* A user namespace whose only mapping sends uid/gid (as a filesystem
  * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. Its maps
  * are written through a process in it, here a child that exits at once:
  * its credentials, and with them /proc/PID/uid_map and ns/user, reach the
- * namespace from clone's return until it is reaped, whether it ran yet or
- * not, and the fd keeps the namespace after. Nothing waits for it to run
- * (a loaded machine may take milliseconds to schedule it): *child is the
- * pid to reap later. A fork-like clone: Valgrind refuses CLONE_VM without
- * CLONE_VFORK, and CLONE_VFORK would wait. */
+ * namespace until it is reaped, and the fd keeps the namespace after;
+ * *child is the pid to reap later. The child shares the launcher's memory
+ * on a stack of its own and the launcher waits the few microseconds until
+ * it has exited (CLONE_VM | CLONE_VFORK, which Valgrind accepts): a
+ * fork-like child copied the launcher's page tables, and every page the
+ * launcher wrote before the child was gone was copied again. */
 static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid_t *child,
 		       struct ab_error *err)
 {
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-	if (pid == 0)
-		_exit(0);
+	static _Alignas(16) char stack[16384];
+	pid_t pid = clone(userns_child, stack + sizeof(stack),
+			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | SIGCHLD, NULL);
 	if (pid < 0)
 		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
 	*child = pid;

@@ -1,17 +1,15 @@
 /* The launcher side of building one sandbox (design.md, "Processes and
  * trust"), for every session, `agentbox run`'s one-command ones included.
  *
- * Order: check the configuration and plan the view, load the seccomp
- * profile, build the environment, while a thread makes the cgroup (the
- * only thing made on the host before the sandbox exists, removed again if
- * a check fails); then clone the init into the new namespaces (straight
- * into the cgroup where the kernel can), write its uid/gid maps and send
- * GO; the v1 hierarchies' cgroups are made while the init builds the
- * view, and it enters them before its cgroup namespace. What follows is
- * session.c's. */
+ * Order: check the configuration and plan the view (nothing created yet),
+ * load the seccomp profile, build the environment, make the cgroup last
+ * (on v1 hierarchies only the cgroup2 beside them, which clone3 needs);
+ * then clone the init into the new namespaces (straight into the cgroup
+ * where the kernel can), write its uid/gid maps and send GO; the v1
+ * hierarchies' cgroups are made while the init builds the view, and it
+ * enters them before its cgroup namespace. What follows is session.c's. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -119,6 +117,8 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, struct ab_e
 {
 	bool pending = ab_cgroup_pending(sb->cg);
 	int r = ab_cgroup_finish(&sb->cg, err);
+	/* what crashed runs left, off the start's path too */
+	ab_cgroup_reap_stale(sb->cfg.cgroup_parent);
 	if (r == 0 && pending)
 		r = report_cgroup(&sb->cfg, &sb->limits, sb->cg, err);
 	/* what it cannot enter by itself: moved by pid (slow, but rare) */
@@ -228,13 +228,12 @@ static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
 	return 0;
 }
 
-/* The sandbox's cgroup, after reaping what crashed runs left: complete
- * where the host has cgroup v2 (the limits are reported here); on v1
- * hierarchies only what the clone needs (sandbox_clone finishes it). */
+/* The sandbox's cgroup: complete where the host has cgroup v2 (the
+ * limits are reported here); on v1 hierarchies only what the clone needs
+ * (finish_cgroup does the rest, and reaps what crashed runs left). */
 static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
 		       struct ab_error *err)
 {
-	ab_cgroup_reap_stale(cfg->cgroup_parent);
 	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids};
 	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
 	if (r == 0 && !ab_cgroup_pending(*cg))
@@ -323,51 +322,6 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	return view_plan_build(cfg, &sb->protect, &sb->plan, err);
 }
 
-/* The cgroup, made on a thread of its own while the launcher checks and
- * plans: its directories and limits (half a millisecond and more on a v1
- * host, mkdir in each hierarchy) no longer wait for the plan, and the plan
- * (the idmaps' user namespace, the profile, the environment) no longer
- * waits for them. The job has copies of what it reads. */
-struct cgroup_job {
-	struct ab_config cfg;
-	struct ab_result *limits; /* only its limit fields: the caller writes none */
-	struct ab_cgroup *cg;
-	struct ab_error err;
-	int r;
-	pthread_t thread;
-	bool started;
-};
-
-static void *cgroup_job_run(void *p)
-{
-	struct cgroup_job *j = p;
-	j->r = make_cgroup(&j->cfg, j->limits, &j->cg, &j->err);
-	return NULL;
-}
-
-static void cgroup_job_start(struct cgroup_job *j, const struct ab_config *cfg,
-			     struct ab_result *limits)
-{
-	memset(j, 0, sizeof(*j));
-	j->cfg = *cfg;
-	j->limits = limits;
-	/* no thread (EAGAIN under a thread limit, say): made in turn */
-	j->started = pthread_create(&j->thread, NULL, cgroup_job_run, j) == 0;
-}
-
-/* The job's cgroup (made here if no thread could), or its error. */
-static int cgroup_job_finish(struct cgroup_job *j, struct ab_cgroup **cg, struct ab_error *err)
-{
-	if (j->started)
-		pthread_join(j->thread, NULL);
-	else
-		cgroup_job_run(j);
-	*cg = j->cg;
-	if (j->r < 0)
-		*err = j->err;
-	return j->r;
-}
-
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
@@ -383,8 +337,8 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	r = ab_isolation_decide(cfg, err); /* --isolation best */
 	if (r < 0)
 		return r;
-	struct cgroup_job job;
-	cgroup_job_start(&job, cfg, &sb->limits);
+	/* everything that checks the caller's input comes before the cgroup,
+	 * the only thing made on the host before the sandbox exists */
 	char *notices = NULL;
 	cleanup_free char *idmap_notices = NULL;
 	r = protect_scan(cfg, &sb->protect, err);
@@ -396,13 +350,8 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
-	/* a check's error first, as when the cgroup came after the checks */
-	struct ab_error cg_err = {0};
-	int cg_r = cgroup_job_finish(&job, &sb->cg, &cg_err);
-	if (r == 0 && cg_r < 0) {
-		r = cg_r;
-		*err = cg_err;
-	}
+	if (r == 0)
+		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
 		notify_lines(cfg, idmap_notices);
 		notify_lines(cfg, notices);
