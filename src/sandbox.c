@@ -131,7 +131,11 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, struct ab_e
 	unsigned long long as = ab_cgroup_rlimit_as(sb->cg);
 	r = sync_send_fds_status(sync_fd, SYNC_CGROUP, (int32_t)(uint32_t)(as >> 32),
 				 (int32_t)(uint32_t)as, fds, n);
-	return r < 0 ? ab_error_set(err, -r, "cannot start the sandbox") : 0;
+	/* an init that failed while building the view is gone (EPIPE): its
+	 * error is waiting on the socket, and the session reads it next */
+	return r < 0 && r != -EPIPE && r != -ECONNRESET
+		       ? ab_error_set(err, -r, "cannot start the sandbox")
+		       : 0;
 }
 
 pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, struct ab_error *err)
