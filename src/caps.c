@@ -11,11 +11,14 @@ int caps_drop_all(struct ab_error *err)
 {
 	/* the bounding set first: dropping from it needs CAP_SETPCAP, which
 	 * clearing the effective set below takes away */
-	/* up to 63, not CAP_LAST_CAP: the kernel may know more than our
-	 * headers; EINVAL marks a capability it does not have */
+	/* up to the kernel's last, not CAP_LAST_CAP: the kernel may know more
+	 * than our headers; its capabilities are numbered without gaps, so the
+	 * first EINVAL is past the last one (cap_valid) */
 	for (int c = 0; c < 64; c++) {
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0 || errno == EINVAL)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
 			continue;
+		if (errno == EINVAL)
+			break;
 		/* an unprivileged process outside any user namespace
 		 * of its own (isolation_bare.c) has no CAP_SETPCAP; it holds no
 		 * capability, and no_new_privs below keeps exec from granting one */

@@ -61,6 +61,14 @@ struct ab_cgroup {
 	 * waited for, where moving a pid through cgroup.procs waits one
 	 * (10-20 ms); -1: none */
 	int self_fd[H_COUNT];
+	/* v1 and hybrid: the v1 hierarchies are made after the clone
+	 * (ab_cgroup_finish), while the init builds the view */
+	bool pending;
+	bool have[H_COUNT];
+	char roots[H_COUNT][512];
+	char rel[512], name[96], why[200];
+	const char *parent;
+	struct ab_limits lim;
 };
 
 /* "key value" lines: the value of key, or -1. */
@@ -250,6 +258,35 @@ static int make_dir(char *out, size_t len, const char *root, const char *rel, co
 
 static const char *procs_dir(const struct ab_cgroup *cg);
 
+/* Whether this launcher may put a process into root+rel/... of the
+ * controller-less cgroup2 beside v1 hierarchies: moving a process (and
+ * clone3 into a cgroup) needs write access to cgroup.procs of the common
+ * ancestor of its cgroup and the target (cgroup_attach_permissions). An
+ * unprivileged user with a v1 delegation usually lacks it, and the kernel
+ * says so only after the global lock a move by pid takes, which waits for
+ * an RCU grace period: 10-20 ms of every start, for an EACCES. */
+static bool may_enter_unified(const char *root, const char *rel)
+{
+	if (geteuid() == 0)
+		return true;
+	char own[512];
+	if (!ab_cgfs_own_v2(own, sizeof(own)))
+		return true; /* cannot tell: the move says */
+	/* the longest common prefix of whole components */
+	size_t n = 0;
+	for (size_t i = 0;; i++) {
+		bool end_own = own[i] == '\0' || own[i] == '/';
+		bool end_rel = rel[i] == '\0' || rel[i] == '/';
+		if (end_own && end_rel)
+			n = i;
+		if (own[i] != rel[i] || own[i] == '\0')
+			break;
+	}
+	char path[1200];
+	snprintf(path, sizeof(path), "%s%.*s/cgroup.procs", root, (int)n, rel);
+	return access(path, W_OK) == 0;
+}
+
 /* Where a v1 hierarchy's cgroup was made: its tasks file for the init to
  * enter by itself; the controller-less v2 one beside them (hybrid): its
  * directory for clone3. What cannot be opened is left to
@@ -262,7 +299,8 @@ static void open_v1_entries(struct ab_cgroup *cg)
 		if (!cg->dir[h][0] || (h == H_CPUACCT && strcmp(cg->dir[h], cg->dir[H_CPU]) == 0))
 			continue;
 		if (h == H_UNIFIED) {
-			cg->clone_fd = open(cg->dir[h], O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cg->clone_fd < 0)
+				cg->clone_fd = open(cg->dir[h], O_PATH | O_DIRECTORY | O_CLOEXEC);
 			continue;
 		}
 		char path[1100];
@@ -272,6 +310,9 @@ static void open_v1_entries(struct ab_cgroup *cg)
 }
 
 static unsigned counter;
+
+static int create_done(struct ab_cgroup *cg, const char *parent, const struct ab_limits *lim,
+		       const char *why, struct ab_cgroup **out, struct ab_error *err);
 
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
 		     struct ab_error *err)
@@ -337,39 +378,87 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			return 0;
 		}
 	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
+		/* now only the controller-less cgroup2, which clone3 needs;
+		 * the v1 ones in ab_cgroup_finish */
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
-		bool any = false;
-		for (int h = 0; h < H_COUNT; h++) {
-			if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
-				continue; /* cpu,cpuacct mounted together: one directory */
-			r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
-			if (r == 0)
-				any = true;
-			else if (h != H_UNIFIED)
-				snprintf(why, sizeof(why),
-					 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h],
-					 rel, strerror(-r));
-		}
-		if (any) {
-			cg->st.version = "v1";
-			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
-			if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0])
-				snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
-					 cg->dir[H_CPU]);
-			apply_v1(cg, lim);
-			open_v1_entries(cg);
-		}
+		cg->pending = true;
+		cg->parent = parent;
+		cg->lim = *lim;
+		memcpy(cg->have, have, sizeof(have));
+		memcpy(cg->roots, roots, sizeof(roots));
+		snprintf(cg->rel, sizeof(cg->rel), "%s", rel);
+		snprintf(cg->name, sizeof(cg->name), "%s", name);
+		snprintf(cg->why, sizeof(cg->why), "%s", why);
+		if (have[H_UNIFIED] && may_enter_unified(roots[H_UNIFIED], rel) &&
+		    make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
+			     name) == 0 &&
+		    !ab_cgfs_faked())
+			cg->clone_fd = open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		*out = cg;
+		return 0;
 	}
+	return create_done(cg, parent, lim, why, out, err);
+}
+
+/* The end of a creation: a --cgroup-parent that gave nothing is an error;
+ * else the fallbacks of what could not be applied. */
+static int create_done(struct ab_cgroup *cg, const char *parent, const struct ab_limits *lim,
+		       const char *why, struct ab_cgroup **out, struct ab_error *err)
+{
 	if (parent && !procs_dir(cg)) {
 		/* asked for by name: a parent that does not work is an error, not
 		 * a silent fallback */
-		free(cg);
-		return ab_error_plain(err, EACCES, "--cgroup-parent %s: %s", parent, why);
+		int r = ab_error_plain(err, EACCES, "--cgroup-parent %s: %s", parent, why);
+		ab_cgroup_destroy(cg);
+		*out = NULL;
+		return r;
 	}
 	fall_back(cg, lim, why);
 	*out = cg;
 	return 0;
+}
+
+int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
+{
+	struct ab_cgroup *cg = *cgp;
+	if (!cg || !cg->pending)
+		return 0;
+	cg->pending = false;
+	const char *rel = cg->rel, *name = cg->name, *parent = cg->parent;
+	char(*roots)[512] = cg->roots;
+	const bool *have = cg->have;
+	bool any = cg->dir[H_UNIFIED][0] != '\0';
+	/* root's CPU time comes from the controller-less cgroup2 beside
+	 * (cpu.stat, ab_cgroup_stats): a cpuacct cgroup of its own would
+	 * cost a start two mkdirs and its end two rmdirs for nothing */
+	bool no_cpuacct = !parent && cg->dir[H_UNIFIED][0];
+	for (int h = 0; h < H_UNIFIED; h++) {
+		if (!have[h] || (h == H_CPUACCT && strcmp(roots[h], roots[H_CPU]) == 0))
+			continue; /* cpu,cpuacct mounted together: one directory */
+		if (h == H_CPUACCT && no_cpuacct)
+			continue;
+		int r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
+		if (r == 0)
+			any = true;
+		else
+			snprintf(cg->why, sizeof(cg->why),
+				 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h], rel,
+				 strerror(-r));
+	}
+	if (any) {
+		cg->st.version = "v1";
+		snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
+		if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0] && !no_cpuacct)
+			snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
+				 cg->dir[H_CPU]);
+		apply_v1(cg, &cg->lim);
+		open_v1_entries(cg);
+	}
+	char why[200];
+	snprintf(why, sizeof(why), "%s", cg->why);
+	struct ab_limits lim = cg->lim;
+	return create_done(cg, parent, &lim, why, cgp, err);
 }
 
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg)
@@ -391,17 +480,23 @@ size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds)
 	return n;
 }
 
-int ab_cgroup_enter(const struct ab_cgroup *cg, struct ab_error *err)
+int ab_cgroup_enter(const int *fds, size_t n, struct ab_error *err)
 {
-	for (int h = 0; cg && h < H_COUNT; h++) {
-		if (cg->self_fd[h] < 0)
-			continue;
-		if (write(cg->self_fd[h], "0", 1) != 1)
-			return ab_error_set(err, errno, "cannot enter the sandbox's cgroup %s",
-					    cg->dir[h]);
-		close(cg->self_fd[h]);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (write(fds[i], "0", 1) != 1)
+			return ab_error_set(err, errno, "cannot enter the sandbox's cgroup");
 	return 0;
+}
+
+bool ab_cgroup_pending(const struct ab_cgroup *cg)
+{
+	return cg && cg->pending;
+}
+
+void ab_cgroup_set_rlimit_as(struct ab_cgroup *cg, unsigned long long v)
+{
+	if (cg)
+		cg->rlimit_as = v;
 }
 
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_error *err)

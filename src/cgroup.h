@@ -66,19 +66,34 @@ const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
  * then the init is moved with ab_cgroup_attach. Owned by cg. */
 int ab_cgroup_clone_fd(const struct ab_cgroup *cg);
 
-/* Move pid (the sandbox's init, before it runs anything) into the cgroup in
- * every hierarchy it does not enter by itself (ab_cgroup_enter) and, when
- * placed (clone3 put it there), but for the v2 one. A no-op on a "none"
+/* Where v1 hierarchies are in use: make their cgroups and apply the
+ * limits (ab_cgroup_create made only what the clone needs, the v2
+ * directory), after the clone, while the init builds the view; a no-op
+ * otherwise. On failure (a --cgroup-parent that gives nothing) *cg is
+ * destroyed and NULL. The status is complete only after this. */
+int ab_cgroup_finish(struct ab_cgroup **cg, struct ab_error *err);
+bool ab_cgroup_pending(const struct ab_cgroup *cg);
+
+/* Move pid (the sandbox's init) into the cgroup in every hierarchy it
+ * does not enter by itself (ab_cgroup_enter) and, when placed (clone3 put
+ * it there, or an earlier call), but for the v2 one. A no-op on a "none"
  * handle. */
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_error *err);
 
-/* cgroup v1: the fds the init needs for ab_cgroup_enter (kept open across
- * its fd cleanup); fds has room for 8. Returns how many. */
+/* cgroup v1: the tasks files the init enters by (ab_cgroup_enter), sent
+ * to it after ab_cgroup_finish; fds has room for 8. Returns how many. */
 size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds);
-/* In the sandbox's init, first thing: move itself into the v1 hierarchies'
- * cgroups. A process that moves only itself takes no global lock, so this
+
+/* In the sandbox's init, before its cgroup namespace and before anything
+ * of a command runs: write "0" to each of the n tasks files, moving only
+ * itself. A process that moves only itself takes no global lock, so this
  * costs no RCU grace period, unlike a move by pid from the launcher. */
-int ab_cgroup_enter(const struct ab_cgroup *cg, struct ab_error *err);
+int ab_cgroup_enter(const int *fds, size_t n, struct ab_error *err);
+
+/* In the sandbox's init: the RLIMIT_AS standing in for --memory as the
+ * launcher decided it in ab_cgroup_finish (the init's copy of the handle
+ * was made before). */
+void ab_cgroup_set_rlimit_as(struct ab_cgroup *cg, unsigned long long v);
 
 /* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
  * in the sandbox, in the command's process before exec. */

@@ -23,6 +23,7 @@
 #include "error.h"
 #include "options.h"
 #include "parse.h"
+#include "seccomp_bpf.h"
 #include "userns.h"
 #include "util.h"
 
@@ -69,21 +70,29 @@ static const char *fs_name(int fd, char *buf, size_t n)
 	return buf;
 }
 
+/* The child that carries the namespace: nothing to do but be there. */
+static int userns_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 /* A user namespace whose only mapping sends uid/gid (as a filesystem
  * stores them) to host_uid/host_gid: what MOUNT_ATTR_IDMAP takes. Its maps
  * are written through a process in it, here a child that exits at once:
  * its credentials, and with them /proc/PID/uid_map and ns/user, reach the
- * namespace from clone's return until it is reaped, whether it ran yet or
- * not, and the fd keeps the namespace after. Nothing waits for it to run
- * (a loaded machine may take milliseconds to schedule it): *child is the
- * pid to reap later. A fork-like clone: Valgrind refuses CLONE_VM without
- * CLONE_VFORK, and CLONE_VFORK would wait. */
+ * namespace until it is reaped, and the fd keeps the namespace after;
+ * *child is the pid to reap later. The child shares the launcher's memory
+ * on a stack of its own and the launcher waits the few microseconds until
+ * it has exited (CLONE_VM | CLONE_VFORK, which Valgrind accepts): a
+ * fork-like child copied the launcher's page tables, and every page the
+ * launcher wrote before the child was gone was copied again. */
 static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid_t *child,
 		       struct ab_error *err)
 {
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-	if (pid == 0)
-		_exit(0);
+	static _Alignas(16) char stack[16384];
+	pid_t pid = clone(userns_child, stack + sizeof(stack),
+			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | SIGCHLD, NULL);
 	if (pid < 0)
 		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
 	*child = pid;
@@ -383,15 +392,18 @@ static int add_compat_arches(scmp_filter_ctx ctx)
 	return 0;
 }
 
-static int guard_rules(scmp_filter_ctx ctx)
+static int guard_rules(scmp_filter_ctx ctx, bool *complete)
 {
+	*complete = true;
 	int r = add_compat_arches(ctx);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(mode_setters); i++) {
 		int nr = seccomp_syscall_resolve_name(mode_setters[i].name);
-		if (nr == __NR_SCMP_ERROR)
+		if (nr == __NR_SCMP_ERROR) {
+			*complete = false;
 			continue; /* libseccomp older than the syscall */
+		}
 		for (unsigned bit = S_ISGID; bit <= S_ISUID; bit <<= 1) {
 			struct scmp_arg_cmp c = {mode_setters[i].arg, SCMP_CMP_MASKED_EQ, bit, bit};
 			r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
@@ -401,8 +413,10 @@ static int guard_rules(scmp_filter_ctx ctx)
 	}
 	for (size_t i = 0; i < AB_ARRAY_SIZE(opaque_mode_setters); i++) {
 		int nr = seccomp_syscall_resolve_name(opaque_mode_setters[i]);
-		if (nr == __NR_SCMP_ERROR)
+		if (nr == __NR_SCMP_ERROR) {
+			*complete = false;
 			continue;
+		}
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
 		if (r < 0 && nr >= 0)
 			return r;
@@ -410,7 +424,7 @@ static int guard_rules(scmp_filter_ctx ctx)
 	return 0;
 }
 
-static int guard_build(struct sock_fprog **out, struct ab_error *err)
+int idmap_guard_compile(struct sock_fprog **out, bool *complete, struct ab_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -418,7 +432,7 @@ static int guard_build(struct sock_fprog **out, struct ab_error *err)
 	/* a syscall of an architecture this filter does not know of */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS));
 	if (r == 0)
-		r = guard_rules(ctx);
+		r = guard_rules(ctx, complete);
 	cleanup_fd int fd = -1;
 	if (r == 0 && (fd = memfd_create("agentbox-setid-guard", MFD_CLOEXEC)) < 0)
 		r = -errno;
@@ -439,6 +453,28 @@ static int guard_build(struct sock_fprog **out, struct ab_error *err)
 	}
 	p->filter = f;
 	p->len = (unsigned short)(st.st_size / (off_t)sizeof(*f));
+	*out = p;
+	return 0;
+}
+
+/* The guard compiled at build time when it is complete (libseccomp knew
+ * every syscall it names), else here: compiling it costs a start ~0.15 ms. */
+static int guard_build(struct sock_fprog **out, struct ab_error *err)
+{
+	if (ab_setid_guard_len == 0) {
+		bool complete;
+		return idmap_guard_compile(out, &complete, err);
+	}
+	struct sock_fprog *p = calloc(1, sizeof(*p));
+	struct sock_filter *f = malloc(ab_setid_guard_len * sizeof(*f));
+	if (!p || !f) {
+		free(p);
+		free(f);
+		return ab_error_set(err, ENOMEM, "building the setid guard");
+	}
+	memcpy(f, ab_setid_guard_compiled, ab_setid_guard_len * sizeof(*f));
+	p->filter = f;
+	p->len = ab_setid_guard_len;
 	*out = p;
 	return 0;
 }

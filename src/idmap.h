@@ -51,4 +51,10 @@ int idmap_probe(const char *dir, struct ab_error *err);
  * to its owner on the host (root, for a root-owned workspace). */
 int idmap_guard_install(const struct view_plan *plan, struct ab_error *err);
 
+/* Build time and fallback: the setid guard compiled with libseccomp for
+ * this architecture (and its compat ones); *complete is false when
+ * libseccomp did not know one of the syscalls it names (then a newer
+ * libseccomp at run time may know more, so it is not precompiled). */
+int idmap_guard_compile(struct sock_fprog **out, bool *complete, struct ab_error *err);
+
 #endif

@@ -4,20 +4,23 @@
  *
  * Setup order (fixed; each step needs the one before it):
  *   1. wait for the launcher's GO: the uid/gid maps exist, and the init is
- *      in the sandbox's cgroup, which a new cgroup namespace now makes its root
+ *      in the sandbox's v2 cgroup where there is one
  *   2. new session; become the sandbox user (capabilities in the new user
  *      namespace stay); parent-death signal set again, since a credential
  *      change clears it; not dumpable
  *   3. open mount sources while the host tree is visible, build the view,
  *      pivot, detach the host root, root read-only
- *   4. host name, loopback up; then a nested user and mount namespace,
+ *   4. enter the v1 cgroups the launcher made meanwhile, by their tasks
+ *      files it sends (SYNC_CGROUP); a new cgroup namespace makes the
+ *      sandbox's cgroups its root
+ *   5. host name, loopback up; then a nested user and mount namespace,
  *      which locks every mount of the view (flags, and what lies beneath)
- *   5. the Landlock ruleset (if the kernel has Landlock); working directory
- *   6. confine itself, once for every command: rlimits, every capability
+ *   6. the Landlock ruleset (if the kernel has Landlock); working directory
+ *   7. confine itself, once for every command: rlimits, every capability
  *      dropped, no_new_privs, Landlock enforced, the idmap guard, seccomp
  *      last (its listener goes to the launcher); tell the launcher READY
  *      with the Landlock ABI (fails if it is gone)
- *   7. start command shims (shim.c) as the launcher asks and hand their
+ *   8. start command shims (shim.c) as the launcher asks and hand their
  *      sockets over, or, in a one-command session, be that shim itself;
  *      as pid 1, reap, and kill what a command left when it killed its
  *      shim. When it exits, the kernel kills whatever is left.
@@ -270,6 +273,28 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	}
 }
 
+/* The v1 cgroups, which the launcher made while the view was built: it
+ * sends their tasks files (none on a v2 host, or without a cgroup) and the
+ * RLIMIT_AS fallback it decided on the way. Writing "0" moves only the
+ * init itself, which takes no global lock (cgroup.h). */
+static void join_cgroup(struct init_args *a)
+{
+	struct sync_msg m;
+	int fds[4];
+	size_t n = 0;
+	if (sync_recv_fds(a->sync_fd, &m, fds, AB_ARRAY_SIZE(fds), &n) != 1 ||
+	    m.type != SYNC_CGROUP)
+		_exit(AB_EXIT_FAILURE);
+	ab_cgroup_set_rlimit_as(a->cgroup,
+				(unsigned long long)(uint32_t)m.code << 32 | (uint32_t)m.status);
+	struct ab_error err = {0};
+	int r = ab_cgroup_enter(fds, n, &err);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	if (r < 0)
+		init_fail(a->sync_fd, &err);
+}
+
 /* The init is a copy of the launcher, environment included: wipe the
  * strings (the command gets its own filtered copy, a->envp), so that no
  * variable the policy filtered out is left in the sandbox's memory. */
@@ -292,10 +317,9 @@ _Noreturn void init_main(struct init_args *a)
 
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* the launcher's detached mounts of the sources (idmap.h) stay, and the
-	 * v1 cgroups' tasks files it enters by itself (cgroup.h) */
-	int keep[4 + 8 + a->plan->n];
-	size_t n_keep = ab_cgroup_entry_fds(a->cgroup, keep);
+	/* the launcher's detached mounts of the sources (idmap.h) stay */
+	int keep[4 + a->plan->n];
+	size_t n_keep = 0;
 	keep[n_keep++] = a->sync_fd;
 	keep[n_keep++] = a->shim_sock;
 	for (size_t i = 0; i < a->plan->n; i++)
@@ -306,20 +330,14 @@ _Noreturn void init_main(struct init_args *a)
 	close_fds_except(keep, n_keep);
 	if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_GO)
 		_exit(AB_EXIT_FAILURE);
-	/* into the cgroup before anything else runs here (limits, pids) */
-	if (ab_cgroup_enter(a->cgroup, &err) < 0)
-		init_fail(a->sync_fd, &err);
 
 	setsid();
 	int landlock_abi = 0;
 	if (a->cfg->isolation_missing & AB_MISSING_NAMESPACES) {
+		join_cgroup(a);
 		if (ab_bare_confine(a, &landlock_abi, &err) < 0)
 			init_fail(a->sync_fd, &err);
 		goto confined;
-	}
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		ab_error_set(&err, errno, "cannot create the cgroup namespace");
-		init_fail(a->sync_fd, &err);
 	}
 	if (userns_become_sandbox_user(a->cfg, a->by_root, &err) < 0)
 		init_fail(a->sync_fd, &err);
@@ -329,6 +347,11 @@ _Noreturn void init_main(struct init_args *a)
 
 	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	join_cgroup(a);
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		ab_error_set(&err, errno, "cannot create the cgroup namespace");
+		init_fail(a->sync_fd, &err);
+	}
 	if (userns_setup_uts_net(a->cfg, &err) < 0 || userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)

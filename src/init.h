@@ -21,9 +21,9 @@ struct init_args {
 	bool by_root;				  /* the launcher is root: groups can be dropped */
 	int landlock_fd;			  /* ruleset every command enforces, or -1 */
 	const struct ab_seccomp_profile *seccomp; /* NULL: no filter */
-	const struct ab_cgroup *cgroup;		  /* for the rlimit fallbacks */
-	bool one_command; /* agentbox run: the init is the one command's shim */
-	int shim_sock;	  /* one_command: the shim's socket to the launcher */
+	struct ab_cgroup *cgroup; /* for the rlimit fallbacks (the init's copy: join_cgroup) */
+	bool one_command;	  /* agentbox run: the init is the one command's shim */
+	int shim_sock;		  /* one_command: the shim's socket to the launcher */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

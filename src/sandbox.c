@@ -2,10 +2,12 @@
  * trust"), for every session, `agentbox run`'s one-command ones included.
  *
  * Order: check the configuration and plan the view (nothing created yet),
- * load the seccomp profile, build the environment, make the cgroup last;
+ * load the seccomp profile, build the environment, make the cgroup last
+ * (on v1 hierarchies only the cgroup2 beside them, which clone3 needs);
  * then clone the init into the new namespaces (straight into the cgroup
- * where the kernel can), write its uid/gid maps and send GO. What follows
- * is session.c's. */
+ * where the kernel can), write its uid/gid maps and send GO; the v1
+ * hierarchies' cgroups are made while the init builds the view, and it
+ * enters them before its cgroup namespace. What follows is session.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -104,6 +106,38 @@ static pid_t clone_init(const struct sandbox *sb, bool *placed)
 	return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
+static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
+			 const struct ab_cgroup *cg, struct ab_error *err);
+
+/* The v1 cgroups, made while the init builds the view (ab_cgroup_finish),
+ * and their tasks files to it, which it enters by itself before its
+ * cgroup namespace and before anything of a command runs; also sent where
+ * there are none, so the init always waits for the cgroup's word. */
+static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, struct ab_error *err)
+{
+	bool pending = ab_cgroup_pending(sb->cg);
+	int r = ab_cgroup_finish(&sb->cg, err);
+	/* what crashed runs left, off the start's path too */
+	ab_cgroup_reap_stale(sb->cfg.cgroup_parent);
+	if (r == 0 && pending)
+		r = report_cgroup(&sb->cfg, &sb->limits, sb->cg, err);
+	/* what it cannot enter by itself: moved by pid (slow, but rare) */
+	if (r == 0)
+		r = ab_cgroup_attach(sb->cg, pid, true, err);
+	if (r < 0)
+		return r;
+	int fds[8];
+	size_t n = ab_cgroup_entry_fds(sb->cg, fds);
+	unsigned long long as = ab_cgroup_rlimit_as(sb->cg);
+	r = sync_send_fds_status(sync_fd, SYNC_CGROUP, (int32_t)(uint32_t)(as >> 32),
+				 (int32_t)(uint32_t)as, fds, n);
+	/* an init that failed while building the view is gone (EPIPE): its
+	 * error is waiting on the socket, and the session reads it next */
+	return r < 0 && r != -EPIPE && r != -ECONNRESET
+		       ? ab_error_set(err, -r, "cannot start the sandbox")
+		       : 0;
+}
+
 pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, struct ab_error *err)
 {
 	int pair[2];
@@ -137,13 +171,14 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	/* those not yet scheduled are reaped when the plan is freed */
 	view_plan_reap_helpers(&sb->plan, false);
 	view_plan_close_trees(&sb->plan); /* the init has its own copies */
-	/* into the cgroup before it runs anything: it waits for GO (on v1 it
-	 * enters by itself then, which is cheaper: ab_cgroup_enter) */
+	/* into the v2 cgroup before it runs anything: it waits for GO */
 	r = ab_cgroup_attach(sb->cg, pid, placed, err);
 	if (r == 0)
 		r = userns_write_maps(pid, &sb->cfg, err);
 	if (r == 0 && (r = sync_send(pair[0], SYNC_GO, 0, 0, NULL)) < 0)
 		ab_error_set(err, -r, "cannot start the sandbox");
+	if (r == 0)
+		r = finish_cgroup(sb, pid, pair[0], err);
 	if (r < 0) {
 		kill_and_reap(pid);
 		close(pair[0]);
@@ -167,18 +202,13 @@ static const char *how_name(enum ab_limit_how how)
 	}
 }
 
-/* The sandbox's cgroup with its limits, after reaping what crashed runs
- * left; --require-limits turns a limit that cannot be applied into an
- * error before anything runs. */
-static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
-		       struct ab_error *err)
+/* The cgroup's limits into the result; --require-limits turns a limit
+ * that cannot be applied into an error before anything of a command runs
+ * (the caller removes the cgroup). */
+static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
+			 const struct ab_cgroup *cg, struct ab_error *err)
 {
-	ab_cgroup_reap_stale(cfg->cgroup_parent);
-	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids};
-	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
-	if (r < 0)
-		return r;
-	const struct ab_cgroup_status *st = ab_cgroup_status(*cg);
+	const struct ab_cgroup_status *st = ab_cgroup_status(cg);
 	const struct {
 		const char *opt;
 		const struct ab_limit_status *ls;
@@ -193,16 +223,26 @@ static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struc
 	for (size_t i = 0; i < AB_ARRAY_SIZE(limits); i++) {
 		limits[i].out->how = how_name(limits[i].ls->how);
 		snprintf(limits[i].out->why, sizeof(limits[i].out->why), "%s", limits[i].ls->why);
-		if (limits[i].ls->how == AB_LIMIT_UNAVAILABLE && cfg->require_limits) {
+		if (limits[i].ls->how == AB_LIMIT_UNAVAILABLE && cfg->require_limits)
 			/* the message first: why lives in the cgroup's status */
-			r = ab_error_plain(err, EPERM, "--require-limits: %s cannot be applied: %s",
-					   limits[i].opt, limits[i].ls->why);
-			ab_cgroup_destroy(*cg);
-			*cg = NULL;
-			return r;
-		}
+			return ab_error_plain(err, EPERM,
+					      "--require-limits: %s cannot be applied: %s",
+					      limits[i].opt, limits[i].ls->why);
 	}
 	return 0;
+}
+
+/* The sandbox's cgroup: complete where the host has cgroup v2 (the
+ * limits are reported here); on v1 hierarchies only what the clone needs
+ * (finish_cgroup does the rest, and reaps what crashed runs left). */
+static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
+		       struct ab_error *err)
+{
+	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids};
+	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
+	if (r == 0 && !ab_cgroup_pending(*cg))
+		r = report_cgroup(cfg, res, *cg, err);
+	return r;
 }
 
 /* Pass each line of text to the caller's notice callback. */

@@ -41,6 +41,11 @@ struct ab_seccomp_compiled {
 extern const struct ab_seccomp_compiled ab_seccomp_compiled[];
 extern const size_t ab_seccomp_n_compiled;
 
+/* The setid guard (idmap.h) compiled at build time into the same file;
+ * ab_setid_guard_len is 0 when it is compiled at run time instead. */
+extern const struct sock_filter ab_setid_guard_compiled[];
+extern const unsigned short ab_setid_guard_len;
+
 /* The profile came from the build-time table, not a compile. */
 bool ab_seccomp_is_precompiled(const struct ab_seccomp_profile *p);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "idmap.h"
 #include "seccomp_internal.h"
 #include "util.h"
 
@@ -43,6 +44,26 @@ static void emit_profile(FILE *out, struct loader *l, const char *buf, size_t n,
 	fprintf(table, "\t{%#llxULL, %zu, true, \"%s\", f%zu, %u, %s, %d, e%zu, %zu, %s},\n",
 		(unsigned long long)secprof_hash(buf, n), n, l->native, i, l->p->prog.len,
 		l->p->notify ? "true" : "false", l->p->default_errno, i, l->p->n_errnos, unknown);
+}
+
+/* The setid guard (idmap.h) as C data, when libseccomp knew every syscall
+ * it names; else an empty one, which the library compiles at run time. */
+static int emit_setid_guard(FILE *out, struct ab_error *err)
+{
+	struct sock_fprog *g = NULL;
+	bool complete = false;
+	int r = idmap_guard_compile(&g, &complete, err);
+	if (r < 0)
+		return r;
+	fprintf(out, "\nconst struct sock_filter ab_setid_guard_compiled[] = {\n");
+	for (unsigned k = 0; complete && k < g->len; k++)
+		fprintf(out, "\t{%#x, %u, %u, %#x},\n", g->filter[k].code, g->filter[k].jt,
+			g->filter[k].jf, g->filter[k].k);
+	fprintf(out, "\t{0, 0, 0, 0}};\nconst unsigned short ab_setid_guard_len = %u;\n",
+		complete ? g->len : 0);
+	free(g->filter);
+	free(g);
+	return 0;
 }
 
 int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_error *err)
@@ -81,6 +102,8 @@ int ab_seccomp_emit_c(FILE *out, char *const *paths, size_t n_paths, struct ab_e
 	}
 	if (fclose(table) != 0 && r == 0)
 		r = ab_error_set(err, errno, "compiling the profiles");
+	if (r == 0)
+		r = emit_setid_guard(out, err);
 	if (r < 0)
 		return r;
 	fprintf(out,

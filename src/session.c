@@ -174,13 +174,14 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 		free(s);
 		return r;
 	}
-	sandbox_limits_into(&s->sb, &s->limits);
-	if (limits)
-		sandbox_limits_into(&s->sb, limits);
 	s->started_ms = session_now_ms();
 	r = session_alloc(s, err);
 	if (r == 0)
 		r = session_clone(s, err);
+	/* complete only now: v1 cgroups are made after the clone (sandbox.c) */
+	sandbox_limits_into(&s->sb, &s->limits);
+	if (limits)
+		sandbox_limits_into(&s->sb, limits);
 	if (r == 0 && !one_command)
 		r = session_ready(s, err);
 	if (r < 0) {

@@ -69,6 +69,13 @@ int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n)
 	return send_msg(fd, &m, fds, n);
 }
 
+int sync_send_fds_status(int fd, enum sync_type type, int32_t code, int32_t status, const int *fds,
+			 size_t n)
+{
+	struct sync_msg m = {.type = type, .code = code, .status = status};
+	return send_msg(fd, &m, fds, n);
+}
+
 /* SYNC_SHIM: the shim's socket, and its pidfd when the profile lets the
  * init open one. */
 static bool fds_fit(uint32_t type, size_t n)
@@ -81,6 +88,8 @@ static bool fds_fit(uint32_t type, size_t n)
 		return n == 1 || n == 2;
 	case SYNC_EXEC:
 		return n == SYNC_EXEC_FDS;
+	case SYNC_CGROUP:
+		return n <= 4;
 	default:
 		return n == 0;
 	}

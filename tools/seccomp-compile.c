@@ -5,11 +5,14 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "seccomp_bpf.h"
 #include "seccomp_profile.h"
 
 /* this tool is linked without a table: it is what makes one */
 const struct ab_seccomp_compiled ab_seccomp_compiled[1];
 const size_t ab_seccomp_n_compiled = 0;
+const struct sock_filter ab_setid_guard_compiled[1];
+const unsigned short ab_setid_guard_len = 0;
 
 int main(int argc, char **argv)
 {

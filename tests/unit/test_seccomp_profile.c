@@ -17,6 +17,8 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
+#include "idmap.h"
+#include "seccomp_bpf.h"
 #include "seccomp_profile.h"
 #include "sync.h"
 #include "util.h"
@@ -423,4 +425,21 @@ Test(seccomp, shipped_profiles_are_precompiled_and_decide_as_a_runtime_compile)
 		ab_seccomp_free(pre);
 		ab_seccomp_free(rt);
 	}
+}
+
+/* The setid guard of root's idmapped runs comes from the build: the same
+ * instructions libseccomp compiles at run time (this libseccomp knows every
+ * syscall it names, so the build must have precompiled it). */
+Test(seccomp, setid_guard_is_precompiled_as_a_runtime_compile)
+{
+	struct sock_fprog *rt = NULL;
+	bool complete = false;
+	struct ab_error err = {0};
+	cr_assert_eq(idmap_guard_compile(&rt, &complete, &err), 0, "%s", err.msg);
+	cr_assert(complete);
+	cr_assert_eq(ab_setid_guard_len, rt->len, "precompiled %u instructions, compiled %u",
+		     ab_setid_guard_len, rt->len);
+	cr_assert_eq(memcmp(ab_setid_guard_compiled, rt->filter, rt->len * sizeof(*rt->filter)), 0);
+	free(rt->filter);
+	free(rt);
 }
