@@ -63,17 +63,23 @@ class Server:
                 return m
 
     def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=RECV_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.p.stdout.close()
+        end_server(self.p)
         self.p.stderr.close()
+
+
+def end_server(p):
+    """Close the server's input, which ends it, and wait; kill it if it does
+    not end in time."""
+    try:
+        p.stdin.close()
+    except OSError:
+        pass
+    try:
+        p.wait(timeout=RECV_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    p.stdout.close()
 
 
 def make_dir(parent=None):

@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_fileops import BIN, RECV_TIMEOUT, make_dir  # noqa: E402
+from test_fileops import BIN, RECV_TIMEOUT, end_server, make_dir  # noqa: E402
 
 SANITIZED = os.environ.get("AGENTBOX_SANITIZED") == "1"
 MiB = 1 << 20
@@ -112,16 +112,7 @@ class RawServer:
         return out
 
     def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=RECV_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.p.stdout.close()
+        end_server(self.p)
 
 
 class Base(unittest.TestCase):
