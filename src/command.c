@@ -440,27 +440,36 @@ int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig)
 	return -ESRCH;
 }
 
-void ab_session_pause_output(struct ab_session *s, bool pause)
+/* While output is paused, a stream command's pipes are open because they
+ * are not read: the grace for the processes the shim left holding them
+ * (ORPHAN_PIPE_GRACE_MS) runs only while they are read. */
+static bool grace_paused(const struct ab_session *s, const struct cmd *c)
 {
-	if (s->out_paused == pause)
+	return c->ctl_eof && c->stream && s->out_paused;
+}
+
+void command_pause_output(struct ab_session *s, struct cmd *c, bool pause, unsigned long long now)
+{
+	if (!c->used || !c->stream)
 		return;
-	s->out_paused = pause;
-	for (size_t i = 0; i < s->max; i++) {
-		struct cmd *c = &s->cmds[i];
-		if (!c->used || !c->stream)
+	size_t slot = (size_t)(c - s->cmds);
+	int fds[2] = {c->out_rd, c->err_rd};
+	for (int k = 0; k < 2; k++) {
+		if (fds[k] < 0)
 			continue;
-		int fds[2] = {c->out_rd, c->err_rd};
-		for (int k = 0; k < 2; k++) {
-			if (fds[k] < 0)
-				continue;
-			/* level-triggered: out of the set, or it would wake us for
-			 * ever; back in as it was (session_watch) */
-			if (pause)
-				epoll_ctl(s->epfd, EPOLL_CTL_DEL, fds[k], NULL);
-			else
-				session_watch(s, fds[k], i, k ? K_ERR : K_OUT);
-		}
+		/* level-triggered: out of the set, or it would wake us for
+		 * ever; back in as it was (session_watch) */
+		if (pause)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, fds[k], NULL);
+		else
+			session_watch(s, fds[k], slot, k ? K_ERR : K_OUT);
 	}
+	if (!c->ctl_eof || !c->grace_at_ms)
+		return;
+	if (pause) /* what is left of the grace waits */
+		c->grace_left_ms = c->grace_at_ms > now ? c->grace_at_ms - now : 0;
+	else
+		c->grace_at_ms = now + c->grace_left_ms;
 }
 
 /* Read what the pipe has, in big chunks, and hand it on: to the capture,
@@ -530,8 +539,12 @@ static bool valid_exit(const struct shim_msg *m)
 	return true;
 }
 
-/* Forget every idle shim: a live one sees its socket close and exits; the
- * next command gets a new one from the init. */
+/* The shim is gone: how long others may still hold the pipes. */
+static void orphan_grace(struct cmd *c)
+{
+	c->grace_at_ms = session_now_ms() + ORPHAN_PIPE_GRACE_MS;
+	c->grace_left_ms = ORPHAN_PIPE_GRACE_MS; /* should output be paused */
+}
 
 void command_on_ctl(struct ab_session *s, struct cmd *c)
 {
@@ -571,7 +584,7 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 			}
 			/* the shim reaped every process it had: the pipes are at
 			 * their end, unless others hold them */
-			c->grace_at_ms = session_now_ms() + ORPHAN_PIPE_GRACE_MS;
+			orphan_grace(c);
 			return;
 		}
 		if (n < 0) {
@@ -603,7 +616,7 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 					pool_idle_at_final(s, c);
 				c->ctl_eof = c->kill_sent = true;
 				session_unwatch(s, &c->ctl);
-				c->grace_at_ms = session_now_ms() + ORPHAN_PIPE_GRACE_MS;
+				orphan_grace(c);
 				return;
 			}
 			if (!c->keep_bg) {
@@ -635,15 +648,13 @@ void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, 
 		cmd_kill(c);
 	}
 	bool pipes_open = c->out_rd >= 0 || c->err_rd >= 0;
-	if (c->exited && !c->keep_bg && !c->kill_sent &&
+	if (c->exited && !c->keep_bg && !c->kill_sent && !c->ctl_eof &&
 	    (!pipes_open || (c->grace_at_ms && now >= c->grace_at_ms))) {
 		ctl_send(c, SHIM_KILL);
 		c->grace_at_ms = 0;
 	}
-	/* (unless output is paused: then the pipes are open because they
-	 * are not read, and the grace runs from when they are again) */
 	if (c->ctl_eof && pipes_open && c->grace_at_ms && now >= c->grace_at_ms &&
-	    !(c->stream && s->out_paused)) {
+	    !grace_paused(s, c)) {
 		/* the shim is gone, someone else still holds the pipes: keep
 		 * what is there, stop waiting for more */
 		if (c->out_rd >= 0)
@@ -665,7 +676,10 @@ unsigned long long command_next_deadline(const struct ab_session *s)
 		const struct cmd *c = &s->cmds[i];
 		if (!c->used)
 			continue;
-		unsigned long long d[] = {c->deadline_ms, c->kill_at_ms, c->grace_at_ms};
+		/* (a timeout is no deadline once the command has ended: its
+		 * result may still wait for its output to be read) */
+		unsigned long long d[] = {c->exited || c->failed ? 0 : c->deadline_ms,
+					  c->kill_at_ms, grace_paused(s, c) ? 0 : c->grace_at_ms};
 		for (size_t k = 0; k < AB_ARRAY_SIZE(d); k++)
 			if (d[k] && (!next || d[k] < next))
 				next = d[k];

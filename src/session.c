@@ -285,6 +285,22 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 	}
 }
 
+/* One timer for every deadline: absolute CLOCK_MONOTONIC, at least 1 ns
+ * so that it stays armed. */
+static void arm_timer(struct ab_session *s)
+{
+	unsigned long long next = command_next_deadline(s);
+	if (next == s->timer_at)
+		return; /* armed for it already: no system call on every wake-up */
+	struct itimerspec its = {0};
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / 1000);
+		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
+	}
+	if (timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		s->timer_at = next;
+}
+
 int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, void *arg,
 			struct ab_error *err)
 {
@@ -364,19 +380,19 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 	for (size_t i = 0; i < s->max; i++)
 		if (s->cmds[i].used)
 			command_check(s, &s->cmds[i], now, fn, arg);
-	/* one timer for every deadline: absolute CLOCK_MONOTONIC, at least
-	 * 1 ns so that it stays armed */
-	unsigned long long next = command_next_deadline(s);
-	if (next == s->timer_at)
-		return 0; /* armed for it already: no system call on every wake-up */
-	struct itimerspec its = {0};
-	if (next) {
-		its.it_value.tv_sec = (time_t)(next / 1000);
-		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
-	}
-	if (timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-		s->timer_at = next;
+	arm_timer(s);
 	return 0;
+}
+
+void ab_session_pause_output(struct ab_session *s, bool pause)
+{
+	if (s->out_paused == pause)
+		return;
+	s->out_paused = pause;
+	unsigned long long now = session_now_ms();
+	for (size_t i = 0; i < s->max; i++)
+		command_pause_output(s, &s->cmds[i], pause, now);
+	arm_timer(s); /* a grace that stopped or runs on again */
 }
 
 struct exec_wait {

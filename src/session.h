@@ -60,6 +60,7 @@ struct cmd {
 	unsigned long long started_ms;
 	unsigned long long timeout_ms; /* this command's own, as applied; 0: none */
 	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
+	unsigned long long grace_left_ms; /* of the orphan grace, while output is paused */
 	unsigned long long oom_before;
 	struct ab_denials denials;
 	struct ab_net_report net; /* --net allow=: its connections (netproxy.h) */
@@ -141,6 +142,9 @@ struct ab_denials *command_route_denial(pid_t pid, void *arg);
 void command_on_ctl(struct ab_session *s, struct cmd *c);
 void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
 		   void *arg);
+/* ab_session_pause_output for one command: its stream pipes out of the
+ * epoll set or back in, its orphan-pipe grace stopped or running on. */
+void command_pause_output(struct ab_session *s, struct cmd *c, bool pause, unsigned long long now);
 /* Deadlines and grace periods due at now; the result once complete. */
 void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, ab_event_fn fn,
 		   void *arg);

@@ -87,6 +87,12 @@ class RawServer:
                     return int(line.split()[1])
         raise KeyError("VmHWM")
 
+    def cpu_s(self):
+        """The server's CPU time so far (user and system), in seconds."""
+        with open("/proc/%d/stat" % self.p.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def descendants(self):
         """comm of every process below the server, by pid (/proc/*/stat, which
         anyone may read, even of the sandbox's non-dumpable processes)."""
@@ -269,6 +275,53 @@ class Backpressure(Base):
         self.wait_gone(WRITER_NAME)  # nothing read: the deadline alone ends it
         _, res = self.sv.until_result("w")
         self.assertEqual((res["timed_out"], res["exit_code"]), (True, 124), res)
+
+
+class IdleWhileUnread(Base):
+    """While a command's output waits for the client, the server sleeps: a
+    command that ended (or was ended) with output still in its pipe costs
+    no CPU however long the client takes to read it."""
+
+    IDLE = 3.0  # seconds the client reads nothing
+    MAX_CPU = 0.5  # the server's CPU time meanwhile (a spin takes all of it)
+
+    def assert_idle(self):
+        before = self.sv.cpu_s()
+        time.sleep(self.IDLE)
+        used = self.sv.cpu_s() - before
+        self.assertLess(used, self.MAX_CPU, "CPU seconds the server used in %g s" % self.IDLE)
+
+    def finish_with_unread_output(self, **req):
+        # NUL bytes are escaped six times their size: the reply buffer
+        # fills (output pauses) long before the command has written it all
+        size = 150000
+        self.sv.send(op="exec", id="w", stream=True, max_output=1024,
+                     command="head -c %d /dev/zero; touch finished" % size, **req)
+        deadline = time.monotonic() + RECV_TIMEOUT
+        while not os.path.exists(os.path.join(self.ws, "finished")):
+            self.assertLess(time.monotonic(), deadline, "the command did not end")
+            time.sleep(0.1)
+        self.assert_idle()
+        data, res = self.sv.until_result("w")
+        self.assertEqual(res["exit_code"], 0, res)
+        self.assertEqual("".join(m["data"] for m in data["stdout"]), "\0" * size)
+        self.assertFalse(res["timed_out"], res)
+
+    def test_a_finished_command_with_unread_output(self):
+        self.finish_with_unread_output()
+
+    def test_a_timeout_that_passes_after_the_command_ended(self):
+        # the command ended well within it; its result waits for the client
+        self.finish_with_unread_output(timeout=1)
+
+    def test_a_cancelled_command_with_unread_output(self):
+        self.sv.send(op="exec", id="w", command="./%s 0" % WRITER_NAME, stream=True)
+        self.wait_blocked()
+        self.sv.send(op="cancel", id="c", target="w")
+        self.wait_gone(WRITER_NAME)
+        self.assert_idle()
+        _, res = self.sv.until_result("w")
+        self.assertTrue(res["cancelled"], res)
 
 
 if __name__ == "__main__":
