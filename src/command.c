@@ -263,6 +263,7 @@ static unsigned long long command_timeout(const struct ab_session *s, const stru
  * user's pipe-user-pages-soft, past which every new pipe of the user gets
  * two pages. */
 #define OUTPUT_PIPE_SIZE (256 << 10)
+#define DRAIN_SIZE	 (OUTPUT_PIPE_SIZE / 2)
 
 /* c's fds into the session's epoll set, non-blocking; a stream command's
  * output pipes only while output is not paused. */
@@ -481,12 +482,18 @@ static void drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_e
 {
 	/* half a pipe (OUTPUT_PIPE_SIZE) per read, a few per wake-up so that
 	 * other fds get their turn; small enough that the reader's escaped
-	 * copy of it stays small too */
-	static char buf[OUTPUT_PIPE_SIZE / 2];
+	 * copy of it stays small too. The session's own buffer (two sessions
+	 * may run in two threads), made on first use; a small one without. */
+	char small[4096], *buf = s->drain_buf;
+	size_t size = DRAIN_SIZE;
+	if (!buf && !(buf = s->drain_buf = malloc(DRAIN_SIZE))) {
+		buf = small;
+		size = sizeof(small);
+	}
 	for (int rounds = 0; rounds < 4; rounds++) {
 		if (c->stream && s->out_paused && !force)
 			return;
-		ssize_t n = read(*fd, buf, sizeof(buf));
+		ssize_t n = read(*fd, buf, size);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)

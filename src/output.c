@@ -196,30 +196,33 @@ char *utf8_lossy(const char *s, size_t len, size_t *out_len)
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* The two characters of each 12-bit value, built on first use. */
-static uint16_t b64_pair[4096];
-static bool b64_pair_ready;
-
-static void b64_pair_build(void)
-{
-	for (unsigned v = 0; v < 4096; v++) {
-		char two[2] = {b64[v >> 6], b64[v & 63]};
-		memcpy(&b64_pair[v], two, 2);
-	}
-	b64_pair_ready = true;
-}
+/* The two characters of each 12-bit value v at 2 * v, made by the
+ * compiler (a table built at run time would need a lock: sessions may
+ * run in threads of their own). */
+#define B64(x)                                                                                     \
+	(char)((x) + ((x) < 26	  ? 'A'                                                            \
+		      : (x) < 52  ? 'a' - 26                                                       \
+		      : (x) < 62  ? '0' - 52                                                       \
+		      : (x) == 62 ? '+' - 62                                                       \
+				  : '/' - 63))
+#define B64_PAIR(v) B64((v) >> 6), B64((v)&63)
+#define B64_4(v)    B64_PAIR(v), B64_PAIR((v) + 1), B64_PAIR((v) + 2), B64_PAIR((v) + 3)
+#define B64_16(v)   B64_4(v), B64_4((v) + 4), B64_4((v) + 8), B64_4((v) + 12)
+#define B64_64(v)   B64_16(v), B64_16((v) + 16), B64_16((v) + 32), B64_16((v) + 48)
+#define B64_256(v)  B64_64(v), B64_64((v) + 64), B64_64((v) + 128), B64_64((v) + 192)
+#define B64_1024(v) B64_256(v), B64_256((v) + 256), B64_256((v) + 512), B64_256((v) + 768)
+static const char b64_pair[2 * 4096] = {B64_1024(0), B64_1024(1024), B64_1024(2048),
+					B64_1024(3072)};
 
 size_t base64_encode_into(char *dst, const void *src, size_t len)
 {
-	if (!b64_pair_ready)
-		b64_pair_build();
 	const unsigned char *u = src;
 	char *o = dst;
 	size_t i = 0;
 	for (; i + 3 <= len; i += 3, o += 4) {
 		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
-		memcpy(o, &b64_pair[v >> 12], 2);
-		memcpy(o + 2, &b64_pair[v & 4095], 2);
+		memcpy(o, b64_pair + 2 * (v >> 12), 2);
+		memcpy(o + 2, b64_pair + 2 * (v & 4095), 2);
 	}
 	if (i < len) {
 		unsigned v = (unsigned)u[i] << 16 | (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0);

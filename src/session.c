@@ -478,6 +478,7 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
 	free(s->cmds);
+	free(s->drain_buf);
 	free(s->stats_denied);
 	protect_state_free(&s->seen);
 	ab_cleanup_strvp(&s->layer_seen);

@@ -78,6 +78,7 @@ struct ab_session {
 	struct cmd *cmds;
 	size_t max, running;
 	bool out_paused; /* ab_session_pause_output: stream commands' pipes unread */
+	char *drain_buf; /* what a read of a command's pipe gives (command.c) */
 	unsigned long long seq, started_ms, commands_run;
 	struct ab_denials denials;
 	struct ab_result limits;

@@ -2,6 +2,7 @@
  * it: one sandbox, commands started with tags, events from dispatch. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,4 +300,52 @@ Test(session, a_signal_reaches_the_commands_group)
 	cr_assert_eq(r.exit_code, 128 + SIGTERM);
 	cr_assert_not(r.timed_out);
 	ab_result_free(&r);
+}
+
+/* Two sessions, each used from a thread of its own (agentbox.h allows
+ * it): each command's output is its own, whatever the other reads at the
+ * same time. */
+struct thread_run {
+	struct ab_session *s;
+	char letter;
+	size_t bad; /* bytes of the output that are not the letter */
+	struct ab_result res;
+	struct ab_error err;
+	int r;
+};
+
+#define THREAD_OUTPUT (16u << 20)
+
+static void *run_in_thread(void *arg)
+{
+	struct thread_run *t = arg;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "head -c %u /dev/zero | tr '\\0' %c", THREAD_OUTPUT, t->letter);
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct ab_exec x = {.argv = argv, .max_output = THREAD_OUTPUT};
+	t->r = ab_session_exec(t->s, &x, &t->res, &t->err);
+	for (size_t i = 0; t->r == 0 && i < t->res.out.len; i++)
+		t->bad += t->res.out.data[i] != t->letter;
+	return NULL;
+}
+
+Test(session, two_sessions_in_two_threads_keep_their_own_output)
+{
+	struct ab_session *other = NULL;
+	struct ab_error err = {0};
+	cr_assert_eq(ab_session_open(&cfg, &other, &err), 0, "%s", err.msg);
+	struct thread_run t[2] = {{.s = s, .letter = 'A'}, {.s = other, .letter = 'B'}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, run_in_thread, &t[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ab_session_close(other);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(t[i].r, 0, "%s", t[i].err.msg);
+		cr_assert_eq(t[i].res.out.len, THREAD_OUTPUT);
+		cr_assert_eq(t[i].bad, 0, "%zu bytes of %c's output are another's", t[i].bad,
+			     t[i].letter);
+		ab_result_free(&t[i].res);
+	}
 }

@@ -216,3 +216,17 @@ Test(base64, the_table_encoder_matches_a_plain_one_at_every_length)
 		cr_assert(memcmp(out, want, o) == 0, "%zu bytes", n);
 	}
 }
+
+Test(base64, every_twelve_bit_value_in_both_halves)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (unsigned hi = 0; hi < 4096; hi++) {
+		unsigned lo = 4095 - hi, v = hi << 12 | lo;
+		unsigned char in[3] = {(unsigned char)(v >> 16), (unsigned char)(v >> 8),
+				       (unsigned char)v};
+		char out[4], want[4] = {tbl[hi >> 6], tbl[hi & 63], tbl[lo >> 6], tbl[lo & 63]};
+		cr_assert_eq(base64_encode_into(out, in, 3), 4);
+		cr_assert(memcmp(out, want, 4) == 0, "0x%06x", v);
+	}
+}
