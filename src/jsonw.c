@@ -186,7 +186,9 @@ static size_t utf8_piece(const char *s, size_t n, size_t max)
 	size_t k = max;
 	while (k > max - 3 && ((unsigned char)s[k] & 0xC0) == 0x80)
 		k--;
-	return k;
+	/* four continuation bytes from k: the one at max belongs to no
+	 * character (none has more than three), so no cut there splits one */
+	return ((unsigned char)s[k] & 0xC0) == 0x80 ? max : k;
 }
 
 size_t ab_json_text_piece(char *dst, size_t room, const char **s, size_t *n, bool base64)

@@ -114,19 +114,44 @@ Test(jsonw, the_first_sink_error_is_returned)
 }
 
 /* Bytes that exercise every branch of the escaper: plain runs, each byte
- * JSON must escape, UTF-8 sequences whole and cut, bytes that are never
- * UTF-8; at every alignment of its eight-byte steps. */
+ * JSON must escape (every control byte among them), UTF-8 sequences whole
+ * and cut, bytes that are never UTF-8, characters followed by stray
+ * continuation bytes (a piece must not cut them either); at every
+ * alignment of its eight-byte steps. */
 static void tricky_bytes(unsigned char *p, size_t n, unsigned *seed)
 {
 	static const char *pieces[] = {
-		"plain text ", "\"",	   "\\",	   "\n",
-		"\t",	       "\x01",	   "\x1f",	   "/",
-		"\x7f",	       "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-		"\xe2\x82",    "\xff",	   "\xc0\xaf",	   "\xed\xa0\x80",
-		"\0"};
+		"plain text ",
+		"\"",
+		"\\",
+		"\n",
+		"\t",
+		"\r",
+		"\b",
+		"\f",
+		"\x01",
+		"\x1f",
+		"/",
+		"\x7f",
+		"\xc3\xa9",
+		"\xe2\x82\xac",
+		"\xf0\x9f\x98\x80",
+		"\xe2\x82",
+		"\xff",
+		"\xc0\xaf",
+		"\xed\xa0\x80",
+		"\xc3\xa9\x80\x80\x80",
+		"\xf0\x9f\x98\x80\x80\x80\x80\x80",
+		"\0",
+		NULL, /* a control byte, 0x01 to 0x1f */
+	};
 	size_t i = 0;
 	while (i < n) {
 		const char *s = pieces[rand_r(seed) % (sizeof(pieces) / sizeof(*pieces))];
+		if (!s) {
+			p[i++] = (unsigned char)(1 + rand_r(seed) % 31);
+			continue;
+		}
 		size_t len = s[0] ? strlen(s) : 1;
 		for (size_t k = 0; k < len && i < n; k++)
 			p[i++] = (unsigned char)s[k];
@@ -172,18 +197,21 @@ Test(jsonw, the_lossy_escaper_is_utf8_repair_then_escape)
 Test(jsonw, text_pieces_make_the_whole)
 {
 	/* pieces never cut a character: written piece by piece, the text is
-	 * what it is escaped at once, and base64 pieces decode as the whole */
+	 * what it is escaped at once, and base64 pieces decode as the whole;
+	 * in small pieces (room for 4 bytes and up) and big ones */
 	size_t n = 100000;
 	unsigned char *in = malloc(n);
 	unsigned seed = 7;
 	tricky_bytes(in, n, &seed);
 	char *whole = malloc(6 * n), *pieces = malloc(6 * n);
 	size_t wlen = ab_json_escape(whole, (const char *)in, n, true);
-	for (int base64 = 0; base64 < 2; base64++) {
+	for (int round = 0; round < 4; round++) {
+		int base64 = round & 1;
+		size_t most = round < 2 ? 4000 : 200;
 		const char *s = (const char *)in;
 		size_t left = n, len = 0;
 		while (left)
-			len += ab_json_text_piece(pieces + len, 384 + (size_t)rand_r(&seed) % 4000,
+			len += ab_json_text_piece(pieces + len, 24 + (size_t)rand_r(&seed) % most,
 						  &s, &left, base64);
 		if (base64) {
 			char *b = base64_encode((const char *)in, n);
@@ -191,8 +219,8 @@ Test(jsonw, text_pieces_make_the_whole)
 			cr_assert(memcmp(pieces, b, len) == 0);
 			free(b);
 		} else {
-			cr_assert_eq(len, wlen);
-			cr_assert(memcmp(pieces, whole, len) == 0);
+			cr_assert_eq(len, wlen, "round %d", round);
+			cr_assert(memcmp(pieces, whole, len) == 0, "round %d", round);
 		}
 	}
 	free(in);
