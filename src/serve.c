@@ -716,9 +716,12 @@ int ab_serve(struct ab_config *cfg)
 				sv.in_len += (size_t)n;
 			handle_input(&sv);
 		}
-		start_queued(&sv);
 		if (!out_waiting(&sv.out) || sv.out.nonblock)
 			out_flush(&sv.out, false);
+		/* after the flush: results it wrote may have made room for
+		 * queued commands (MAX_DEFERRED), and nothing else may come to
+		 * wake us for them */
+		start_queued(&sv);
 		out_backpressure(&sv);
 	}
 	if (dead) {

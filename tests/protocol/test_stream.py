@@ -10,6 +10,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -45,8 +46,8 @@ class RawServer:
     """`agentbox serve` whose output the test reads only when it says so:
     until then the server's replies stay in the pipe (and in the server)."""
 
-    def __init__(self, ws, env=None):
-        self.p = subprocess.Popen([BIN, "serve", "--workspace", ws], stdin=subprocess.PIPE,
+    def __init__(self, ws, env=None, args=()):
+        self.p = subprocess.Popen([BIN, "serve", "--workspace", ws, *args], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.buf = b""
         self.hello = self.recv()
@@ -122,6 +123,8 @@ class RawServer:
 
 
 class Base(unittest.TestCase):
+    SERVE_ARGS = ()
+
     def setUp(self):
         self.ws = make_dir()
         self.addCleanup(shutil.rmtree, self.ws, True)
@@ -131,7 +134,7 @@ class Base(unittest.TestCase):
                                    ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
                                    ":detect_stack_use_after_return=0")
         try:
-            self.sv = RawServer(self.ws, env)
+            self.sv = RawServer(self.ws, env, self.SERVE_ARGS)
         except AssertionError as e:
             if os.environ.get("AGENTBOX_MUST_WORK") == "1":
                 raise
@@ -322,6 +325,44 @@ class IdleWhileUnread(Base):
         self.assert_idle()
         _, res = self.sv.until_result("w")
         self.assertTrue(res["cancelled"], res)
+
+
+class QueuedBehindResults(Base):
+    # as many commands as results may wait to be written (serve.c's
+    # MAX_DEFERRED), at once
+    N = 16
+    SERVE_ARGS = ("--max-concurrent", str(N))
+
+    def wait_files(self, names):
+        deadline = time.monotonic() + RECV_TIMEOUT
+        while not all(os.path.exists(os.path.join(self.ws, n)) for n in names):
+            self.assertLess(time.monotonic(), deadline, "the commands did not get there")
+            time.sleep(0.05)
+
+    def test_a_queued_command_starts_once_the_results_ahead_are_written(self):
+        # sixteen results with big outputs in one wake-up of the server
+        # (held still while their commands end): the most that may wait to
+        # be written, so the next command is queued until they are; then
+        # they are, at once, and nothing more comes to wake the server
+        for i in range(self.N):
+            self.sv.send(op="exec", id=i, command="touch started%d; while [ ! -e go ]; do "
+                         "sleep 0.01; done; head -c 8000 /dev/zero | tr '\\0' a; touch done%d"
+                         % (i, i))
+        self.sv.send(op="exec", id="queued", command="echo last")
+        self.wait_files(["started%d" % i for i in range(self.N)])
+        os.kill(self.sv.p.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.sv.p.pid, signal.SIGCONT)
+        open(os.path.join(self.ws, "go"), "w").close()
+        self.wait_files(["done%d" % i for i in range(self.N)])
+        time.sleep(0.5)  # their shims say so
+        os.kill(self.sv.p.pid, signal.SIGCONT)
+        results = {}
+        while len(results) < self.N + 1:
+            m = self.sv.recv()
+            if m["type"] != "output":
+                results[m["id"]] = m
+        self.assertEqual(results["queued"]["stdout"], "last\n", results["queued"])
+        self.assertEqual(results[0]["stdout"], "a" * 8000)
 
 
 if __name__ == "__main__":
