@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -143,6 +144,7 @@ static unsigned long long as_limit;
 /* Opened once for the shim's life, not on each command's path: SIGCHLD,
  * and a pidfd of the shim itself (sent with every SHIM_STARTED). */
 static int shim_sigfd = -1, self_pidfd = -1;
+static int shim_sigfd_errno; /* why shim_sigfd is -1 */
 
 struct spawn_args {
 	int in, out, err;
@@ -334,6 +336,13 @@ static bool relay(int *src, int dst)
 	return true;
 }
 
+static long long monotonic_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* SHIM_STARTED, with pidfds of the shim and of the command, once, when
  * the command has run STARTED_DELAY_MS; not at all when it exits before,
  * so that a short command costs the launcher one wake-up, not two.
@@ -436,6 +445,9 @@ static void run_file_op(struct shim *sh, const char *request)
  * and do what the launcher says on ctl, until nothing of it is left. */
 static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t seq)
 {
+	/* one deadline: processes that end more often than every
+	 * STARTED_DELAY_MS must not hold STARTED off */
+	long long started_at = monotonic_ms() + STARTED_DELAY_MS;
 	for (;;) {
 		struct pollfd p[4] = {
 			{.fd = sigfd, .events = POLLIN},
@@ -443,12 +455,17 @@ static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t
 			{.fd = sh->relay_out, .events = POLLIN},
 			{.fd = sh->relay_err, .events = POLLIN},
 		};
-		int ready = poll(p, 4, sh->started_sent ? -1 : STARTED_DELAY_MS);
+		int timeout = -1;
+		if (!sh->started_sent) {
+			long long left = started_at - monotonic_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		int ready = poll(p, 4, timeout);
 		if (ready < 0 && errno != EINTR) {
 			kill_all(sh, keep_bg, seq);
 			break;
 		}
-		if (!p[0].revents)
+		if (!p[0].revents || (!sh->started_sent && monotonic_ms() >= started_at))
 			send_started(sh); /* it runs on: the launcher gets its pidfds now */
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -544,7 +561,7 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 	}
 
 	if (sigfd < 0) {
-		shim_fail(&sh, EMFILE, "cannot watch the command");
+		shim_fail(&sh, shim_sigfd_errno, "cannot watch the command");
 		goto done;
 	}
 
@@ -597,6 +614,7 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	shim_sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	shim_sigfd_errno = shim_sigfd < 0 ? errno : 0; /* what each command is told */
 	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	for (;;) {
 		struct sync_msg m;

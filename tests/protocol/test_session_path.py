@@ -102,6 +102,30 @@ class Path(Base):
         self.assertEqual((m["exit_code"], m["timed_out"]), (124, True))
         self.assertEqual(self.exec("echo on")["stdout"], "on\n")
 
+    def pidfds(self):
+        n = 0
+        fds = "/proc/%d/fd" % self.sv.p.pid
+        for fd in os.listdir(fds):
+            try:
+                n += os.readlink(os.path.join(fds, fd)) == "anon_inode:[pidfd]"
+            except OSError:
+                pass  # closed meanwhile
+        return n
+
+    def test_started_comes_while_orphans_end_every_few_ms(self):
+        """The shim says STARTED (with pidfds of itself and the command)
+        once the command has run 5 ms, however often the processes it
+        reaps end meanwhile: here an orphan every millisecond or so."""
+        before = self.pidfds()  # the init's
+        rid = self.sv.send(op="exec", command="while :; do (true &); done")
+        deadline = time.monotonic() + 10
+        while self.pidfds() < before + 2:
+            self.assertLess(time.monotonic(), deadline, "no STARTED in 10 s")
+            time.sleep(0.05)
+        self.sv.send(op="cancel", target=rid)
+        got, _ = self.collect({rid})
+        self.assertTrue(got[rid].get("cancelled"), got[rid])
+
 
 if __name__ == "__main__":
     unittest.main()
