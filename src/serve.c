@@ -682,7 +682,7 @@ int ab_serve(struct ab_config *cfg)
 	}
 	send_hello(&sv);
 	int status = 0;
-	bool dead = false;
+	bool dead = false, signalled = false;
 	while (!sv.shutting_down && !sv.stdin_eof && !sv.out.broken) {
 		/* the session is always watched (timeouts, cancels, other
 		 * commands); stdin not while replies pile up unread */
@@ -700,6 +700,7 @@ int ab_serve(struct ab_config *cfg)
 		if (p[2].revents) {
 			struct signalfd_siginfo si;
 			(void)!read(sigfd, &si, sizeof(si));
+			signalled = true;
 			break;
 		}
 		if (p[3].revents && ab_session_dispatch(sv.s, 0, on_event, &sv, &err) < 0) {
@@ -739,7 +740,10 @@ int ab_serve(struct ab_config *cfg)
 		send_json(&sv, o);
 	}
 	ab_session_close(sv.s);
-	out_flush(&sv.out, true);
+	/* the last replies: all of them, unless a signal says to end now
+	 * (a client that reads nothing would hold us for ever) */
+	sv.out.stop_fd = sigfd;
+	out_flush(&sv.out, !signalled);
 	if (sv.out.failed) {
 		fputs("agentbox: out of memory for replies\n", stderr);
 		status = AB_EXIT_FAILURE;

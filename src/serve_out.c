@@ -28,7 +28,7 @@ struct serve_part {
 
 void out_init(struct serve_out *o, int fd, bool nonblock)
 {
-	*o = (struct serve_out){.fd = fd, .nonblock = nonblock};
+	*o = (struct serve_out){.fd = fd, .nonblock = nonblock, .stop_fd = -1};
 }
 
 void out_fail(struct serve_out *o)
@@ -204,7 +204,10 @@ bool out_flush(struct serve_out *o, bool block)
 		if (n < 0 && errno == EAGAIN) {
 			if (!block)
 				break;
-			poll(&(struct pollfd){.fd = o->fd, .events = POLLOUT}, 1, 1000);
+			struct pollfd p[2] = {{.fd = o->fd, .events = POLLOUT},
+					      {.fd = o->stop_fd, .events = POLLIN}};
+			if (poll(p, 2, 1000) > 0 && p[1].revents)
+				break; /* told to stop waiting for the client */
 			continue;
 		}
 		if (n <= 0) {

@@ -26,6 +26,7 @@ struct serve_out {
 	char *buf;
 	size_t len, cap, off; /* buf[off, len) is to write */
 	bool nonblock;	      /* fd is non-blocking: a write never waits */
+	int stop_fd;	      /* readable: a blocking flush waits no more (-1: none) */
 	bool broken;	      /* the client is gone */
 	bool failed;	      /* no memory for the replies: the session ends */
 	struct serve_part *parts, *parts_tail;
@@ -57,7 +58,8 @@ void out_json(struct serve_out *o, json_object *v, struct ab_result *steal);
  * without json-c, in the order every other reply has its fields. */
 void out_event(struct serve_out *o, const char *id, size_t id_len, const char *stream, bool base64,
 	       const char *a, size_t alen, const char *b, size_t blen);
-/* Write what can be written (block: all of it); false once fd is gone. */
+/* Write what can be written (block: all of it, unless stop_fd becomes
+ * readable meanwhile); false once fd is gone. */
 bool out_flush(struct serve_out *o, bool block);
 
 #endif

@@ -365,5 +365,44 @@ class QueuedBehindResults(Base):
         self.assertEqual(results[0]["stdout"], "a" * 8000)
 
 
+class EndWithAClientThatDoesNotRead(Base):
+    """The server writes its last replies before it exits, but a signal
+    ends it even when its client reads none of them."""
+
+    def result_waits(self):
+        # a result of 4 MB the client does not read: the server holds it
+        size = 4000000
+        self.sv.send(op="exec", id="big", max_output=size,
+                     command="head -c %d /dev/zero | tr '\\0' a; touch done" % size)
+        deadline = time.monotonic() + RECV_TIMEOUT
+        while not os.path.exists(os.path.join(self.ws, "done")):
+            self.assertLess(time.monotonic(), deadline, "the command did not end")
+            time.sleep(0.05)
+        time.sleep(0.5)  # its result is made
+
+    def assert_ends_on(self, sig):
+        self.sv.p.send_signal(sig)
+        try:
+            self.sv.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail("the server did not end on signal %d in 10 s" % sig)
+
+    def test_a_signal_ends_the_last_write(self):
+        self.result_waits()
+        self.sv.send(op="shutdown", id="bye")
+        # the sandbox is gone: the server only writes now
+        deadline = time.monotonic() + RECV_TIMEOUT
+        while self.sv.descendants():
+            self.assertLess(time.monotonic(), deadline, "the session did not end")
+            time.sleep(0.1)
+        time.sleep(0.5)
+        self.assertIsNone(self.sv.p.poll(), "the server ended without writing")
+        self.assert_ends_on(signal.SIGTERM)
+
+    def test_a_signal_ends_the_session_and_what_it_has_to_write(self):
+        self.result_waits()
+        self.assert_ends_on(signal.SIGINT)
+
+
 if __name__ == "__main__":
     unittest.main()
