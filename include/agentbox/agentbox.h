@@ -357,7 +357,9 @@ size_t ab_session_running(const struct ab_session *s);
  * output pipes of the commands started with stream are not read (a
  * command that fills its pipe blocks there); timeouts, cancels, signals
  * and every other command go on. An OUTPUT callback may pause: no more
- * OUTPUT events come until resumed. */
+ * OUTPUT events come until resumed, but for one case: when the sandbox
+ * dies, what its commands' pipes still hold is read at once, and comes
+ * as OUTPUT events before their RESULT events. */
 void ab_session_pause_output(struct ab_session *s, bool pause);
 int ab_session_fd(const struct ab_session *s);
 /* Wait up to timeout_ms (-1: forever, 0: not at all) for work and do it.
