@@ -613,6 +613,18 @@ static void send_hello(struct server *sv)
 	send_json(sv, o);
 }
 
+/* The --audit-log line of the session's start. */
+static void audit_start(struct server *sv)
+{
+	if (sv->audit < 0)
+		return;
+	json_object *o = serve_audit_entry("start");
+	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "workspace", json_object_new_string(sv->cfg->workspace));
+	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+	serve_audit_write(&sv->audit, o);
+}
+
 /* Every command still running or queued is answered "shutdown". */
 static void end_all(struct server *sv)
 {
@@ -623,6 +635,19 @@ static void end_all(struct server *sv)
 		request_free(r);
 	}
 	sv->queued = 0;
+}
+
+/* Replies to a pipe or a socket are written without blocking (a slow
+ * client never stops timeouts); whether stdout is one, made so. */
+static bool stdout_nonblock(void)
+{
+	struct stat st;
+	if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return false;
+	if (S_ISFIFO(st.st_mode))
+		fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE); /* best effort */
+	int fl = fcntl(STDOUT_FILENO, F_GETFL);
+	return fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
 static void print_notice(const char *line)
@@ -659,27 +684,14 @@ int ab_serve(struct ab_config *cfg)
 			close(sv.audit);
 		return AB_EXIT_FAILURE;
 	}
-	struct stat st;
-	if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-		if (S_ISFIFO(st.st_mode))
-			fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE); /* best effort */
-		int fl = fcntl(STDOUT_FILENO, F_GETFL);
-		sv.out.nonblock = fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
-	}
+	sv.out.nonblock = stdout_nonblock();
 	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
 	if (!sv.in) {
 		fputs("agentbox: out of memory\n", stderr);
 		ab_session_close(sv.s);
 		return AB_EXIT_FAILURE;
 	}
-	if (sv.audit >= 0) {
-		json_object *o = serve_audit_entry("start");
-		json_object_object_add(o, "sandbox_id",
-				       json_object_new_string(ab_session_id(sv.s)));
-		json_object_object_add(o, "workspace", json_object_new_string(cfg->workspace));
-		json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
-		serve_audit_write(&sv.audit, o);
-	}
+	audit_start(&sv);
 	send_hello(&sv);
 	int status = 0;
 	bool dead = false, signalled = false;
