@@ -326,7 +326,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	cg->st.version = "none";
 	char name[96];
 	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
-		 counter++);
+		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 
 	char roots[H_COUNT][512] = {{0}};
 	bool have[H_COUNT];
@@ -482,9 +482,18 @@ size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds)
 
 int ab_cgroup_enter(const int *fds, size_t n, struct ab_error *err)
 {
-	for (size_t i = 0; i < n; i++)
-		if (write(fds[i], "0", 1) != 1)
-			return ab_error_set(err, errno, "cannot enter the sandbox's cgroup");
+	for (size_t i = 0; i < n; i++) {
+		if (write(fds[i], "0", 1) == 1)
+			continue;
+		int e = errno;
+		/* which one: the tasks file's path, as the kernel names it */
+		char link[64], path[512];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fds[i]);
+		ssize_t len = readlink(link, path, sizeof(path) - 1);
+		path[len > 0 ? len : 0] = '\0';
+		return ab_error_set(err, e, "cannot enter the sandbox's cgroup%s%s",
+				    len > 0 ? " through " : "", path);
+	}
 	return 0;
 }
 

@@ -55,7 +55,8 @@ struct ab_cgroup;
  * and in a Delegate=yes cgroup the other processes there too, move into
  * leaves first), else in a Delegate=yes scope systemd makes for it. Never fails only because no
  * cgroup can be made: then the handle is "none" and status says so per limit; fails (negative
- * errno) for real errors, e.g. a parent that does not exist. */
+ * errno) for real errors, e.g. a parent that does not exist (on v1, where the
+ * groups are made after the clone, ab_cgroup_finish is where that fails). */
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
 		     struct ab_error *err);
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);

@@ -90,7 +90,9 @@ static int userns_child(void *arg)
 static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid_t *child,
 		       struct ab_error *err)
 {
-	static _Alignas(16) char stack[16384];
+	/* on this frame, which lives on: the launcher is suspended until the
+	 * child has exited (and each thread's session has a stack of its own) */
+	_Alignas(16) char stack[16384];
 	pid_t pid = clone(userns_child, stack + sizeof(stack),
 			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | SIGCHLD, NULL);
 	if (pid < 0)

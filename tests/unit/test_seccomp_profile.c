@@ -428,15 +428,21 @@ Test(seccomp, shipped_profiles_are_precompiled_and_decide_as_a_runtime_compile)
 }
 
 /* The setid guard of root's idmapped runs comes from the build: the same
- * instructions libseccomp compiles at run time (this libseccomp knows every
- * syscall it names, so the build must have precompiled it). */
+ * instructions libseccomp compiles at run time. A libseccomp that does not
+ * know every syscall the guard names (fchmodat2 before 2.5.5) leaves it to
+ * be compiled at run time: then the build must have shipped none. */
 Test(seccomp, setid_guard_is_precompiled_as_a_runtime_compile)
 {
 	struct sock_fprog *rt = NULL;
 	bool complete = false;
 	struct ab_error err = {0};
 	cr_assert_eq(idmap_guard_compile(&rt, &complete, &err), 0, "%s", err.msg);
-	cr_assert(complete);
+	if (!complete) {
+		cr_assert_eq(ab_setid_guard_len, 0, "a guard without every rule was precompiled");
+		free(rt->filter);
+		free(rt);
+		return;
+	}
 	cr_assert_eq(ab_setid_guard_len, rt->len, "precompiled %u instructions, compiled %u",
 		     ab_setid_guard_len, rt->len);
 	cr_assert_eq(memcmp(ab_setid_guard_compiled, rt->filter, rt->len * sizeof(*rt->filter)), 0);
