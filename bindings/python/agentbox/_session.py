@@ -4,18 +4,24 @@ call can wait forever: every pending call fails when the server ends or
 answers something that cannot be put down to a request.
 
 There is no reader thread: a caller waiting for its reply reads the
-server's output itself while no other caller does, and hands every other
-reply to its caller. A reply so reaches its caller without a wake-up of a
-second thread on its way (docs/performance.md, "Session round trip")."""
+server's output itself while no other caller does (it holds the reading
+turn), and hands every other reply to its caller. A reply so reaches its
+caller without a wake-up of a second thread on its way (docs/performance.md,
+"Session round trip")."""
 
 import collections
 import itertools
 import json
+import os
 import subprocess
 import threading
+import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 PROTOCOL = "agentbox/1"
+# a read: larger buffers come from mmap each time (some 15 µs a read, on a
+# reply that took 1 ms in all); a large reply takes a few more reads
+READ_SIZE = 64 << 10
 
 # error codes that say what was wrong with a file: returned as values, as
 # agent frameworks expect, never raised
@@ -67,6 +73,12 @@ class Session:
         # wait here for their reply or for their turn to read
         self._turn = threading.Condition(self._lock)
         self._reading = False
+        # the server's output read but not yet handed out, and how far a
+        # search for the end of its first line has got (only the caller
+        # holding the reading turn touches them): bytes read before an
+        # interrupt stay here for the next reader
+        self._buf = bytearray()
+        self._scanned = 0
         # writes to stdin, apart: a writer blocked on a full pipe must not
         # stop the reader from taking the replies the server wants to send
         self._wlock = threading.Lock()
@@ -80,10 +92,12 @@ class Session:
                                           close_fds=True)
         except OSError as e:
             raise SandboxError("cannot start %s: %s" % (args[0], e)) from e
+        # the output's fd, -1 once closed; only read by os.read, never
+        # through the Popen's buffered file
+        self._out = self._proc.stdout.fileno()
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
-        self._reader = None
-        first = self._proc.stdout.readline()
+        first = self._first_line()
         try:
             hello = json.loads(first) if first else None
         except ValueError:
@@ -110,9 +124,10 @@ class Session:
 
     def _release(self):
         """The server has exited: close our ends of its pipes."""
-        for t in (self._reader, self._stderr_reader):
-            if t is not None and t.is_alive() and t is not threading.current_thread():
-                t.join(5)
+        self._out = -1  # an os.read still to come fails, on no other fd
+        t = self._stderr_reader
+        if t.is_alive() and t is not threading.current_thread():
+            t.join(5)
         for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
             try:
                 f.close()
@@ -126,6 +141,50 @@ class Session:
         for line in self._proc.stderr:
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
 
+    def _fill(self) -> bool:
+        """Read what the server has written, waiting for it unless it is
+        there; False at the end of its output. Interrupted while it waits,
+        it loses nothing: what was read before stays in the buffer."""
+        try:
+            chunk = os.read(self._out, READ_SIZE)
+        except OSError:  # closed by close()
+            return False
+        self._buf += chunk
+        return bool(chunk)
+
+    def _line_end(self) -> int:
+        """Where the buffer's first line ends, or -1 when it has no whole
+        line; the next search goes on where this one stopped, so a long
+        line read in many pieces is searched once."""
+        i = self._buf.find(b"\n", self._scanned)
+        if i < 0:
+            self._scanned = len(self._buf)
+        return i
+
+    def _first_line(self) -> bytes:
+        while True:
+            i = self._line_end()
+            if i >= 0:
+                line = bytes(self._buf[:i])
+                del self._buf[:i + 1]
+                self._scanned = 0
+                return line
+            if not self._fill():
+                return b""
+
+    def _dispatch(self, call: Optional[_Call] = None):
+        """Hand each whole line in the buffer to its call, until call (if
+        any) is answered. A line leaves the buffer after it is handled: an
+        interrupt in between has it handled again, and a second reply to a
+        call is dropped, where a lost one would leave its caller waiting."""
+        while call is None or not call.done.is_set():
+            i = self._line_end()
+            if i < 0:
+                return
+            self._handle(self._buf[:i])
+            del self._buf[:i + 1]
+            self._scanned = 0
+
     def _handle(self, line: bytes):
         """One line of the server's output: a reply goes to its call."""
         try:
@@ -135,7 +194,7 @@ class Session:
         if not isinstance(msg, dict):
             self._out_of_step(ProtocolError(
                 "internal", "the server wrote a line that is not a JSON object: %r"
-                % line[:200]))
+                % bytes(line[:200])))
             return
         if msg.get("type") == "output":
             return  # this client does not ask for streaming
@@ -150,30 +209,40 @@ class Session:
                 call.done.set()
                 self._turn.notify_all()
 
+    def _take_turn(self, call: Optional[_Call] = None, timeout: Optional[float] = None) -> bool:
+        """The reading turn, once no other caller holds it; False when call
+        was answered (or timeout passed) meanwhile."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._reading and not (call and call.done.is_set()):
+                if not self._turn.wait(None if end is None else max(0, end - time.monotonic())):
+                    return False
+            if call and call.done.is_set():
+                return False
+            self._reading = True
+            return True
+
+    def _leave_turn(self):
+        with self._lock:
+            self._reading = False
+            self._turn.notify_all()
+
     def _pump(self, call: _Call):
         """Until call is answered: read the server's output in this thread
         while no other caller does, else wait for the reader to answer
         call or to leave the reading to us."""
-        with self._lock:
-            while not call.done.is_set() and self._reading:
-                self._turn.wait()
-            if call.done.is_set():
-                return
-            self._reading = True
+        if not self._take_turn(call):
+            return
         try:
-            while not call.done.is_set():
-                try:
-                    line = self._proc.stdout.readline()
-                except (OSError, ValueError):
-                    line = b""
-                if not line:
+            while True:
+                self._dispatch(call)
+                if call.done.is_set():
+                    break
+                if not self._fill():
                     self._ended()
                     break
-                self._handle(line)
         finally:
-            with self._lock:
-                self._reading = False
-                self._turn.notify_all()
+            self._leave_turn()
 
     def _ended(self):
         """The server's output is at its end: it has exited (or is about
