@@ -7,12 +7,15 @@ There is no reader thread: a caller waiting for its reply reads the
 server's output itself while no other caller does (it holds the reading
 turn), and hands every other reply to its caller. A reply so reaches its
 caller without a wake-up of a second thread on its way (docs/performance.md,
-"Session round trip")."""
+"Session round trip"). A caller writing a request while the server's stdin
+is full reads in the meantime too (the server stops reading its stdin while
+its replies pile up unread)."""
 
 import collections
 import itertools
 import json
 import os
+import select
 import subprocess
 import threading
 import time
@@ -22,6 +25,7 @@ PROTOCOL = "agentbox/1"
 # a read: larger buffers come from mmap each time (some 15 µs a read, on a
 # reply that took 1 ms in all); a large reply takes a few more reads
 READ_SIZE = 64 << 10
+SHUTDOWN = b'{"op":"shutdown","id":"close"}\n'
 
 # error codes that say what was wrong with a file: returned as values, as
 # agent frameworks expect, never raised
@@ -79,9 +83,10 @@ class Session:
         # interrupt stay here for the next reader
         self._buf = bytearray()
         self._scanned = 0
-        # writes to stdin, apart: a writer blocked on a full pipe must not
-        # stop the reader from taking the replies the server wants to send
+        # writes to stdin, one line at a time; _unsent is the rest of a
+        # line whose write was interrupted, sent before the next one
         self._wlock = threading.Lock()
+        self._unsent: Optional[memoryview] = None
         self._calls: Dict[int, _Call] = {}
         self._ids = itertools.count(1)
         self._closed: Optional[str] = None
@@ -92,9 +97,11 @@ class Session:
                                           close_fds=True)
         except OSError as e:
             raise SandboxError("cannot start %s: %s" % (args[0], e)) from e
-        # the output's fd, -1 once closed; only read by os.read, never
-        # through the Popen's buffered file
+        # the pipes' fds, -1 once closed; only read and written by os.read
+        # and os.write, never through the Popen's buffered files
+        self._in = self._proc.stdin.fileno()
         self._out = self._proc.stdout.fileno()
+        os.set_blocking(self._in, False)  # _write: a full pipe must not block a writer
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
         first = self._first_line()
@@ -124,7 +131,7 @@ class Session:
 
     def _release(self):
         """The server has exited: close our ends of its pipes."""
-        self._out = -1  # an os.read still to come fails, on no other fd
+        self._in = self._out = -1  # an os.read or os.write still to come fails, on no other fd
         t = self._stderr_reader
         if t.is_alive() and t is not threading.current_thread():
             t.join(5)
@@ -284,6 +291,66 @@ class Session:
                 call.done.set()
             self._turn.notify_all()
 
+    # ---- the server's input ----
+
+    def _write(self, line: bytes, deadline: Optional[float] = None):
+        """line on the server's stdin, whole, after the rest of a line an
+        interrupt stopped. OSError when the server is gone, TimeoutError
+        (an OSError) past deadline (time.monotonic())."""
+        if not self._wlock.acquire(timeout=-1 if deadline is None
+                                   else max(0, deadline - time.monotonic())):
+            raise TimeoutError("the server's stdin is busy")
+        try:
+            rest, self._unsent = self._unsent, None
+            if rest is not None:
+                self._write_all(rest, deadline, True)
+            self._write_all(memoryview(line), deadline, False)
+        finally:
+            self._wlock.release()
+
+    def _write_all(self, view: memoryview, deadline: Optional[float], started: bool):
+        total = len(view)
+        try:
+            while view:
+                if self._in < 0:
+                    raise BrokenPipeError("the server's stdin is closed")
+                try:
+                    view = view[os.write(self._in, view):]
+                except BlockingIOError:
+                    self._await_room(deadline)
+        except BaseException:
+            if started or len(view) < total:
+                self._unsent = view  # the line goes on with the next write
+            raise
+
+    def _await_room(self, deadline: Optional[float]):
+        """Wait until the server's stdin has room. A server with too many
+        replies unread stops reading its stdin, so unless another caller
+        reads them, read them here meanwhile and hand them out."""
+        mine = self._take_turn(timeout=0)
+        try:
+            poll = select.poll()
+            poll.register(self._in, select.POLLOUT)
+            wait = None  # ms; a reader may leave its turn to nobody: look again soon
+            if mine:
+                poll.register(self._out, select.POLLIN)
+            else:
+                wait = 50
+            if deadline is not None:
+                left = int((deadline - time.monotonic()) * 1000)
+                if left <= 0:
+                    raise TimeoutError("the server does not read its stdin")
+                wait = left if wait is None else min(wait, left)
+            for fd, _ in poll.poll(wait):
+                if fd == self._out and mine:
+                    if not self._fill():
+                        self._ended()
+                        raise BrokenPipeError("the server's output ended")
+                    self._dispatch()
+        finally:
+            if mine:
+                self._leave_turn()
+
     # ---- requests ----
 
     def send(self, request: Dict[str, Any], data: Optional[bytes] = None) -> _Call:
@@ -308,10 +375,8 @@ class Session:
                 raise SandboxClosed(self._closed)
             self._calls[rid] = call
         try:
-            with self._wlock:
-                self._proc.stdin.write(line)
-                self._proc.stdin.flush()
-        except (OSError, ValueError):
+            self._write(line)
+        except OSError:
             with self._lock:
                 self._calls.pop(rid, None)
             if self._closed is None:
@@ -348,9 +413,10 @@ class Session:
 
     def write_raw(self, data: bytes):
         """Bytes as they are on the server's stdin (tests of the protocol)."""
-        with self._wlock:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+        try:
+            self._write(data)
+        except OSError:
+            raise SandboxClosed(self._closed or "the agentbox server is gone") from None
 
     # ---- the end ----
 
@@ -363,11 +429,14 @@ class Session:
             already = self._closed is not None
             if not already:
                 self._closed = "the sandbox was closed"
+        try:
+            if not already:
+                self._write(SHUTDOWN)
+        except OSError:
+            pass
         with self._wlock:
+            self._in = -1
             try:
-                if not already:
-                    self._proc.stdin.write(b'{"op":"shutdown","id":"close"}\n')
-                    self._proc.stdin.flush()
                 self._proc.stdin.close()
             except (OSError, ValueError):
                 pass

@@ -1,13 +1,19 @@
-"""The client's transport (agentbox._session): a wait interrupted in the
-middle of a reply line keeps what it read for the next reader."""
+"""The client's transport (agentbox._session) where no caller reads: a
+request written while the server's output piles up unread, a wait or a
+write interrupted in the middle of a line. No reader thread reads for them:
+the waiting caller and the writer do."""
 
+import base64
+import os
 import select
+import shutil
 import signal
 import sys
 import threading
 import unittest
 
-from agentbox._session import Session
+from support import workspace, sandbox
+from agentbox._session import ProtocolError, Session
 
 # A stand-in for `agentbox serve`: a hello, then one reply per request line,
 # written in two halves a pause apart (argv[1] seconds), after a lag before
@@ -65,6 +71,51 @@ class Interrupt:
         signal.signal(signal.SIGALRM, self.old)
 
 
+class Unread(unittest.TestCase):
+    """Replies nobody waits for, with the real server."""
+
+    def setUp(self):
+        self.ws = workspace()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+
+    def test_a_large_upload_while_replies_pile_up_unread(self):
+        # the server stops reading its stdin while over 1 MiB of its replies
+        # (a download's, here) is unread; the writer is the only caller, so
+        # it must read them while it writes
+        two = os.urandom(2 << 20)
+        with open(os.path.join(self.ws, "two.bin"), "wb") as f:
+            f.write(two)
+        os.chmod(os.path.join(self.ws, "two.bin"), 0o644)
+        sb = sandbox(self.ws)
+        self.addCleanup(sb.close)
+        unread = sb._s.send({"op": "download", "path": "two.bin", "offset": 0,
+                             "length": len(two)})
+        self.assertTrue(readable(sb._s._proc.stdout.fileno(), 30), "the server never replied")
+        data = os.urandom(3 << 20)
+        done = {}
+
+        def upload():
+            try:
+                done["r"] = sb.upload_files([("big.bin", data)])
+            except Exception as e:  # reported below
+                done["r"] = e
+
+        t = threading.Thread(target=upload, daemon=True)
+        t.start()
+        t.join(60)
+        if t.is_alive():
+            sb._s._proc.kill()  # the writer fails and its thread ends
+            t.join(10)
+            self.fail("the upload hung: nobody read the server's replies while it wrote")
+        self.assertEqual([r.error for r in done["r"]], [None], done["r"])
+        with open(os.path.join(self.ws, "big.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        reply = sb._s.wait(unread)  # the writer handed it to its call
+        self.assertEqual(base64.b64decode(reply["data"]), two)
+        sb.close()
+        self.assertEqual(sb._s._proc.returncode, 0)
+
+
 @unittest.skipIf(threading.current_thread() is not threading.main_thread(),
                  "signals reach only the main thread")
 class Interrupts(unittest.TestCase):
@@ -90,6 +141,19 @@ class Interrupts(unittest.TestCase):
         s.close()
         self.assertEqual(s._proc.returncode, 0)
 
+    def test_a_write_interrupted_mid_line_is_finished_by_the_next_one(self):
+        # the stand-in reads nothing for 3 s: a 2 MB line fills the
+        # pipe and the writer waits for room when the interrupt comes
+        s = self.session(pause=0.0, lag=3.0)
+        with self.assertRaises(KeyboardInterrupt), Interrupt(0.3):
+            s.send({"op": "exec", "argv": ["true"], "stdin": "y" * (2 << 20)})
+        try:
+            reply = s.request("exec", argv=["true"])
+        except ProtocolError as e:
+            self.fail("the server got a broken line: %s" % e)
+        self.assertLess(reply["bytes"], 1000)  # its own line, not the rest of the other
+        s.close()
+        self.assertEqual(s._proc.returncode, 0)
 
 
 if __name__ == "__main__":
