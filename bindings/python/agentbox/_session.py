@@ -7,9 +7,10 @@ There is no reader thread: a caller waiting for its reply reads the
 server's output itself while no other caller does (it holds the reading
 turn), and hands every other reply to its caller. A reply so reaches its
 caller without a wake-up of a second thread on its way (docs/performance.md,
-"Session round trip"). A caller writing a request while the server's stdin
-is full reads in the meantime too (the server stops reading its stdin while
-its replies pile up unread)."""
+"Session round trip"). So two others read when they must: a caller writing
+a request while the server's stdin is full (the server stops reading it
+while its replies pile up unread), and close(), to the output's end (the
+server's last writes would block on it)."""
 
 import collections
 import itertools
@@ -25,6 +26,7 @@ PROTOCOL = "agentbox/1"
 # a read: larger buffers come from mmap each time (some 15 µs a read, on a
 # reply that took 1 ms in all); a large reply takes a few more reads
 READ_SIZE = 64 << 10
+CLOSE_WAIT = 15.0  # seconds close() gives the server to end before it is killed
 SHUTDOWN = b'{"op":"shutdown","id":"close"}\n'
 
 # error codes that say what was wrong with a file: returned as values, as
@@ -425,28 +427,62 @@ class Session:
         return self._closed is not None
 
     def close(self):
+        """End the server: shutdown, then end of file on its stdin, and its
+        output read to the end meanwhile: replies still awaited go to their
+        callers, the others (an abandoned call's) are dropped; unread, they
+        would keep the server from its last writes and from reading its
+        stdin. At most CLOSE_WAIT seconds, then the server is killed."""
+        deadline = time.monotonic() + CLOSE_WAIT
         with self._lock:
             already = self._closed is not None
             if not already:
                 self._closed = "the sandbox was closed"
         try:
             if not already:
-                self._write(SHUTDOWN)
+                self._write(SHUTDOWN, deadline)
         except OSError:
             pass
-        with self._wlock:
-            self._in = -1
-            try:
-                self._proc.stdin.close()
-            except (OSError, ValueError):
-                pass
+        if not self._wlock.acquire(timeout=max(0, deadline - time.monotonic())):
+            self._proc.kill()  # a writer stuck on a server that reads nothing fails now
+            self._wlock.acquire()
         try:
-            self._proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+            self._in = -1
+            self._proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._wlock.release()
+        if not self._take_turn(timeout=max(0, deadline - time.monotonic())):
             self._proc.kill()
-            self._proc.wait()
-        self._release()
-        self._fail_all(SandboxClosed("the sandbox was closed"))
+            self._take_turn()
+        try:  # the turn is kept until the fds are closed: nobody reads them after
+            if not self._read_to_end(deadline):
+                self._proc.kill()
+                self._read_to_end(time.monotonic() + 5)
+            try:
+                self._proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._release()
+            self._fail_all(SandboxClosed("the sandbox was closed"))
+        finally:
+            self._leave_turn()
+
+    def _read_to_end(self, deadline: float) -> bool:
+        """The server's output read to its end, holding the reading turn,
+        replies handed out; False when deadline passes first."""
+        poll = select.poll()
+        if self._out >= 0:
+            poll.register(self._out, select.POLLIN)
+        while self._out >= 0:
+            self._dispatch()
+            left = int((deadline - time.monotonic()) * 1000)
+            if left <= 0 or not poll.poll(left):
+                return False
+            if not self._fill():
+                break
+        return True
 
     @property
     def pid(self) -> int:

@@ -1,7 +1,7 @@
-"""The client's transport (agentbox._session) where no caller reads: a
-request written while the server's output piles up unread, a wait or a
-write interrupted in the middle of a line. No reader thread reads for them:
-the waiting caller and the writer do."""
+"""The client's transport (agentbox._session) where no caller reads: replies
+nobody waits for, a request written while the server's output piles up
+unread, a wait interrupted in the middle of a line. No reader thread reads
+for them: the waiting caller, the writer and close() do."""
 
 import base64
 import os
@@ -77,6 +77,17 @@ class Unread(unittest.TestCase):
     def setUp(self):
         self.ws = workspace()
         self.addCleanup(shutil.rmtree, self.ws, True)
+
+    def test_close_reads_an_abandoned_reply_and_the_server_exits_0(self):
+        # as after Ctrl-C in a REPL: a call sent, never waited for, and its
+        # 3 MB reply is there when the sandbox closes
+        sb = sandbox(self.ws, max_output=4_000_000)
+        self.addCleanup(sb.close)
+        sb._s.send({"op": "exec", "argv": ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a"]})
+        self.assertTrue(readable(sb._s._proc.stdout.fileno(), 30), "the server never replied")
+        sb.close()
+        self.assertEqual(sb._s._proc.returncode, 0,
+                         "the server was killed: close() left its replies unread")
 
     def test_a_large_upload_while_replies_pile_up_unread(self):
         # the server stops reading its stdin while over 1 MiB of its replies
