@@ -4,18 +4,30 @@ call can wait forever: every pending call fails when the server ends or
 answers something that cannot be put down to a request.
 
 There is no reader thread: a caller waiting for its reply reads the
-server's output itself while no other caller does, and hands every other
-reply to its caller. A reply so reaches its caller without a wake-up of a
-second thread on its way (docs/performance.md, "Session round trip")."""
+server's output itself while no other caller does (it holds the reading
+turn), and hands every other reply to its caller. A reply so reaches its
+caller without a wake-up of a second thread on its way (docs/performance.md,
+"Session round trip"). So two others read when they must: a caller writing
+a request while the server's stdin is full (the server stops reading it
+while its replies pile up unread), and close(), to the output's end (the
+server's last writes would block on it)."""
 
 import collections
 import itertools
 import json
+import os
+import select
 import subprocess
 import threading
+import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 PROTOCOL = "agentbox/1"
+# a read: larger buffers come from mmap each time (some 15 µs a read, on a
+# reply that took 1 ms in all); a large reply takes a few more reads
+READ_SIZE = 64 << 10
+CLOSE_WAIT = 15.0  # seconds close() gives the server to end before it is killed
+SHUTDOWN = b'{"op":"shutdown","id":"close"}\n'
 
 # error codes that say what was wrong with a file: returned as values, as
 # agent frameworks expect, never raised
@@ -67,9 +79,16 @@ class Session:
         # wait here for their reply or for their turn to read
         self._turn = threading.Condition(self._lock)
         self._reading = False
-        # writes to stdin, apart: a writer blocked on a full pipe must not
-        # stop the reader from taking the replies the server wants to send
+        # the server's output read but not yet handed out, and how far a
+        # search for the end of its first line has got (only the caller
+        # holding the reading turn touches them): bytes read before an
+        # interrupt stay here for the next reader
+        self._buf = bytearray()
+        self._scanned = 0
+        # writes to stdin, one line at a time; _unsent is the rest of a
+        # line whose write was interrupted, sent before the next one
         self._wlock = threading.Lock()
+        self._unsent: Optional[memoryview] = None
         self._calls: Dict[int, _Call] = {}
         self._ids = itertools.count(1)
         self._closed: Optional[str] = None
@@ -80,10 +99,14 @@ class Session:
                                           close_fds=True)
         except OSError as e:
             raise SandboxError("cannot start %s: %s" % (args[0], e)) from e
+        # the pipes' fds, -1 once closed; only read and written by os.read
+        # and os.write, never through the Popen's buffered files
+        self._in = self._proc.stdin.fileno()
+        self._out = self._proc.stdout.fileno()
+        os.set_blocking(self._in, False)  # _write: a full pipe must not block a writer
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
-        self._reader = None
-        first = self._proc.stdout.readline()
+        first = self._first_line()
         try:
             hello = json.loads(first) if first else None
         except ValueError:
@@ -110,9 +133,10 @@ class Session:
 
     def _release(self):
         """The server has exited: close our ends of its pipes."""
-        for t in (self._reader, self._stderr_reader):
-            if t is not None and t.is_alive() and t is not threading.current_thread():
-                t.join(5)
+        self._in = self._out = -1  # an os.read or os.write still to come fails, on no other fd
+        t = self._stderr_reader
+        if t.is_alive() and t is not threading.current_thread():
+            t.join(5)
         for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
             try:
                 f.close()
@@ -126,6 +150,50 @@ class Session:
         for line in self._proc.stderr:
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
 
+    def _fill(self) -> bool:
+        """Read what the server has written, waiting for it unless it is
+        there; False at the end of its output. Interrupted while it waits,
+        it loses nothing: what was read before stays in the buffer."""
+        try:
+            chunk = os.read(self._out, READ_SIZE)
+        except OSError:  # closed by close()
+            return False
+        self._buf += chunk
+        return bool(chunk)
+
+    def _line_end(self) -> int:
+        """Where the buffer's first line ends, or -1 when it has no whole
+        line; the next search goes on where this one stopped, so a long
+        line read in many pieces is searched once."""
+        i = self._buf.find(b"\n", self._scanned)
+        if i < 0:
+            self._scanned = len(self._buf)
+        return i
+
+    def _first_line(self) -> bytes:
+        while True:
+            i = self._line_end()
+            if i >= 0:
+                line = bytes(self._buf[:i])
+                del self._buf[:i + 1]
+                self._scanned = 0
+                return line
+            if not self._fill():
+                return b""
+
+    def _dispatch(self, call: Optional[_Call] = None):
+        """Hand each whole line in the buffer to its call, until call (if
+        any) is answered. A line leaves the buffer after it is handled: an
+        interrupt in between has it handled again, and a second reply to a
+        call is dropped, where a lost one would leave its caller waiting."""
+        while call is None or not call.done.is_set():
+            i = self._line_end()
+            if i < 0:
+                return
+            self._handle(self._buf[:i])
+            del self._buf[:i + 1]
+            self._scanned = 0
+
     def _handle(self, line: bytes):
         """One line of the server's output: a reply goes to its call."""
         try:
@@ -135,7 +203,7 @@ class Session:
         if not isinstance(msg, dict):
             self._out_of_step(ProtocolError(
                 "internal", "the server wrote a line that is not a JSON object: %r"
-                % line[:200]))
+                % bytes(line[:200])))
             return
         if msg.get("type") == "output":
             return  # this client does not ask for streaming
@@ -150,30 +218,40 @@ class Session:
                 call.done.set()
                 self._turn.notify_all()
 
+    def _take_turn(self, call: Optional[_Call] = None, timeout: Optional[float] = None) -> bool:
+        """The reading turn, once no other caller holds it; False when call
+        was answered (or timeout passed) meanwhile."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._reading and not (call and call.done.is_set()):
+                if not self._turn.wait(None if end is None else max(0, end - time.monotonic())):
+                    return False
+            if call and call.done.is_set():
+                return False
+            self._reading = True
+            return True
+
+    def _leave_turn(self):
+        with self._lock:
+            self._reading = False
+            self._turn.notify_all()
+
     def _pump(self, call: _Call):
         """Until call is answered: read the server's output in this thread
         while no other caller does, else wait for the reader to answer
         call or to leave the reading to us."""
-        with self._lock:
-            while not call.done.is_set() and self._reading:
-                self._turn.wait()
-            if call.done.is_set():
-                return
-            self._reading = True
+        if not self._take_turn(call):
+            return
         try:
-            while not call.done.is_set():
-                try:
-                    line = self._proc.stdout.readline()
-                except (OSError, ValueError):
-                    line = b""
-                if not line:
+            while True:
+                self._dispatch(call)
+                if call.done.is_set():
+                    break
+                if not self._fill():
                     self._ended()
                     break
-                self._handle(line)
         finally:
-            with self._lock:
-                self._reading = False
-                self._turn.notify_all()
+            self._leave_turn()
 
     def _ended(self):
         """The server's output is at its end: it has exited (or is about
@@ -215,6 +293,66 @@ class Session:
                 call.done.set()
             self._turn.notify_all()
 
+    # ---- the server's input ----
+
+    def _write(self, line: bytes, deadline: Optional[float] = None):
+        """line on the server's stdin, whole, after the rest of a line an
+        interrupt stopped. OSError when the server is gone, TimeoutError
+        (an OSError) past deadline (time.monotonic())."""
+        if not self._wlock.acquire(timeout=-1 if deadline is None
+                                   else max(0, deadline - time.monotonic())):
+            raise TimeoutError("the server's stdin is busy")
+        try:
+            rest, self._unsent = self._unsent, None
+            if rest is not None:
+                self._write_all(rest, deadline, True)
+            self._write_all(memoryview(line), deadline, False)
+        finally:
+            self._wlock.release()
+
+    def _write_all(self, view: memoryview, deadline: Optional[float], started: bool):
+        total = len(view)
+        try:
+            while view:
+                if self._in < 0:
+                    raise BrokenPipeError("the server's stdin is closed")
+                try:
+                    view = view[os.write(self._in, view):]
+                except BlockingIOError:
+                    self._await_room(deadline)
+        except BaseException:
+            if started or len(view) < total:
+                self._unsent = view  # the line goes on with the next write
+            raise
+
+    def _await_room(self, deadline: Optional[float]):
+        """Wait until the server's stdin has room. A server with too many
+        replies unread stops reading its stdin, so unless another caller
+        reads them, read them here meanwhile and hand them out."""
+        mine = self._take_turn(timeout=0)
+        try:
+            poll = select.poll()
+            poll.register(self._in, select.POLLOUT)
+            wait = None  # ms; a reader may leave its turn to nobody: look again soon
+            if mine:
+                poll.register(self._out, select.POLLIN)
+            else:
+                wait = 50
+            if deadline is not None:
+                left = int((deadline - time.monotonic()) * 1000)
+                if left <= 0:
+                    raise TimeoutError("the server does not read its stdin")
+                wait = left if wait is None else min(wait, left)
+            for fd, _ in poll.poll(wait):
+                if fd == self._out and mine:
+                    if not self._fill():
+                        self._ended()
+                        raise BrokenPipeError("the server's output ended")
+                    self._dispatch()
+        finally:
+            if mine:
+                self._leave_turn()
+
     # ---- requests ----
 
     def send(self, request: Dict[str, Any], data: Optional[bytes] = None) -> _Call:
@@ -239,10 +377,8 @@ class Session:
                 raise SandboxClosed(self._closed)
             self._calls[rid] = call
         try:
-            with self._wlock:
-                self._proc.stdin.write(line)
-                self._proc.stdin.flush()
-        except (OSError, ValueError):
+            self._write(line)
+        except OSError:
             with self._lock:
                 self._calls.pop(rid, None)
             if self._closed is None:
@@ -279,9 +415,10 @@ class Session:
 
     def write_raw(self, data: bytes):
         """Bytes as they are on the server's stdin (tests of the protocol)."""
-        with self._wlock:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+        try:
+            self._write(data)
+        except OSError:
+            raise SandboxClosed(self._closed or "the agentbox server is gone") from None
 
     # ---- the end ----
 
@@ -290,25 +427,62 @@ class Session:
         return self._closed is not None
 
     def close(self):
+        """End the server: shutdown, then end of file on its stdin, and its
+        output read to the end meanwhile: replies still awaited go to their
+        callers, the others (an abandoned call's) are dropped; unread, they
+        would keep the server from its last writes and from reading its
+        stdin. At most CLOSE_WAIT seconds, then the server is killed."""
+        deadline = time.monotonic() + CLOSE_WAIT
         with self._lock:
             already = self._closed is not None
             if not already:
                 self._closed = "the sandbox was closed"
-        with self._wlock:
-            try:
-                if not already:
-                    self._proc.stdin.write(b'{"op":"shutdown","id":"close"}\n')
-                    self._proc.stdin.flush()
-                self._proc.stdin.close()
-            except (OSError, ValueError):
-                pass
         try:
-            self._proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+            if not already:
+                self._write(SHUTDOWN, deadline)
+        except OSError:
+            pass
+        if not self._wlock.acquire(timeout=max(0, deadline - time.monotonic())):
+            self._proc.kill()  # a writer stuck on a server that reads nothing fails now
+            self._wlock.acquire()
+        try:
+            self._in = -1
+            self._proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._wlock.release()
+        if not self._take_turn(timeout=max(0, deadline - time.monotonic())):
             self._proc.kill()
-            self._proc.wait()
-        self._release()
-        self._fail_all(SandboxClosed("the sandbox was closed"))
+            self._take_turn()
+        try:  # the turn is kept until the fds are closed: nobody reads them after
+            if not self._read_to_end(deadline):
+                self._proc.kill()
+                self._read_to_end(time.monotonic() + 5)
+            try:
+                self._proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._release()
+            self._fail_all(SandboxClosed("the sandbox was closed"))
+        finally:
+            self._leave_turn()
+
+    def _read_to_end(self, deadline: float) -> bool:
+        """The server's output read to its end, holding the reading turn,
+        replies handed out; False when deadline passes first."""
+        poll = select.poll()
+        if self._out >= 0:
+            poll.register(self._out, select.POLLIN)
+        while self._out >= 0:
+            self._dispatch()
+            left = int((deadline - time.monotonic()) * 1000)
+            if left <= 0 or not poll.poll(left):
+                return False
+            if not self._fill():
+                break
+        return True
 
     @property
     def pid(self) -> int:
