@@ -165,17 +165,36 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 	json_object_put(j);
 }
 
-/* The pid of the one child of pid (the launcher's init), or -1. */
-static pid_t only_child(pid_t pid)
+/* The launcher's child that is pid 1 of the sandbox (its NSpid ends in 1),
+ * or -1: not merely its first child, which may be the exited helper that
+ * made an idmapping's user namespace, a zombie until the run ends. */
+static pid_t sandbox_init(pid_t pid)
 {
-	char path[64], buf[64] = "";
+	char path[64], list[256] = "";
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -1;
-	bool got = fgets(buf, sizeof(buf), f) != NULL;
+	bool got = fgets(list, sizeof(list), f) != NULL;
 	fclose(f);
-	return got && atoi(buf) > 0 ? (pid_t)atoi(buf) : -1;
+	char *save = NULL;
+	for (char *t = got ? strtok_r(list, " \n", &save) : NULL; t;
+	     t = strtok_r(NULL, " \n", &save)) {
+		char line[256];
+		snprintf(path, sizeof(path), "/proc/%s/status", t);
+		FILE *st = fopen(path, "r");
+		bool init = false;
+		while (st && fgets(line, sizeof(line), st))
+			if (strncmp(line, "NSpid:", 6) == 0) {
+				char *last = strrchr(line, '\t');
+				init = last && strchr(line, '\t') != last && atoi(last + 1) == 1;
+			}
+		if (st)
+			fclose(st);
+		if (init)
+			return (pid_t)atoi(t);
+	}
+	return -1;
 }
 
 static bool wait_for_file(const char *path, int seconds)
@@ -218,7 +237,7 @@ Test(limits, an_init_the_oom_killer_takes_is_an_oom_result)
 				    "wait",
 			 NULL);
 	bool up = wait_for_file(ready, 30);
-	pid_t init = only_child(pid);
+	pid_t init = sandbox_init(pid);
 	char why[300] = "the command never started";
 	bool aimed = false;
 	if (up && init < 0)
