@@ -28,6 +28,7 @@
 #include "netproxy.h"
 #include "session.h"
 #include "sync.h"
+#include "warm.h"
 #include "util.h"
 
 /* A proxy connection counts for the command its process belongs to. */
@@ -175,6 +176,8 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 		return r;
 	}
 	s->started_ms = session_now_ms();
+	if (!one_command)
+		warm_read_knobs(); /* the shims' copy: they have no environment */
 	r = session_alloc(s, err);
 	if (r == 0)
 		r = session_clone(s, err);

@@ -27,6 +27,7 @@
 #include "isolation.h"
 #include "proc.h"
 #include "util.h"
+#include "warm.h"
 
 #define STARTED_DELAY_MS 5
 
@@ -145,6 +146,9 @@ static unsigned long long as_limit;
  * and a pidfd of the shim itself (sent with every SHIM_STARTED). */
 static int shim_sigfd = -1, self_pidfd = -1;
 static int shim_sigfd_errno; /* why shim_sigfd is -1 */
+/* A session shim's warm child (warm.h): the next `sh -c` command, exec'd
+ * while the shim is idle */
+static struct warm shim_warm = {.object = -1, .devnull = -1, .ctl = -1, .disabled = true};
 
 struct spawn_args {
 	int in, out, err;
@@ -565,7 +569,20 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 
-	int e = -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	/* `sh -c` to the warm child, if there is one: it is the command;
+	 * anything else is spawned, and then a warm child would count as a
+	 * process of the command: it goes first */
+	pid_t warm = 0;
+	if (warm_fits(argv, envp))
+		warm = warm_take(&shim_warm, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[3], cwd,
+				 envp);
+	else
+		warm_end(&shim_warm);
+	if (warm > 0)
+		sh.cmd = warm;
+	int e = warm < 0   ? -warm
+		: warm > 0 ? 0
+			   : -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */
 		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));
@@ -616,10 +633,17 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 	shim_sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	shim_sigfd_errno = shim_sigfd < 0 ? errno : 0; /* what each command is told */
 	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	/* not for `agentbox run`'s one command (it is already on its way),
+	 * nor without namespaces (the command enforces Landlock itself) */
+	if (!a->one_command && !bare_cfg)
+		warm_init(&shim_warm);
 	for (;;) {
 		struct sync_msg m;
 		int fds[SYNC_EXEC_FDS];
 		size_t n;
+		/* idle: the next command's shell starts now, in the caller's
+		 * think time */
+		warm_spawn(&shim_warm, as_limit);
 		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
 			_exit(0);
 		bool idle_said = shim_run(fds);

@@ -1,0 +1,233 @@
+"""A session's warm shell (src/warm.h): an idle shim execs `/bin/sh -c --
+PLACEHOLDER` with agentbox-warm.so preloaded, and a shell request becomes
+that process. Every test compares what a command sees with the warm shell
+against a server without it (AGENTBOX_NO_WARM=1), where each command is a
+fresh exec, and checks that the warm shell was really used (its object is
+mapped in the command: /proc/$$/maps). Runs as root and as an unprivileged
+user. AGENTBOX_BIN names the binary."""
+
+import os
+import shutil
+import time
+import unittest
+
+from test_fileops import Server, make_dir
+
+WARM_MAPPED = "grep -c agentbox-warm /proc/$$/maps || true"
+
+
+def warm_env(**extra):
+    env = dict(os.environ)
+    env.pop("AGENTBOX_NO_WARM", None)
+    env.pop("AGENTBOX_WARM_TEST_BROKEN", None)
+    env.update(extra)
+    return env
+
+
+def host_descendants(root):
+    """Host pids below root (itself included), by walking /proc."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        parent[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, pp in parent.items():
+            if pp in found and pid not in found:
+                found.add(pid)
+                grew = True
+    return found
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class Warm(unittest.TestCase):
+    def server(self, env):
+        try:
+            sv = Server(self.ws, env=env)
+        except AssertionError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(sv.close)
+        return sv
+
+    def setUp(self):
+        self.ws = make_dir()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.warm = self.server(warm_env())
+        self.cold = self.server(warm_env(AGENTBOX_NO_WARM="1"))
+
+    def exec(self, sv, command, **kw):
+        time.sleep(0.02)  # the idle shim's warm shell is under way or ready
+        m = sv.call(op="exec", command=command, **kw)
+        self.assertEqual(m["type"], "result", m)
+        return m
+
+    def assert_warm(self, sv, expect=True):
+        n = int(self.exec(sv, WARM_MAPPED)["stdout"].strip() or 0)
+        self.assertEqual(n > 0, expect, "agentbox-warm.so mapped %d times" % n)
+
+    def same(self, command, **kw):
+        """command's result with the warm shell and without: equal."""
+        w = self.exec(self.warm, command, **kw)
+        c = self.exec(self.cold, command, **kw)
+        for k in ("exit_code", "signal", "stdout", "stderr", "timed_out"):
+            self.assertEqual(w.get(k), c.get(k), "%s of %r: %r" % (k, command, (w, c)))
+        return w
+
+    def test_the_warm_shell_is_used_and_the_cold_path_is_not(self):
+        self.assert_warm(self.warm)
+        self.assert_warm(self.cold, False)
+
+    def test_pid_is_the_command_and_the_last_command_is_execd(self):
+        # $$ is the process itself: its child's parent
+        for sv in (self.warm, self.cold):
+            a, b = self.exec(sv, "echo $$; cut -d' ' -f4 /proc/self/stat; :")["stdout"].split()
+            self.assertEqual(a, b)
+        # a simple command is exec'd by the shell itself: it has the pid $$
+        self.assertEqual(self.same("exec ps -o comm= -p $$")["stdout"], "ps\n")
+        self.same("ps -o comm= -p $$")
+
+    def test_argv0_status_signal(self):
+        self.assertEqual(self.same("echo $0 \"$#\" \"$*\"")["stdout"], "/bin/sh 0 \n")
+        self.assertEqual(self.same("exit 7")["exit_code"], 7)
+        m = self.same("kill -TERM $$")
+        self.assertEqual((m["exit_code"], m["signal"]), (143, "SIGTERM"))
+        self.assertTrue(self.same("sleep 5", timeout=0.3)["timed_out"])
+
+    def test_cmdline_shows_the_command(self):
+        cmd = "tr '\\0' '\\n' < /proc/$$/cmdline | grep -v '^$'"
+        self.assertEqual(self.same(cmd)["stdout"], "/bin/sh\n-c\n--\n%s\n" % cmd)
+        # ps in the sandbox: the command, not the placeholder
+        out = self.exec(self.warm, "ps -o args= -p $$")["stdout"]
+        self.assertEqual(out.rstrip(), "/bin/sh -c -- ps -o args= -p $$")
+
+    def test_environment_cwd_stdin_fds(self):
+        env = {"FOO": "bar baz", "EMPTY": "", "PATH": "/usr/bin:/bin"}
+        m = self.same("env | sort", env=env)
+        self.assertIn("FOO=bar baz\n", m["stdout"])
+        self.assertNotIn("LD_PRELOAD", m["stdout"])
+        self.same("pwd; cd ..; pwd", cwd="/tmp")
+        self.assertEqual(self.same("cat", stdin="data\n")["stdout"], "data\n")
+        # the shell has 0-2 only: no socket, no memfd
+        self.assertEqual(self.same("ls /proc/$$/fd")["stdout"], "0\n1\n2\n")
+        # the shell's own view (a child reading it races with dash's
+        # vfork, which blocks every signal until the child has exec'd)
+        self.same("while read k v; do case $k in Sig*|Cap*|NoNewPrivs*|Seccomp*) echo $k $v;"
+                  " esac; done < /proc/$$/status; ulimit -a; umask")
+        self.same("cat /proc/$$/oom_score_adj; ps -o pgid=,sid= -p $$ | tr -s ' '"
+                  " | sed 's/[0-9][0-9]*/n/g'")
+        self.same("[ $(ps -o pgid= -p $$) -eq $$ ] && [ $(ps -o sid= -p $$) -eq $$ ]")
+
+    def test_bad_cwd_answers_as_before(self):
+        w = self.warm.call(op="exec", command="true", cwd="/nonexistent")
+        c = self.cold.call(op="exec", command="true", cwd="/nonexistent")
+        self.assertEqual(w, c)
+        self.assert_warm(self.warm)  # the warm shell is still there for the next
+
+    def test_long_commands(self):
+        # past the argument area (4 KiB), past one packet (32 KiB): the
+        # whole command runs; ps shows its start
+        for n in (4000, 5000, 40000, 120000):
+            cmd = "echo " + "x" * n + " | wc -c; tr '\\0' '\\n' < /proc/$$/cmdline | sed -n 4p"
+            w = self.exec(self.warm, cmd)
+            c = self.exec(self.cold, cmd)
+            self.assertEqual(w["stdout"].split()[0], str(n + 1))
+            self.assertEqual(c["stdout"].split()[0], str(n + 1))
+            self.assertEqual(w["stdout"].split("\n")[1], cmd[:4095])
+        # over ARG_MAX: an exec decides, as without the warm shell
+        m = self.same("echo " + "x" * 300000)
+        self.assertEqual(m["exit_code"], 126)
+
+    def test_variables_read_before_main_take_the_cold_path(self):
+        for var, val in (("LD_PRELOAD", "/nonexistent.so"), ("GLIBC_TUNABLES", "x=1"),
+                         ("MALLOC_ARENA_MAX", "1"), ("LD_BIND_NOW", "1")):
+            m = self.exec(self.warm, "echo \"$%s\"; %s" % (var, WARM_MAPPED), env={var: val})
+            self.assertEqual(m["stdout"], "%s\n0\n" % val, var)
+        self.assert_warm(self.warm)
+
+    def test_argv_requests_and_file_operations_between(self):
+        m = self.warm.call(op="exec", argv=["sh", "-c", WARM_MAPPED])
+        self.assertEqual(m["stdout"], "0\n")
+        self.assert_warm(self.warm)
+        self.assertEqual(self.warm.call(op="write", path="/workspace/f", content="hi")["type"],
+                         "result")
+        out = self.exec(self.warm, "cat f; echo; " + WARM_MAPPED)["stdout"].split()
+        self.assertEqual(out[0], "hi")
+        self.assertNotEqual(out[1], "0")
+
+    def test_many_in_a_row_and_in_parallel(self):
+        for i in range(30):
+            self.assertEqual(self.warm.call(op="exec", command="echo %d" % i)["stdout"],
+                             "%d\n" % i)
+        ids = [self.warm.send(op="exec", command="sleep 0.2; echo %d; %s" % (i, WARM_MAPPED))
+               for i in range(6)]
+        got = {}
+        while len(got) < len(ids):
+            m = self.warm.recv()
+            if m.get("id") in ids and m["type"] != "output":
+                got[m["id"]] = m
+        for i, rid in enumerate(ids):
+            self.assertEqual(got[rid]["stdout"].split()[0], str(i))
+        # the later ones went to shims that were idle: warm ones
+        self.assertGreater(sum(got[r]["stdout"].split()[1] != "0" for r in ids), 0)
+
+    def test_keep_background_and_kill(self):
+        m = self.exec(self.warm, "sleep 30 & sleep 0.3; echo started", keep_background=True)
+        self.assertEqual([b["command"] for b in m.get("background", [])], ["sleep"])
+        self.assertEqual(self.exec(self.warm, "pkill -x sleep; echo ok")["stdout"], "ok\n")
+
+    def test_a_closed_session_leaves_no_process(self):
+        self.assert_warm(self.warm)
+        time.sleep(0.2)
+        pids = host_descendants(self.warm.p.pid)
+        warm = [p for p in pids if b"agentbox-warm" in (cmdline(p) or b"")]
+        self.assertTrue(warm, "no warm shell below the server")
+        self.warm.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = [p for p in pids if cmdline(p) is not None and os.path.exists("/proc/%d" % p)]
+            if not left:
+                break
+            time.sleep(0.05)
+        self.assertEqual(left, [])
+
+
+class Fallback(unittest.TestCase):
+    """An object ld.so cannot load: the shell runs the placeholder, which
+    does nothing, and every command is spawned as before."""
+
+    def test_broken_object(self):
+        ws = make_dir()
+        self.addCleanup(shutil.rmtree, ws, True)
+        try:
+            sv = Server(ws, env=warm_env(AGENTBOX_WARM_TEST_BROKEN="1"))
+        except AssertionError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(sv.close)
+        for i in range(3):
+            time.sleep(0.05)
+            m = sv.call(op="exec", command="echo $0 %d; %s" % (i, WARM_MAPPED))
+            self.assertEqual((m["exit_code"], m["stdout"]), (0, "/bin/sh %d\n0\n" % i))
+        # the placeholder ran nothing: the workspace is as it was
+        self.assertEqual(os.listdir(ws), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
