@@ -572,16 +572,12 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 	/* `sh -c` to the warm child, if there is one: it is the command;
 	 * anything else is spawned, and then a warm child would count as a
 	 * process of the command: it goes first */
-	pid_t warm = 0;
 	if (warm_fits(argv, envp))
-		warm = warm_take(&shim_warm, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[3], cwd,
-				 envp);
+		sh.cmd = warm_take(&shim_warm, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[3], cwd,
+				   envp);
 	else
 		warm_end(&shim_warm);
-	if (warm > 0)
-		sh.cmd = warm;
-	int e = warm < 0   ? -warm
-		: warm > 0 ? 0
+	int e = sh.cmd > 0 ? 0
 			   : -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */

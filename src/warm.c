@@ -299,16 +299,9 @@ pid_t warm_take(struct warm *w, int in, int out, int err, const char *cmd, const
 		warm_end(w); /* it cannot have run anything of the request */
 		return 0;
 	}
-	/* end of file once it has applied all of it; an errno when it could not */
-	int32_t e = 0;
-	ssize_t n;
-	while ((n = warm_recv(w->ctl, &e, sizeof(e), 0)) < 0 && errno == EINTR)
-		;
+	/* it is the command now: what goes wrong from here on (a working
+	 * directory gone since the shim's chdir) it says as a spawn would */
 	pid_t pid = w->pid;
-	if (n != 0) {
-		warm_end(w); /* it exits 126 by itself; reaped here */
-		return n == sizeof(e) && e > 0 && e < 4096 ? -e : -EBADMSG;
-	}
 	ab_close_keep_errno(w->ctl);
 	*w = (struct warm){.object = w->object, .devnull = w->devnull, .ctl = -1};
 	return pid;

@@ -36,7 +36,6 @@ void warm_spawn(struct warm *w, unsigned long long as_limit);
 bool warm_fits(char *const *argv, char *const *envp);
 
 /* The request to the warm child, which then is the command: its pid, or
- * -errno when it said why it could not (it exited 126 and is reaped), or
  * 0 when there is no usable warm child (it is reaped: spawn as before). */
 pid_t warm_take(struct warm *w, int in, int out, int err, const char *cmd, const char *cwd,
 		char *const *envp);

@@ -50,11 +50,25 @@ static __attribute__((noinline)) void touch_stack(void)
 		pad[i] = 0;
 }
 
-static void fail(int e)
+/* The request's stderr, once it came */
+static int err_fd = -1;
+
+/* What the shim says when it cannot spawn a command (shim.c), with its
+ * statuses (AB_EXIT_NOT_FOUND, AB_EXIT_CANNOT_EXEC): the shim does not
+ * wait for a word from here, this process is the command already. */
+static _Noreturn void fail(int e)
 {
-	int32_t v = e;
-	warm_send(WARM_FD_CTL, &v, sizeof(v), MSG_NOSIGNAL);
-	_exit(126); /* AB_EXIT_CANNOT_EXEC, as a failed exec */
+	char msg[256] = "agentbox: cannot run '/bin/sh': ";
+	size_t n = strlen(msg);
+	const char *why = strerror(e);
+	size_t len = strlen(why);
+	if (len > sizeof(msg) - n - 2)
+		len = sizeof(msg) - n - 2;
+	memcpy(msg + n, why, len);
+	msg[n + len] = '\n';
+	if (err_fd >= 0 && write(err_fd, msg, n + len + 1) < 0)
+		e = errno; /* nothing more to say it with */
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
 /* The request's first packet: a buffer in place, its pages touched while
@@ -87,6 +101,7 @@ static size_t recv_first(struct warm_req *h, int fds[3])
 	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(3 * sizeof(int)))
 		fail(EBADMSG);
 	memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+	err_fd = fds[2];
 	return (size_t)n - sizeof(*h);
 }
 
@@ -148,14 +163,15 @@ __attribute__((constructor)) static void warm_take_request(int argc, char **argv
 		s += strlen(s) + 1;
 	}
 	env[h.envc] = NULL;
-	if (chdir(cwd) < 0)
-		fail(errno);
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			fail(errno);
 	for (int i = 0; i < 3; i++)
 		if (fds[i] > 2)
 			close(fds[i]);
+	err_fd = 2;
+	if (chdir(cwd) < 0)
+		fail(errno);
 	/* as a fresh exec: no parent-death signal (the shim armed one) */
 	prctl(PR_SET_PDEATHSIG, 0);
 	environ = env; /* glibc gives main() environ as it is now */
@@ -167,5 +183,5 @@ __attribute__((constructor)) static void warm_take_request(int argc, char **argv
 	if (fits < len)
 		argv[3] = cmd;
 	close(WARM_FD_OBJECT);
-	close(WARM_FD_CTL); /* end of file: the shim knows it went well */
+	close(WARM_FD_CTL);
 }

@@ -25,8 +25,9 @@ enum { WARM_FD_CTL = 3, WARM_FD_OBJECT = 4 };
 /* The request, with SCM_RIGHTS of stdin, stdout, stderr; the payload
  * follows in packets of up to WARM_CHUNK bytes: the command, the working
  * directory, then envc environment strings, each NUL-terminated. The
- * object answers nothing when all went well (it closes the socket before
- * the shell's main runs), or an int32 errno before it exits 126. */
+ * object answers nothing: from the request on, the process is the
+ * command, and one that cannot be set up says why on its stderr and
+ * exits 126 (127: no such directory), as a failed spawn does. */
 struct warm_req {
 	uint32_t magic;
 	uint32_t envc;
