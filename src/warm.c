@@ -146,10 +146,8 @@ void warm_spawn(struct warm *w, unsigned long long as_limit)
 		memcpy(placeholder, WARM_PLACEHOLDER, sizeof(WARM_PLACEHOLDER) - 1);
 	}
 	int sp[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-		w->disabled = true;
-		return;
-	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return; /* out of fds now: next time, maybe */
 	char *argv[] = {"/bin/sh", "-c", "--", placeholder, NULL};
 	char *envp[] = {"LD_PRELOAD=/proc/self/fd/4", NULL}; /* WARM_FD_OBJECT */
 	struct warm_args a = {.devnull = w->devnull,
@@ -161,14 +159,17 @@ void warm_spawn(struct warm *w, unsigned long long as_limit)
 	pid_t pid =
 		a.ctl < 0 ? -1
 			  : clone(warm_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	int e = pid < 0 ? 0 : a.exec_errno;
 	ab_close_keep_errno(a.ctl);
-	if (pid > 0 && a.exec_errno) {
+	if (pid > 0 && e) {
 		waitpid(pid, NULL, 0);
 		pid = -1;
 	}
 	if (pid < 0) {
 		close(sp[0]);
-		w->disabled = true; /* no /bin/sh, or no fork: spawn as before */
+		/* no /bin/sh to exec: spawn as before from now on; out of
+		 * processes or memory (the pids limit, RLIMIT_AS): next time */
+		w->disabled = e && e != EAGAIN && e != ENOMEM && e != EMFILE && e != ENFILE;
 		return;
 	}
 	w->pid = pid;
@@ -194,22 +195,28 @@ bool warm_fits(char *const *argv, char *const *envp)
 	return size < WARM_EXEC_SURE;
 }
 
-void warm_end(struct warm *w)
+/* Its wait status (after our SIGKILL, unless it had ended), or -1. */
+static int end_child(struct warm *w)
 {
+	int st = -1;
 	if (w->pid > 0) {
 		kill(w->pid, SIGKILL);
-		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+		while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
 			;
 	}
 	ab_close_keep_errno(w->ctl);
 	w->ctl = -1;
 	w->pid = 0;
 	w->ready = false;
+	return st;
 }
 
-/* Wait for WARM_READY: false (and the child ended) when it does not come;
- * at its end of file the object did not load: no warm child for this
- * shim again. */
+void warm_end(struct warm *w)
+{
+	end_child(w);
+}
+
+/* Wait for WARM_READY: false (and the child ended) when it does not come. */
 static bool wait_ready(struct warm *w)
 {
 	if (w->ready)
@@ -221,11 +228,14 @@ static bool wait_ready(struct warm *w)
 		;
 	ssize_t n = r > 0 ? warm_recv(w->ctl, &c, 1, MSG_DONTWAIT) : -1;
 	w->ready = n == 1 && c == WARM_READY;
-	if (!w->ready) {
-		warm_end(w);
-		w->disabled = r > 0; /* its end without a word; a slow one may do next time */
-	}
-	return w->ready;
+	if (w->ready)
+		return true;
+	/* an exit of its own without a word: the shell ran the placeholder,
+	 * the object did not load (no glibc, a static shell). Killed (a
+	 * command's `kill -9 -1`), or slow: a new one next time. */
+	int st = end_child(w);
+	w->disabled = n == 0 && st != -1 && WIFEXITED(st);
+	return false;
 }
 
 static int send_request(int ctl, int in, int out, int err, const char *payload, size_t len,

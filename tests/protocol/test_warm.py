@@ -191,6 +191,34 @@ class Warm(unittest.TestCase):
         self.assertEqual([b["command"] for b in m.get("background", [])], ["sleep"])
         self.assertEqual(self.exec(self.warm, "pkill -x sleep; echo ok")["stdout"], "ok\n")
 
+    def parallel(self, sv, commands):
+        ids = [sv.send(op="exec", command=c) for c in commands]
+        got = {}
+        while len(got) < len(ids):
+            m = sv.recv()
+            if m.get("id") in ids and m["type"] != "output":
+                got[m["id"]] = m
+        return [got[i] for i in ids]
+
+    def test_killed_warm_shells_are_made_again(self):
+        # two shims at most (A, B), each with its warm shell
+        sv = Server(self.ws, "--max-concurrent", "2", env=warm_env())
+        self.addCleanup(sv.close)
+        self.parallel(sv, ["sleep 0.3"] * 2)
+        time.sleep(0.1)
+        # a command on A kills B's idle warm shell
+        self.assertEqual(self.exec(sv, "pkill -9 -f 'agentbox-war[m]'; echo $?")["stdout"], "0\n")
+        time.sleep(0.1)
+        probe = "sleep 0.2; " + WARM_MAPPED
+        # A is busy, B takes the probe: spawned, its warm shell is gone;
+        # then, once idle, B makes a new one: a killed shell is no reason
+        # to give up on them (only one that never said ready is)
+        first = self.parallel(sv, ["sleep 0.5", probe])[1]
+        self.assertEqual(first["stdout"], "0\n")
+        time.sleep(0.1)
+        again = self.parallel(sv, ["sleep 0.5", probe])[1]
+        self.assertNotEqual(again["stdout"], "0\n")
+
     def test_a_closed_session_leaves_no_process(self):
         self.assert_warm(self.warm)
         time.sleep(0.2)
