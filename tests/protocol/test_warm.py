@@ -150,8 +150,10 @@ class Warm(unittest.TestCase):
             self.assertEqual(c["stdout"].split()[0], str(n + 1))
             self.assertEqual(w["stdout"].split("\n")[1], cmd[:4095])
         # over ARG_MAX: an exec decides, as without the warm shell
-        m = self.same("echo " + "x" * 300000)
-        self.assertEqual(m["exit_code"], 126)
+        for sv in (self.warm, self.cold):
+            m = self.exec(sv, "echo " + "x" * 300000)
+            self.assertEqual(m["exit_code"], 126)
+            self.assertIn("Argument list too long", m["stderr"])
 
     def test_variables_read_before_main_take_the_cold_path(self):
         for var, val in (("LD_PRELOAD", "/nonexistent.so"), ("GLIBC_TUNABLES", "x=1"),
