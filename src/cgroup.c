@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cgroup_delegate.h"
+#include "cgroup_int.h"
 #include "cgroupfs.h"
 #include "error.h"
 #include "util.h"
@@ -44,7 +45,6 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-enum { H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
 static const char *const h_names[H_COUNT] = {"memory", "cpu", "cpuacct", "pids", "unified"};
 
 struct ab_cgroup {
@@ -61,6 +61,8 @@ struct ab_cgroup {
 	 * waited for, where moving a pid through cgroup.procs waits one
 	 * (10-20 ms); -1: none */
 	int self_fd[H_COUNT];
+	/* init_leaves: tasks files to leave by, one per self_fd; -1: none */
+	int leave_fd[H_COUNT];
 	/* v1 and hybrid: the v1 hierarchies are made after the clone
 	 * (ab_cgroup_finish), while the init builds the view */
 	bool pending;
@@ -103,7 +105,7 @@ static bool libcgroup_mount(const char *ctrl, char *out, size_t len)
 /* The mount point of a hierarchy: /sys/fs/cgroup/<controller> as every
  * systemd host lays it out, else wherever libcgroup finds it; the unified
  * mount by its filesystem type. */
-static bool find_mount(int h, char *out, size_t len)
+bool ab_cg_find_mount(int h, char *out, size_t len)
 {
 	struct statfs sf;
 	if (ab_cgfs_faked()) {
@@ -130,7 +132,7 @@ static bool find_mount(int h, char *out, size_t len)
 	       sf.f_type == CGROUP_SUPER_MAGIC;
 }
 
-static unsigned long long start_time(pid_t pid)
+unsigned long long ab_cg_start_time(pid_t pid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -150,7 +152,7 @@ static unsigned long long start_time(pid_t pid)
 
 /* v2 with controllers: the caller's parent, or below the caller's own
  * cgroup when it may write there (a delegated subtree). */
-static bool v2_has_controllers(const char *root)
+bool ab_cg_v2_has_controllers(const char *root)
 {
 	char buf[512];
 	return ab_cgfs_read(root, "cgroup.controllers", buf, sizeof(buf)) == 0 &&
@@ -309,6 +311,33 @@ static void open_v1_entries(struct ab_cgroup *cg)
 	}
 }
 
+/* init_leaves: where the init goes once the command is gone, in each
+ * hierarchy it entered by itself: the parent, or the root of the
+ * hierarchy where the parent is agentbox's shared group (removed too when
+ * no other sandbox is in it). All or none: one it could not leave would
+ * keep every cgroup until its end anyway. */
+static void open_v1_exits(struct ab_cgroup *cg)
+{
+	for (int h = 0; h < H_UNIFIED; h++) {
+		if (cg->self_fd[h] < 0)
+			continue;
+		char path[1100];
+		if (cg->own_parent)
+			snprintf(path, sizeof(path), "%s/tasks", cg->roots[h]);
+		else
+			snprintf(path, sizeof(path), "%.*s/tasks",
+				 (int)(strrchr(cg->dir[h], '/') - cg->dir[h]), cg->dir[h]);
+		cg->leave_fd[h] = open(path, O_WRONLY | O_CLOEXEC);
+		if (cg->leave_fd[h] >= 0)
+			continue;
+		for (int i = 0; i < H_COUNT; i++)
+			ab_close_keep_errno(cg->leave_fd[i]);
+		for (int i = 0; i < H_COUNT; i++)
+			cg->leave_fd[i] = -1;
+		return;
+	}
+}
+
 static unsigned counter;
 
 static int create_done(struct ab_cgroup *cg, const char *parent, const struct ab_limits *lim,
@@ -322,20 +351,20 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
 	cg->oom_fd = cg->clone_fd = -1;
 	for (int h = 0; h < H_COUNT; h++)
-		cg->self_fd[h] = -1;
+		cg->self_fd[h] = cg->leave_fd[h] = -1;
 	cg->st.version = "none";
 	char name[96];
-	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(), start_time(getpid()),
-		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(),
+		 ab_cg_start_time(getpid()), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 
 	char roots[H_COUNT][512] = {{0}};
 	bool have[H_COUNT];
 	for (int h = 0; h < H_COUNT; h++)
-		have[h] = find_mount(h, roots[h], sizeof(roots[h]));
+		have[h] = ab_cg_find_mount(h, roots[h], sizeof(roots[h]));
 	char why[200] = "no cgroup hierarchy is mounted";
 	int r;
 
-	if (have[H_UNIFIED] && v2_has_controllers(roots[H_UNIFIED])) {
+	if (have[H_UNIFIED] && ab_cg_v2_has_controllers(roots[H_UNIFIED])) {
 		char rel[512], own[512];
 		const char *root = roots[H_UNIFIED];
 		r = 0;
@@ -390,7 +419,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		snprintf(cg->rel, sizeof(cg->rel), "%s", rel);
 		snprintf(cg->name, sizeof(cg->name), "%s", name);
 		snprintf(cg->why, sizeof(cg->why), "%s", why);
-		if (have[H_UNIFIED] && may_enter_unified(roots[H_UNIFIED], rel) &&
+		if (have[H_UNIFIED] && !lim->init_leaves &&
+		    may_enter_unified(roots[H_UNIFIED], rel) &&
 		    make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
 			     name) == 0 &&
 		    !ab_cgfs_faked())
@@ -438,6 +468,11 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 			continue; /* cpu,cpuacct mounted together: one directory */
 		if (h == H_CPUACCT && no_cpuacct)
 			continue;
+		/* one command: its CPU time comes from its shim's wait4, and
+		 * only the session's stats read the cgroup's; a cpu cgroup
+		 * without --cpus would limit nothing */
+		if (cg->lim.init_leaves && (h == H_CPUACCT || (h == H_CPU && !cg->lim.cpu_millis)))
+			continue;
 		int r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
 		if (r == 0)
 			any = true;
@@ -454,6 +489,8 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 				 cg->dir[H_CPU]);
 		apply_v1(cg, &cg->lim);
 		open_v1_entries(cg);
+		if (cg->lim.init_leaves)
+			open_v1_exits(cg);
 	}
 	char why[200];
 	snprintf(why, sizeof(why), "%s", cg->why);
@@ -478,6 +515,40 @@ size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds)
 		if (cg->self_fd[h] >= 0)
 			fds[n++] = cg->self_fd[h];
 	return n;
+}
+
+size_t ab_cgroup_leave_fds(const struct ab_cgroup *cg, int *fds)
+{
+	size_t n = 0;
+	for (int h = 0; cg && h < H_COUNT; h++)
+		if (cg->self_fd[h] >= 0 && cg->leave_fd[h] >= 0)
+			fds[n++] = cg->leave_fd[h];
+	return n;
+}
+
+/* the init's tasks files to leave by (a process of its own: a copy) */
+static int held_leave[H_COUNT] = {-1, -1, -1, -1, -1};
+static size_t n_held_leave;
+
+void ab_cgroup_hold_leave(const int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (n_held_leave < H_COUNT)
+			held_leave[n_held_leave++] = fds[i];
+		else
+			close(fds[i]);
+}
+
+void ab_cgroup_leave(void)
+{
+	/* best effort: one not left only makes the launcher wait for our end */
+	for (size_t i = 0; i < n_held_leave; i++) {
+		ssize_t w = write(held_leave[i], "0", 1);
+		(void)w;
+		close(held_leave[i]);
+		held_leave[i] = -1;
+	}
+	n_held_leave = 0;
 }
 
 int ab_cgroup_enter(const int *fds, size_t n, struct ab_error *err)
@@ -679,118 +750,67 @@ static void remove_dirs(char dirs[H_COUNT][1024])
 	}
 }
 
+/* The shared agentbox group's directories (own_parent), before the
+ * sandbox's are removed. */
+static void shared_parents(const struct ab_cgroup *cg, char parents[H_COUNT][1024])
+{
+	for (int h = 0; h < H_COUNT; h++) {
+		snprintf(parents[h], sizeof(parents[h]), "%s", cg->dir[h]);
+		char *slash = strrchr(parents[h], '/');
+		if (slash && cg->own_parent)
+			*slash = '\0';
+		else
+			parents[h][0] = '\0';
+	}
+}
+
+/* the shared agentbox group too, when no other sandbox is in it (rmdir
+ * refuses then); never a --cgroup-parent or a delegation */
+static void remove_parents(char parents[H_COUNT][1024])
+{
+	for (int h = 0; h < H_COUNT; h++)
+		if (parents[h][0])
+			rmdir(parents[h]);
+}
+
+bool ab_cgroup_remove_left(struct ab_cgroup *cg)
+{
+	int fds[H_COUNT];
+	if (!cg || !procs_dir(cg) || cg->dir[H_UNIFIED][0] || ab_cgroup_leave_fds(cg, fds) == 0)
+		return false;
+	char parents[H_COUNT][1024];
+	shared_parents(cg, parents);
+	/* the kernel's word that nothing is in it: rmdir of a cgroup with
+	 * members fails (EBUSY) */
+	bool all = true;
+	for (int h = 0; h < H_COUNT; h++) {
+		if (cg->dir[h][0] && rmdir(cg->dir[h]) < 0 && errno == EBUSY) {
+			all = false;
+			parents[h][0] = '\0'; /* ab_cgroup_destroy's, with the rest */
+			continue;
+		}
+		cg->dir[h][0] = '\0';
+	}
+	remove_parents(parents);
+	return all;
+}
+
 void ab_cgroup_destroy(struct ab_cgroup *cg)
 {
 	if (!cg)
 		return;
 	ab_close_keep_errno(cg->oom_fd);
 	ab_close_keep_errno(cg->clone_fd);
-	for (int h = 0; h < H_COUNT; h++)
+	for (int h = 0; h < H_COUNT; h++) {
 		ab_close_keep_errno(cg->self_fd[h]);
+		ab_close_keep_errno(cg->leave_fd[h]);
+	}
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
 		char parents[H_COUNT][1024];
-		for (int h = 0; h < H_COUNT; h++) {
-			snprintf(parents[h], sizeof(parents[h]), "%s", cg->dir[h]);
-			char *slash = strrchr(parents[h], '/');
-			if (slash && cg->own_parent)
-				*slash = '\0';
-			else
-				parents[h][0] = '\0';
-		}
+		shared_parents(cg, parents);
 		remove_dirs(cg->dir);
-		/* the shared agentbox group too, when no other sandbox is in it
-		 * (rmdir refuses then); never a --cgroup-parent or a delegation */
-		for (int h = 0; h < H_COUNT; h++)
-			if (parents[h][0])
-				rmdir(parents[h]);
+		remove_parents(parents);
 	}
 	free(cg);
-}
-
-/* agentbox-<pid>-<start>-<n>: is that launcher alive? */
-static bool owner_alive(const char *name)
-{
-	int pid;
-	unsigned long long start;
-	if (sscanf(name, "agentbox-%d-%llu-", &pid, &start) != 2)
-		return true; /* not ours: never touched */
-	return start_time(pid) == start;
-}
-
-/* SIGKILL to each process cgroup.procs of the stale cgroup path lists,
- * through a pidfd and only when /proc/PID/cgroup still names that cgroup:
- * a pid read from the list may have exited and been reused since (pid_max
- * can be 32768), by another launcher's init say. A process born after the
- * list was read is never in a stale cgroup's list, and one that exits
- * after its pidfd was opened is not the pid's new owner. */
-static void kill_listed(const char *path)
-{
-	char buf[65536], cg[4096], proc[64];
-	const char *name = strrchr(path, '/');
-	if (!name || ab_cgfs_read(path, "cgroup.procs", buf, sizeof(buf)) < 0)
-		return;
-	size_t n = strlen(name);
-	for (char *p = buf; *p;) {
-		pid_t pid = (pid_t)strtol(p, &p, 10);
-		while (*p == '\n')
-			p++;
-		cleanup_fd int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-		snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-		if (fd < 0 || ab_cgfs_read(proc, "cgroup", cg, sizeof(cg)) < 0)
-			continue;
-		for (const char *m = strstr(cg, name); m; m = strstr(m + 1, name))
-			if (m[n] == '\n' || m[n] == '\0') {
-				syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-				break;
-			}
-	}
-}
-
-static int reap_in(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "agentbox-", 9) != 0 || owner_alive(de->d_name))
-			continue;
-		char path[1200];
-		snprintf(path, sizeof(path), "%.900s/%.255s", dir, de->d_name);
-		/* kill whatever is still in it, then remove it */
-		if (ab_cgfs_write(path, "cgroup.kill", "1") < 0)
-			kill_listed(path);
-		for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY; tries++) {
-			struct timespec ts = {0, 5 * 1000 * 1000};
-			nanosleep(&ts, NULL);
-		}
-		n++;
-	}
-	closedir(d);
-	return n;
-}
-
-int ab_cgroup_reap_stale(const char *parent)
-{
-	int n = 0;
-	for (int h = 0; h < H_COUNT; h++) {
-		char root[512], dir[1024];
-		if (!find_mount(h, root, sizeof(root)))
-			continue;
-		if (parent)
-			snprintf(dir, sizeof(dir), "%s%s", root, parent);
-		else if (h == H_UNIFIED && v2_has_controllers(root) && geteuid() != 0) {
-			char own[512];
-			if (!ab_cgfs_own_v2(own, sizeof(own)))
-				continue;
-			/* siblings of the launcher's leaf, in its delegated parent */
-			ab_cg_strip_leaf(own);
-			snprintf(dir, sizeof(dir), "%s%s", root, own);
-		} else
-			snprintf(dir, sizeof(dir), "%s/agentbox", root);
-		n += reap_in(dir);
-	}
-	return n;
 }

@@ -15,6 +15,11 @@ struct ab_limits {
 	unsigned long long memory; /* bytes, swap not beyond it; 0 = no limit */
 	unsigned cpu_millis;	   /* CPU time quota in thousandths of a core; 0 = none */
 	unsigned long pids;	   /* 0 = no limit */
+	/* one command (`agentbox run`) whose init leaves its v1 cgroups once
+	 * the command is gone (ab_cgroup_leave_fds), so that they are removed
+	 * without waiting for the init's end; no cgroup2 beside them, which it
+	 * could leave only through the global lock */
+	bool init_leaves;
 };
 
 enum ab_limit_how {
@@ -84,12 +89,30 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
 /* cgroup v1: the tasks files the init enters by (ab_cgroup_enter), sent
  * to it after ab_cgroup_finish; fds has room for 8. Returns how many. */
 size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds);
+/* With init_leaves: the tasks files the init leaves the sandbox's cgroups
+ * by, one per entry fd (the parent's, or the hierarchy root's where the
+ * parent is agentbox's shared group, which goes too); 0 where there are
+ * none, e.g. on cgroup v2. */
+size_t ab_cgroup_leave_fds(const struct ab_cgroup *cg, int *fds);
 
 /* In the sandbox's init, before its cgroup namespace and before anything
  * of a command runs: write "0" to each of the n tasks files, moving only
  * itself. A process that moves only itself takes no global lock, so this
  * costs no RCU grace period, unlike a move by pid from the launcher. */
 int ab_cgroup_enter(const int *fds, size_t n, struct ab_error *err);
+
+/* In the sandbox's init: keep the n tasks files of ab_cgroup_leave_fds
+ * (owned from now on); ab_cgroup_leave writes "0" to each, once nothing
+ * of the command is left, moving the init out so that the launcher can
+ * remove the cgroups at once. A no-op where none were kept. */
+void ab_cgroup_hold_leave(const int *fds, size_t n);
+void ab_cgroup_leave(void);
+
+/* Launcher, after the command's end: remove the cgroups now if the init
+ * has left them (ab_cgroup_leave) and nothing else is in them; true when
+ * every directory is gone. False leaves the rest to ab_cgroup_destroy,
+ * which waits for the members' end. */
+bool ab_cgroup_remove_left(struct ab_cgroup *cg);
 
 /* In the sandbox's init: the RLIMIT_AS standing in for --memory as the
  * launcher decided it in ab_cgroup_finish (the init's copy of the handle

@@ -21,9 +21,11 @@
  *      last (its listener goes to the launcher); tell the launcher READY
  *      with the Landlock ABI (fails if it is gone)
  *   8. start command shims (shim.c) as the launcher asks and hand their
- *      sockets over, or, in a one-command session, be that shim itself;
- *      as pid 1, reap, and kill what a command left when it killed its
- *      shim. When it exits, the kernel kills whatever is left.
+ *      sockets over, or, in a one-command session, be that shim itself
+ *      (which leaves its v1 cgroups before its last word, so the launcher
+ *      removes them without waiting for its end); as pid 1, reap, and
+ *      kill what a command left when it killed its shim. When it exits,
+ *      the kernel kills whatever is left.
  */
 #include "init.h"
 #include "netproxy.h"
@@ -280,13 +282,22 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 static void join_cgroup(struct init_args *a)
 {
 	struct sync_msg m;
-	int fds[4];
+	int fds[8];
 	size_t n = 0;
 	if (sync_recv_fds(a->sync_fd, &m, fds, AB_ARRAY_SIZE(fds), &n) != 1 ||
 	    m.type != SYNC_CGROUP)
 		_exit(AB_EXIT_FAILURE);
 	ab_cgroup_set_rlimit_as(a->cgroup,
 				(unsigned long long)(uint32_t)m.code << 32 | (uint32_t)m.status);
+	/* a run's: the ways out, taken once its command is gone (shim.c) */
+	if (strcmp(m.text, SYNC_CGROUP_LEAVE) == 0) {
+		n /= 2;
+		if (a->one_command)
+			ab_cgroup_hold_leave(fds + n, n);
+		else
+			for (size_t i = n; i < 2 * n; i++)
+				close(fds[i]);
+	}
 	struct ab_error err = {0};
 	int r = ab_cgroup_enter(fds, n, &err);
 	for (size_t i = 0; i < n; i++)

@@ -215,6 +215,7 @@ static int cmd_run(int argc, char **argv)
 	if (r == 0 && cfg.report && (report = ab_report_open(cfg.report, &report_owned, &err)) < 0)
 		r = report;
 	if (r == 0) {
+		cfg.exit_after_run = true; /* we exit next: no zombie is left */
 		r = ab_run(&cfg, &res, &err);
 		struct ab_error werr = {0};
 		if (report >= 0 &&

@@ -131,9 +131,12 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, struct ab_e
 		return r;
 	int fds[8];
 	size_t n = ab_cgroup_entry_fds(sb->cg, fds);
+	/* and the ways out, which it takes once the command is gone */
+	size_t out = ab_cgroup_leave_fds(sb->cg, fds + n);
 	unsigned long long as = ab_cgroup_rlimit_as(sb->cg);
 	r = sync_send_fds_status(sync_fd, SYNC_CGROUP, (int32_t)(uint32_t)(as >> 32),
-				 (int32_t)(uint32_t)as, fds, n);
+				 (int32_t)(uint32_t)as, fds, n + out,
+				 out ? SYNC_CGROUP_LEAVE : NULL);
 	/* an init that failed while building the view is gone (EPIPE): its
 	 * error is waiting on the socket, and the session reads it next */
 	return r < 0 && r != -EPIPE && r != -ECONNRESET
@@ -241,7 +244,7 @@ static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
 static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
 		       struct ab_error *err)
 {
-	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids};
+	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids, cfg->exit_after_run};
 	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
 	if (r == 0 && !ab_cgroup_pending(*cg))
 		r = report_cgroup(cfg, res, *cg, err);

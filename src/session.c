@@ -467,7 +467,10 @@ void ab_session_close(struct ab_session *s)
 	if (s->init > 0) {
 		/* pid 1 going takes every process of the sandbox with it */
 		kill_init(s);
-		while (!s->init_reaped && waitpid(s->init, NULL, 0) < 0 && errno == EINTR)
+		/* agentbox run: the init left its cgroups once the command was
+		 * gone; removed now, nothing waits for its namespaces' teardown */
+		bool gone = s->sb.cfg.exit_after_run && ab_cgroup_remove_left(s->sb.cg);
+		while (!gone && !s->init_reaped && waitpid(s->init, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
 	for (size_t i = 0; s->cmds && i < s->max; i++)

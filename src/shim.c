@@ -397,6 +397,10 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 		       relay(&sh->relay_err, sh->err))
 			;
 	}
+	/* a run's init (ab_cgroup_hold_leave): out of the cgroups before its
+	 * last word, so the launcher removes them without awaiting our end */
+	if (!left)
+		ab_cgroup_leave();
 	/* a command reaped before it was ever said STARTED has no pidfd to
 	 * give: EXITED alone says it all */
 	sh->started_sent = true;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -70,9 +71,11 @@ int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n)
 }
 
 int sync_send_fds_status(int fd, enum sync_type type, int32_t code, int32_t status, const int *fds,
-			 size_t n)
+			 size_t n, const char *text)
 {
 	struct sync_msg m = {.type = type, .code = code, .status = status};
+	if (text)
+		snprintf(m.text, sizeof(m.text), "%s", text);
 	return send_msg(fd, &m, fds, n);
 }
 
@@ -89,7 +92,7 @@ static bool fds_fit(uint32_t type, size_t n)
 	case SYNC_EXEC:
 		return n == SYNC_EXEC_FDS;
 	case SYNC_CGROUP:
-		return n <= 4;
+		return n <= 8;
 	default:
 		return n == 0;
 	}

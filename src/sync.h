@@ -21,13 +21,14 @@ enum sync_type {
 	SYNC_NO_SHIM,	   /* init -> launcher: no shim could be started (status = errno) */
 	SYNC_NET_LISTENER, /* init -> launcher: --net allow='s listening socket rides along */
 	SYNC_CGROUP,	   /* launcher -> init: the v1 cgroups' tasks files ride along (cgroup.h),
+			      then, with text SYNC_CGROUP_LEAVE, as many to leave them by;
 			      the RLIMIT_AS fallback in code (high 32 bits) and status (low) */
 	SYNC_TYPE_MAX = SYNC_CGROUP,
 };
 
 /* The fds of SYNC_EXEC, in order. */
 enum { EXEC_FD_SPEC, EXEC_FD_CTL, EXEC_FD_STDIN, EXEC_FD_STDOUT, EXEC_FD_STDERR, SYNC_EXEC_FDS };
-#define SYNC_MAX_FDS SYNC_EXEC_FDS
+#define SYNC_MAX_FDS 8 /* SYNC_CGROUP: four tasks files to enter, four to leave by */
 
 struct sync_msg {
 	uint32_t type;
@@ -52,14 +53,18 @@ int sync_send_fd(int fd, enum sync_type type, int passed_fd);
 int sync_send_fds(int fd, enum sync_type type, const int *fds, size_t n);
 /* The same with code and status too. */
 int sync_send_fds_status(int fd, enum sync_type type, int32_t code, int32_t status, const int *fds,
-			 size_t n);
+			 size_t n, const char *text);
+/* SYNC_CGROUP's text when the second half of its fds are tasks files to
+ * leave the cgroups by (ab_cgroup_leave_fds) */
+#define SYNC_CGROUP_LEAVE "leave"
+
 /* Returns 1 with a valid message, 0 on EOF, -EBADMSG for a malformed one,
  * or -errno. A passed fd (close-on-exec) lands in *passed, else -1; passed
  * may be NULL, and fds nobody asked for are closed, never kept. */
 int sync_recv(int fd, struct sync_msg *m, int *passed);
 /* The same taking up to max fds into fds[], their number in *n. A message
  * with fds its type does not carry is malformed (SYNC_LISTENER carries 1,
- * SYNC_EXEC SYNC_EXEC_FDS, SYNC_CGROUP up to 4, the others none). */
+ * SYNC_EXEC SYNC_EXEC_FDS, SYNC_CGROUP up to 8, the others none). */
 int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *n);
 
 #endif

@@ -81,6 +81,15 @@ int userns_lock_view(const struct ab_config *cfg, struct ab_error *err)
 	 * namespace are locked (mount_namespaces(7)): their flags cannot be
 	 * changed nor can they be unmounted to reveal what is beneath, even by
 	 * a process holding CAP_SYS_ADMIN in the nested namespace */
+	/* the first mount namespace stays referenced for the init's life:
+	 * released here, its teardown (every mount and superblock of the
+	 * view, after an RCU grace period) would be paid on the start's path;
+	 * with the init's end it goes with the second, off the launcher's
+	 * path (session.c). Close-on-exec: no command ever holds it, and
+	 * without capabilities the init cannot enter it (setns(2)). */
+	static int first_ns = -1;
+	if (first_ns < 0)
+		first_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
 		return ab_error_set(err, errno, "cannot lock the view in a nested namespace");
 	/* /proc/self of a non-dumpable process belongs to root, who is not

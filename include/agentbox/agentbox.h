@@ -159,6 +159,12 @@ struct ab_config {
 
 	char **argv; /* the command; NULL-terminated */
 	size_t argc;
+	/* ab_run returns once the command's cgroups are removed, without
+	 * waiting for the sandbox's killed pid 1 to finish ending (its
+	 * namespaces' teardown), for a caller that exits next: the kernel
+	 * reaps it. agentbox run sets it; a caller that lives on leaves it
+	 * false, or the init stays its zombie child. */
+	bool exit_after_run;
 
 	/* agentbox serve */
 	unsigned max_concurrent; /* commands running at once (default 8) */
