@@ -113,9 +113,22 @@ ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t 
 	};
 	*nout = 0;
 	ssize_t n;
-	do
+	bool reset = false;
+	/* ECONNRESET says only that the peer closed with our packets unread
+	 * in its queue (a SHIM_KILL sent as the shim ended): the error is
+	 * given once, ahead of the packets it sent before, which are still
+	 * here, as is the end of file behind them. Taken as the end, it
+	 * lost a shim's last word (SHIM_EXITED) and with it the result. */
+	for (;;) {
 		n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ECONNRESET && !reset) {
+			reset = true;
+			continue;
+		}
+		break;
+	}
 	if (n < 0)
 		return -errno;
 	/* take every fd that came along: keep what fits, close the rest */

@@ -42,7 +42,9 @@ int sync_pair(int fds[2], struct ab_error *err);
 /* One packet of exactly len bytes on a SOCK_SEQPACKET socket, with up to
  * SYNC_MAX_FDS fds. packet_recv returns len, 0 at EOF, -EAGAIN (on a
  * non-blocking socket), -EBADMSG for a packet of another size or with
- * more than max fds (which are closed), or -errno. */
+ * more than max fds (which are closed), or -errno. A peer that closed
+ * with packets of ours unread is no loss of its own: what it sent before
+ * is still returned, then 0. */
 int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds);
 ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *n);
 /* Returns 0, or -errno (-EPIPE when the peer is gone). */
