@@ -313,9 +313,8 @@ static void open_v1_entries(struct ab_cgroup *cg)
 
 /* init_leaves: where the init goes once the command is gone, in each
  * hierarchy it entered by itself: the parent, or the root of the
- * hierarchy where the parent is agentbox's shared group (removed too when
- * no other sandbox is in it). All or none: one it could not leave would
- * keep every cgroup until its end anyway. */
+ * hierarchy where the parent is agentbox's shared group. All or none:
+ * one it could not leave would keep every cgroup until its end anyway. */
 static void open_v1_exits(struct ab_cgroup *cg)
 {
 	for (int h = 0; h < H_UNIFIED; h++) {
@@ -378,7 +377,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		} else if (geteuid() == 0) {
 			/* root's sandboxes share one group, made (and controllers
 			 * handed down from the root, which systemd usually has done)
-			 * when missing */
+			 * when missing, and left in place (as a v1 one is, below) */
 			snprintf(rel, sizeof(rel), "/agentbox");
 			cg->own_parent = true;
 			char pdir[1024];
@@ -408,7 +407,10 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		}
 	} else if (have[H_MEMORY] || have[H_PIDS] || have[H_CPU]) {
 		/* now only the controller-less cgroup2, which clone3 needs;
-		 * the v1 ones in ab_cgroup_finish */
+		 * the v1 ones in ab_cgroup_finish. Root's shared group is made
+		 * by the first run and kept: removing it after each run cost
+		 * the next one a mkdir per hierarchy (~0.1 ms at an agent's
+		 * cadence). */
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
 		cg->pending = true;
@@ -750,48 +752,21 @@ static void remove_dirs(char dirs[H_COUNT][1024])
 	}
 }
 
-/* The shared agentbox group's directories (own_parent), before the
- * sandbox's are removed. */
-static void shared_parents(const struct ab_cgroup *cg, char parents[H_COUNT][1024])
-{
-	for (int h = 0; h < H_COUNT; h++) {
-		snprintf(parents[h], sizeof(parents[h]), "%s", cg->dir[h]);
-		char *slash = strrchr(parents[h], '/');
-		if (slash && cg->own_parent)
-			*slash = '\0';
-		else
-			parents[h][0] = '\0';
-	}
-}
-
-/* the shared agentbox group too, when no other sandbox is in it (rmdir
- * refuses then); never a --cgroup-parent or a delegation */
-static void remove_parents(char parents[H_COUNT][1024])
-{
-	for (int h = 0; h < H_COUNT; h++)
-		if (parents[h][0])
-			rmdir(parents[h]);
-}
-
 bool ab_cgroup_remove_left(struct ab_cgroup *cg)
 {
 	int fds[H_COUNT];
 	if (!cg || !procs_dir(cg) || cg->dir[H_UNIFIED][0] || ab_cgroup_leave_fds(cg, fds) == 0)
 		return false;
-	char parents[H_COUNT][1024];
-	shared_parents(cg, parents);
 	/* the kernel's word that nothing is in it: rmdir of a cgroup with
 	 * members fails (EBUSY) */
 	bool all = true;
 	for (int h = 0; h < H_COUNT; h++) {
 		if (cg->dir[h][0] && rmdir(cg->dir[h]) < 0 && errno == EBUSY) {
-			all = false;
-			parents[h][0] = '\0'; /* ab_cgroup_destroy's, with the rest */
+			all = false; /* ab_cgroup_destroy's, with the rest */
 			continue;
 		}
 		cg->dir[h][0] = '\0';
 	}
-	remove_parents(parents);
 	return all;
 }
 
@@ -807,10 +782,7 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	}
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
-		char parents[H_COUNT][1024];
-		shared_parents(cg, parents);
 		remove_dirs(cg->dir);
-		remove_parents(parents);
 	}
 	free(cg);
 }

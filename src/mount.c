@@ -637,34 +637,20 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 	return ab_error_plain(err, EINVAL, "internal: unknown view entry");
 }
 
-/* The plan's own /etc/passwd and /etc/group (idmap.h), from a small
- * tmpfs, read-only over the host's. The tmpfs is attached in the new root
- * (which sits at /tmp now) while its files are cloned: open_tree clones
- * only from mounts of the caller's namespace before Linux 6.15 (EINVAL on
- * Debian 12's 6.1), not from a detached one. */
+/* The plan's own /etc/passwd and /etc/group (idmap.h), read-only over the
+ * host's: written into a directory of the new root's tmpfs (which sits at
+ * /tmp now), cloned from there, then unlinked: a bind mount keeps its file
+ * when the name goes. No tmpfs of their own: each superblock costs the
+ * start its making and the end its teardown. open_tree clones only from
+ * mounts of the caller's namespace before Linux 6.15 (EINVAL on Debian
+ * 12's 6.1), which the attached root is. */
 #define ID_STAGE ".agentbox-ids"
 static int mount_id_files(int root, const struct view_plan *plan, struct ab_error *err)
 {
 	const char *files[][2] = {{"passwd", plan->passwd}, {"group", plan->group}};
-	const char *opts[] = {"size", "1048576", "mode", "755", NULL};
 	if (!plan->passwd && !plan->group)
 		return 0;
-	cleanup_fd int fs = new_fs("tmpfs", opts, 0, "/etc/passwd", err);
-	if (fs < 0)
-		return fs;
-	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
-		if (!files[i][1])
-			continue;
-		cleanup_fd int fd =
-			openat(fs, files[i][0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-		size_t len = strlen(files[i][1]);
-		ssize_t n = fd < 0 ? -1 : write(fd, files[i][1], len);
-		if (n != (ssize_t)len)
-			return ab_error_set(err, n < 0 ? errno : EIO, "cannot write /etc/%s",
-					    files[i][0]);
-	}
-	if (mkdirat(root, ID_STAGE, 0700) < 0 ||
-	    move_mount(fs, "", root, ID_STAGE, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (mkdirat(root, ID_STAGE, 0700) < 0)
 		return ab_error_set(err, errno, "cannot stage the view's /etc/passwd");
 	int r = 0;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(files) && r == 0; i++) {
@@ -673,6 +659,14 @@ static int mount_id_files(int root, const struct view_plan *plan, struct ab_erro
 		char src[64], dst[32];
 		snprintf(src, sizeof(src), ID_STAGE "/%s", files[i][0]);
 		snprintf(dst, sizeof(dst), "/etc/%s", files[i][0]);
+		cleanup_fd int fd =
+			openat(root, src, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		size_t len = strlen(files[i][1]);
+		ssize_t n = fd < 0 ? -1 : write(fd, files[i][1], len);
+		if (n != (ssize_t)len) {
+			r = ab_error_set(err, n < 0 ? errno : EIO, "cannot write %s", dst);
+			break;
+		}
 		cleanup_fd int tree = open_tree(root, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
@@ -683,9 +677,14 @@ static int mount_id_files(int root, const struct view_plan *plan, struct ab_erro
 		cleanup_fd int target = make_target(root, dst, false, err);
 		r = target < 0 ? target : attach(tree, target, dst, err);
 	}
-	/* the clones hold the files; the staging mount and its directory go */
-	if (umount2("/tmp/" ID_STAGE, MNT_DETACH) < 0 && r == 0)
-		r = ab_error_set(err, errno, "cannot detach the staged /etc/passwd");
+	/* the clones hold the files; their names and the directory go */
+	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
+		char src[64];
+		snprintf(src, sizeof(src), ID_STAGE "/%s", files[i][0]);
+		if (unlinkat(root, src, 0) < 0 && errno != ENOENT && r == 0)
+			r = ab_error_set(err, errno, "cannot remove the staged /etc/%s",
+					 files[i][0]);
+	}
 	if (unlinkat(root, ID_STAGE, AT_REMOVEDIR) < 0 && r == 0)
 		r = ab_error_set(err, errno, "cannot remove the staged /etc/passwd");
 	return r;

@@ -383,7 +383,8 @@ Test(idmap, the_sandbox_user_has_an_account_in_the_view)
 	need_root();
 	char *ws = test_tmpdir();
 	/* whoami, ssh, passwd look the user up: the view's /etc/passwd and
-	 * /etc/group name it, read-only, and the host's files are unchanged */
+	 * /etc/group name it, read-only, and the host's files are unchanged;
+	 * the directory of the view's root they were written to is gone */
 	struct stat before;
 	cr_assert_eq(stat("/etc/passwd", &before), 0);
 	const char *argv[] = {AGENTBOX_BIN,
@@ -394,11 +395,12 @@ Test(idmap, the_sandbox_user_has_an_account_in_the_view)
 			      "/bin/sh",
 			      "-c",
 			      "whoami; id -gn; grep -c '^root:' /etc/passwd; "
-			      "(echo x >> /etc/passwd) 2>/dev/null || echo read-only",
+			      "(echo x >> /etc/passwd) 2>/dev/null || echo read-only; "
+			      "ls -A / | grep -c agentbox || true",
 			      NULL};
 	run_raw(argv, &r, NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
-	cr_assert_str_eq(r.out, "agent\nagent\n1\nread-only\n");
+	cr_assert_str_eq(r.out, "agent\nagent\n1\nread-only\n0\n");
 	struct stat after;
 	cr_assert_eq(stat("/etc/passwd", &after), 0);
 	cr_assert_eq(before.st_size, after.st_size);

@@ -383,6 +383,28 @@ Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
 	cr_assert_not(left, "%s was not removed", dir);
 }
 
+/* Root's sandboxes share the hierarchy's agentbox group: each run's own
+ * cgroup goes at its end, the shared group stays for the next run (made
+ * and removed per run, it cost each start a mkdir per hierarchy). */
+Test(limits, roots_shared_group_stays_and_its_runs_cgroups_go)
+{
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
+		return; /* root's v1 pids hierarchy only */
+	char *ws = test_tmpdir();
+	const char *args[] = {"--", "true", NULL};
+	for (int i = 0; i < 2; i++) {
+		json_object *j = run_report(ws, args);
+		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+		const char *path = json_object_get_string(get(get(j, "limits"), "cgroup_path"));
+		cr_assert(path && strncmp(path, "/agentbox/agentbox-", 19) == 0, "%s", path);
+		assert_cgroup_gone(j);
+		json_object_put(j);
+		cr_assert_eq(stat("/sys/fs/cgroup/pids/agentbox", &st), 0,
+			     "the shared group went with run %d", i);
+	}
+}
+
 Test(limits, a_cgroup_parent_that_does_not_work_is_an_error)
 {
 	char *ws = test_tmpdir();
