@@ -228,6 +228,8 @@ static bool wait_ready(struct warm *w)
 		return true;
 	char c = 0;
 	struct pollfd p = {.fd = w->ctl, .events = POLLIN};
+	/* stopped by a command (kill -STOP): it would never say ready */
+	kill(w->pid, SIGCONT);
 	int r;
 	while ((r = poll(&p, 1, WARM_READY_TIMEOUT_MS)) < 0 && errno == EINTR)
 		;
@@ -315,8 +317,11 @@ pid_t warm_take(struct warm *w, int in, int out, int err, const char *cmd, const
 		return 0;
 	}
 	/* it is the command now: what goes wrong from here on (a working
-	 * directory gone since the shim's chdir) it says as a spawn would */
+	 * directory gone since the shim's chdir) it says as a spawn would;
+	 * stopped by an earlier command while it waited, it would never run
+	 * (a fresh exec never starts stopped) */
 	pid_t pid = w->pid;
+	kill(pid, SIGCONT);
 	ab_close_keep_errno(w->ctl);
 	*w = (struct warm){
 		.object = w->object, .devnull = w->devnull, .ctl = -1, .layer = w->layer};

@@ -395,6 +395,19 @@ class Domains(unittest.TestCase):
         self.assertEqual(r[1].get("stdout"), "B ran\n", r[1])
         self.assertFalse(os.path.exists(os.path.join(ws, "s")), "B ran A's script")
 
+    def test_a_stopped_warm_shell_still_runs_the_next_command(self):
+        sv, _ = self.server("--max-concurrent", "2")
+        parallel(sv, ["sleep 0.3"] * 2, timeout=10)
+        time.sleep(0.2)
+        m = sv.call(op="exec", command="pkill -STOP -f 'agentbox-war[m]'; echo $?", timeout=10)
+        self.assertEqual(m["stdout"], "0\n", m)
+        time.sleep(0.2)
+        # A is busy, B's stopped warm shell takes the command
+        r = parallel(sv, ["sleep 0.5", "echo hi; " + WARM_MAPPED], timeout=5)
+        self.assertFalse(r[1]["timed_out"], r[1])
+        self.assertEqual(r[1]["stdout"].split()[0], "hi", r[1])
+        self.assertNotEqual(r[1]["stdout"].split()[1], "0", r[1])
+
 
 if __name__ == "__main__":
     unittest.main()
