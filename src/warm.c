@@ -237,11 +237,13 @@ static bool wait_ready(struct warm *w)
 	w->ready = n == 1 && c == WARM_READY;
 	if (w->ready)
 		return true;
-	/* an exit of its own without a word: the shell ran the placeholder,
-	 * the object did not load (no glibc, a static shell). Killed (a
-	 * command's `kill -9 -1`), or slow: a new one next time. */
+	/* an end of its own without a word: the shell ran the placeholder,
+	 * the object did not load (no glibc, a static shell), or it crashed
+	 * loading it. Killed (a command's `kill -9 -1`, the OOM killer), or
+	 * slow: a new one next time. */
 	int st = end_child(w);
-	w->disabled = n == 0 && st != -1 && WIFEXITED(st);
+	w->disabled = n == 0 && st != -1 &&
+		      (WIFEXITED(st) || (WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL));
 	return false;
 }
 
