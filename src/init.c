@@ -204,8 +204,10 @@ static void confine_once(struct init_args *a)
 	    landlock_enforce(bare ? -1 : a->landlock_fd, &err) < 0 ||
 	    idmap_guard_install(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (a->landlock_fd >= 0 && !bare)
+	if (a->landlock_fd >= 0 && !bare) {
+		a->landlock_enforced = true;
 		close(a->landlock_fd);
+	}
 	if (a->seccomp) {
 		int listener = -1;
 		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)

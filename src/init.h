@@ -24,6 +24,7 @@ struct init_args {
 	struct ab_cgroup *cgroup; /* for the rlimit fallbacks (the init's copy: join_cgroup) */
 	bool one_command;	  /* agentbox run: the init is the one command's shim */
 	int shim_sock;		  /* one_command: the shim's socket to the launcher */
+	bool landlock_enforced;	  /* the init, and every shim, is in Landlock's domain */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

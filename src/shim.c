@@ -25,6 +25,7 @@
 #include "cgroup.h"
 #include "fileop.h"
 #include "isolation.h"
+#include "landlock.h"
 #include "proc.h"
 #include "util.h"
 #include "warm.h"
@@ -139,6 +140,10 @@ static char *read_spec(int fd, struct shim_spec *hdr, char ***argv, char ***envp
  * which keeps the command from signalling them (scoped signals). */
 static const struct ab_config *bare_cfg;
 static int bare_landlock = -1;
+/* A session shim's command layer (landlock_command_layer): each session
+ * command, and the warm shell, in a Landlock domain of its own; -1 for
+ * `agentbox run`'s one command, or where the sandbox has no Landlock. */
+static int command_layer = -1;
 /* RLIMIT_AS for every command, where no cgroup limits memory: set in the
  * command's process, not in the shim (whose memory is agentbox's). */
 static unsigned long long as_limit;
@@ -154,7 +159,7 @@ struct spawn_args {
 	int in, out, err;
 	char **argv;
 	unsigned long long as_limit; /* RLIMIT_AS for --memory without a cgroup; 0: none */
-	int landlock_fd;	     /* a ruleset to enforce (bare_landlock), or -1 */
+	int landlock_fd;	     /* to enforce (bare_landlock, command_layer), or -1 */
 	int exec_errno;		     /* written by the child: memory is shared until it execs */
 };
 
@@ -165,6 +170,10 @@ static int spawn_child(void *p)
 	struct spawn_args *a = p;
 	sigset_t none;
 	sigemptyset(&none);
+	if (a->landlock_fd >= 0 && syscall(SYS_landlock_restrict_self, a->landlock_fd, 0) < 0) {
+		a->exec_errno = errno;
+		_exit(AB_EXIT_CANNOT_EXEC);
+	}
 	if (setsid() < 0 || dup2(a->in, STDIN_FILENO) < 0 || dup2(a->out, STDOUT_FILENO) < 0 ||
 	    dup2(a->err, STDERR_FILENO) < 0) {
 		a->exec_errno = errno;
@@ -172,10 +181,6 @@ static int spawn_child(void *p)
 	}
 	struct rlimit as = {a->as_limit, a->as_limit};
 	if (a->as_limit && setrlimit(RLIMIT_AS, &as) < 0) {
-		a->exec_errno = errno;
-		_exit(AB_EXIT_CANNOT_EXEC);
-	}
-	if (a->landlock_fd >= 0 && syscall(SYS_landlock_restrict_self, a->landlock_fd, 0) < 0) {
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
 	}
@@ -208,7 +213,7 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 			       .err = err,
 			       .argv = argv,
 			       .as_limit = as_limit,
-			       .landlock_fd = bare_landlock};
+			       .landlock_fd = bare_cfg ? bare_landlock : command_layer};
 	environ = envp;
 	sh->cmd = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = NULL;
@@ -633,10 +638,15 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 	shim_sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	shim_sigfd_errno = shim_sigfd < 0 ? errno : 0; /* what each command is told */
 	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	/* not for `agentbox run`'s one command (it is already on its way),
-	 * nor without namespaces (the command enforces Landlock itself) */
-	if (!a->one_command && !bare_cfg)
-		warm_init(&shim_warm);
+	/* not for `agentbox run`'s one command (it is already on its way);
+	 * without namespaces each command enforces its own ruleset */
+	if (!a->one_command && a->landlock_enforced)
+		command_layer = landlock_command_layer();
+	/* a warm shell only in a domain of its own: elsewhere (no Landlock,
+	 * --landlock off, no namespaces) a command could ptrace it, or write
+	 * /proc/PID/mem, and so become the next command */
+	if (!a->one_command && !bare_cfg && command_layer >= 0)
+		warm_init(&shim_warm, command_layer);
 	for (;;) {
 		struct sync_msg m;
 		int fds[SYNC_EXEC_FDS];

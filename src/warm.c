@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,9 +88,9 @@ static int object_memfd(void)
 	return high_fd(fd);
 }
 
-void warm_init(struct warm *w)
+void warm_init(struct warm *w, int layer)
 {
-	*w = (struct warm){.object = -1, .devnull = -1, .ctl = -1};
+	*w = (struct warm){.object = -1, .devnull = -1, .ctl = -1, .layer = layer};
 	if (knob_off) {
 		w->disabled = true;
 		return;
@@ -100,7 +101,7 @@ void warm_init(struct warm *w)
 }
 
 struct warm_args {
-	int devnull, ctl, object;
+	int devnull, ctl, object, layer;
 	unsigned long long as_limit;
 	char **argv, **envp;
 	int exec_errno; /* written by the child: memory is shared until it execs */
@@ -114,9 +115,12 @@ static int warm_child(void *p)
 	sigset_t none;
 	sigemptyset(&none);
 	struct rlimit as = {a->as_limit, a->as_limit};
-	if (setsid() < 0 || dup2(a->devnull, 0) < 0 || dup2(a->devnull, 1) < 0 ||
-	    dup2(a->devnull, 2) < 0 || dup2(a->ctl, WARM_FD_CTL) < 0 ||
-	    dup2(a->object, WARM_FD_OBJECT) < 0 || (a->as_limit && setrlimit(RLIMIT_AS, &as) < 0) ||
+	/* in its own Landlock domain before the exec: no window in which a
+	 * command could open its /proc/PID/mem or ptrace it */
+	if (syscall(SYS_landlock_restrict_self, a->layer, 0) < 0 || setsid() < 0 ||
+	    dup2(a->devnull, 0) < 0 || dup2(a->devnull, 1) < 0 || dup2(a->devnull, 2) < 0 ||
+	    dup2(a->ctl, WARM_FD_CTL) < 0 || dup2(a->object, WARM_FD_OBJECT) < 0 ||
+	    (a->as_limit && setrlimit(RLIMIT_AS, &as) < 0) ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		a->exec_errno = errno;
 		_exit(127);
@@ -153,6 +157,7 @@ void warm_spawn(struct warm *w, unsigned long long as_limit)
 	struct warm_args a = {.devnull = w->devnull,
 			      .ctl = high_fd(sp[1]),
 			      .object = w->object,
+			      .layer = w->layer,
 			      .as_limit = as_limit,
 			      .argv = argv,
 			      .envp = envp};
@@ -223,6 +228,8 @@ static bool wait_ready(struct warm *w)
 		return true;
 	char c = 0;
 	struct pollfd p = {.fd = w->ctl, .events = POLLIN};
+	/* stopped by a command (kill -STOP): it would never say ready */
+	kill(w->pid, SIGCONT);
 	int r;
 	while ((r = poll(&p, 1, WARM_READY_TIMEOUT_MS)) < 0 && errno == EINTR)
 		;
@@ -230,11 +237,13 @@ static bool wait_ready(struct warm *w)
 	w->ready = n == 1 && c == WARM_READY;
 	if (w->ready)
 		return true;
-	/* an exit of its own without a word: the shell ran the placeholder,
-	 * the object did not load (no glibc, a static shell). Killed (a
-	 * command's `kill -9 -1`), or slow: a new one next time. */
+	/* an end of its own without a word: the shell ran the placeholder,
+	 * the object did not load (no glibc, a static shell), or it crashed
+	 * loading it. Killed (a command's `kill -9 -1`, the OOM killer), or
+	 * slow: a new one next time. */
 	int st = end_child(w);
-	w->disabled = n == 0 && st != -1 && WIFEXITED(st);
+	w->disabled = n == 0 && st != -1 &&
+		      (WIFEXITED(st) || (WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL));
 	return false;
 }
 
@@ -310,9 +319,13 @@ pid_t warm_take(struct warm *w, int in, int out, int err, const char *cmd, const
 		return 0;
 	}
 	/* it is the command now: what goes wrong from here on (a working
-	 * directory gone since the shim's chdir) it says as a spawn would */
+	 * directory gone since the shim's chdir) it says as a spawn would;
+	 * stopped by an earlier command while it waited, it would never run
+	 * (a fresh exec never starts stopped) */
 	pid_t pid = w->pid;
+	kill(pid, SIGCONT);
 	ab_close_keep_errno(w->ctl);
-	*w = (struct warm){.object = w->object, .devnull = w->devnull, .ctl = -1};
+	*w = (struct warm){
+		.object = w->object, .devnull = w->devnull, .ctl = -1, .layer = w->layer};
 	return pid;
 }

@@ -17,6 +17,7 @@ struct warm {
 	pid_t pid;     /* the warm child, or 0 */
 	int ctl;       /* our end of its control socket */
 	bool ready;    /* it said WARM_READY */
+	int layer;     /* the command layer it enforces (landlock_command_layer) */
 };
 
 /* The launcher's knobs (AGENTBOX_NO_WARM=1, and a test's), read before
@@ -24,8 +25,10 @@ struct warm {
 void warm_read_knobs(void);
 
 /* The shim's warm state, at its start: disabled where AGENTBOX_NO_WARM=1,
- * or where the memfd cannot be made. */
-void warm_init(struct warm *w);
+ * or where the memfd cannot be made. layer: the Landlock ruleset the warm
+ * child enforces before its exec (landlock_command_layer), so that no
+ * command can reach it; only where Landlock is enforced. */
+void warm_init(struct warm *w, int layer);
 
 /* A warm child when there is none (and warm children work here): an
  * idle shim's call. as_limit: RLIMIT_AS for the command, or 0. */

@@ -19,6 +19,10 @@
 
 extern char **environ;
 
+/* glibc's, NULL on any other libc (musl): only glibc passes argc, argv
+ * and envp to constructors */
+extern const char *gnu_get_libc_version(void) __attribute__((weak));
+
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
 #endif
@@ -132,6 +136,10 @@ static char *recv_payload(const struct warm_req *h, size_t got)
 __attribute__((constructor)) static void warm_take_request(int argc, char **argv, char **envp)
 {
 	(void)envp;
+	/* elsewhere the arguments are garbage: return, the shell runs the
+	 * placeholder (`exit 0`), and the shim spawns as before */
+	if (!gnu_get_libc_version)
+		return;
 	/* only the warm child of a shim: anything else this leaks into runs on */
 	if (argc != 4 || strncmp(argv[3], WARM_PLACEHOLDER, sizeof(WARM_PLACEHOLDER) - 1) != 0)
 		return;

@@ -284,5 +284,130 @@ class Fallback(unittest.TestCase):
         self.assertEqual(os.listdir(ws), [])
 
 
+def parallel(sv, commands, **kw):
+    ids = [sv.send(op="exec", command=c, **kw) for c in commands]
+    got = {}
+    while len(got) < len(ids):
+        m = sv.recv()
+        if m.get("id") in ids and m["type"] != "output":
+            got[m["id"]] = m
+    return [got[i] for i in ids]
+
+
+# PTRACE_SEIZE (no stop left behind when it works): "ptrace RESULT ERRNO"
+SEIZE = ("python3 -c 'import ctypes, sys; l = ctypes.CDLL(None, use_errno=True);"
+         " r = l.ptrace(0x4206, int(sys.argv[1]), 0, 0); print(\"ptrace\", r, ctypes.get_errno())'")
+
+# hijack: a command rewrites the idle warm shell's argv[3] pointer (through
+# /proc/PID/mem) so that the next command's shell runs its script first
+HIJACK = r"""cat > /tmp/h.py <<'P'
+import struct, subprocess
+pids = subprocess.run(["pgrep", "-f", "agentbox-war[m]"], capture_output=True,
+                      text=True).stdout.split()
+for p in pids:
+    st = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+    arg_start, env_start = int(st[45]), int(st[47])
+    lo, hi = [int(x, 16) for x in [l for l in open("/proc/%s/maps" % p)
+                                   if "[stack]" in l][0].split()[0].split("-")]
+    m = open("/proc/%s/mem" % p, "r+b", buffering=0)
+    m.seek(lo)
+    i = m.read(hi - lo).rfind(struct.pack("<Q", arg_start))
+    m.seek(env_start)
+    m.write(b'env>/workspace/s;eval "$0"\0')
+    m.seek(lo + i + 16)
+    m.write(struct.pack("<Q", env_start))
+    print("patched", p)
+P
+python3 /tmp/h.py"""
+
+
+class Domains(unittest.TestCase):
+    """Each session command, and each warm shell, is in a Landlock domain
+    of its own (landlock_command_layer): no command can ptrace, or open
+    /proc/PID/mem of, another command or an idle warm shell (which would
+    become the next command), whatever the seccomp profile; within a
+    command it can. Where Landlock is off there is no warm shell."""
+
+    def server(self, *args):
+        ws = make_dir()
+        self.addCleanup(shutil.rmtree, ws, True)
+        try:
+            sv = Server(ws, *args, env=warm_env())
+        except AssertionError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(sv.close)
+        return sv, ws
+
+    def test_commands_cannot_reach_each_other_nor_a_warm_shell(self):
+        # no seccomp filter: only Landlock stands between them
+        sv, _ = self.server("--max-concurrent", "3", "--seccomp", "none")
+        if self.exec_out(sv, WARM_MAPPED) == "0":  # only where Landlock is
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                self.fail("no warm shell")
+            self.skipTest("no warm shell here (no Landlock)")
+        has_py = self.exec_out(sv, "command -v python3 >/dev/null && echo y") == "y"
+        seize = SEIZE if has_py else "echo ptrace -1 1"
+        parallel(sv, ["sleep 0.3"] * 3, timeout=10)
+        time.sleep(0.2)
+        probe = ("sleep 0.2; P=$(pgrep -x -o sleep); echo other $P;"
+                 " (exec 3</proc/$P/mem) 2>/dev/null && echo open; %s $P;"
+                 " for w in $(pgrep -f 'agentbox-war[m]'); do echo warm $w;"
+                 " (exec 3</proc/$w/mem) 2>/dev/null && echo open; %s $w; done;"
+                 " sleep 5 & echo own $!; (exec 3</proc/$!/mem) && echo open;"
+                 " cat /proc/$!/environ > /dev/null && echo environ; %s $!; kill $!"
+                 % (seize, seize, seize))
+        r = parallel(sv, ["sleep 2", probe], timeout=10)
+        out = r[1]["stdout"].split("\n")
+        self.assertEqual(r[0]["exit_code"], 0, r)
+        kinds = [line.split()[0] for line in out if line.split()[:1] in (["other"], ["warm"])]
+        self.assertIn("warm", kinds, out)  # an idle shim's warm shell was there
+        self.assertIn("other", kinds, out)
+        i = 0
+        while i < len(out) and not out[i].startswith("own"):
+            if out[i].startswith(("other", "warm")):
+                who = out[i]
+                self.assertEqual(out[i + 1], "ptrace -1 1", (who, out))  # EPERM
+                i += 2
+            else:
+                self.fail("reached: %r" % out)
+        # its own child: gdb-style access works
+        self.assertEqual(out[i + 1:i + 3], ["open", "environ"], out)
+        if has_py:
+            self.assertEqual(out[i + 3], "ptrace 0 0", out)
+
+    def exec_out(self, sv, command):
+        time.sleep(0.05)
+        return sv.call(op="exec", command=command)["stdout"].strip()
+
+    def test_no_warm_shell_without_landlock_and_no_hijack(self):
+        sv, ws = self.server("--max-concurrent", "2", "--landlock", "off")
+        for _ in range(2):
+            self.assertEqual(self.exec_out(sv, WARM_MAPPED), "0")
+        if self.exec_out(sv, "command -v python3 >/dev/null && echo y") != "y":
+            return
+        parallel(sv, ["sleep 0.3"] * 2, timeout=10)
+        time.sleep(0.2)
+        self.assertEqual(sv.call(op="exec", command=HIJACK, timeout=10)["stdout"], "")
+        time.sleep(0.2)
+        r = parallel(sv, ["sleep 0.5", "echo B ran"], env={"MYVAR": "x"}, timeout=10)
+        self.assertEqual(r[1].get("stdout"), "B ran\n", r[1])
+        self.assertFalse(os.path.exists(os.path.join(ws, "s")), "B ran A's script")
+
+    def test_a_stopped_warm_shell_still_runs_the_next_command(self):
+        sv, _ = self.server("--max-concurrent", "2")
+        parallel(sv, ["sleep 0.3"] * 2, timeout=10)
+        time.sleep(0.2)
+        m = sv.call(op="exec", command="pkill -STOP -f 'agentbox-war[m]'; echo $?", timeout=10)
+        self.assertEqual(m["stdout"], "0\n", m)
+        time.sleep(0.2)
+        # A is busy, B's stopped warm shell takes the command
+        r = parallel(sv, ["sleep 0.5", "echo hi; " + WARM_MAPPED], timeout=5)
+        self.assertFalse(r[1]["timed_out"], r[1])
+        self.assertEqual(r[1]["stdout"].split()[0], "hi", r[1])
+        self.assertNotEqual(r[1]["stdout"].split()[1], "0", r[1])
+
+
 if __name__ == "__main__":
     unittest.main()
