@@ -761,8 +761,12 @@ bool ab_cgroup_remove_left(struct ab_cgroup *cg)
 	 * members fails (EBUSY) */
 	bool all = true;
 	for (int h = 0; h < H_COUNT; h++) {
-		if (cg->dir[h][0] && rmdir(cg->dir[h]) < 0 && errno == EBUSY) {
-			all = false; /* ab_cgroup_destroy's, with the rest */
+		if (!cg->dir[h][0])
+			continue;
+		/* only a removal (or one already gone) counts: any other
+		 * failure leaves it to ab_cgroup_destroy, after the init's end */
+		if (rmdir(cg->dir[h]) < 0 && errno != ENOENT) {
+			all = false;
 			continue;
 		}
 		cg->dir[h][0] = '\0';

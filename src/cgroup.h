@@ -91,8 +91,8 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
 size_t ab_cgroup_entry_fds(const struct ab_cgroup *cg, int *fds);
 /* With init_leaves: the tasks files the init leaves the sandbox's cgroups
  * by, one per entry fd (the parent's, or the hierarchy root's where the
- * parent is agentbox's shared group, which goes too); 0 where there are
- * none, e.g. on cgroup v2. */
+ * parent is agentbox's shared group, which stays between runs); 0 where
+ * there are none, e.g. on cgroup v2. */
 size_t ab_cgroup_leave_fds(const struct ab_cgroup *cg, int *fds);
 
 /* In the sandbox's init, before its cgroup namespace and before anything

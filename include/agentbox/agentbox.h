@@ -162,8 +162,10 @@ struct ab_config {
 	/* ab_run returns once the command's cgroups are removed, without
 	 * waiting for the sandbox's killed pid 1 to finish ending (its
 	 * namespaces' teardown), for a caller that exits next: the kernel
-	 * reaps it. agentbox run sets it; a caller that lives on leaves it
-	 * false, or the init stays its zombie child. */
+	 * reaps it. Only where the init could leave every cgroup (v1
+	 * hierarchies, docs/install.md); elsewhere ab_run still waits.
+	 * agentbox run sets it; a caller that lives on leaves it false, or
+	 * the init stays its zombie child. */
 	bool exit_after_run;
 
 	/* agentbox serve */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,8 +83,10 @@ Test(cgroup_leave, the_cgroups_go_once_the_init_has_left_before_its_end)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		/* the init: enters, says so, leaves when told, then lives on */
+		/* the init: enters, says so, leaves when told, then lives on
+		 * (not past the test: a failed assertion ends the parent) */
 		char c;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (ab_cgroup_enter(in, n, &err) < 0)
 			_exit(1);
 		ab_cgroup_hold_leave(out, n);
@@ -134,6 +137,7 @@ Test(cgroup_leave, a_cgroup_whose_init_never_left_is_removed_after_its_end)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (ab_cgroup_enter(in, n, &err) < 0 || write(from_child[1], "e", 1) != 1)
 			_exit(1);
 		pause();
