@@ -8,6 +8,8 @@
  * shell's own libc is not set up for anything else of ours. */
 #include <errno.h>
 #include <link.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,10 +29,23 @@ extern const char *gnu_get_libc_version(void) __attribute__((weak));
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
 #endif
 
+/* Whether the request is there (or the shim gone): then what is left of
+ * the warming below would only delay it. */
+static bool request_waiting(void)
+{
+	struct pollfd p = {.fd = WARM_FD_CTL, .events = POLLIN};
+	return poll(&p, 1, 0) != 0;
+}
+
 /* The shell's main() and exit touch pages of the shell and of libc that
  * nothing touched yet: their page faults would be on the request's path.
  * Map every loaded object's segments now, in the caller's think time
- * (page-cache pages: no memory of its own but page tables). */
+ * (page-cache pages: no memory of its own but page tables), a slice at a
+ * time, and stop when the request comes: a client that sends its next
+ * request at once would wait for the whole of libc's text to be mapped,
+ * more pages than the shell and its exit touch. Returns non-zero, which
+ * ends dl_iterate_phdr, once the request came. */
+#define POPULATE_SLICE (128u << 10)
 static int populate_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size, (void)arg;
@@ -41,7 +56,12 @@ static int populate_object(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		uintptr_t start = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)(page - 1);
 		uintptr_t end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		madvise((void *)start, end - start, MADV_POPULATE_READ);
+		for (uintptr_t at = start; at < end; at += POPULATE_SLICE) {
+			if (request_waiting())
+				return 1;
+			size_t len = end - at < POPULATE_SLICE ? end - at : POPULATE_SLICE;
+			madvise((void *)at, len, MADV_POPULATE_READ);
+		}
 	}
 	return 0;
 }
@@ -146,10 +166,11 @@ __attribute__((constructor)) static void warm_take_request(int argc, char **argv
 	char ready = WARM_READY;
 	if (warm_send(WARM_FD_CTL, &ready, 1, MSG_NOSIGNAL) != 1)
 		_exit(0);
-	dl_iterate_phdr(populate_object, NULL);
-	touch_stack();
-	memset(first, 0, sizeof(first));
-	memset(env_first, 0, sizeof(env_first));
+	if (dl_iterate_phdr(populate_object, NULL) == 0) {
+		touch_stack();
+		memset(first, 0, sizeof(first));
+		memset(env_first, 0, sizeof(env_first));
+	}
 	struct warm_req h;
 	int fds[3];
 	size_t got = recv_first(&h, fds);
