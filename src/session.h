@@ -98,8 +98,12 @@ struct ab_session {
 		bool idle;
 		pid_t pid;    /* on the host; 0: unknown */
 		unsigned gen; /* which shim this slot holds (pool_add counts) */
+		/* when it last became idle (idle_ticks) */
+		unsigned long long idle_since;
 	} * shims;
 	unsigned shim_gens;
+	/* counts the shims' turns to idle */
+	unsigned long long idle_ticks;
 	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
 			       * theirs, and a spare */
 	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */

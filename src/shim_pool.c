@@ -89,6 +89,15 @@ struct ab_denials *command_route_denial(pid_t pid, void *arg)
 	return NULL;
 }
 
+/* A shim's turn to idle, stamped: the next command goes to the one idle
+ * longest, whose warm shell (warm.h) had the most time to get ready. */
+static void set_idle(struct ab_session *s, size_t i)
+{
+	if (!s->shims[i].idle)
+		s->shims[i].idle_since = ++s->idle_ticks;
+	s->shims[i].idle = true;
+}
+
 void pool_add(struct ab_session *s, int sock, pid_t pid)
 {
 	for (size_t i = 0; i < s->n_shims; i++) {
@@ -99,7 +108,7 @@ void pool_add(struct ab_session *s, int sock, pid_t pid)
 		if (session_watch(s, sock, i, K_SHIM) < 0)
 			break;
 		s->shims[i].sock = sock;
-		s->shims[i].idle = true;
+		set_idle(s, i);
 		s->shims[i].pid = pid;
 		s->shims[i].gen = ++s->shim_gens;
 		return;
@@ -116,7 +125,7 @@ void pool_on_shim(struct ab_session *s, size_t i)
 	if (r == -EAGAIN)
 		return;
 	if (r == 1 && m.type == SYNC_READY && !s->shims[i].idle) {
-		s->shims[i].idle = true;
+		set_idle(s, i);
 		return;
 	}
 	session_unwatch(s, &s->shims[i].sock);
@@ -165,8 +174,11 @@ static int ask_for_shim(struct ab_session *s)
 	return 0;
 }
 
-/* An idle shim's slot: one that said READY (read now if it did not yet
- * get read), else a new one from the init, waited for. */
+/* An idle shim's slot: of those that said READY (read now if it did not
+ * yet get read), the one idle longest; else a new one from the init,
+ * waited for. Not the first idle one: back to back, that is the shim of
+ * the command just ended, whose warm shell is still in its exec, while
+ * the spare's waits ready. */
 static int idle_shim(struct ab_session *s, struct ab_error *err)
 {
 	unsigned long long deadline = session_now_ms() + SETUP_TIMEOUT_MS;
@@ -175,11 +187,15 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 			if (s->shims[i].sock >= 0 && !s->shims[i].idle)
 				pool_on_shim(s, i);
 		bool room = false;
+		int best = -1;
 		for (size_t i = 0; i < s->n_shims; i++) {
-			if (s->shims[i].sock >= 0 && s->shims[i].idle)
-				return (int)i;
+			if (s->shims[i].sock >= 0 && s->shims[i].idle &&
+			    (best < 0 || s->shims[i].idle_since < s->shims[best].idle_since))
+				best = (int)i;
 			room |= s->shims[i].sock < 0;
 		}
+		if (best >= 0)
+			return best;
 		if (!room) {
 			/* every one is busy cleaning up: the first READY will do */
 			poll(NULL, 0, 1);
@@ -248,7 +264,7 @@ void pool_idle_at_final(struct ab_session *s, const struct cmd *c)
 {
 	if (c->shim_slot < s->n_shims && s->shims[c->shim_slot].sock >= 0 &&
 	    s->shims[c->shim_slot].gen == c->shim_gen)
-		s->shims[c->shim_slot].idle = true;
+		set_idle(s, c->shim_slot);
 }
 
 /* Forget every idle shim: a live one sees its socket close and exits; the

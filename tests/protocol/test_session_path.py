@@ -31,11 +31,12 @@ class Path(Base):
             self.assertEqual(m["stdout"], "in%d\nv%d\n" % (i, i))
 
     def test_a_free_shim_takes_the_next_command(self):
-        """After a command that left nothing behind, its shim is free at
-        once (its final EXITED stands for READY): commands one after
-        another run under the same shim, not each under a new one."""
+        """Commands one after another, each right after the last one's
+        result, take turns on the first shim and the spare asked for while
+        the first ran (the one idle longest takes the next), not each on a
+        new one."""
         parents = {self.exec("echo $PPID")["stdout"] for _ in range(8)}
-        self.assertEqual(len(parents), 1, parents)
+        self.assertLessEqual(len(parents), 2, parents)
 
     def test_commands_that_leave_processes_still_free_their_shim(self):
         """A command that leaves a process behind (killed after the grace)

@@ -202,24 +202,47 @@ class Warm(unittest.TestCase):
                 got[m["id"]] = m
         return [got[i] for i in ids]
 
-    def test_killed_warm_shells_are_made_again(self):
-        # two shims at most (A, B), each with its warm shell
+    def idle_shims(self):
+        """A server whose shims (two for its two commands at once, and a
+        spare) are idle, each with its warm shell; a command goes to the
+        one idle longest."""
         sv = Server(self.ws, "--max-concurrent", "2", env=warm_env())
         self.addCleanup(sv.close)
         self.parallel(sv, ["sleep 0.3"] * 2)
         time.sleep(0.1)
-        # a command on A kills B's idle warm shell
+        return sv
+
+    def test_back_to_back_commands_take_turns_on_the_ready_shells(self):
+        # the shim of the command just ended is still making its warm
+        # shell; the others' wait ready: commands sent back to back, each
+        # as soon as the last result came, never go to the same shim twice
+        # in a row
+        sv = self.idle_shims()
+        shims = [sv.call(op="exec", command="echo $PPID; " + WARM_MAPPED)["stdout"].split()
+                 for _ in range(6)]
+        self.assertTrue(all(n != "0" for _, n in shims), shims)
+        pids = [p for p, _ in shims]
+        for a, b in zip(pids, pids[1:]):
+            self.assertNotEqual(a, b, pids)
+
+    def test_killed_warm_shells_are_made_again(self):
+        sv = self.idle_shims()
+        # a command on one shim kills the others' idle warm shells
         self.assertEqual(self.exec(sv, "pkill -9 -f 'agentbox-war[m]'; echo $?")["stdout"], "0\n")
         time.sleep(0.1)
-        probe = "sleep 0.2; " + WARM_MAPPED
-        # A is busy, B takes the probe: spawned, its warm shell is gone;
-        # then, once idle, B makes a new one: a killed shell is no reason
-        # to give up on them (only one that never said ready is)
-        first = self.parallel(sv, ["sleep 0.5", probe])[1]
-        self.assertEqual(first["stdout"], "0\n")
-        time.sleep(0.1)
-        again = self.parallel(sv, ["sleep 0.5", probe])[1]
-        self.assertNotEqual(again["stdout"], "0\n")
+        probe = "echo $PPID; " + WARM_MAPPED
+        # another shim, idle longest, takes the probe: spawned, its warm
+        # shell is gone; then, once idle, it makes a new one: a killed
+        # shell is no reason to give up on them (only one that never said
+        # ready is)
+        victim, mapped = self.exec(sv, probe)["stdout"].split()
+        self.assertEqual(mapped, "0")
+        for _ in range(4):  # the shims take turns: the victim's comes again
+            again, mapped = self.exec(sv, probe)["stdout"].split()
+            if again == victim:
+                break
+        self.assertEqual(again, victim)
+        self.assertNotEqual(mapped, "0")
 
     def test_a_closed_session_leaves_no_process(self):
         self.assert_warm(self.warm)
