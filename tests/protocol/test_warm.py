@@ -54,16 +54,22 @@ def cmdline(pid):
         return None
 
 
+def open_server(test, ws, *args, env):
+    """A server on ws, closed at the test's end; the test skips where
+    agentbox cannot run at all (unless AGENTBOX_MUST_WORK=1)."""
+    try:
+        sv = Server(ws, *args, env=env)
+    except AssertionError as e:
+        if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+            raise
+        test.skipTest("agentbox cannot run here: %s" % e)
+    test.addCleanup(sv.close)
+    return sv
+
+
 class Warm(unittest.TestCase):
     def server(self, env):
-        try:
-            sv = Server(self.ws, env=env)
-        except AssertionError as e:
-            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
-                raise
-            self.skipTest("agentbox cannot run here: %s" % e)
-        self.addCleanup(sv.close)
-        return sv
+        return open_server(self, self.ws, env=env)
 
     def setUp(self):
         self.ws = make_dir()
@@ -193,22 +199,12 @@ class Warm(unittest.TestCase):
         self.assertEqual([b["command"] for b in m.get("background", [])], ["sleep"])
         self.assertEqual(self.exec(self.warm, "pkill -x sleep; echo ok")["stdout"], "ok\n")
 
-    def parallel(self, sv, commands):
-        ids = [sv.send(op="exec", command=c) for c in commands]
-        got = {}
-        while len(got) < len(ids):
-            m = sv.recv()
-            if m.get("id") in ids and m["type"] != "output":
-                got[m["id"]] = m
-        return [got[i] for i in ids]
-
     def idle_shims(self):
         """A server whose shims (two for its two commands at once, and a
         spare) are idle, each with its warm shell; a command goes to the
         one idle longest."""
-        sv = Server(self.ws, "--max-concurrent", "2", env=warm_env())
-        self.addCleanup(sv.close)
-        self.parallel(sv, ["sleep 0.3"] * 2)
+        sv = open_server(self, self.ws, "--max-concurrent", "2", env=warm_env())
+        parallel(sv, ["sleep 0.3"] * 2)
         time.sleep(0.1)
         return sv
 
@@ -269,13 +265,7 @@ class Profiles(unittest.TestCase):
         for profile in ("strict", "default", "permissive"):
             ws = make_dir()
             self.addCleanup(shutil.rmtree, ws, True)
-            try:
-                sv = Server(ws, "--seccomp", profile, env=warm_env())
-            except AssertionError as e:
-                if os.environ.get("AGENTBOX_MUST_WORK") == "1":
-                    raise
-                self.skipTest("agentbox cannot run here: %s" % e)
-            self.addCleanup(sv.close)
+            sv = open_server(self, ws, "--seccomp", profile, env=warm_env())
             for _ in range(2):
                 time.sleep(0.05)
                 m = sv.call(op="exec", command=WARM_MAPPED + "; echo $0")
@@ -292,13 +282,7 @@ class Fallback(unittest.TestCase):
     def test_broken_object(self):
         ws = make_dir()
         self.addCleanup(shutil.rmtree, ws, True)
-        try:
-            sv = Server(ws, env=warm_env(AGENTBOX_WARM_TEST_BROKEN="1"))
-        except AssertionError as e:
-            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
-                raise
-            self.skipTest("agentbox cannot run here: %s" % e)
-        self.addCleanup(sv.close)
+        sv = open_server(self, ws, env=warm_env(AGENTBOX_WARM_TEST_BROKEN="1"))
         for i in range(3):
             time.sleep(0.05)
             m = sv.call(op="exec", command="echo $0 %d; %s" % (i, WARM_MAPPED))
@@ -354,14 +338,7 @@ class Domains(unittest.TestCase):
     def server(self, *args):
         ws = make_dir()
         self.addCleanup(shutil.rmtree, ws, True)
-        try:
-            sv = Server(ws, *args, env=warm_env())
-        except AssertionError as e:
-            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
-                raise
-            self.skipTest("agentbox cannot run here: %s" % e)
-        self.addCleanup(sv.close)
-        return sv, ws
+        return open_server(self, ws, *args, env=warm_env()), ws
 
     def test_commands_cannot_reach_each_other_nor_a_warm_shell(self):
         # no seccomp filter: only Landlock stands between them
