@@ -117,7 +117,15 @@ class Path(Base):
         """The shim says STARTED (with pidfds of itself and the command)
         once the command has run 5 ms, however often the processes it
         reaps end meanwhile: here an orphan every millisecond or so."""
-        before = self.pidfds()  # the init's
+        # the init's; the least of a few counts: the launcher holds each
+        # new shim's pidfd for a moment as it arrives (the first one comes
+        # after the hello), and a count in that moment would ask for one
+        # pidfd more than STARTED brings
+        before = []
+        for _ in range(4):
+            before.append(self.pidfds())
+            time.sleep(0.02)
+        before = min(before)
         rid = self.sv.send(op="exec", command="while :; do (true &); done")
         deadline = time.monotonic() + 10
         while self.pidfds() < before + 2:
