@@ -13,8 +13,12 @@
  *   4. enter the v1 cgroups the launcher made meanwhile, by their tasks
  *      files it sends (SYNC_CGROUP); a new cgroup namespace makes the
  *      sandbox's cgroups its root
- *   5. host name, loopback up; then a nested user and mount namespace,
- *      which locks every mount of the view (flags, and what lies beneath)
+ *   5. the network namespace the launcher made meanwhile, loopback up
+ *      (SYNC_NETNS; or the clone's); host name; loopback up (the clone's);
+ *      then a nested user and mount namespace, which locks every mount of
+ *      the view (flags, and what lies beneath). A sysfs, if the view ever
+ *      gets one, would have to be mounted after this: it keeps the
+ *      mounter's network namespace
  *   6. the Landlock ruleset (if the kernel has Landlock); working directory
  *   7. confine itself, once for every command: rlimits, every capability
  *      dropped, no_new_privs, Landlock enforced, the idmap guard, seccomp
@@ -308,6 +312,23 @@ static void join_cgroup(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 }
 
+/* The network namespace the launcher made meanwhile (userns_make_net),
+ * loopback up: the sandbox's from here on. */
+static void join_net(struct init_args *a)
+{
+	struct sync_msg m;
+	int fd = -1;
+	size_t n = 0;
+	if (sync_recv_fds(a->sync_fd, &m, &fd, 1, &n) != 1 || m.type != SYNC_NETNS || n != 1)
+		_exit(AB_EXIT_FAILURE);
+	struct ab_error err = {0};
+	if (setns(fd, CLONE_NEWNET) < 0) {
+		ab_error_set(&err, errno, "cannot enter the sandbox's network namespace");
+		init_fail(a->sync_fd, &err);
+	}
+	close(fd);
+}
+
 /* The init is a copy of the launcher, environment included: wipe the
  * strings (the command gets its own filtered copy, a->envp), so that no
  * variable the policy filtered out is left in the sandbox's memory. */
@@ -365,7 +386,10 @@ _Noreturn void init_main(struct init_args *a)
 		ab_error_set(&err, errno, "cannot create the cgroup namespace");
 		init_fail(a->sync_fd, &err);
 	}
-	if (userns_setup_uts_net(a->cfg, &err) < 0 || userns_lock_view(a->cfg, &err) < 0)
+	if (a->net_beside)
+		join_net(a);
+	if (userns_setup_uts_net(a->cfg, a->net_beside, &err) < 0 ||
+	    userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)
 		init_fail(a->sync_fd, &err); /* --net allow=: docs/network.md */

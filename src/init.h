@@ -25,6 +25,7 @@ struct init_args {
 	bool one_command;	  /* agentbox run: the init is the one command's shim */
 	int shim_sock;		  /* one_command: the shim's socket to the launcher */
 	bool landlock_enforced;	  /* the init, and every shim, is in Landlock's domain */
+	bool net_beside;	  /* its network namespace comes from the launcher (SYNC_NETNS) */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

@@ -86,6 +86,7 @@ static bool fds_fit(uint32_t type, size_t n)
 	switch (type) {
 	case SYNC_LISTENER:
 	case SYNC_NET_LISTENER:
+	case SYNC_NETNS:
 		return n == 1;
 	case SYNC_SHIM:
 		return n == 1 || n == 2;

@@ -23,7 +23,8 @@ enum sync_type {
 	SYNC_CGROUP,	   /* launcher -> init: the v1 cgroups' tasks files ride along (cgroup.h),
 			      then, with text SYNC_CGROUP_LEAVE, as many to leave them by;
 			      the RLIMIT_AS fallback in code (high 32 bits) and status (low) */
-	SYNC_TYPE_MAX = SYNC_CGROUP,
+	SYNC_NETNS,	   /* launcher -> init: the network namespace it made rides along */
+	SYNC_TYPE_MAX = SYNC_NETNS,
 };
 
 /* The fds of SYNC_EXEC, in order. */

@@ -4,16 +4,21 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "isolation.h"
+#include "sync.h"
 #include "util.h"
 
 unsigned long userns_clone_flags(const struct ab_config *cfg)
@@ -138,23 +143,122 @@ void userns_limit_inotify(void)
 	}
 }
 
-int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err)
+/* Loopback up in the caller's network namespace, by socket *s (the
+ * caller's to close, also on failure). Returns 0 or -1 (errno). */
+static int loopback_up(int *s)
+{
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if ((*s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    ioctl(*s, SIOCGIFFLAGS, &ifr) < 0)
+		return -1;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	return ioctl(*s, SIOCSIFFLAGS, &ifr);
+}
+
+int userns_setup_uts_net(const struct ab_config *cfg, bool net_beside, struct ab_error *err)
 {
 	/* --isolation best without uts (isolation.h) */
 	if (!(cfg->isolation_missing & AB_MISSING_UTS) &&
 	    sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
 		return ab_error_set(err, errno, "cannot set the host name to '%s'", cfg->hostname);
-	if (cfg->net == AB_NET_HOST)
+	/* the launcher's is up already (userns_make_net) */
+	if (cfg->net == AB_NET_HOST || net_beside)
 		return 0;
-	cleanup_fd int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return ab_error_set(err, errno, "cannot bring up the loopback interface");
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		return ab_error_set(err, errno, "cannot read the loopback interface's flags");
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+	cleanup_fd int s = -1;
+	if (loopback_up(&s) < 0)
 		return ab_error_set(err, errno, "cannot bring up the loopback interface");
 	return 0;
+}
+
+bool userns_net_beside(const struct ab_config *cfg)
+{
+	return (userns_clone_flags(cfg) & CLONE_NEWNET) && prctl(PR_GET_SECCOMP) == 0;
+}
+
+/* What a net_maker says: err 0 with the namespace's fd along, or the
+ * errno of the step it failed at. */
+struct net_made {
+	int32_t err;
+	int32_t step;
+};
+
+static const char *const net_steps[] = {
+	"cannot enter the sandbox's user namespace",
+	"cannot create the sandbox's network namespace",
+	"cannot bring up the loopback interface",
+	"cannot open the sandbox's network namespace",
+};
+
+struct net_maker {
+	int userns; /* the sandbox's */
+	int sock;   /* where the answer goes */
+};
+
+/* In the sandbox's user namespace, with its capabilities there: a network
+ * namespace it owns, as CLONE_NEWNET makes it, with loopback up; its fd
+ * goes back on m->sock. Its own fds go with its exit. */
+static int net_maker(void *arg)
+{
+	const struct net_maker *m = arg;
+	struct net_made r = {0, 0};
+	int s = -1, net = -1;
+	if (setns(m->userns, CLONE_NEWUSER) < 0)
+		goto fail;
+	r.step++;
+	if (unshare(CLONE_NEWNET) < 0)
+		goto fail;
+	r.step++;
+	if (loopback_up(&s) < 0)
+		goto fail;
+	r.step++;
+	if ((net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		goto fail;
+	return packet_send(m->sock, &r, sizeof(r), &net, 1) < 0;
+fail:
+	r.err = errno;
+	return packet_send(m->sock, &r, sizeof(r), NULL, 0) < 0;
+}
+
+int userns_make_net(int userns, struct ab_error *err)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return ab_error_set(err, errno, "%s", net_steps[1]);
+	/* the launcher is suspended until the child has exited, which runs on
+	 * this frame (a fork under Valgrind, which the answer survives); with
+	 * every signal blocked, so that no handler of the caller's runs in it */
+	_Alignas(16) char stack[16384];
+	struct net_maker m = {.userns = userns, .sock = sp[1]};
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(net_maker, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(sp[1]);
+	if (pid < 0) {
+		close(sp[0]);
+		return ab_error_set(err, e, "%s", net_steps[1]);
+	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	struct net_made r;
+	int net = -1;
+	size_t n = 0;
+	ssize_t got = packet_recv(sp[0], &r, sizeof(r), &net, 1, &n);
+	close(sp[0]);
+	if (got == (ssize_t)sizeof(r) && r.err == 0 && n == 1)
+		return net;
+	if (n)
+		close(net);
+	if (got != (ssize_t)sizeof(r) || r.err <= 0 || r.step < 0 ||
+	    (size_t)r.step >= AB_ARRAY_SIZE(net_steps))
+		return ab_error_plain(err, EIO, "%s: its maker died", net_steps[1]);
+	if (r.err == ENOSPC)
+		return ab_error_plain(err, ENOSPC,
+				      "%s: too many network namespaces "
+				      "(sysctl user.max_net_namespaces)",
+				      net_steps[r.step]);
+	return ab_error_set(err, r.err, "%s", net_steps[r.step]);
 }

@@ -9,7 +9,8 @@
 #include "agentbox/agentbox.h"
 
 /* clone(2) flags for a sandbox with this configuration (the cgroup
- * namespace is made by the init itself). */
+ * namespace is made by the init itself; CLONE_NEWNET is left out of the
+ * clone where the launcher makes it beside, userns_net_beside). */
 unsigned long userns_clone_flags(const struct ab_config *cfg);
 
 /* Launcher: write the one-id maps uid -> outer_uid, gid -> outer_gid of
@@ -36,7 +37,21 @@ int userns_lock_view(const struct ab_config *cfg, struct ab_error *err);
  * (best effort: where /proc/sys is read-only, nothing changes). */
 void userns_limit_inotify(void);
 
-/* Sandbox: host name and a loopback interface that is up. */
-int userns_setup_uts_net(const struct ab_config *cfg, struct ab_error *err);
+/* Sandbox: host name and a loopback interface that is up (already, where
+ * the launcher made the network namespace: net_beside). */
+int userns_setup_uts_net(const struct ab_config *cfg, bool net_beside, struct ab_error *err);
+
+/* Whether the launcher makes the sandbox's network namespace beside the
+ * clone (userns_make_net) rather than in it: wherever the sandbox has one
+ * of its own, unless the launcher runs under a seccomp filter (a
+ * container's, which may refuse setns; the clone is what such profiles
+ * allow, docs/containers.md). */
+bool userns_net_beside(const struct ab_config *cfg);
+
+/* Launcher: a network namespace owned by the sandbox's user namespace
+ * (userns, an fd of it), with loopback up, made by a child that enters
+ * that namespace while the init builds the view. Returns its fd, or
+ * -errno. */
+int userns_make_net(int userns, struct ab_error *err);
 
 #endif

@@ -4,10 +4,11 @@
 # sethostname, user namespaces), and agentbox must say exactly that:
 # --isolation full refuses naming it, best runs without it and reports it.
 # Runs as root and as an unprivileged user.
-#   graded-host.sh AGENTBOX AS_CONTAINER
+#   graded-host.sh AGENTBOX AS_CONTAINER PROBE
 set -u
 ab=$(realpath "$1")
 ct=$(realpath "$2")
+probe=$(realpath "$3")
 fails=0
 ok() { echo "ok   $1"; }
 bad() {
@@ -114,7 +115,18 @@ else
 		bad "bare --skills: $out"
 fi
 
-# 4. nothing refused: full, and the outside is not in /proc
+# 4. setns refused (Docker's and Podman's default profiles, agentbox's own for
+# containers): the network namespace is made in the clone, not beside it, and
+# the sandbox is the same: full, only loopback, and it is up
+cp "$probe" "$ws/probe"
+out=$("$ct" --no-setns "$ab" run --report "$ws/r.json" --workspace "$ws" -- \
+	sh -c '/workspace/probe ifaces; /workspace/probe loopback' 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ "$out" = "$(printf 'lo\nok')" ] && grep -q '"isolation":"full"' "$ws/r.json" &&
+	ok "setns refused: full isolation, only loopback, and it is up" ||
+	bad "setns refused: rc $rc: $out"
+
+# 5. nothing refused: full, and the outside is not in /proc
 out=$("$ab" run --isolation best --report "$ws/r.json" --workspace "$ws" -- sh /workspace/find.sh 2>&1)
 grep -q '"isolation":"full"' "$ws/r.json" && [ -z "$out" ] && ok "unrefused: best gives full" ||
 	bad "unrefused: $out $(cat "$ws/r.json")"

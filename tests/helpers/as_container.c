@@ -1,4 +1,5 @@
-/* as_container [--mask-proc] [--no-sethostname] [--no-userns] CMD ARGS...:
+/* as_container [--mask-proc] [--no-sethostname] [--no-userns] [--no-setns]
+ * CMD ARGS...:
  * run CMD refused what a container refuses, so graded isolation
  * (src/isolation.c) is tested on a host without Podman (tests/containers/
  * graded-host.sh), as root and as an unprivileged user:
@@ -9,7 +10,10 @@
  *                      unprivileged user, who has no capability left at exec.
  *   --no-sethostname   sethostname fails with EPERM (Podman's default profile)
  *   --no-userns        clone and unshare with CLONE_NEWUSER fail with EPERM,
- *                      clone3 with ENOSYS (Docker's default profile) */
+ *                      clone3 with ENOSYS (Docker's default profile)
+ *   --no-setns         setns fails with EPERM (Docker's and Podman's default
+ *                      profiles without CAP_SYS_ADMIN, and agentbox's own
+ *                      for containers) */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -55,10 +59,12 @@ static int mask_proc(void)
 	return mount("/dev/null", "/proc/uptime", NULL, MS_BIND, NULL);
 }
 
-static int deny(scmp_filter_ctx ctx, bool sethost, bool userns)
+static int deny(scmp_filter_ctx ctx, bool sethost, bool userns, bool setns)
 {
 	int r = 0;
-	if (sethost)
+	if (setns)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setns), 0);
+	if (sethost && r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sethostname), 0);
 	if (userns && r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
@@ -73,7 +79,7 @@ static int deny(scmp_filter_ctx ctx, bool sethost, bool userns)
 
 int main(int argc, char **argv)
 {
-	bool proc = false, sethost = false, userns = false;
+	bool proc = false, sethost = false, userns = false, setns = false;
 	int i = 1;
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
 		if (strcmp(argv[i], "--mask-proc") == 0)
@@ -82,12 +88,14 @@ int main(int argc, char **argv)
 			sethost = true;
 		else if (strcmp(argv[i], "--no-userns") == 0)
 			userns = true;
+		else if (strcmp(argv[i], "--no-setns") == 0)
+			setns = true;
 		else
 			break;
 	}
 	if (i >= argc) {
 		fprintf(stderr, "usage: as_container [--mask-proc] [--no-sethostname] "
-				"[--no-userns] CMD [ARGS...]\n");
+				"[--no-userns] [--no-setns] CMD [ARGS...]\n");
 		return 125;
 	}
 	if (proc && mask_proc() < 0) {
@@ -95,8 +103,8 @@ int main(int argc, char **argv)
 		return 125;
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int r = ctx ? deny(ctx, sethost, userns) : -ENOMEM;
-	if (r == 0 && (sethost || userns))
+	int r = ctx ? deny(ctx, sethost, userns, setns) : -ENOMEM;
+	if (r == 0 && (sethost || userns || setns))
 		r = seccomp_load(ctx);
 	if (r < 0) {
 		fprintf(stderr, "as_container: cannot load the filter: %s\n", strerror(-r));
