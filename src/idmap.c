@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -93,10 +94,16 @@ static int make_userns(uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, pid
 	/* on this frame, which lives on: the launcher is suspended until the
 	 * child has exited (and each thread's session has a stack of its own) */
 	_Alignas(16) char stack[16384];
+	/* every signal blocked: no handler of the caller's runs in the child */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid_t pid = clone(userns_child, stack + sizeof(stack),
 			  CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | SIGCHLD, NULL);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
-		return ab_error_set(err, errno, "cannot make a user namespace for an idmapping");
+		return ab_error_set(err, e, "cannot make a user namespace for an idmapping");
 	*child = pid;
 	int fd = userns_write_id_maps(pid, uid, host_uid, gid, host_gid, false, err);
 	if (fd < 0)
