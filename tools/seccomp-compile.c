@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "error.h"
-#include "seccomp_bpf.h"
-#include "seccomp_profile.h"
+#include "util/error.h"
+#include "seccomp/seccomp_bpf.h"
+#include "seccomp/seccomp_profile.h"
 
 /* this tool is linked without a table: it is what makes one */
 const struct ab_seccomp_compiled ab_seccomp_compiled[1];

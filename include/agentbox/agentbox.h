@@ -28,7 +28,7 @@ enum {
 
 /* What kind of error it is for the session protocol (docs/protocol.md,
  * "Errors" and the file error codes): each kind is one of the protocol's
- * error codes, spelt in one table (src/error.c). AB_ERRC_NONE lets the
+ * error codes, spelt in one table (src/util/error.c). AB_ERRC_NONE lets the
  * errno decide: a bad request for the errnos that say so, internal for
  * the others (ab_error_errc). */
 enum ab_errc {
@@ -99,6 +99,21 @@ enum ab_env_policy {
 	AB_ENV_ALL, /* everything except names that look like secrets */
 };
 
+/* Layers that can be missing, as bits of ab_config.isolation_missing and
+ * ab_result.isolation_missing. */
+enum {
+	/* no user namespace can be made: no sandbox at all can be built
+	 * (refused in both modes: docs/containers.md, "Without namespaces") */
+	AB_MISSING_NAMESPACES = 1u << 0,
+	/* a new procfs cannot be mounted (a container's masked /proc): the
+	 * container's /proc is bound instead, so the command sees the
+	 * container's processes there (it still cannot signal them) */
+	AB_MISSING_OWN_PROC = 1u << 1,
+	/* sethostname refused (Podman's and Docker's default seccomp
+	 * profiles): the command sees the container's host name */
+	AB_MISSING_UTS = 1u << 2,
+};
+
 /* What a sandbox looks like and what it runs. Filled by ab_config_parse_run()
  * or by hand; released with ab_config_free(). Strings are owned. */
 struct ab_config {
@@ -155,7 +170,7 @@ struct ab_config {
 	char *seccomp;	  /* default, strict, permissive, none, or a profile file */
 	bool no_landlock; /* --landlock off */
 	enum ab_isolation isolation;
-	unsigned isolation_missing; /* set by agentbox: AB_MISSING_* (isolation.h) */
+	unsigned isolation_missing; /* set by agentbox: AB_MISSING_* */
 
 	char **argv; /* the command; NULL-terminated */
 	size_t argc;

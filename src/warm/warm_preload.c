@@ -1,5 +1,5 @@
 /* agentbox-warm.so: preloaded into `/bin/sh -c -- PLACEHOLDER` by an idle
- * shim (src/warm.c), so that the shell's exec, ld.so and libc start-up are
+ * shim (src/warm/warm.c), so that the shell's exec, ld.so and libc start-up are
  * done before the request comes. Its constructor (glibc passes argc, argv
  * and envp to constructors) says ready on the inherited socket, blocks
  * until the request comes, then makes the process the request's: stdio,
@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "warm_proto.h"
+#include "warm/warm_proto.h"
 
 extern char **environ;
 

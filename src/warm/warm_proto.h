@@ -1,4 +1,4 @@
-/* What the shim (src/warm.c) and the preloaded object (warm_preload.c)
+/* What the shim (src/warm/warm.c) and the preloaded object (warm_preload.c)
  * say to each other on the warm child's control socket. Both sides include
  * it; the object links nothing of agentbox. */
 #ifndef AB_WARM_PROTO_H

@@ -1,4 +1,4 @@
-/* The launcher's half of the file operations (src/fileop_check.c):
+/* The launcher's half of the file operations (src/files/fileop_check.c):
  * fileop_reply() reads the JSON reply a process inside the sandbox wrote
  * (untrusted), fileop_prepare() checks a request object from the client.
  *
@@ -11,7 +11,7 @@
 
 #include <json-c/json.h>
 
-#include "fileop.h"
+#include "files/fileop.h"
 #include "fuzz.h"
 
 static const char *const ops[] = {"read", "write",  "edit",   "ls",	 "glob",

@@ -1,5 +1,5 @@
-/* The network proxy's parsers (src/netparse.c) and the --net policy
- * (src/netpolicy.c). The first byte picks what the rest is: 0 an HTTP
+/* The network proxy's parsers (src/net/netparse.c) and the --net policy
+ * (src/net/netpolicy.c). The first byte picks what the rest is: 0 an HTTP
  * request head, 1 a SOCKS5 greeting and request, else a --net value whose
  * rules then judge a few names and addresses. What they accept must keep
  * its promises: a head is complete only once, the rewritten head names
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "netparse.h"
-#include "netpolicy.h"
+#include "net/netparse.h"
+#include "net/netpolicy.h"
 
 static void http(const char *b, size_t n)
 {

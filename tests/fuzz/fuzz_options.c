@@ -1,4 +1,4 @@
-/* The option parser of agentbox run and agentbox serve (src/options.c).
+/* The option parser of agentbox run and agentbox serve (src/cli/options.c).
  * Input: the first byte chooses run (even) or serve (odd); the rest is the
  * argument vector, NUL-separated. Whatever the arguments, the parser must
  * return 0 or an error with a message, never crash, and ab_config_free
@@ -7,8 +7,8 @@
 
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
-#include "options.h"
-#include "parse.h"
+#include "cli/options.h"
+#include "util/parse.h"
 
 #define MAX_ARGS 256
 

@@ -1,4 +1,4 @@
-/* The value parsers of options and profiles (src/parse.c): sizes,
+/* The value parsers of options and profiles (src/util/parse.c): sizes,
  * durations, ids, rlimit names and paths in the view. The input, cut at
  * its first NUL, is given to each; after the first NUL comes a second
  * path for ab_path_is_under. What they accept must keep its promises:
@@ -8,8 +8,8 @@
 
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
-#include "options.h"
-#include "parse.h"
+#include "cli/options.h"
+#include "util/parse.h"
 
 static bool is_normal(const char *p)
 {

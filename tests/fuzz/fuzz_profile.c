@@ -1,4 +1,4 @@
-/* The sandbox profile loader (src/profile.c): a JSON file of options that
+/* The sandbox profile loader (src/cli/profile.c): a JSON file of options that
  * users and agent frameworks write and pass with --profile. Whatever the
  * bytes, it applies them to the config or refuses them with a message
  * naming the profile, never crashes, and ab_config_free releases all it
@@ -8,8 +8,8 @@
 
 #include "agentbox/agentbox.h"
 #include "fuzz.h"
-#include "options.h"
-#include "profile.h"
+#include "cli/options.h"
+#include "cli/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-/* The seccomp profile loader (src/seccomp_profile.c): a profile file in
+/* The seccomp profile loader (src/seccomp/seccomp_profile.c): a profile file in
  * the OCI / Docker JSON format, which users and agent frameworks write
  * and pass with --seccomp FILE. The bytes go through a memfd, loaded by
  * its /proc/self/fd path, like any file. Load (and compile) only: no
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "seccomp_profile.h"
+#include "seccomp/seccomp_profile.h"
 
 static void load(const char *path)
 {

@@ -1,4 +1,4 @@
-/* The framing of what the sandbox sends the launcher (src/sync.c): fixed-
+/* The framing of what the sandbox sends the launcher (src/util/sync.c): fixed-
  * size packets on a SOCK_SEQPACKET socket, with file descriptors riding
  * along (SCM_RIGHTS). The init's messages go through sync_recv_fds, a
  * command shim's through packet_recv (command.c). Input: byte 0 is the
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "shim.h"
-#include "sync.h"
+#include "sandbox/shim.h"
+#include "util/sync.h"
 
 /* The lowest free fd number: a received fd kept by mistake would take it. */
 static int lowest_free_fd(void)

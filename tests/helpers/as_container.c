@@ -1,7 +1,7 @@
 /* as_container [--mask-proc] [--no-sethostname] [--no-userns] [--no-setns]
  * CMD ARGS...:
  * run CMD refused what a container refuses, so graded isolation
- * (src/isolation.c) is tested on a host without Podman (tests/containers/
+ * (src/sandbox/isolation.c) is tested on a host without Podman (tests/containers/
  * graded-host.sh), as root and as an unprivileged user:
  *   --mask-proc        a user and mount namespace of its own in which a file
  *                      of /proc is covered, as runtimes mask /proc: the

@@ -1,5 +1,5 @@
 #include "harness.h"
-#include "idmap.h"
+#include "view/idmap.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

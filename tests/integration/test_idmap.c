@@ -15,7 +15,7 @@
 
 #include "agentbox/agentbox.h"
 #include "harness.h"
-#include "idmap.h"
+#include "view/idmap.h"
 
 static struct proc_result r;
 static char mounted[4][4096];

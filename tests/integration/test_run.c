@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "idmap.h"
+#include "view/idmap.h"
 
 static struct proc_result r;
 

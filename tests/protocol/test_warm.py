@@ -1,4 +1,4 @@
-"""A session's warm shell (src/warm.h): an idle shim execs `/bin/sh -c --
+"""A session's warm shell (src/warm/warm.h): an idle shim execs `/bin/sh -c --
 PLACEHOLDER` with agentbox-warm.so preloaded, and a shell request becomes
 that process. Every test compares what a command sees with the warm shell
 against a server without it (AGENTBOX_NO_WARM=1), where each command is a

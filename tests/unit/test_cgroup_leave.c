@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 
 static const char *const v1_roots[] = {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
 				       "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct"};

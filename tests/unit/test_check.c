@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "isolation.h"
+#include "cli/check.h"
+#include "sandbox/isolation.h"
 
 /* A host that can run agentbox with everything. */
 static struct check_facts good(void)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
-#include "output.h"
+#include "util/jsonw.h"
+#include "util/output.h"
 
 struct mem {
 	char *p;

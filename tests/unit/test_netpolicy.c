@@ -1,5 +1,5 @@
-/* The --net allow=/deny= policy (src/netpolicy.c) and the proxy's request
- * parsers (src/netparse.c): what a pattern matches, which addresses a name
+/* The --net allow=/deny= policy (src/net/netpolicy.c) and the proxy's request
+ * parsers (src/net/netparse.c): what a pattern matches, which addresses a name
  * may never reach, and how requests are read and rewritten. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netparse.h"
-#include "netpolicy.h"
+#include "net/netparse.h"
+#include "net/netpolicy.h"
 
 static struct net_policy pol;
 

@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "idmap.h"
-#include "config.h"
-#include "options.h"
-#include "parse.h"
+#include "view/idmap.h"
+#include "view/config.h"
+#include "cli/options.h"
+#include "util/parse.h"
 
 /* argv for `agentbox run ...`: the first element must be "run". */
 #define ARGV(...) ((const char *[]){__VA_ARGS__, NULL})

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "util/output.h"
 
 static char *contents(struct ab_capture *c, size_t *len)
 {

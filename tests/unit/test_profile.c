@@ -1,4 +1,4 @@
-/* Sandbox profiles (--profile, src/profile.c): every value type, every
+/* Sandbox profiles (--profile, src/cli/profile.c): every value type, every
  * error naming the file and the key, the command line overriding a
  * profile and adding to its lists, relative paths, and the profiles
  * shipped in policy/sandbox/. */
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "options.h"
-#include "profile.h"
+#include "cli/options.h"
+#include "cli/profile.h"
 
 #define ARGV(...) ((const char *[]){__VA_ARGS__, NULL})
 

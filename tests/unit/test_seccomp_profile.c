@@ -17,11 +17,11 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
-#include "idmap.h"
-#include "seccomp_bpf.h"
-#include "seccomp_profile.h"
-#include "sync.h"
-#include "util.h"
+#include "seccomp/seccomp_guard.h"
+#include "seccomp/seccomp_bpf.h"
+#include "seccomp/seccomp_profile.h"
+#include "util/sync.h"
+#include "util/util.h"
 
 static char dir[64];
 
@@ -436,7 +436,7 @@ Test(seccomp, setid_guard_is_precompiled_as_a_runtime_compile)
 	struct sock_fprog *rt = NULL;
 	bool complete = false;
 	struct ab_error err = {0};
-	cr_assert_eq(idmap_guard_compile(&rt, &complete, &err), 0, "%s", err.msg);
+	cr_assert_eq(seccomp_setid_guard_compile(&rt, &complete, &err), 0, "%s", err.msg);
 	if (!complete) {
 		cr_assert_eq(ab_setid_guard_len, 0, "a guard without every rule was precompiled");
 		free(rt->filter);

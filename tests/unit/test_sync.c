@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sync.h"
+#include "util/sync.h"
 
 /* A shim sends its last word and ends while a SHIM_KILL of the launcher
  * is still unread in its queue: the kernel reports ECONNRESET on the

@@ -1,0 +1,305 @@
+/* agentbox: the command-line front. Parses the subcommand, calls the
+ * library, prints the one error line and picks the exit status. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentbox/agentbox.h"
+#include "cli/check.h"
+#include "layer/layer.h"
+#include "net/netreport.h"
+#include "serve/serve.h"
+
+static const char usage_main[] =
+	"Usage: agentbox COMMAND [OPTIONS]\n"
+	"\n"
+	"Run untrusted commands in a Linux namespace sandbox.\n"
+	"\n"
+	"Commands:\n"
+	"  run       run one command in a fresh sandbox (agentbox run --help)\n"
+	"  serve     one sandbox for many commands: JSON lines on stdin and stdout\n"
+	"            (agentbox serve --help, docs/protocol.md)\n"
+	"  check     can this host run agentbox, and what will be limited?\n"
+	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
+	"  commit    apply a kept layer's changes to the workspace\n"
+	"  discard   remove a kept layer\n"
+	"\n"
+	"Options:\n"
+	"  --help     show this help\n"
+	"  --version  show the version\n";
+
+static const char usage_run[] =
+	"Usage: agentbox run [OPTIONS] -- COMMAND [ARG...]\n"
+	"       agentbox run [OPTIONS] -c 'SHELL STRING'\n"
+	"\n"
+	"Run COMMAND in a fresh sandbox: new user, mount, pid, ipc, uts, net and\n"
+	"cgroup namespaces; the host system read-only; the workspace read-write at\n"
+	"/workspace; no capabilities. stdin, stdout and stderr pass through; the\n"
+	"exit status is the command's.\n"
+	"\n"
+	"Profile:\n"
+	"  --profile NAME|FILE  apply a sandbox profile first: a JSON object of these\n"
+	"                       options without the dashes (docs/profiles.md); a\n"
+	"                       NAME is shipped: agent, offline-build, untrusted.\n"
+	"                       Options given here override it, wherever it stands;\n"
+	"                       repeatable ones add to its lists\n"
+	"\n"
+	"View:\n"
+	"  --workspace DIR      bind DIR read-write at /workspace (default: the\n"
+	"                       current directory); DIR must not be a symlink\n"
+	"  --workspace-mode direct|overlay\n"
+	"                       direct (default): the workspace itself, read-write;\n"
+	"                       overlay: an overlay whose writes land in a layer on\n"
+	"                       disk, the host's files untouched until committed\n"
+	"                       (docs/workspace.md)\n"
+	"  --keep-changes DIR   overlay: keep the layer in DIR after the run, for\n"
+	"                       agentbox changes/commit/discard DIR\n"
+	"  --cwd PATH           working directory in the view (default /workspace)\n"
+	"  --skills DIR         bind DIR read-only at /skills\n"
+	"  --ro-bind SRC[:DST]  bind SRC read-only at DST (default: SRC's path)\n"
+	"  --bind SRC[:DST]     bind SRC read-write at DST\n"
+	"  --tmpfs DST          a fresh tmpfs at DST\n"
+	"  --home PATH          $HOME in the view, a tmpfs (default /home/agent)\n"
+	"  --hostname NAME      host name in the sandbox (default agentbox)\n"
+	"  --net none|host      none: only loopback (default); host: share the\n"
+	"                       host's network\n"
+	"  --net allow=PATTERN[,...], --net deny=PATTERN[,...]\n"
+	"                       only loopback, plus a proxy on 127.0.0.1:3128 that\n"
+	"                       connects where allowed: host names (*.example.org),\n"
+	"                       addresses, CIDRs, with :PORT or :* (default 80 and\n"
+	"                       443); deny wins; loopback, private, link-local and\n"
+	"                       the host's addresses only when allowed by address.\n"
+	"                       Also --net max-conns=N, --net rate=SIZE (per second)\n"
+	"                       (docs/network.md)\n"
+	"\n"
+	"Identity:\n"
+	"  --uid N, --gid N     uid and gid inside (default: the caller's)\n"
+	"  --host-uid N         as root only: the unprivileged host uid the sandbox\n"
+	"                       user is, with the sources bound as they are\n"
+	"                       (default: 2000000000, with the workspace and bind\n"
+	"                       sources idmapped to it: files keep their owners)\n"
+	"  --host-gid N         as root only: its host gid\n"
+	"\n"
+	"Environment:\n"
+	"  --env-policy core|none|all\n"
+	"                       core (default): PATH HOME LANG LC_* TERM TZ USER\n"
+	"                       LOGNAME SHELL; all: everything but names that\n"
+	"                       look like secrets (*_KEY, *_TOKEN, *_SECRET, ...)\n"
+	"  --pass-env NAME      pass NAME through, even if it looks like a secret\n"
+	"  --env NAME=VALUE     set NAME in the sandbox\n"
+	"\n"
+	"Limits and results:\n"
+	"  --memory SIZE        memory of the whole sandbox (a cgroup; swap not beyond)\n"
+	"  --cpus N             CPU-time quota in cores, e.g. 0.5\n"
+	"  --pids N             processes and threads at most (default 512)\n"
+	"  --cgroup-parent PATH make the sandbox's cgroup below PATH (a delegated one)\n"
+	"  --require-limits     fail (125) when a limit cannot be applied\n"
+	"  --timeout DURATION   500ms, 30s, 2m, 1h or none (default 120s); on expiry\n"
+	"                       SIGTERM to every process, SIGKILL after --kill-after\n"
+	"                       (default 2s), exit status 124\n"
+	"  --kill-after DURATION   grace between that SIGTERM and the SIGKILL\n"
+	"  --max-timeout DURATION  clamp longer timeouts (default 10m; none lifts it)\n"
+	"  --tmpfs-size SIZE    size of /tmp, $HOME and each --tmpfs (default 256M)\n"
+	"  --rlimit NAME=VALUE  e.g. nofile=1024, as=1G, core=0 (defaults: core=0,\n"
+	"                       nofile=8192)\n"
+	"  --report FILE|fd:N   write the result as one JSON object (docs/result.md)\n"
+	"  --capture            put the output in the report, not on stdout/stderr\n"
+	"  --merge-output       one interleaved \"output\" instead of stdout/stderr\n"
+	"  --max-output SIZE    keep at most SIZE per stream: head and tail (default 1M)\n"
+	"  --output-encoding utf8|base64\n"
+	"\n"
+	"Confinement:\n"
+	"  --seccomp PROFILE    default (an allowlist for agent workloads), strict,\n"
+	"                       permissive, none, or an OCI/Docker JSON profile file;\n"
+	"                       denied syscalls are summed up on stderr afterwards\n"
+	"  --landlock on|off    Landlock as a second layer where the kernel has it:\n"
+	"                       writes only beneath the view's writable places\n"
+	"                       (default on)\n"
+	"  --isolation full|best  full (default): refuse to run where a layer cannot be\n"
+	"                       built (a container's masked /proc, a refused host name);\n"
+	"                       best: run without it, named on stderr and in the result\n"
+	"                       (docs/containers.md)\n"
+	"\n"
+	"Protection:\n"
+	"  --protect PATH       keep workspace-relative PATH read-only when it exists\n"
+	"                       (defaults: .git/hooks .git/config .gitmodules .bashrc\n"
+	"                       .bash_profile .profile .zshrc .envrc .mcp.json .vscode\n"
+	"                       .idea); creating or changing one is reported\n"
+	"  --unprotect PATH     take PATH off the protected list\n"
+	"\n"
+	"Exit status: the command's; 124 timed out; 125 agentbox failed; 126 the\n"
+	"command cannot be run; 127 not found; 128+N killed by signal N.\n";
+
+static const char usage_serve[] =
+	"Usage: agentbox serve [OPTIONS]\n"
+	"\n"
+	"Build one sandbox (as agentbox run does, with the same options) and run\n"
+	"many commands in it: one JSON request per line on stdin, one JSON message\n"
+	"per line on stdout, as docs/protocol.md specifies (protocol agentbox/1).\n"
+	"Files one command writes are there for the next. End of file on stdin, a\n"
+	"shutdown request, SIGTERM, SIGINT or SIGHUP end the session: every process\n"
+	"is killed and everything agentbox made is removed.\n"
+	"\n"
+	"Session options (besides those of agentbox run --help, but for -c,\n"
+	"--report, --capture, --merge-output and --output-encoding, which each\n"
+	"request chooses):\n"
+	"  --max-concurrent N   commands running at once (default 8); more wait\n"
+	"                       in a queue of 1024\n"
+	"  --audit-log FILE     append one JSON line per request and per result\n"
+	"                       (never the values of environment variables)\n"
+	"  --timeout DURATION   each command's default timeout (default 120s);\n"
+	"                       a request's timeout is clamped to --max-timeout\n"
+	"  --max-output SIZE    each stream's default cap (default 1M)\n"
+	"\n"
+	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
+	"or dies.\n";
+
+static const char usage_check[] =
+	"Usage: agentbox check [--json]\n"
+	"\n"
+	"Tell whether this host can run agentbox and what will be limited: the\n"
+	"kernel, user namespaces (and what restricts them: sysctls, AppArmor, a\n"
+	"container), seccomp, Landlock, and which limits cgroups will really\n"
+	"apply, from a trial run of /bin/true in a sandbox; with the command that\n"
+	"fixes each problem.\n"
+	"\n"
+	"  --json   the same as one JSON object\n"
+	"\n"
+	"Exit status: 0 when agentbox can run here, 1 when it cannot, 125 on bad\n"
+	"options.\n";
+
+static int cmd_check(int argc, char **argv)
+{
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage_check, stdout);
+			return 0;
+		} else {
+			fprintf(stderr,
+				"agentbox: check: unknown option '%s' (try 'agentbox check "
+				"--help')\n",
+				argv[i]);
+			return AB_EXIT_FAILURE;
+		}
+	}
+	struct check_facts f;
+	check_gather(&f);
+	return check_print(&f, json);
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	struct ab_result res = {0};
+	bool help = false;
+
+	ab_config_init(&cfg);
+	cfg.notice = print_notice;
+	int r = ab_config_parse_run(&cfg, argc, argv, &help, &err);
+	if (r == 0 && help) {
+		fputs(usage_run, stdout);
+		ab_config_free(&cfg);
+		return 0;
+	}
+	int report = -1;
+	bool report_owned = false;
+	if (r == 0 && cfg.report && (report = ab_report_open(cfg.report, &report_owned, &err)) < 0)
+		r = report;
+	if (r == 0) {
+		cfg.exit_after_run = true; /* we exit next: no zombie is left */
+		r = ab_run(&cfg, &res, &err);
+		struct ab_error werr = {0};
+		if (report >= 0 &&
+		    ab_result_write_json(&cfg, &res, r < 0 ? &err : NULL, report, &werr) < 0) {
+			fprintf(stderr, "agentbox: %s\n", werr.msg);
+			if (r == 0)
+				res.exit_code = AB_EXIT_FAILURE;
+		}
+	}
+	if (report_owned)
+		close(report);
+	ab_config_free(&cfg);
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		ab_result_free(&res);
+		return AB_EXIT_FAILURE;
+	}
+	if (res.protected_changed) {
+		fputs("agentbox: the command created or changed protected workspace paths:",
+		      stderr);
+		for (char **p = res.protected_changed; *p; p++)
+			fprintf(stderr, " %s", *p);
+		fputs(" (review them before anything on the host runs them)\n", stderr);
+	}
+	/* with a report, the report says it all; without, one line */
+	if (res.n_denied && report < 0) {
+		fputs("agentbox: seccomp denied:", stderr);
+		for (size_t i = 0; i < res.n_denied; i++)
+			fprintf(stderr, "%s %s (%lu)", i ? "," : "", res.denied[i].name,
+				res.denied[i].count);
+		fputc('\n', stderr);
+	}
+	if (report < 0) /* --net allow= */
+		ab_net_report_print_denials(&res.network, stderr);
+	int code = res.exit_code;
+	ab_result_free(&res);
+	return code;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
+	if (r == 0 && help) {
+		fputs(usage_serve, stdout);
+		ab_config_free(&cfg);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		ab_config_free(&cfg);
+		return AB_EXIT_FAILURE;
+	}
+	int status = ab_serve(&cfg);
+	ab_config_free(&cfg);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return AB_EXIT_FAILURE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("agentbox %s\n", AGENTBOX_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||
+	    !strcmp(argv[1], "discard"))
+		return layer_cli(argc - 1, argv + 1);
+	fprintf(stderr, "agentbox: unknown command '%s' (try 'agentbox --help')\n", argv[1]);
+	return AB_EXIT_FAILURE;
+}

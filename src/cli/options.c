@@ -1,0 +1,778 @@
+/* Command-line options of `agentbox run`: parsed into struct ab_config and
+ * checked for form here; checks against the host live in config.c. Nothing
+ * is created on the host while parsing. */
+#include "cli/options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "util/error.h"
+#include "sandbox/isolation.h"
+#include "layer/layer.h"
+#include "net/netpolicy.h"
+#include "util/parse.h"
+#include "layer/protect.h"
+#include "util/util.h"
+
+#define DEFAULT_HOSTNAME "agentbox"
+#define DEFAULT_HOME	 "/home/agent"
+
+#define MAX_MAX_OUTPUT (256ULL << 20)
+
+static int parse_rlimit(struct ab_config *cfg, const char *arg, struct ab_error *err)
+{
+	const char *eq = strchr(arg, '=');
+	char name[32];
+	if (!eq || (size_t)(eq - arg) >= sizeof(name))
+		return ab_error_plain(err, EINVAL, "--rlimit: '%s' is not NAME=VALUE", arg);
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - arg), arg);
+	int res = ab_rlimit_by_name(name);
+	if (res < 0)
+		return ab_error_plain(err, EINVAL,
+				      "--rlimit: unknown limit '%s' (as core cpu data fsize locks "
+				      "memlock msgqueue nice nofile nproc rss rtprio rttime "
+				      "sigpending stack)",
+				      name);
+	unsigned long long v;
+	if (strcmp(eq + 1, "unlimited") == 0)
+		v = RLIM_INFINITY;
+	else if (ab_parse_size(eq + 1, &v) < 0 || v == RLIM_INFINITY)
+		return ab_error_plain(err, EINVAL,
+				      "--rlimit: '%s' is not a number, a size or 'unlimited'",
+				      eq + 1);
+	for (size_t i = 0; i < cfg->n_rlimits; i++) {
+		if (cfg->rlimits[i].resource == res) {
+			cfg->rlimits[i] = (struct ab_rlimit){res, v, true};
+			return 0;
+		}
+	}
+	if (cfg->n_rlimits == AB_ARRAY_SIZE(cfg->rlimits))
+		return ab_error_plain(err, EINVAL, "--rlimit: too many limits");
+	cfg->rlimits[cfg->n_rlimits++] = (struct ab_rlimit){res, v, true};
+	return 0;
+}
+
+static int parse_duration_option(const char *opt, const char *value, unsigned long long *out,
+				 struct ab_error *err)
+{
+	int r = ab_parse_duration(value, out);
+	if (r == -ERANGE)
+		return ab_error_plain(err, ERANGE, "%s: '%s' is too long", opt, value);
+	if (r < 0)
+		return ab_error_plain(err, EINVAL,
+				      "%s: '%s' is not a duration (like 500ms, 30s, 2m, 1h, "
+				      "or none)",
+				      opt, value);
+	return 0;
+}
+
+static int parse_size_option(const char *opt, const char *value, unsigned long long min,
+			     unsigned long long max, unsigned long long *out, struct ab_error *err)
+{
+	if (ab_parse_size(value, out) < 0)
+		return ab_error_plain(err, EINVAL, "%s: '%s' is not a size (like 64K, 256M, 1G)",
+				      opt, value);
+	if (*out < min || *out > max)
+		return ab_error_plain(err, ERANGE, "%s: '%s' is out of range (%lluK to %lluM)", opt,
+				      value, min >> 10, max >> 20);
+	return 0;
+}
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+static int set_string(char **field, const char *value)
+{
+	char *s = strdup(value);
+	if (!s)
+		return -ENOMEM;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
+static int parse_view_path(const char *opt, const char *value, char **out, struct ab_error *err)
+{
+	int r = ab_path_normalize(value, out);
+	if (r == -EINVAL)
+		return ab_error_plain(err, EINVAL, "%s: '%s' is not an absolute path", opt, value);
+	if (r == -ELOOP)
+		return ab_error_plain(err, EINVAL, "%s: '%s' contains '..'", opt, value);
+	if (r < 0)
+		return ab_error_set(err, -r, "%s: '%s'", opt, value);
+	return 0;
+}
+
+static int add_mount(struct ab_config *cfg, enum ab_mount_kind kind, const char *opt,
+		     const char *value, struct ab_error *err)
+{
+	cleanup_free char *src = NULL;
+	cleanup_free char *dst = NULL;
+	if (kind == AB_MOUNT_TMPFS) {
+		if (parse_view_path(opt, value, &dst, err) < 0)
+			return -EINVAL;
+	} else {
+		if (!*value)
+			return ab_error_plain(err, EINVAL, "%s: empty path", opt);
+		const char *colon = strrchr(value, ':');
+		src = colon ? strndup(value, (size_t)(colon - value)) : strdup(value);
+		if (!src)
+			return -ENOMEM;
+		if (!*src)
+			return ab_error_plain(err, EINVAL, "%s '%s': empty SRC", opt, value);
+		/* without DST the source appears at its own absolute path; a
+		 * relative source is resolved later, against the caller's cwd */
+		const char *d = colon ? colon + 1 : src;
+		if (colon && !*d)
+			return ab_error_plain(err, EINVAL, "%s '%s': empty DST", opt, value);
+		if (colon || src[0] == '/') {
+			if (parse_view_path(opt, d, &dst, err) < 0)
+				return -EINVAL;
+		}
+	}
+	struct ab_mount *m = realloc(cfg->mounts, (cfg->n_mounts + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	cfg->mounts = m;
+	m[cfg->n_mounts++] = (struct ab_mount){
+		.kind = kind,
+		.src = ab_steal_pointer(&src),
+		.dst = ab_steal_pointer(&dst),
+	};
+	return 0;
+}
+
+static bool in_strv(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* A workspace-relative path: "x/y", normalised, no "..", not empty. */
+static int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value, bool add,
+			      struct ab_error *err)
+{
+	char abs[4200];
+	if (!*value || value[0] == '/' ||
+	    snprintf(abs, sizeof(abs), "/%s", value) >= (int)sizeof(abs))
+		return ab_error_plain(err, EINVAL,
+				      "%s: '%s' is not a path relative to the workspace", opt,
+				      value);
+	cleanup_free char *norm = NULL;
+	if (parse_view_path(opt, abs, &norm, err) < 0)
+		return -EINVAL;
+	if (strcmp(norm, "/") == 0)
+		return ab_error_plain(err, EINVAL, "%s: '%s' names the workspace itself", opt,
+				      value);
+	if (add)
+		return in_strv(cfg->protect, cfg->n_protect, norm + 1)
+			       ? 0
+			       : strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
+	return strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
+}
+
+static bool valid_hostname(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 64)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.')
+			return false;
+	return s[0] != '-' && s[0] != '.';
+}
+
+static bool valid_env_name(const char *s, size_t n)
+{
+	if (n == 0 || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
+enum {
+	OPT_WORKSPACE = 256,
+	OPT_SKILLS,
+	OPT_WORKSPACE_MODE,
+	OPT_KEEP_CHANGES,
+	OPT_CWD,
+	OPT_RO_BIND,
+	OPT_BIND,
+	OPT_TMPFS,
+	OPT_HOSTNAME,
+	OPT_HOME,
+	OPT_UID,
+	OPT_GID,
+	OPT_HOST_UID,
+	OPT_HOST_GID,
+	OPT_NET,
+	OPT_ENV_POLICY,
+	OPT_PASS_ENV,
+	OPT_ENV,
+	OPT_PROTECT,
+	OPT_UNPROTECT,
+	OPT_SECCOMP,
+	OPT_LANDLOCK,
+	OPT_ISOLATION, /* isolation.c */
+	OPT_TIMEOUT,
+	OPT_KILL_AFTER,
+	OPT_MAX_TIMEOUT,
+	OPT_TMPFS_SIZE,
+	OPT_RLIMIT,
+	OPT_REPORT,
+	OPT_CAPTURE,
+	OPT_MERGE_OUTPUT,
+	OPT_MAX_OUTPUT,
+	OPT_OUTPUT_ENCODING,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_PIDS,
+	OPT_CGROUP_PARENT,
+	OPT_REQUIRE_LIMITS,
+	OPT_MAX_CONCURRENT,
+	OPT_AUDIT_LOG,
+	OPT_PROFILE,
+	OPT_HELP,
+};
+
+static const struct option run_options[] = {
+	{"workspace", required_argument, NULL, OPT_WORKSPACE},
+	{"skills", required_argument, NULL, OPT_SKILLS},
+	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
+	{"keep-changes", required_argument, NULL, OPT_KEEP_CHANGES},
+	{"cwd", required_argument, NULL, OPT_CWD},
+	{"ro-bind", required_argument, NULL, OPT_RO_BIND},
+	{"bind", required_argument, NULL, OPT_BIND},
+	{"tmpfs", required_argument, NULL, OPT_TMPFS},
+	{"hostname", required_argument, NULL, OPT_HOSTNAME},
+	{"home", required_argument, NULL, OPT_HOME},
+	{"uid", required_argument, NULL, OPT_UID},
+	{"gid", required_argument, NULL, OPT_GID},
+	{"host-uid", required_argument, NULL, OPT_HOST_UID},
+	{"host-gid", required_argument, NULL, OPT_HOST_GID},
+	{"net", required_argument, NULL, OPT_NET},
+	{"env-policy", required_argument, NULL, OPT_ENV_POLICY},
+	{"pass-env", required_argument, NULL, OPT_PASS_ENV},
+	{"env", required_argument, NULL, OPT_ENV},
+	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"seccomp", required_argument, NULL, OPT_SECCOMP},
+	{"landlock", required_argument, NULL, OPT_LANDLOCK},
+	{"isolation", required_argument, NULL, OPT_ISOLATION},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+	{"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
+	{"tmpfs-size", required_argument, NULL, OPT_TMPFS_SIZE},
+	{"rlimit", required_argument, NULL, OPT_RLIMIT},
+	{"report", required_argument, NULL, OPT_REPORT},
+	{"capture", no_argument, NULL, OPT_CAPTURE},
+	{"merge-output", no_argument, NULL, OPT_MERGE_OUTPUT},
+	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+	{"output-encoding", required_argument, NULL, OPT_OUTPUT_ENCODING},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
+	{"require-limits", no_argument, NULL, OPT_REQUIRE_LIMITS},
+	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
+	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"profile", required_argument, NULL, OPT_PROFILE},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+static int parse_id_option(const char *opt, const char *value, uid_t *out, bool *set,
+			   struct ab_error *err)
+{
+	if (ab_parse_id(value, out) < 0)
+		return ab_error_plain(err, EINVAL, "%s: '%s' is not a valid id (0 to 4294967294)",
+				      opt, value);
+	*set = true;
+	return 0;
+}
+
+/* What the parse_*_option functions return for an option they do not take. */
+#define OPTION_ELSEWHERE 1
+
+/* Options of what the sandbox sees and is: the view, identity, network,
+ * environment and confinement. OPTION_ELSEWHERE for the others. */
+static int parse_view_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			     struct ab_error *err)
+{
+	switch (c) {
+	case OPT_WORKSPACE:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--workspace: empty path");
+		return set_string(&cfg->workspace, arg);
+	case OPT_SKILLS:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--skills: empty path");
+		return set_string(&cfg->skills, arg);
+	case OPT_WORKSPACE_MODE:
+	case OPT_KEEP_CHANGES:
+		return layer_parse_option(cfg, opt, arg, err);
+	case OPT_CWD: {
+		char *p;
+		if (parse_view_path("--cwd", arg, &p, err) < 0)
+			return -EINVAL;
+		free(cfg->cwd);
+		cfg->cwd = p;
+		return 0;
+	}
+	case OPT_HOME: {
+		char *p;
+		if (parse_view_path("--home", arg, &p, err) < 0)
+			return -EINVAL;
+		free(cfg->home);
+		cfg->home = p;
+		return 0;
+	}
+	case OPT_RO_BIND:
+		return add_mount(cfg, AB_MOUNT_RO_BIND, opt, arg, err);
+	case OPT_BIND:
+		return add_mount(cfg, AB_MOUNT_BIND, opt, arg, err);
+	case OPT_TMPFS:
+		return add_mount(cfg, AB_MOUNT_TMPFS, opt, arg, err);
+	case OPT_HOSTNAME:
+		if (!valid_hostname(arg))
+			return ab_error_plain(err, EINVAL,
+					      "--hostname: '%s' is not a valid host name "
+					      "(letters, digits, '-' and '.', at most 64)",
+					      arg);
+		return set_string(&cfg->hostname, arg);
+	case OPT_UID:
+		return parse_id_option(opt, arg, &cfg->uid, &cfg->uid_set, err);
+	case OPT_GID:
+		return parse_id_option(opt, arg, &cfg->gid, &cfg->gid_set, err);
+	case OPT_HOST_UID:
+		return parse_id_option(opt, arg, &cfg->host_uid, &cfg->host_uid_set, err);
+	case OPT_HOST_GID:
+		return parse_id_option(opt, arg, &cfg->host_gid, &cfg->host_gid_set, err);
+	case OPT_NET:
+		if (strcmp(arg, "none") == 0)
+			cfg->net = AB_NET_NONE;
+		else if (strcmp(arg, "host") == 0)
+			cfg->net = AB_NET_HOST;
+		else
+			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
+		return 0;
+	case OPT_ENV_POLICY:
+		if (strcmp(arg, "core") == 0)
+			cfg->env_policy = AB_ENV_CORE;
+		else if (strcmp(arg, "none") == 0)
+			cfg->env_policy = AB_ENV_NONE;
+		else if (strcmp(arg, "all") == 0)
+			cfg->env_policy = AB_ENV_ALL;
+		else
+			return ab_error_plain(err, EINVAL,
+					      "--env-policy: '%s' is not one of core, none, all",
+					      arg);
+		return 0;
+	case OPT_PASS_ENV:
+		if (!valid_env_name(arg, strlen(arg)))
+			return ab_error_plain(err, EINVAL,
+					      "--pass-env: '%s' is not a variable name", arg);
+		return strv_push(&cfg->pass_env, &cfg->n_pass_env, arg);
+	case OPT_ENV: {
+		const char *eq = strchr(arg, '=');
+		if (!eq || !valid_env_name(arg, (size_t)(eq - arg)))
+			return ab_error_plain(err, EINVAL,
+					      "--env: '%s' is not NAME=VALUE with a valid NAME",
+					      arg);
+		return strv_push(&cfg->set_env, &cfg->n_set_env, arg);
+	}
+	case OPT_SECCOMP:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL,
+					      "--seccomp: empty value (default, strict, "
+					      "permissive, none or a profile file)");
+		return set_string(&cfg->seccomp, arg);
+	case OPT_LANDLOCK:
+		if (strcmp(arg, "on") == 0)
+			cfg->no_landlock = false;
+		else if (strcmp(arg, "off") == 0)
+			cfg->no_landlock = true;
+		else
+			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
+					      arg);
+		return 0;
+	case OPT_PROTECT:
+		return parse_protect_path(cfg, opt, arg, true, err);
+	case OPT_UNPROTECT:
+		return parse_protect_path(cfg, opt, arg, false, err);
+	}
+	return OPTION_ELSEWHERE;
+}
+
+/* Options of limits: time, sizes, rlimits, the cgroup's limits and the
+ * number of commands. OPTION_ELSEWHERE for the others. */
+static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			      struct ab_error *err)
+{
+	switch (c) {
+	case OPT_TIMEOUT:
+		return parse_duration_option(opt, arg, &cfg->timeout_ms, err);
+	case OPT_KILL_AFTER:
+		return parse_duration_option(opt, arg, &cfg->kill_after_ms, err);
+	case OPT_MAX_TIMEOUT:
+		return parse_duration_option(opt, arg, &cfg->max_timeout_ms, err);
+	case OPT_TMPFS_SIZE:
+		return parse_size_option(opt, arg, 64 << 10, 1ULL << 40, &cfg->tmpfs_size, err);
+	case OPT_MAX_OUTPUT:
+		return parse_size_option(opt, arg, 1 << 10, MAX_MAX_OUTPUT, &cfg->max_output, err);
+	case OPT_RLIMIT:
+		return parse_rlimit(cfg, arg, err);
+	case OPT_MEMORY:
+		if (strcmp(arg, "none") == 0) {
+			cfg->memory = 0;
+			return 0;
+		}
+		return parse_size_option(opt, arg, 1 << 20, 1ULL << 50, &cfg->memory, err);
+	case OPT_CPUS: {
+		/* "0.5", "2", "none": thousandths of a core */
+		if (strcmp(arg, "none") == 0) {
+			cfg->cpu_millis = 0;
+			return 0;
+		}
+		char *end;
+		errno = 0;
+		double v = isdigit((unsigned char)arg[0]) ? strtod(arg, &end) : -1;
+		if (v < 0.01 || v > 4096 || errno || *end)
+			return ab_error_plain(err, EINVAL,
+					      "--cpus: '%s' is not a number of cores from 0.01 "
+					      "to 4096 (like 0.5 or 2), or none",
+					      arg);
+		cfg->cpu_millis = (unsigned)(v * 1000 + 0.5);
+		return 0;
+	}
+	case OPT_PIDS: {
+		uid_t v;
+		if (strcmp(arg, "none") == 0) {
+			cfg->pids = 0;
+			return 0;
+		}
+		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 4194304)
+			return ab_error_plain(err, EINVAL,
+					      "--pids: '%s' is not a number from 1 to 4194304, or "
+					      "none",
+					      arg);
+		cfg->pids = v;
+		return 0;
+	}
+	case OPT_CGROUP_PARENT: {
+		char *p;
+		if (parse_view_path(opt, arg, &p, err) < 0)
+			return -EINVAL;
+		free(cfg->cgroup_parent);
+		cfg->cgroup_parent = p;
+		return 0;
+	}
+	case OPT_REQUIRE_LIMITS:
+		cfg->require_limits = true;
+		return 0;
+	case OPT_ISOLATION: /* isolation.c */
+		return ab_isolation_parse(arg, &cfg->isolation, err);
+	case OPT_MAX_CONCURRENT: {
+		uid_t v;
+		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 256)
+			return ab_error_plain(
+				err, EINVAL, "--max-concurrent: '%s' is not a number from 1 to 256",
+				arg);
+		cfg->max_concurrent = v;
+		return 0;
+	}
+	}
+	return OPTION_ELSEWHERE;
+}
+
+/* Options of how the result is read: the report, captured output and
+ * the audit log. OPTION_ELSEWHERE for the others. */
+static int parse_output_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			       struct ab_error *err)
+{
+	switch (c) {
+	case OPT_REPORT:
+		if (strncmp(arg, "fd:", 3) == 0) {
+			uid_t fd;
+			if (ab_parse_id(arg + 3, &fd) < 0 || fd < 3 || fd > 65535)
+				return ab_error_plain(
+					err, EINVAL, "--report: '%s' is not fd:N with N >= 3", arg);
+		} else if (!*arg) {
+			return ab_error_plain(err, EINVAL, "--report: empty path");
+		}
+		return set_string(&cfg->report, arg);
+	case OPT_CAPTURE:
+		cfg->capture = true;
+		return 0;
+	case OPT_MERGE_OUTPUT:
+		cfg->merge_output = true;
+		return 0;
+	case OPT_OUTPUT_ENCODING:
+		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
+			cfg->output_base64 = false;
+		else if (strcmp(arg, "base64") == 0)
+			cfg->output_base64 = true;
+		else
+			return ab_error_plain(err, EINVAL,
+					      "--output-encoding: '%s' is not one of utf8, base64",
+					      arg);
+		return 0;
+	case OPT_AUDIT_LOG:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--audit-log: empty path");
+		return set_string(&cfg->audit_log, arg);
+	}
+	return OPTION_ELSEWHERE;
+}
+
+static int parse_one(struct ab_config *cfg, int c, const char *opt, const char *arg,
+		     const char **shell_cmd, struct ab_error *err)
+{
+	if (c == 'c') {
+		*shell_cmd = arg;
+		return 0;
+	}
+	int r = parse_view_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		r = parse_limit_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		r = parse_output_option(cfg, c, opt, arg, err);
+	if (r == OPTION_ELSEWHERE)
+		return ab_error_plain(err, EINVAL, "internal: unhandled option %d", c);
+	return r;
+}
+
+/* Options that only one of run and serve takes. */
+static const char *wrong_mode(int c, bool serve)
+{
+	if (serve) {
+		switch (c) {
+		case 'c':
+			return "agentbox serve takes its commands on stdin (docs/protocol.md)";
+		case OPT_REPORT:
+		case OPT_CAPTURE:
+			return "agentbox serve puts every result on stdout (docs/protocol.md)";
+		case OPT_MERGE_OUTPUT:
+		case OPT_OUTPUT_ENCODING:
+			return "in agentbox serve each exec request chooses this "
+			       "(merge_output, encoding)";
+		}
+		return NULL;
+	}
+	if (c == OPT_MAX_CONCURRENT || c == OPT_AUDIT_LOG)
+		return "applies to agentbox serve only";
+	return NULL;
+}
+
+/* Options that may be given more than once, each adding to a list. */
+static const char *const repeatable[] = {"ro-bind", "bind",	 "tmpfs",  "pass-env", "env",
+					 "protect", "unprotect", "rlimit", NULL};
+
+static const struct option *option_by_name(const char *name)
+{
+	for (const struct option *o = run_options; o->name; o++)
+		if (strcmp(o->name, name) == 0)
+			return o;
+	return NULL;
+}
+
+enum ab_option_kind ab_option_kind(const char *name)
+{
+	const struct option *o = option_by_name(name);
+	if (!o)
+		return AB_OPTION_UNKNOWN;
+	if (o->has_arg == no_argument)
+		return AB_OPTION_FLAG;
+	for (const char *const *r = repeatable; *r; r++)
+		if (strcmp(*r, name) == 0)
+			return AB_OPTION_LIST;
+	return AB_OPTION_VALUE;
+}
+
+int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
+		    struct ab_error *err)
+{
+	const struct option *o = option_by_name(name);
+	if (!o || o->val == OPT_HELP || o->val == OPT_PROFILE)
+		return ab_error_plain(err, EINVAL, "--%s: not an option a profile can set", name);
+	if ((o->has_arg == no_argument) != (value == NULL))
+		return ab_error_plain(err, EINVAL, "--%s: %s", name,
+				      value ? "takes no value" : "needs a value");
+	char opt[64];
+	snprintf(opt, sizeof(opt), "--%s", name);
+	const char *shell_cmd = NULL;
+	int r = parse_one(cfg, o->val, opt, value, &shell_cmd, err);
+	if (r == -ENOMEM)
+		return ab_error_set(err, ENOMEM, "%s", opt);
+	return r;
+}
+
+int ab_options_find_profile(int argc, char **argv, const char **profile, struct ab_error *err)
+{
+	*profile = NULL;
+	opterr = 0;
+	optind = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:c:h", run_options, NULL)) != -1) {
+		if (c == 'h' || c == OPT_HELP) {
+			*profile = NULL; /* --help needs no profile, even a broken one */
+			return 0;
+		}
+		if (c != OPT_PROFILE)
+			continue;
+		if (*profile)
+			return ab_error_plain(
+				err, EINVAL,
+				"--profile: given twice ('%s', '%s'); one profile at a "
+				"time",
+				*profile, optarg);
+		*profile = optarg;
+	}
+	return 0;
+}
+
+/* After the last option: the protected paths, the options that need
+ * each other, and the defaults of what was not given. */
+static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *err)
+{
+	/* the protected list: the defaults and --protect, less --unprotect */
+	for (const char *const *p = protect_default_paths; *p; p++)
+		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
+		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
+			return ab_error_set(err, ENOMEM, "parsing options");
+	size_t kept = 0;
+	for (size_t i = 0; i < cfg->n_protect; i++) {
+		if (in_strv(cfg->unprotect, cfg->n_unprotect, cfg->protect[i]))
+			free(cfg->protect[i]);
+		else
+			cfg->protect[kept++] = cfg->protect[i];
+	}
+	cfg->n_protect = kept;
+	if (cfg->protect)
+		cfg->protect[kept] = NULL;
+
+	if (cfg->capture && !cfg->report)
+		return ab_error_plain(err, EINVAL,
+				      "--capture needs --report FILE or --report fd:N to put "
+				      "the output in");
+	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
+		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
+				      cfg->merge_output ? "--merge-output" : "--output-encoding");
+	if (serve)
+		cfg->capture = true; /* every result carries the output */
+	if (!cfg->seccomp && set_string(&cfg->seccomp, "default") < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	if (!cfg->hostname && set_string(&cfg->hostname, DEFAULT_HOSTNAME) < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	if (!cfg->home && set_string(&cfg->home, DEFAULT_HOME) < 0)
+		return ab_error_set(err, ENOMEM, "parsing options");
+	return 0;
+}
+
+int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, bool *help,
+		     struct ab_error *err)
+{
+	const char *shell_cmd = NULL;
+	*help = false;
+	int r;
+	opterr = 0;
+	optind = 0; /* GNU getopt: 0 re-initialises, so the parser can run twice */
+	for (;;) {
+		int longidx = -1;
+		int prev = optind ? optind : 1;
+		/* '+': stop at the first non-option, so the command's own
+		 * arguments are never taken for ours */
+		int c = getopt_long(argc, argv, "+:c:h", run_options, &longidx);
+		if (c == -1)
+			break;
+		const char *opt = longidx >= 0 ? argv[prev] : NULL;
+		char optbuf[64];
+		if (longidx >= 0) {
+			snprintf(optbuf, sizeof(optbuf), "--%s", run_options[longidx].name);
+			opt = optbuf;
+		}
+		if (c == '?') {
+			/* glibc puts a long option's code in optopt when it was
+			 * given a value it does not take */
+			if (optopt >= 256)
+				return ab_error_plain(err, EINVAL, "option '%s' takes no value",
+						      argv[prev]);
+			if (optopt)
+				return ab_error_plain(err, EINVAL, "unknown option '-%c'", optopt);
+			return ab_error_plain(err, EINVAL, "unknown or ambiguous option '%s'",
+					      argv[prev]);
+		}
+		if (c == ':') {
+			if (optopt && optopt < 256)
+				return ab_error_plain(err, EINVAL, "option '-%c' needs a value",
+						      optopt);
+			return ab_error_plain(err, EINVAL, "option '%s' needs a value", argv[prev]);
+		}
+		if (c == 'h' || c == OPT_HELP) {
+			*help = true;
+			return 0;
+		}
+		if (c == OPT_PROFILE)
+			continue; /* applied first (cmdline.c) */
+		const char *wrong = wrong_mode(c, serve);
+		if (wrong)
+			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
+		r = parse_one(cfg, c, opt ? opt : "-c", optarg, &shell_cmd, err);
+		if (r < 0) {
+			if (r == -ENOMEM)
+				return ab_error_set(err, ENOMEM, "parsing options");
+			return r;
+		}
+	}
+
+	int rest = argc - optind;
+	if (serve) {
+		if (rest > 0)
+			return ab_error_plain(err, EINVAL,
+					      "agentbox serve takes no command ('%s'): commands "
+					      "come on stdin (docs/protocol.md)",
+					      argv[optind]);
+	} else if (shell_cmd) {
+		if (rest > 0)
+			return ab_error_plain(err, EINVAL,
+					      "-c takes the whole command as one string; "
+					      "unexpected argument '%s'",
+					      argv[optind]);
+		/* "--": a string starting with '-' is not sh's options */
+		const char *sh[] = {"/bin/sh", "-c", "--", shell_cmd};
+		for (size_t i = 0; i < AB_ARRAY_SIZE(sh); i++)
+			if (strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
+				return ab_error_set(err, ENOMEM, "parsing options");
+	} else {
+		if (rest <= 0)
+			return ab_error_plain(err, EINVAL,
+					      "no command given (agentbox run [OPTIONS] -- "
+					      "COMMAND [ARG...], or -c 'SHELL STRING')");
+		if (!*argv[optind])
+			return ab_error_plain(err, EINVAL, "the command name is empty");
+		for (int i = optind; i < argc; i++)
+			if (strv_push(&cfg->argv, &cfg->argc, argv[i]) < 0)
+				return ab_error_set(err, ENOMEM, "parsing options");
+	}
+
+	return finish_options(cfg, serve, err);
+}

@@ -1,0 +1,322 @@
+/* File operations, the sandbox's half (fileop_inside.h): the reply
+ * helpers, and the file and request-field helpers. */
+#include "files/fileop.h"
+#include "files/fileop_inside.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "util/output.h"
+#include "util/util.h"
+
+/* ---- inside: replies ---- */
+
+static int reply_fd = STDOUT_FILENO; /* where the replies go (fo_reply_to) */
+
+void fo_reply_to(int fd)
+{
+	reply_fd = fd;
+}
+
+static int emit(json_object *o)
+{
+	size_t len;
+	const char *s = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	for (size_t off = 0; s && off < len;) {
+		ssize_t n = write(reply_fd, s + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	json_object_put(o);
+	return 0;
+}
+
+int fo_result(json_object *res)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "result", res);
+	return emit(o);
+}
+
+static enum ab_errc code_of(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return AB_ERRC_FILE_NOT_FOUND;
+	case EACCES:
+	case EPERM:
+	case EBUSY:
+		return AB_ERRC_PERMISSION_DENIED;
+	case EISDIR:
+		return AB_ERRC_IS_DIRECTORY;
+	case ENOTDIR:
+		return AB_ERRC_NOT_DIRECTORY;
+	case EROFS:
+		return AB_ERRC_READ_ONLY;
+	case EEXIST:
+		return AB_ERRC_EXISTS;
+	case ENOSPC:
+	case EDQUOT:
+		return AB_ERRC_NO_SPACE;
+	case EFBIG:
+		return AB_ERRC_TOO_LARGE;
+	case ELOOP:
+	case ENAMETOOLONG:
+	case ENXIO:
+	case ENODEV:
+	case EINVAL:
+		return AB_ERRC_INVALID_PATH;
+	default:
+		return AB_ERRC_IO_ERROR;
+	}
+}
+
+__attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
+						  const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	size_t tl;
+	char *t = utf8_lossy(text, strlen(text), &tl);
+	json_object *er = json_object_new_object();
+	json_object_object_add(er, "code", json_object_new_string(ab_errc_name(code)));
+	json_object_object_add(er, "message",
+			       json_object_new_string_len(t ? t : "", t ? (int)tl : 0));
+	if (path)
+		json_object_object_add(er, "path", json_object_new_string(path));
+	free(t);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "error", er);
+	return emit(o);
+}
+
+/* The error for errno e while doing what to path. */
+int fo_fail_errno(int e, const char *path, const char *what)
+{
+	const char *why = e == ENODEV ? "not a regular file" : strerror(e);
+	return fo_fail(code_of(e), path, "%s %s: %s", what, path, why);
+}
+
+/* A string for JSON from bytes that may not be UTF-8 (file names). */
+json_object *fo_lossy(const char *s, size_t n)
+{
+	size_t tl;
+	char *t = utf8_lossy(s, n, &tl);
+	json_object *o = json_object_new_string_len(t ? t : "", t ? (int)tl : 0);
+	free(t);
+	return o;
+}
+
+static json_object *iso_time(const struct timespec *t)
+{
+	struct tm tm;
+	char b[96];
+	if (!gmtime_r(&t->tv_sec, &tm))
+		return NULL;
+	snprintf(b, sizeof(b), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(t->tv_nsec / 1000000 % 1000));
+	return json_object_new_string(b);
+}
+
+/* A file info: the target's for a symlink, or the link's own if the
+ * target is missing. */
+json_object *fo_file_info(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 && lstat(path, &st) < 0)
+		return NULL;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", fo_lossy(path, strlen(path)));
+	json_object_object_add(o, "is_dir", json_object_new_boolean(S_ISDIR(st.st_mode)));
+	json_object_object_add(o, "size", json_object_new_int64((int64_t)st.st_size));
+	json_object_object_add(o, "modified_at", iso_time(&st.st_mtim));
+	return o;
+}
+
+/* ---- inside: helpers ---- */
+
+/* 1 + the value of each base64 character, 0 for the others: a table, as
+ * uploads decode megabytes at a time. */
+static const unsigned char b64_values[256] = {
+	['A'] = 1,  ['B'] = 2,	['C'] = 3,  ['D'] = 4,	['E'] = 5,  ['F'] = 6,	['G'] = 7,
+	['H'] = 8,  ['I'] = 9,	['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14,
+	['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21,
+	['V'] = 22, ['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28,
+	['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35,
+	['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
+	['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49,
+	['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+	['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63,
+	['/'] = 64};
+
+static int b64_value(unsigned char c)
+{
+	return (int)b64_values[c] - 1;
+}
+
+/* Strict RFC 4648 base64 with padding. NULL if s is not that. */
+char *fo_base64_decode(const char *s, size_t n, size_t *out_len)
+{
+	if (n % 4)
+		return NULL;
+	char *out = malloc(n / 4 * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		const unsigned char *q = (const unsigned char *)s + i;
+		int pad = i + 4 == n ? (q[3] == '=') + (q[3] == '=' && q[2] == '=') : 0;
+		int v0 = b64_value(q[0]), v1 = b64_value(q[1]);
+		int v2 = pad == 2 ? 0 : b64_value(q[2]), v3 = pad ? 0 : b64_value(q[3]);
+		if ((v0 | v1 | v2 | v3) < 0) {
+			free(out);
+			return NULL;
+		}
+		uint32_t w =
+			(uint32_t)v0 << 18 | (uint32_t)v1 << 12 | (uint32_t)v2 << 6 | (uint32_t)v3;
+		out[o++] = (char)(w >> 16);
+		if (pad < 2)
+			out[o++] = (char)(w >> 8);
+		if (pad < 1)
+			out[o++] = (char)w;
+	}
+	*out_len = o;
+	return out;
+}
+
+/* Open a regular file; -errno (-EISDIR for a directory, -ENODEV for
+ * anything else that is not a regular file: a FIFO would block). */
+int fo_open_regular(const char *path, int flags, struct stat *st)
+{
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		int e = S_ISDIR(st->st_mode) ? EISDIR : ENODEV;
+		close(fd);
+		return -e;
+	}
+	fcntl(fd, F_SETFL, flags & O_ACCMODE);
+	return fd;
+}
+
+/* The whole of a regular file of at most max bytes; -errno, -EFBIG. */
+int fo_read_all(const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	int fd = fo_open_regular(path, O_RDONLY, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	size_t cap = (size_t)st.st_size + 1, n = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (!buf) {
+			close(fd);
+			return -ENOMEM;
+		}
+		if (n == cap - 1) {
+			/* the file grew while being read */
+			if (cap - 1 >= max) {
+				free(buf);
+				close(fd);
+				return -EFBIG;
+			}
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *p = realloc(buf, cap);
+			if (!p)
+				free(buf);
+			buf = p;
+			continue;
+		}
+		ssize_t k = read(fd, buf + n, cap - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int fo_write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Create the missing directories above path (mode 0755 before umask). */
+int fo_make_parents(const char *path)
+{
+	cleanup_free char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		struct stat st;
+		if (stat(p, &st) < 0 && mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	return 0;
+}
+
+const char *fo_jstr(json_object *q, const char *key, size_t *len)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(q, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	if (len)
+		*len = (size_t)json_object_get_string_len(v);
+	return json_object_get_string(v);
+}
+
+bool fo_jbool(json_object *q, const char *key, bool def)
+{
+	json_object *v;
+	return json_object_object_get_ex(q, key, &v) ? json_object_get_boolean(v) : def;
+}
+
+int64_t fo_jint(json_object *q, const char *key, int64_t def)
+{
+	json_object *v;
+	return json_object_object_get_ex(q, key, &v) ? json_object_get_int64(v) : def;
+}

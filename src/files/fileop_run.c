@@ -1,0 +1,41 @@
+/* File operations, the sandbox's half: fileop_run (fileop.h), which hands
+ * a request to its operation (fileop_file.c, fileop_tree.c). */
+#include "files/fileop.h"
+
+#include <json-c/json.h>
+#include <string.h>
+
+#include "files/fileop_inside.h"
+
+int fileop_run(const char *request, int out)
+{
+	fo_reply_to(out);
+	json_object *q = json_tokener_parse(request);
+	json_object *opv;
+	if (!q || !json_object_object_get_ex(q, "op", &opv)) {
+		json_object_put(q);
+		return 1;
+	}
+	const char *op = json_object_get_string(opv);
+	int r = 1;
+	if (!strcmp(op, "read"))
+		r = fo_read(q);
+	else if (!strcmp(op, "write"))
+		r = fo_write(q, false);
+	else if (!strcmp(op, "upload"))
+		r = fo_write(q, true);
+	else if (!strcmp(op, "edit"))
+		r = fo_edit(q);
+	else if (!strcmp(op, "ls"))
+		r = fo_ls(q);
+	else if (!strcmp(op, "glob"))
+		r = fo_glob(q);
+	else if (!strcmp(op, "grep"))
+		r = fo_grep(q);
+	else if (!strcmp(op, "delete"))
+		r = fo_delete(q);
+	else if (!strcmp(op, "download"))
+		r = fo_download(q);
+	json_object_put(q);
+	return r;
+}

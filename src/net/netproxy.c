@@ -1,0 +1,233 @@
+/* The egress proxy (netproxy.h): its epoll set, accepting (bounded by
+ * --net max-conns), deadlines and the byte budget (--net rate=), setup and
+ * teardown. Each connection's life is netconn.c. */
+#include "net/netproxy.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "net/netproxy_int.h"
+#include "net/netresolve.h"
+#include "util/util.h"
+
+static void on_accept(struct netproxy *p)
+{
+	for (;;) {
+		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		/* who connected, as a host pid: whose command it counts for */
+		struct sockaddr_in from;
+		socklen_t l = sizeof(from);
+		pid_t peer = 0;
+		if (p->route && p->init > 0 && getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
+		    from.sin_family == AF_INET)
+			peer = netproxy_peer_pid(p->init, ntohs(from.sin_port));
+		struct conn *c = NULL;
+		size_t i;
+		for (i = 0; i < p->max && !c; i++)
+			if (p->conns[i].st == S_FREE)
+				c = &p->conns[i];
+		if (!c || p->n_conns >= p->pol.max_conns) {
+			static const char why[] = "too many connections at once (--net max-conns)";
+			net_report_add(&p->total, false, "*", 0, why);
+			struct ab_net_report *r = p->route ? p->route(peer, p->route_arg) : NULL;
+			if (r)
+				net_report_add(r, false, "*", 0, why);
+			close(fd);
+			continue;
+		}
+		i--;
+		memset(c, 0, offsetof(struct conn, c2u));
+		c->cfd = c->ufd = -1;
+		if (!(c->c2u = malloc(2 * sizeof(*c->c2u)))) {
+			close(fd);
+			continue;
+		}
+		c->u2c = c->c2u + 1;
+		c->c2u->len = c->u2c->len = 0;
+		c->st = S_HEAD;
+		c->id = ++p->next_id;
+		c->cfd = fd;
+		c->deadline = net_now_ms() + HANDSHAKE_MS;
+		c->peer = peer;
+		c->cmask = EPOLLIN;
+		p->n_conns++;
+		if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
+			conn_close(p, c);
+	}
+}
+
+/* Deadlines, and the byte budget's refill. */
+static void on_tick(struct netproxy *p)
+{
+	uint64_t ticks;
+	(void)!read(p->timerfd, &ticks, sizeof(ticks));
+	unsigned long long now = net_now_ms();
+	if (p->pol.rate) {
+		unsigned long long dt = now - p->refilled_ms;
+		p->refilled_ms = now;
+		p->tokens += (long long)(p->pol.rate * dt / 1000);
+		if (p->tokens > (long long)p->pol.rate)
+			p->tokens = (long long)p->pol.rate;
+		if (p->tokens > 0)
+			p->throttled = false;
+	}
+	for (size_t i = 0; i < p->max; i++) {
+		struct conn *c = &p->conns[i];
+		if (c->st == S_FREE || now < c->deadline)
+			continue;
+		if (c->st == S_RELAY || c->st == S_CLOSING)
+			conn_close(p, c);
+		else
+			conn_fail(c, 504, 6, "timed out before the connection was made");
+		c->deadline = now + 1000; /* the reply gets a second to go */
+	}
+}
+
+static void arm(struct netproxy *p)
+{
+	struct itimerspec its = {0};
+	unsigned ms = p->throttled ? THROTTLE_TICK_MS : TICK_MS;
+	if (p->n_conns || p->throttled) {
+		its.it_value.tv_sec = ms / 1000;
+		its.it_value.tv_nsec = (long)(ms % 1000) * 1000000;
+	}
+	timerfd_settime(p->timerfd, 0, &its, NULL);
+}
+
+void netproxy_dispatch(struct netproxy *p)
+{
+	struct epoll_event evs[64];
+	int n = epoll_wait(p->epfd, evs, 64, 0);
+	bool was_throttled = p->throttled;
+	for (int k = 0; k < n; k++) {
+		int what = (int)(evs[k].data.u64 & 0xff);
+		size_t i = (size_t)(evs[k].data.u64 >> 8);
+		if (what == W_LISTEN) {
+			on_accept(p);
+		} else if (what == W_RESOLVER) {
+			conn_on_lookups(p);
+		} else if (what == W_TIMER) {
+			on_tick(p);
+		} else if (i < p->max && p->conns[i].st != S_FREE) {
+			if (what == W_CLIENT)
+				conn_on_client(p, &p->conns[i], evs[k].events);
+			else
+				conn_on_upstream(p, &p->conns[i], evs[k].events);
+		}
+	}
+	for (size_t i = 0; i < p->max; i++)
+		conn_update(p, i);
+	if (n > 0 || was_throttled != p->throttled)
+		arm(p);
+}
+
+/* ---- setup ---- */
+
+static void find_self(struct netproxy *p)
+{
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	size_t n = 0;
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+		n++;
+	p->self = calloc(n ? n : 1, sizeof(*p->self));
+	for (struct ifaddrs *i = ifa; i && p->self; i = i->ifa_next) {
+		unsigned port;
+		if (i->ifa_addr &&
+		    net_addr_from_sockaddr(i->ifa_addr, p->self[p->n_self], &port) == 0)
+			p->n_self++;
+	}
+	freeifaddrs(ifa);
+}
+
+int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **out,
+		 struct ab_error *err)
+{
+	*out = NULL;
+	struct netproxy *p = calloc(1, sizeof(*p));
+	if (!p) {
+		close(listen_fd);
+		return ab_error_set(err, ENOMEM, "starting the network proxy");
+	}
+	p->listen_fd = listen_fd;
+	p->epfd = p->timerfd = -1;
+	int r = netproxy_policy_from_config(p, cfg, err);
+	if (r < 0)
+		goto fail;
+	p->max = p->pol.max_conns;
+	p->conns = calloc(p->max, sizeof(*p->conns));
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (!p->conns || p->epfd < 0 || p->timerfd < 0) {
+		r = ab_error_set(err, errno ? errno : ENOMEM, "starting the network proxy");
+		goto fail;
+	}
+	for (size_t i = 0; i < p->max; i++)
+		p->conns[i].cfd = p->conns[i].ufd = -1;
+	if ((r = net_resolver_new(&p->res, err)) < 0)
+		goto fail;
+	fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+	if ((r = net_add_fd(p, listen_fd, net_key(0, W_LISTEN), EPOLLIN)) < 0 ||
+	    (r = net_add_fd(p, net_resolver_fd(p->res), net_key(0, W_RESOLVER), EPOLLIN)) < 0 ||
+	    (r = net_add_fd(p, p->timerfd, net_key(0, W_TIMER), EPOLLIN)) < 0) {
+		ab_error_set(err, -r, "starting the network proxy");
+		goto fail;
+	}
+	find_self(p);
+	p->tokens = (long long)p->pol.rate;
+	p->refilled_ms = net_now_ms();
+	p->total.on = true;
+	*out = p;
+	return 0;
+fail:
+	netproxy_free(p);
+	return r;
+}
+
+int netproxy_fd(const struct netproxy *p)
+{
+	return p->epfd;
+}
+
+void netproxy_free(struct netproxy *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; p->conns && i < p->max; i++)
+		if (p->conns[i].st != S_FREE)
+			conn_close(p, &p->conns[i]);
+	free(p->conns);
+	net_resolver_free(p->res);
+	int fds[] = {p->epfd, p->timerfd, p->listen_fd};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
+		ab_close_keep_errno(fds[i]);
+	netproxy_rules_free(p);
+	free(p->self);
+	net_report_free(&p->total);
+	free(p);
+}
+
+void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init)
+{
+	p->route = fn;
+	p->route_arg = arg;
+	p->init = init;
+}
+
+const struct ab_net_report *netproxy_total(const struct netproxy *p)
+{
+	return &p->total;
+}

@@ -1,0 +1,62 @@
+/* The launcher's egress proxy for --net allow= (docs/network.md): HTTP
+ * CONNECT, plain HTTP forwarding and SOCKS5, served on a listening socket
+ * the sandbox's init made on its own loopback and passed out, so the
+ * launcher serves the sandbox's 127.0.0.1 directly. Non-blocking; all of
+ * it hangs off one epoll fd (netproxy_fd) that a caller's loop watches
+ * and calls netproxy_dispatch() for. Names resolve on a helper thread
+ * (getaddrinfo, so /etc/hosts and nsswitch are honoured) that reports
+ * through an eventfd: the loop never waits for DNS. */
+#ifndef AB_NETPROXY_H
+#define AB_NETPROXY_H
+
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+#include "net/netpolicy.h"
+
+/* Port the proxy listens on in the sandbox's own loopback. */
+#define NET_PROXY_PORT 3128
+
+struct netproxy;
+
+/* Takes listen_fd (closed on failure too) and a copy of the policy built
+ * from cfg->net_rules. */
+int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **out,
+		 struct ab_error *err);
+int netproxy_fd(const struct netproxy *p);
+void netproxy_dispatch(struct netproxy *p);
+void netproxy_free(struct netproxy *p);
+
+/* Which report a connection from host pid counts in (a command's), or
+ * NULL for none but the sandbox's own total. */
+typedef struct ab_net_report *(*netproxy_route_fn)(pid_t pid, void *arg);
+/* init: the sandbox's init (host pid), whose descendants hold the
+ * connections (SO_PEERCRED tells nothing about a TCP peer). */
+void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init);
+/* The host pid of the sandbox process whose socket connected from
+ * client_port to the proxy, found through /proc; 0 when not found. */
+pid_t netproxy_peer_pid(pid_t init, unsigned client_port);
+/* The sandbox's total since it started. */
+const struct ab_net_report *netproxy_total(const struct netproxy *p);
+
+/* Replace the allow and the deny patterns (each NULL: keep that list) for
+ * connections from now on; all checked before anything changes. */
+int netproxy_set_rules(struct netproxy *p, char *const *allow, size_t n_allow, char *const *deny,
+		       size_t n_deny, struct ab_error *err);
+/* The patterns in force, as given ("allow=..." entries). */
+size_t netproxy_rules(const struct netproxy *p, bool deny, const char **out, size_t max);
+
+/* Reports: add one connection, copy, free. */
+void net_report_add(struct ab_net_report *r, bool allowed, const char *host, unsigned port,
+		    const char *why);
+int net_report_copy(struct ab_net_report *dst, const struct ab_net_report *src);
+void net_report_free(struct ab_net_report *r);
+
+/* In the sandbox's init, after loopback is up: listen on
+ * 127.0.0.1:NET_PROXY_PORT and pass the socket to the launcher. */
+int netproxy_listen_inside(int sync_fd, struct ab_error *err);
+
+/* The NAME=VALUE strings that point the usual tools at the proxy. */
+extern const char *const net_proxy_env[];
+
+#endif

@@ -1,0 +1,771 @@
+/* agentbox serve: the session protocol agentbox/1 (docs/protocol.md) on
+ * stdin and stdout, a thin loop over the session API. Every line is
+ * checked before anything runs; a bad one gets an error reply and the
+ * session goes on. Replies are queued and written without blocking when
+ * stdout is a pipe, so a slow client never stops timeouts from firing;
+ * the queue is bounded: streamed output waits in the command's pipe
+ * (backpressure, ab_session_pause_output) and a result's output is
+ * escaped from the captured bytes as the client reads it. */
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentbox/agentbox.h"
+#include "util/error.h"
+#include "files/fileop.h"
+#include "sandbox/isolation.h"
+#include "util/jsonw.h"
+#include "layer/layer.h"
+#include "net/netop.h"
+#include "util/output.h"
+#include "serve/request.h"
+#include "session/result.h"
+#include "serve/serve_audit.h"
+#include "serve/serve_out.h"
+
+#define PROTOCOL   "agentbox/1"
+#define MAX_LINE   (8u << 20)
+#define MAX_QUEUE  1024
+#define READ_CHUNK (256u << 10)
+/* Replies piling up unread beyond this (serve_out.h): stdin waits. */
+#define OUT_HIGH_WATER (1u << 20)
+/* The pipe to the client this big (the kernel's default is 64 KiB), where
+ * the user's pipe budget allows: fewer, bigger writes and reads. Not more:
+ * the pages count against the user's pipe-user-pages-soft (64 MiB by
+ * default), past which every new pipe of the user gets two pages. */
+#define STDOUT_PIPE_SIZE (256u << 10)
+/* Results whose output waits to be written, at most: then queued
+ * commands wait to start. */
+#define MAX_DEFERRED 16
+
+struct request {
+	struct request *next, *prev;
+	struct ab_request q; /* checked (request.h); its strings live in q.req */
+	unsigned long long tag;
+	bool running;
+	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
+	size_t hold_len[2];
+	char *id_json; /* q.id as JSON, for the output events */
+	size_t id_len;
+};
+
+struct server {
+	struct ab_config *cfg;
+	struct ab_session *s;
+	int audit;
+	struct request *head, *tail; /* queued and running, in arrival order */
+	size_t queued;
+	unsigned long long next_tag;
+	struct serve_out out; /* the replies on their way (serve_out.h) */
+	bool paused;	      /* ab_session_pause_output */
+	char *in;
+	size_t in_len;
+	bool discarding;
+	bool stdin_eof;
+	bool shutting_down;
+	json_object *shutdown_id;
+};
+
+/* ---- output ---- */
+
+/* Backpressure: streamed output is read only while the client keeps up. */
+static void out_backpressure(struct server *sv)
+{
+	if (!sv->paused && out_full(&sv->out))
+		ab_session_pause_output(sv->s, sv->paused = true);
+	else if (sv->paused && out_drained(&sv->out))
+		ab_session_pause_output(sv->s, sv->paused = false);
+}
+
+static void send_json(struct server *sv, json_object *o)
+{
+	out_json(&sv->out, o, NULL);
+}
+
+static json_object *id_copy(json_object *id)
+{
+	return id ? json_object_get(id) : NULL;
+}
+
+static void send_error(struct server *sv, json_object *id, enum ab_errc code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* An error reply for the request id (NULL: none): err's protocol code
+ * (ab_error_errc) and message. */
+static json_object *error_reply(json_object *id, const struct ab_error *err)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "id", id_copy(id));
+	json_object_object_add(o, "code", json_object_new_string(ab_errc_name(ab_error_errc(err))));
+	json_object_object_add(o, "message", json_object_new_string(err->msg));
+	return o;
+}
+
+static void send_error(struct server *sv, json_object *id, enum ab_errc code, const char *fmt, ...)
+{
+	struct ab_error err = {.kind = code};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
+	va_end(ap);
+	send_json(sv, error_reply(id, &err));
+	serve_audit_error(&sv->audit, id, ab_errc_name(code));
+}
+
+/* ---- requests ---- */
+
+static void request_free(struct request *r)
+{
+	if (!r)
+		return;
+	ab_request_clear(&r->q);
+	free(r->id_json);
+	free(r);
+}
+
+static void list_add(struct server *sv, struct request *r)
+{
+	r->prev = sv->tail;
+	if (sv->tail)
+		sv->tail->next = r;
+	else
+		sv->head = r;
+	sv->tail = r;
+}
+
+static void list_del(struct server *sv, struct request *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		sv->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		sv->tail = r->prev;
+}
+
+static struct request *by_tag(struct server *sv, unsigned long long tag)
+{
+	for (struct request *r = sv->head; r; r = r->next)
+		if (r->tag == tag)
+			return r;
+	return NULL;
+}
+
+static struct request *by_id(struct server *sv, json_object *id)
+{
+	for (struct request *r = sv->head; r; r = r->next)
+		if (json_object_equal(r->q.id, id))
+			return r;
+	return NULL;
+}
+
+static void start_queued(struct server *sv)
+{
+	for (struct request *r = sv->head, *next; r; r = next) {
+		next = r->next;
+		if (r->running)
+			continue;
+		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent ||
+		    sv->out.parts_text >= MAX_DEFERRED)
+			return;
+		struct ab_error err = {0};
+		int rc = ab_session_start(sv->s, &r->q.x, r->tag, &err);
+		if (rc == -EBUSY)
+			return;
+		sv->queued--;
+		if (rc < 0) {
+			send_error(sv, r->q.id, ab_error_errc(&err), "%s: %s",
+				   r->q.file_op ? r->q.file_op : "exec", err.msg);
+			list_del(sv, r);
+			request_free(r);
+			continue;
+		}
+		r->running = true;
+	}
+}
+
+/* exec and the file operations: queued, then run as slots free up. A
+ * duplicate id or a full queue is said before what is wrong with a field
+ * (bad: NULL when there is nothing wrong). */
+static void op_exec(struct server *sv, struct ab_request *q, const struct ab_error *bad)
+{
+	if (by_id(sv, q->id)) {
+		send_error(sv, q->id, AB_ERRC_DUPLICATE_ID,
+			   "a request with this id is running or queued");
+		return;
+	}
+	if (sv->queued >= MAX_QUEUE) {
+		send_error(sv, q->id, AB_ERRC_BUSY, "%d requests are queued already", MAX_QUEUE);
+		return;
+	}
+	if (bad) {
+		send_error(sv, q->id, bad->kind, "%s", bad->msg);
+		return;
+	}
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, q->id, AB_ERRC_INTERNAL, "out of memory");
+		return;
+	}
+	r->q = *q; /* the request is r's now */
+	*q = (struct ab_request){0};
+	r->tag = ++sv->next_tag;
+	list_add(sv, r);
+	sv->queued++;
+	start_queued(sv);
+}
+
+static void op_cancel(struct server *sv, const struct ab_request *q)
+{
+	struct request *r = by_id(sv, q->target);
+	if (!r) {
+		send_error(sv, q->id, AB_ERRC_INVALID_REQUEST,
+			   "cancel: no command with this target id is running or queued");
+		return;
+	}
+	json_object *ok = json_object_new_object();
+	json_object_object_add(ok, "type", json_object_new_string("ok"));
+	json_object_object_add(ok, "id", id_copy(q->id));
+	json_object_object_add(ok, "op", json_object_new_string("cancel"));
+	send_json(sv, ok);
+	if (r->running) {
+		ab_session_cancel(sv->s, r->tag);
+		return;
+	}
+	send_error(sv, r->q.id, AB_ERRC_CANCELLED, "cancelled before it started");
+	sv->queued--;
+	list_del(sv, r);
+	request_free(r);
+}
+
+static void op_stats(struct server *sv, json_object *id)
+{
+	struct ab_session_stats st;
+	ab_session_stats(sv->s, &st);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("stats"));
+	json_object_object_add(o, "id", id_copy(id));
+	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
+	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
+	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "denied_syscalls", ab_denied_json(st.denied, st.n_denied));
+	json_object *cg = NULL;
+	if (st.have_cgroup) {
+		cg = json_object_new_object();
+#define OPT_INT(name, v)                                                                           \
+	json_object_object_add(cg, name, (v) >= 0 ? json_object_new_int64(v) : NULL)
+		OPT_INT("memory_current", st.memory_current);
+		OPT_INT("memory_peak", st.memory_peak);
+		OPT_INT("pids_current", st.pids_current);
+		OPT_INT("cpu_user_ms", st.cpu_user_ms);
+		OPT_INT("cpu_system_ms", st.cpu_system_ms);
+#undef OPT_INT
+	}
+	json_object_object_add(o, "cgroup", cg);
+	send_json(sv, o);
+}
+
+static void handle_line(struct server *sv, const char *line, size_t len)
+{
+	struct ab_request q;
+	struct ab_error e = {0};
+	int rc = ab_request_parse(line, len, &q, &e);
+	if (rc == 1)
+		return; /* blank */
+	if (!q.op) {
+		send_error(sv, q.id, e.kind, "%s", e.msg);
+		ab_request_clear(&q);
+		return;
+	}
+	serve_audit_request(&sv->audit, q.req, q.op);
+	if (sv->shutting_down) {
+		send_error(sv, q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
+	} else if (q.kind == AB_REQUEST_EXEC || q.kind == AB_REQUEST_FILE_OP) {
+		op_exec(sv, &q, rc < 0 ? &e : NULL);
+	} else if (rc < 0) {
+		send_error(sv, q.id, e.kind, "%s", e.msg);
+	} else if (q.kind == AB_REQUEST_CANCEL) {
+		op_cancel(sv, &q);
+	} else if (q.kind == AB_REQUEST_STATS) {
+		op_stats(sv, q.id);
+	} else if (q.kind == AB_REQUEST_PING) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("pong"));
+		json_object_object_add(o, "id", id_copy(q.id));
+		send_json(sv, o);
+	} else if (q.kind == AB_REQUEST_NET) { /* --net allow=: src/net/netop.c */
+		struct ab_error ne = {0};
+		json_object *o = ab_net_op(sv->s, q.req, &ne);
+		if (o)
+			json_object_object_add(o, "id", id_copy(q.id));
+		if (o)
+			send_json(sv, o);
+		else
+			send_error(sv, q.id, AB_ERRC_INVALID_REQUEST, "%s", ne.msg);
+	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
+		sv->shutting_down = true;
+		sv->shutdown_id = json_object_get(q.id);
+	} else if (q.kind == AB_REQUEST_LAYER) {
+		json_object *o = NULL;
+		struct ab_error le = {0};
+		bool end = false;
+		if (layer_session_op(ab_session_layer(sv->s), q.op, q.req, &o, &end, &le) < 0) {
+			send_error(sv, q.id, layer_error_code(le.code), "%s", le.msg);
+		} else {
+			json_object_object_add(o, "type", json_object_new_string("result"));
+			json_object_object_add(o, "id", id_copy(q.id));
+			json_object_object_add(o, "op", json_object_new_string(q.op));
+			send_json(sv, o);
+			sv->shutting_down = end; /* discard: the sandbox and its layer go */
+		}
+	}
+	ab_request_clear(&q);
+}
+
+/* A line over MAX_LINE, of which n bytes are at p: answered with the id
+ * its start names, when it names one (clients write op and id first). */
+static void too_large(struct server *sv, const char *p, size_t n)
+{
+	json_object *id = ab_request_scan_id(p, n);
+	send_error(sv, id, AB_ERRC_TOO_LARGE,
+		   "a request line is longer than %u bytes; files move in chunks of at most "
+		   "%u bytes (upload and download with 'offset')",
+		   MAX_LINE, FILEOP_CHUNK_MAX);
+	json_object_put(id);
+}
+
+/* Complete lines from the input buffer; an overlong one is answered and
+ * skipped up to its newline. */
+static void handle_input(struct server *sv)
+{
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(sv->in + start, '\n', sv->in_len - start);
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - (sv->in + start));
+		if (sv->discarding)
+			sv->discarding = false;
+		else if (len > MAX_LINE)
+			too_large(sv, sv->in + start, len);
+		else
+			handle_line(sv, sv->in + start, len);
+		start += len + 1;
+	}
+	memmove(sv->in, sv->in + start, sv->in_len - start);
+	sv->in_len -= start;
+	if (sv->in_len > MAX_LINE) {
+		if (!sv->discarding)
+			too_large(sv, sv->in, sv->in_len);
+		sv->discarding = true;
+		sv->in_len = 0;
+	}
+	if (sv->stdin_eof && sv->in_len && !sv->discarding) {
+		/* a last line without its newline */
+		handle_line(sv, sv->in, sv->in_len);
+		sv->in_len = 0;
+	}
+}
+
+/* ---- events from the session ---- */
+
+static size_t utf8_complete_len(const char *p, size_t n)
+{
+	/* the length of p without an incomplete sequence at its end */
+	size_t i = n, back = 0;
+	while (i > 0 && back < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return n;
+	unsigned char c = (unsigned char)p[i - 1];
+	size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+	if (c >= 0xC0 && back + 1 < need && c < 0xF8)
+		return i - 1;
+	return n;
+}
+
+static int id_sink(void *arg, const char *p, size_t n)
+{
+	struct request *r = arg;
+	char *q = realloc(r->id_json, r->id_len + n);
+	if (!q)
+		return -ENOMEM;
+	memcpy(q + r->id_len, p, n);
+	r->id_json = q;
+	r->id_len += n;
+	return 0;
+}
+
+/* An output event of r: data the content of a then b (see out_event). */
+static void output_line(struct server *sv, struct request *r, int k, const char *a, size_t alen,
+			const char *b, size_t blen)
+{
+	if (!r->id_json) {
+		struct ab_jw w;
+		ab_jw_init(&w, id_sink, r);
+		ab_jw_value(&w, r->q.id);
+		if (ab_jw_finish(&w) < 0) {
+			out_fail(&sv->out);
+			return;
+		}
+	}
+	out_event(&sv->out, r->id_json, r->id_len,
+		  r->q.merged ? "output"
+		  : k	      ? "stderr"
+			      : "stdout",
+		  r->q.base64, a, alen, b, blen);
+	out_backpressure(sv);
+}
+
+/* Text is sent in whole characters: an incomplete sequence at the end of
+ * a chunk is held back (r->hold) and completed by the next one. */
+static void on_output(struct server *sv, struct request *r, const struct ab_event *ev)
+{
+	int k = ev->stream == 2 ? 1 : 0;
+	if (r->q.base64) {
+		output_line(sv, r, k, ev->data, ev->len, NULL, 0);
+		return;
+	}
+	/* the held bytes and the first of the new ones, up to the end of the
+	 * sequence the held ones start */
+	const char *data = ev->data;
+	size_t len = ev->len, h = r->hold_len[k], t = len < 4 ? len : 4, i = 0;
+	char head[8];
+	memcpy(head, r->hold[k], h);
+	memcpy(head + h, data, t);
+	r->hold_len[k] = 0;
+	while (i < h) {
+		size_t n = utf8_seq_len((const unsigned char *)head + i, h + t - i);
+		if (!n && t == len && utf8_complete_len(head + i, h + t - i) == 0) {
+			/* still cut short: all of it waits for more */
+			r->hold_len[k] = h + t - i;
+			memcpy(r->hold[k], head + i, r->hold_len[k]);
+			if (i)
+				output_line(sv, r, k, head, i, NULL, 0);
+			return;
+		}
+		i += n ? n : 1;
+	}
+	data += i - h;
+	len -= i - h;
+	size_t keep = utf8_complete_len(data, len);
+	r->hold_len[k] = len - keep;
+	memcpy(r->hold[k], data + keep, r->hold_len[k]);
+	if (i || keep)
+		output_line(sv, r, k, head, i, data, keep);
+}
+
+static void flush_held(struct server *sv, struct request *r)
+{
+	for (int k = 0; k < 2; k++) {
+		size_t n = r->hold_len[k];
+		r->hold_len[k] = 0;
+		if (n) /* an incomplete sequence at the very end: U+FFFD */
+			output_line(sv, r, k, r->hold[k], n, NULL, 0);
+	}
+}
+
+/* A file operation has ended: its reply, checked, or why there is none. */
+static void file_op_done(struct server *sv, struct request *r, const struct ab_result *res)
+{
+	struct ab_error err = {0};
+	json_object *o = NULL;
+	if (res->cancelled)
+		ab_error_proto(&err, AB_ERRC_CANCELLED, "%s: cancelled", r->q.file_op);
+	else if (res->timed_out)
+		ab_error_proto(&err, AB_ERRC_TIMEOUT, "%s: took longer than its timeout of %llu ms",
+			       r->q.file_op, res->timeout_ms);
+	else if (res->exit_code != 0 || res->out.truncated)
+		ab_error_proto(&err, AB_ERRC_INTERNAL,
+			       "%s: the operation failed (exit status %d%s)", r->q.file_op,
+			       res->exit_code, res->oom_killed ? ", out of memory" : "");
+	else
+		o = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
+				 res->out.len, &err);
+	const char *code = NULL;
+	if (!o) {
+		o = error_reply(r->q.id, &err);
+		code = ab_errc_name(err.kind);
+	} else {
+		json_object *c;
+		if (json_object_object_get_ex(o, "code", &c))
+			code = json_object_get_string(c);
+	}
+	serve_audit_result(&sv->audit, r->q.id, NULL,
+			   code); /* before o, which holds code, is gone */
+	send_json(sv, o);
+}
+
+static void on_event(const struct ab_event *ev, void *arg)
+{
+	struct server *sv = arg;
+	struct request *r = by_tag(sv, ev->tag);
+	if (!r)
+		return;
+	if (ev->kind == AB_EVENT_OUTPUT) {
+		on_output(sv, r, ev);
+		return;
+	}
+	flush_held(sv, r);
+	if (r->q.file_op && !ev->error) {
+		file_op_done(sv, r, ev->result);
+	} else if (ev->error) {
+		send_json(sv, error_reply(r->q.id, ev->error));
+		serve_audit_result(&sv->audit, r->q.id, NULL,
+				   ab_errc_name(ab_error_errc(ev->error)));
+	} else {
+		struct ab_result *res = ev->result;
+		json_object *o = ab_result_fields_json(res, true, true, r->q.merged, r->q.base64);
+		json_object *head = json_object_new_object();
+		json_object_object_add(head, "type", json_object_new_string("result"));
+		json_object_object_add(head, "id", id_copy(r->q.id));
+		json_object_object_foreach(o, k, v)
+			json_object_object_add(head, k, json_object_get(v));
+		json_object_put(o);
+		json_object_object_add(head, "cancelled", json_object_new_boolean(res->cancelled));
+		json_object *bg = json_object_new_array();
+		for (size_t i = 0; i < res->n_background; i++) {
+			json_object *b = json_object_new_object();
+			json_object_object_add(b, "pid",
+					       json_object_new_int(res->background[i].pid));
+			json_object_object_add(b, "command",
+					       json_object_new_string(res->background[i].command));
+			json_object_array_add(bg, b);
+		}
+		json_object_object_add(head, "background", bg);
+		json_object_object_add(head, "background_log",
+				       res->background_log[0]
+					       ? json_object_new_string(res->background_log)
+					       : NULL);
+		json_object_object_add(head, "error", NULL);
+		out_json(&sv->out, head, res); /* its output is escaped as it goes */
+		serve_audit_result(&sv->audit, r->q.id, res, NULL);
+	}
+	list_del(sv, r);
+	request_free(r);
+}
+
+/* ---- the session ---- */
+
+static void send_hello(struct server *sv)
+{
+	const struct ab_result *lim = ab_session_limits(sv->s);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("hello"));
+	json_object_object_add(o, "protocol", json_object_new_string(PROTOCOL));
+	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
+	json_object *features = json_object_new_array();
+	json_object_array_add(features, json_object_new_string("file_chunks"));
+	json_object_array_add(features, json_object_new_string("glob_files_only"));
+	json_object_array_add(features, json_object_new_string("grep_skip"));
+	json_object_array_add(features, json_object_new_string("workspace_mode"));
+	json_object_object_add(o, "features", features);
+	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
+	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
+	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
+	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));
+	json_object_object_add(
+		o, "workspace_mode",
+		json_object_new_string(ab_session_layer(sv->s) ? "overlay" : "direct"));
+	json_object_object_add(o, "cwd", json_object_new_string(sv->cfg->cwd));
+	json_object *d = json_object_new_object();
+	json_object_object_add(d, "timeout_ms",
+			       lim->timeout_ms ? json_object_new_int64((int64_t)lim->timeout_ms)
+					       : NULL);
+	json_object_object_add(d, "max_timeout_ms",
+			       sv->cfg->max_timeout_ms
+				       ? json_object_new_int64((int64_t)sv->cfg->max_timeout_ms)
+				       : NULL);
+	json_object_object_add(d, "kill_after_ms",
+			       json_object_new_int64((int64_t)sv->cfg->kill_after_ms));
+	json_object_object_add(d, "max_output",
+			       json_object_new_int64((int64_t)sv->cfg->max_output));
+	json_object_object_add(o, "defaults", d);
+	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
+	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
+	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
+	/* "full" or what --isolation best dropped */
+	json_object_object_add(o, "isolation", ab_isolation_json(lim->isolation_missing));
+	json_object_object_add(o, "net",
+			       json_object_new_string(sv->cfg->net == AB_NET_HOST    ? "host"
+						      : sv->cfg->net == AB_NET_PROXY ? "proxy"
+										     : "none"));
+	send_json(sv, o);
+}
+
+/* The --audit-log line of the session's start. */
+static void audit_start(struct server *sv)
+{
+	if (sv->audit < 0)
+		return;
+	json_object *o = serve_audit_entry("start");
+	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "workspace", json_object_new_string(sv->cfg->workspace));
+	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+	serve_audit_write(&sv->audit, o);
+}
+
+/* Every command still running or queued is answered "shutdown". */
+static void end_all(struct server *sv)
+{
+	while (sv->head) {
+		struct request *r = sv->head;
+		send_error(sv, r->q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
+		list_del(sv, r);
+		request_free(r);
+	}
+	sv->queued = 0;
+}
+
+/* Replies to a pipe or a socket are written without blocking (a slow
+ * client never stops timeouts); whether stdout is one, made so. */
+static bool stdout_nonblock(void)
+{
+	struct stat st;
+	if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return false;
+	if (S_ISFIFO(st.st_mode))
+		fcntl(STDOUT_FILENO, F_SETPIPE_SZ, STDOUT_PIPE_SIZE); /* best effort */
+	int fl = fcntl(STDOUT_FILENO, F_GETFL);
+	return fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+int ab_serve(struct ab_config *cfg)
+{
+	struct server sv = {.cfg = cfg, .audit = -1};
+	out_init(&sv.out, STDOUT_FILENO, false);
+	struct ab_error err = {0};
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg->audit_log) {
+		sv.audit = open(cfg->audit_log,
+				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+		if (sv.audit < 0) {
+			fprintf(stderr, "agentbox: --audit-log: cannot write '%s': %s\n",
+				cfg->audit_log, strerror(errno));
+			return AB_EXIT_FAILURE;
+		}
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	cfg->notice = print_notice;
+	if (sigfd < 0 || ab_session_open(cfg, &sv.s, &err) < 0) {
+		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
+		if (sv.audit >= 0)
+			close(sv.audit);
+		return AB_EXIT_FAILURE;
+	}
+	sv.out.nonblock = stdout_nonblock();
+	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
+	if (!sv.in) {
+		fputs("agentbox: out of memory\n", stderr);
+		ab_session_close(sv.s);
+		return AB_EXIT_FAILURE;
+	}
+	audit_start(&sv);
+	send_hello(&sv);
+	int status = 0;
+	bool dead = false, signalled = false;
+	while (!sv.shutting_down && !sv.stdin_eof && !sv.out.broken) {
+		/* the session is always watched (timeouts, cancels, other
+		 * commands); stdin not while replies pile up unread */
+		bool busy = out_pending(&sv.out) + sv.out.parts_raw > OUT_HIGH_WATER;
+		struct pollfd p[4] = {
+			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
+			{.fd = out_waiting(&sv.out) ? STDOUT_FILENO : -1, .events = POLLOUT},
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = ab_session_fd(sv.s), .events = POLLIN},
+		};
+		if (poll(p, 4, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			out_flush(&sv.out, !sv.out.nonblock);
+		if (p[2].revents) {
+			struct signalfd_siginfo si;
+			(void)!read(sigfd, &si, sizeof(si));
+			signalled = true;
+			break;
+		}
+		if (p[3].revents && ab_session_dispatch(sv.s, 0, on_event, &sv, &err) < 0) {
+			dead = true;
+			break;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(STDIN_FILENO, sv.in + sv.in_len, READ_CHUNK);
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				sv.stdin_eof = true;
+			if (n == 0)
+				sv.stdin_eof = true;
+			if (n > 0)
+				sv.in_len += (size_t)n;
+			handle_input(&sv);
+		}
+		if (!out_waiting(&sv.out) || sv.out.nonblock)
+			out_flush(&sv.out, false);
+		/* after the flush: results it wrote may have made room for
+		 * queued commands (MAX_DEFERRED), and nothing else may come to
+		 * wake us for them */
+		start_queued(&sv);
+		out_backpressure(&sv);
+	}
+	if (dead) {
+		err.kind = AB_ERRC_INTERNAL;
+		send_json(&sv, error_reply(NULL, &err));
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		status = AB_EXIT_FAILURE;
+	}
+	end_all(&sv);
+	if (sv.shutdown_id) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("ok"));
+		json_object_object_add(o, "id", sv.shutdown_id);
+		json_object_object_add(o, "op", json_object_new_string("shutdown"));
+		send_json(&sv, o);
+	}
+	ab_session_close(sv.s);
+	/* the last replies: all of them, unless a signal says to end now
+	 * (a client that reads nothing would hold us for ever) */
+	sv.out.stop_fd = sigfd;
+	out_flush(&sv.out, !signalled);
+	if (sv.out.failed) {
+		fputs("agentbox: out of memory for replies\n", stderr);
+		status = AB_EXIT_FAILURE;
+	}
+	if (sv.audit >= 0) {
+		serve_audit_write(&sv.audit, serve_audit_entry("end"));
+		close(sv.audit);
+	}
+	free(sv.in);
+	out_free(&sv.out);
+	close(sigfd);
+	return status;
+}

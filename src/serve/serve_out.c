@@ -1,0 +1,311 @@
+/* The replies on their way to the client; see serve_out.h. */
+#include "serve/serve_out.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/jsonw.h"
+#include "util/output.h"
+
+/* A result's output shorter than this is written at once. */
+#define DEFER_MIN 4096
+
+/* What waits behind the buffer, in order: bytes (raw), or a result's
+ * output to write as escaped or base64 content, piece by piece as the
+ * buffer drains (own: its memory, freed when written). */
+struct serve_part {
+	struct serve_part *next;
+	char *raw;
+	size_t raw_len;
+	const char *text;
+	size_t text_len;
+	bool base64;
+	char *own;
+};
+
+void out_init(struct serve_out *o, int fd, bool nonblock)
+{
+	*o = (struct serve_out){.fd = fd, .nonblock = nonblock, .stop_fd = -1};
+}
+
+void out_fail(struct serve_out *o)
+{
+	/* the session cannot answer any more: it ends (ab_serve) */
+	o->failed = o->broken = true;
+}
+
+size_t out_pending(const struct serve_out *o)
+{
+	return o->len - o->off;
+}
+
+/* Room for n more bytes at the end of the buffer: its address, or NULL. */
+static char *out_reserve(struct serve_out *o, size_t n)
+{
+	if (o->failed)
+		return NULL;
+	if (o->off && (o->len + n > o->cap || o->off >= out_pending(o) || o->len > OUT_PAUSE)) {
+		/* what was written makes room: the memory the buffer touches
+		 * stays near OUT_PAUSE plus one event (a memmove of at most
+		 * what is pending, OUT_PAUSE at most) */
+		memmove(o->buf, o->buf + o->off, out_pending(o));
+		o->len -= o->off;
+		o->off = 0;
+	}
+	if (o->len + n > o->cap) {
+		size_t cap = o->cap ? o->cap : 65536;
+		while (cap < o->len + n)
+			cap *= 2;
+		char *q = realloc(o->buf, cap);
+		if (!q) {
+			out_fail(o);
+			return NULL;
+		}
+		o->buf = q;
+		o->cap = cap;
+	}
+	return o->buf + o->len;
+}
+
+static struct serve_part *part_new(struct serve_out *o)
+{
+	struct serve_part *p = calloc(1, sizeof(*p));
+	if (!p) {
+		out_fail(o);
+		return NULL;
+	}
+	if (o->parts_tail)
+		o->parts_tail->next = p;
+	else
+		o->parts = p;
+	o->parts_tail = p;
+	return p;
+}
+
+void out_add(struct serve_out *o, const char *p, size_t n)
+{
+	if (o->failed || !n)
+		return;
+	if (!o->parts) {
+		char *d = out_reserve(o, n);
+		if (d) {
+			memcpy(d, p, n);
+			o->len += n;
+		}
+		return;
+	}
+	/* behind a text still to write: in order, after it */
+	struct serve_part *t = o->parts_tail;
+	if (t->text || !t->raw)
+		t = part_new(o);
+	char *q = t ? realloc(t->raw, t->raw_len + n) : NULL;
+	if (!q) {
+		out_fail(o);
+		return;
+	}
+	memcpy(q + t->raw_len, p, n);
+	t->raw = q;
+	t->raw_len += n;
+	o->parts_raw += n;
+}
+
+static int out_sink(void *arg, const char *p, size_t n)
+{
+	out_add(arg, p, n);
+	return 0;
+}
+
+/* A big output of the result being sent (o->stealing) is not escaped
+ * now but as the client reads: the result's buffer is kept till then. */
+static bool out_defer(void *arg, const char *data, size_t len, bool base64)
+{
+	struct serve_out *o = arg;
+	struct ab_result *res = o->stealing;
+	if (len < DEFER_MIN || !res || (data != res->out.data && data != res->err.data))
+		return false;
+	struct serve_part *p = part_new(o);
+	if (!p)
+		return false;
+	p->text = data;
+	p->text_len = len;
+	p->base64 = base64;
+	p->own = (char *)data;
+	if (data == res->out.data)
+		res->out.data = NULL;
+	else
+		res->err.data = NULL;
+	o->parts_text++;
+	return true;
+}
+
+void out_json(struct serve_out *o, json_object *v, struct ab_result *steal)
+{
+	struct ab_jw w;
+	ab_jw_init(&w, out_sink, o);
+	o->stealing = steal;
+	w.defer = steal ? out_defer : NULL;
+	ab_jw_value(&w, v);
+	ab_jw_raw(&w, "\n", 1);
+	ab_jw_finish(&w);
+	o->stealing = NULL;
+	json_object_put(v);
+}
+
+static void part_free(struct serve_part *p)
+{
+	free(p->raw);
+	free(p->own);
+	free(p);
+}
+
+/* Parts into the buffer while it is below OUT_PAUSE. */
+static void out_pump(struct serve_out *o)
+{
+	while (o->parts && out_pending(o) < OUT_PAUSE && !o->failed) {
+		struct serve_part *p = o->parts;
+		if (p->raw) {
+			char *d = out_reserve(o, p->raw_len);
+			if (!d)
+				return;
+			memcpy(d, p->raw, p->raw_len);
+			o->len += p->raw_len;
+			o->parts_raw -= p->raw_len;
+		} else {
+			/* 32 KiB of text at a time: at most 192 KiB escaped */
+			size_t room = 6 * (32u << 10);
+			char *d = out_reserve(o, room);
+			if (!d)
+				return;
+			o->len += ab_json_text_piece(d, room, &p->text, &p->text_len, p->base64);
+			if (p->text_len)
+				continue;
+			o->parts_text--;
+		}
+		o->parts = p->next;
+		if (!o->parts)
+			o->parts_tail = NULL;
+		part_free(p);
+	}
+}
+
+/* Write what is queued; false when stdout is gone. */
+bool out_flush(struct serve_out *o, bool block)
+{
+	for (;;) {
+		out_pump(o);
+		if (o->off == o->len || o->broken)
+			break;
+		ssize_t n = write(o->fd, o->buf + o->off, o->len - o->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (!block)
+				break;
+			struct pollfd p[2] = {{.fd = o->fd, .events = POLLOUT},
+					      {.fd = o->stop_fd, .events = POLLIN}};
+			if (poll(p, 2, 1000) > 0 && p[1].revents)
+				break; /* told to stop waiting for the client */
+			continue;
+		}
+		if (n <= 0) {
+			o->broken = true;
+			break;
+		}
+		o->off += (size_t)n;
+		if (o->off == o->len)
+			o->off = o->len = 0;
+	}
+	return !o->broken;
+}
+
+/* Anything still to write to the client. */
+bool out_waiting(const struct serve_out *o)
+{
+	return out_pending(o) || o->parts;
+}
+
+/* The content of the n bytes at s into the buffer a piece at a time,
+ * written out between pieces while the client keeps up: the memory
+ * touched is about a piece, not the whole escaped chunk (six times its
+ * size when it is NUL bytes). */
+static void out_content(struct serve_out *o, const char *s, size_t n, bool base64)
+{
+	while (n) {
+		size_t room = 6 * (32u << 10);
+		char *d = out_reserve(o, room);
+		if (!d)
+			return;
+		o->len += ab_json_text_piece(d, room, &s, &n, base64);
+		if (n && out_pending(o) >= OUT_PAUSE && o->nonblock)
+			out_flush(o, false);
+	}
+}
+
+void out_event(struct serve_out *o, const char *id, size_t id_len, const char *stream, bool base64,
+	       const char *a, size_t alen, const char *b, size_t blen)
+{
+	static const char type[] = "{\"type\":\"output\",\"id\":";
+	const char *enc = base64 ? "\",\"encoding\":\"base64\"}\n" : "\",\"encoding\":\"utf-8\"}\n";
+	if (o->parts) {
+		/* behind a result still to write (rare: output is paused
+		 * then): a line of its own, queued after it */
+		size_t max = sizeof(type) + id_len + 32 + strlen(enc) +
+			     (base64 ? BASE64_LEN(alen) : AB_JSON_ESCAPED_MAX(alen + blen));
+		char *line = malloc(max), *d = line;
+		if (!line) {
+			out_fail(o);
+			return;
+		}
+		d = mempcpy(d, type, sizeof(type) - 1);
+		d = mempcpy(d, id, id_len);
+		d = mempcpy(d, ",\"stream\":\"", 11);
+		d = mempcpy(d, stream, strlen(stream));
+		d = mempcpy(d, "\",\"data\":\"", 10);
+		if (base64) {
+			d += base64_encode_into(d, a, alen);
+		} else {
+			d += ab_json_escape(d, a, alen, true);
+			d += ab_json_escape(d, b, blen, true);
+		}
+		d = mempcpy(d, enc, strlen(enc));
+		out_add(o, line, (size_t)(d - line));
+		free(line);
+		return;
+	}
+	out_add(o, type, sizeof(type) - 1);
+	out_add(o, id, id_len);
+	out_add(o, ",\"stream\":\"", 11);
+	out_add(o, stream, strlen(stream));
+	out_add(o, "\",\"data\":\"", 10);
+	out_content(o, a, alen, base64);
+	if (!base64)
+		out_content(o, b, blen, false);
+	out_add(o, enc, strlen(enc));
+	if (out_pending(o) >= OUT_PAUSE && o->nonblock)
+		out_flush(o, false);
+}
+
+bool out_full(const struct serve_out *o)
+{
+	return out_pending(o) >= OUT_PAUSE || o->parts;
+}
+
+bool out_drained(const struct serve_out *o)
+{
+	return !o->parts && out_pending(o) < OUT_RESUME;
+}
+
+void out_free(struct serve_out *o)
+{
+	while (o->parts) {
+		struct serve_part *p = o->parts;
+		o->parts = p->next;
+		part_free(p);
+	}
+	free(o->buf);
+	o->buf = NULL;
+	o->parts_tail = NULL;
+}

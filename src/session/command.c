@@ -1,0 +1,694 @@
+/* One command of a session, from the launcher's side: its pipes and
+ * control socket handed to a shim (shim.h), its output read within the
+ * cap, its deadline, the SIGTERM-then-SIGKILL escalation over every
+ * process of its tree (the shim, their subreaper, signals them), signals
+ * forwarded to it, and the shim's messages validated. When it is complete
+ * (the shim is done with it and the pipes are at their end),
+ * command_finish (command_result.c) gives its result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "util/error.h"
+#include "files/fileop.h"
+#include "util/parse.h"
+#include "session/session.h"
+#include "util/sync.h"
+#include "util/util.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+/* ---- starting a command ---- */
+
+static int sealed_memfd(const char *name, const void *data, size_t len)
+{
+	int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? errno : EIO;
+			close(fd);
+			return -e;
+		}
+		off += (size_t)n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+	return fd;
+}
+
+/* The spec for the shim: through a pipe when it fits in one page (a pipe
+ * always holds a page, so the write cannot block; cheaper than a memfd,
+ * whose creation, seals and release cost the launcher ~20 us a command),
+ * else a sealed memfd. */
+static int spec_fd(const void *data, size_t len)
+{
+	int p[2];
+	if (len > 4096)
+		return sealed_memfd("agentbox-spec", data, len);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ssize_t n;
+	do
+		n = write(p[1], data, len);
+	while (n < 0 && errno == EINTR);
+	int e = n < 0 ? errno : EIO;
+	close(p[1]);
+	if (n != (ssize_t)len) {
+		close(p[0]);
+		return -e;
+	}
+	return p[0];
+}
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void buf_add(struct buf *b, const void *data, size_t len)
+{
+	if (b->oom)
+		return;
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		while (cap < b->len + len)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+static void buf_str(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s) + 1);
+}
+
+static bool env_valid_name(const char *s, size_t n)
+{
+	if (n == 0 ||
+	    !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+static bool name_in(char *const *env, const char *name, size_t n)
+{
+	for (; env && *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			return true;
+	return false;
+}
+
+/* The spec a shim reads: header, argv, the session's environment with
+ * the request's additions, the working directory. */
+static int build_spec(struct ab_session *s, const struct ab_exec *x, const char *cwd,
+		      uint32_t flags, struct buf *b, struct ab_error *err)
+{
+	struct shim_spec hdr = {.magic = SHIM_SPEC_MAGIC, .flags = flags, .seq = s->seq};
+	for (char *const *a = x->argv; *a; a++)
+		hdr.argc++;
+	buf_add(b, &hdr, sizeof(hdr));
+	for (char *const *a = x->argv; *a; a++)
+		buf_str(b, *a);
+	uint32_t envc = 0;
+	for (char *const *e = s->sb.envp; e && *e; e++) {
+		size_t n = strcspn(*e, "=");
+		if (name_in(x->env, *e, n))
+			continue; /* the request sets it */
+		buf_str(b, *e);
+		envc++;
+	}
+	for (char *const *e = x->env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+		if (!eq || !env_valid_name(*e, n))
+			return ab_error_plain(err, EINVAL,
+					      "env: '%.*s' is not a valid variable name",
+					      (int)(n > 64 ? 64 : n), *e);
+		bool passed = false;
+		for (size_t i = 0; i < s->sb.cfg.n_pass_env; i++)
+			passed |= strlen(s->sb.cfg.pass_env[i]) == n &&
+				  strncmp(s->sb.cfg.pass_env[i], *e, n) == 0;
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)(n < 255 ? n : 255), *e);
+		if (ab_env_name_is_secret(name) && !passed)
+			return ab_error_plain(err, EPERM,
+					      "env: %s looks like a secret; start the session "
+					      "with --pass-env %s to allow it",
+					      name, name);
+		buf_str(b, *e);
+		envc++;
+	}
+	buf_str(b, cwd);
+	memcpy(b->p ? b->p + offsetof(struct shim_spec, envc) : (char *)&hdr, &envc, sizeof(envc));
+	if (b->oom)
+		return ab_error_set(err, ENOMEM, "starting the command");
+	return 0;
+}
+
+/* A free slot for a command tagged tag, or a negative errno. */
+static int free_slot(const struct ab_session *s, unsigned long long tag, struct ab_error *err)
+{
+	size_t slot = s->max;
+	for (size_t i = 0; i < s->max; i++) {
+		if (s->cmds[i].used && s->cmds[i].tag == tag)
+			return ab_error_plain(err, EEXIST, "a command with this tag is running");
+		if (!s->cmds[i].used && slot == s->max)
+			slot = i;
+	}
+	if (slot == s->max)
+		return ab_error_plain(err, EBUSY, "%zu commands are running already", s->max);
+	return (int)slot;
+}
+
+/* The working directory: absolute, or under /workspace. */
+static int command_cwd(const struct ab_session *s, const struct ab_exec *x, char **cwd,
+		       struct ab_error *err)
+{
+	const char *want = x->cwd ? x->cwd : s->sb.cfg.cwd;
+	cleanup_free char *joined = NULL;
+	if (want[0] != '/' && asprintf(&joined, "/workspace/%s", want) < 0)
+		return ab_error_set(err, ENOMEM, "starting the command");
+	int r = ab_path_normalize(joined ? joined : want, cwd);
+	if (r < 0)
+		return ab_error_plain(err, EINVAL, "cwd: '%s' %s", want,
+				      r == -ELOOP ? "contains '..'" : "is not a valid path");
+	return 0;
+}
+
+/* The caller's fd n of x->fds, duplicated for the shim, or -2 when the
+ * caller passed none there; -1 with errno on failure. */
+static int passed_fd(const struct ab_exec *x, int n)
+{
+	if (!x->fds || x->fds[n] < 0)
+		return -2;
+	return fcntl(x->fds[n], F_DUPFD_CLOEXEC, 3);
+}
+
+/* The fds of SYNC_EXEC into fds[]: the spec, stdin (the caller's, the
+ * request's data or /dev/null), the control socket, and stdout and stderr
+ * (the caller's own, or pipes whose read ends go to c). */
+static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec *x,
+		       const struct buf *spec, int fds[SYNC_EXEC_FDS], struct ab_error *err)
+{
+	int ctl[2];
+	fds[EXEC_FD_SPEC] = spec_fd(spec->p, spec->len);
+	if (fds[EXEC_FD_SPEC] < 0)
+		return ab_error_set(err, -fds[EXEC_FD_SPEC], "starting the command");
+	fds[EXEC_FD_STDIN] = passed_fd(x, 0);
+	if (fds[EXEC_FD_STDIN] == -2) /* /dev/null is the session's: sent, never closed */
+		fds[EXEC_FD_STDIN] =
+			x->stdin_data ? sealed_memfd("agentbox-stdin", x->stdin_data, x->stdin_len)
+				      : s->devnull;
+	if (fds[EXEC_FD_STDIN] < 0)
+		return ab_error_set(err, fds[EXEC_FD_STDIN] == -1 ? errno : -fds[EXEC_FD_STDIN],
+				    "starting the command");
+	for (int i = 0; i < (c->merged ? 1 : 2); i++) {
+		int fd = passed_fd(x, 1 + i), p[2];
+		if (fd == -1)
+			return ab_error_set(err, errno, "cannot pass the command's output on");
+		if (fd < 0 && pipe2(p, O_CLOEXEC) < 0)
+			return ab_error_set(err, errno, "cannot create the output pipes");
+		fds[EXEC_FD_STDOUT + i] = fd >= 0 ? fd : p[1];
+		*(i ? &c->err_rd : &c->out_rd) = fd >= 0 ? -1 : p[0];
+	}
+	if (c->merged)
+		fds[EXEC_FD_STDERR] = fds[EXEC_FD_STDOUT];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0)
+		return ab_error_set(err, errno, "cannot create the command's control channel");
+	fds[EXEC_FD_CTL] = ctl[1];
+	c->ctl = ctl[0];
+	return 0;
+}
+
+/* The timeout in force for x: its own or the session's, clamped. */
+static unsigned long long command_timeout(const struct ab_session *s, const struct ab_exec *x)
+{
+	return sandbox_timeout(&s->sb.cfg, x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms);
+}
+
+/* A streaming command's output pipes this big, where the user's pipe
+ * budget allows: fewer wake-ups and bigger reads (the kernel's default is
+ * 64 KiB). Only while it runs, and only those: the pages count against the
+ * user's pipe-user-pages-soft, past which every new pipe of the user gets
+ * two pages. */
+#define OUTPUT_PIPE_SIZE (256 << 10)
+#define DRAIN_SIZE	 (OUTPUT_PIPE_SIZE / 2)
+
+/* c's fds into the session's epoll set, non-blocking; a stream command's
+ * output pipes only while output is not paused. */
+static int command_watch(struct ab_session *s, struct cmd *c, size_t slot)
+{
+	const struct {
+		int fd, kind;
+	} w[] = {{c->ctl, K_CTL}, {c->out_rd, K_OUT}, {c->err_rd, K_ERR}};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(w); i++) {
+		if (w[i].fd < 0)
+			continue;
+		fcntl(w[i].fd, F_SETFL, O_NONBLOCK);
+		if (w[i].kind != K_CTL && c->stream)
+			fcntl(w[i].fd, F_SETPIPE_SZ, OUTPUT_PIPE_SIZE); /* best effort */
+		if (w[i].kind != K_CTL && c->stream && s->out_paused)
+			continue;
+		int r = session_watch(s, w[i].fd, slot, w[i].kind);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned long long tag,
+		     struct ab_error *err)
+{
+	if (s->dead) {
+		*err = s->death;
+		return -EPIPE;
+	}
+	struct ab_exec fop;
+	char *fop_argv[2] = {(char *)x->file_op, NULL};
+	if (x->file_op) {
+		fop = (struct ab_exec){
+			.argv = fop_argv,
+			.cwd = "/", /* whatever commands did to the session's */
+			.timeout_ms = x->timeout_ms,
+			.max_output = FILEOP_REPLY_MAX,
+		};
+		x = &fop;
+	}
+	if (!x->argv || !x->argv[0] || !x->argv[0][0])
+		return ab_error_plain(err, EINVAL, "no command given");
+	int slot = free_slot(s, tag, err);
+	cleanup_free char *cwd = NULL;
+	if (slot < 0)
+		return slot;
+	int r = command_cwd(s, x, &cwd, err);
+	if (r < 0)
+		return r;
+
+	struct cmd *c = &s->cmds[slot];
+	command_clear(c);
+	c->merged = x->merge_output;
+	c->stream = x->stream;
+	c->keep_bg = x->keep_background;
+	c->file_op = x == &fop;
+	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
+			 (c->file_op ? SHIM_FILEOP : 0) | SHIM_IDLE_AT_FINAL;
+	struct buf spec = {0};
+	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
+	s->seq++;
+	r = build_spec(s, x, cwd, flags, &spec, err);
+	if (r == 0)
+		r = command_fds(s, c, x, &spec, fds, err);
+	free(spec.p);
+	if (r < 0)
+		goto out;
+	size_t max = x->max_output ? x->max_output : s->sb.cfg.max_output;
+	if (c->out_rd >= 0)
+		capture_init(&c->out, max);
+	if (c->err_rd >= 0)
+		capture_init(&c->err, max);
+	c->used = true;
+	c->tag = tag;
+	c->seq = s->seq;
+	c->started_ms = session_now_ms();
+	s->running++;
+	c->timeout_ms = command_timeout(s, x);
+	c->deadline_ms = c->timeout_ms ? c->started_ms + c->timeout_ms : 0;
+	c->oom_before = ab_cgroup_oom_kills(s->sb.cg);
+	if ((r = command_watch(s, c, (size_t)slot)) < 0) {
+		ab_error_set(err, -r, "starting the command");
+		command_release(s, c);
+		goto out;
+	}
+	r = pool_give(s, fds, err);
+	if (r < 0) {
+		command_release(s, c);
+	} else {
+		c->shim_pid = s->shims[r].pid;
+		c->shim_slot = (size_t)r;
+		c->shim_gen = s->shims[r].gen;
+		r = 0;
+	}
+out:
+	for (int i = 0; i < SYNC_EXEC_FDS; i++)
+		if ((i != EXEC_FD_STDERR || fds[i] != fds[EXEC_FD_STDOUT]) &&
+		    (i != EXEC_FD_STDIN || fds[i] != s->devnull))
+			ab_close_keep_errno(fds[i]);
+	if (r < 0 && !c->used) {
+		ab_close_keep_errno(c->ctl);
+		ab_close_keep_errno(c->out_rd);
+		ab_close_keep_errno(c->err_rd);
+		command_clear(c);
+	}
+	return r;
+}
+
+static void ctl_send(struct cmd *c, char what)
+{
+	if (c->ctl >= 0 && !c->ctl_eof)
+		send(c->ctl, &what, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (what == SHIM_KILL)
+		c->kill_sent = true;
+	else if (what == SHIM_TERM)
+		c->term_sent = true;
+}
+
+static void cmd_kill(struct cmd *c)
+{
+	ctl_send(c, SHIM_KILL);
+	/* from outside too, should the shim be gone */
+	if (c->cmd_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, c->cmd_pidfd, SIGKILL, NULL, 0);
+}
+
+/* Timeout or cancel: SIGTERM to the command's processes, SIGKILL after the
+ * grace. */
+static void cmd_stop(struct ab_session *s, struct cmd *c, unsigned long long now)
+{
+	if (c->term_sent || c->kill_sent)
+		return;
+	c->timeout_signal = SIGTERM;
+	if (s->sb.cfg.kill_after_ms == 0 || c->file_op) {
+		/* a file operation has nothing to clean up: no grace */
+		c->timeout_signal = SIGKILL;
+		cmd_kill(c);
+		return;
+	}
+	ctl_send(c, SHIM_TERM);
+	if (c->cmd_pidfd >= 0 && c->ctl_eof)
+		syscall(SYS_pidfd_send_signal, c->cmd_pidfd, SIGTERM, NULL, 0);
+	c->kill_at_ms = now + s->sb.cfg.kill_after_ms;
+}
+
+int ab_session_cancel(struct ab_session *s, unsigned long long tag)
+{
+	for (size_t i = 0; i < s->max; i++) {
+		struct cmd *c = &s->cmds[i];
+		if (!c->used || c->tag != tag)
+			continue;
+		if (!c->exited && !c->failed) {
+			c->cancelled = true;
+			cmd_stop(s, c, session_now_ms());
+		}
+		return 0;
+	}
+	return -ESRCH;
+}
+
+int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig)
+{
+	if (sig <= 0 || sig >= SHIM_SIGNAL_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < s->max; i++) {
+		struct cmd *c = &s->cmds[i];
+		if (!c->used || c->tag != tag)
+			continue;
+		/* a file operation's process is the shim: not the caller's to signal */
+		if (!c->exited && !c->failed && !c->file_op)
+			ctl_send(c, (char)sig);
+		return 0;
+	}
+	return -ESRCH;
+}
+
+/* While output is paused, a stream command's pipes are open because they
+ * are not read: the grace for the processes the shim left holding them
+ * (ORPHAN_PIPE_GRACE_MS) runs only while they are read. */
+static bool grace_paused(const struct ab_session *s, const struct cmd *c)
+{
+	return c->ctl_eof && c->stream && s->out_paused;
+}
+
+void command_pause_output(struct ab_session *s, struct cmd *c, bool pause, unsigned long long now)
+{
+	if (!c->used || !c->stream)
+		return;
+	size_t slot = (size_t)(c - s->cmds);
+	int fds[2] = {c->out_rd, c->err_rd};
+	for (int k = 0; k < 2; k++) {
+		if (fds[k] < 0)
+			continue;
+		/* level-triggered: out of the set, or it would wake us for
+		 * ever; back in as it was (session_watch) */
+		if (pause)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, fds[k], NULL);
+		else
+			session_watch(s, fds[k], slot, k ? K_ERR : K_OUT);
+	}
+	if (!c->ctl_eof || !c->grace_at_ms)
+		return;
+	if (pause) /* what is left of the grace waits */
+		c->grace_left_ms = c->grace_at_ms > now ? c->grace_at_ms - now : 0;
+	else
+		c->grace_at_ms = now + c->grace_left_ms;
+}
+
+/* Read what the pipe has, in big chunks, and hand it on: to the capture,
+ * and as OUTPUT events of a stream command, unless the events' reader
+ * paused (ab_session_pause_output). force: the writers are gone or the
+ * session is: what is left is bounded, and read whatever the pause. */
+static void drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
+		  void *arg, bool force)
+{
+	/* half a pipe (OUTPUT_PIPE_SIZE) per read, a few per wake-up so that
+	 * other fds get their turn; small enough that the reader's escaped
+	 * copy of it stays small too. The session's own buffer (two sessions
+	 * may run in two threads), made on first use; a small one without. */
+	char small[4096], *buf = s->drain_buf;
+	size_t size = DRAIN_SIZE;
+	if (!buf && !(buf = s->drain_buf = malloc(DRAIN_SIZE))) {
+		buf = small;
+		size = sizeof(small);
+	}
+	for (int rounds = 0; rounds < 4; rounds++) {
+		if (c->stream && s->out_paused && !force)
+			return;
+		ssize_t n = read(*fd, buf, size);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			session_unwatch(s, fd);
+			return;
+		}
+		capture_append(stream == 2 ? &c->err : &c->out, buf, (size_t)n);
+		if (c->stream && fn) {
+			struct ab_event ev = {
+				.kind = AB_EVENT_OUTPUT,
+				.tag = c->tag,
+				.stream = stream,
+				.data = buf,
+				.len = (size_t)n,
+			};
+			fn(&ev, arg);
+		}
+	}
+}
+
+void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
+		   void *arg)
+{
+	drain(s, c, fd, stream, fn, arg, s->dead);
+}
+
+static void shim_broke(struct cmd *c, const char *why)
+{
+	if (!c->failed) {
+		c->failed = true;
+		c->msg.status = EBADMSG;
+		snprintf(c->msg.text, sizeof(c->msg.text), "%s", why);
+	}
+	cmd_kill(c);
+	if (c->shim_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, c->shim_pidfd, SIGKILL, NULL, 0);
+}
+
+static bool valid_exit(const struct shim_msg *m)
+{
+	if (!(WIFEXITED(m->status) || WIFSIGNALED(m->status)) ||
+	    m->n_background > SHIM_MAX_BACKGROUND || m->final > 1 ||
+	    !memchr(m->text, '\0', sizeof(m->text)))
+		return false;
+	for (uint32_t i = 0; i < m->n_background; i++)
+		if (!memchr(m->background[i].comm, '\0', sizeof(m->background[i].comm)))
+			return false;
+	return true;
+}
+
+/* The shim is gone: how long others may still hold the pipes. */
+static void orphan_grace(struct cmd *c)
+{
+	c->grace_at_ms = session_now_ms() + ORPHAN_PIPE_GRACE_MS;
+	c->grace_left_ms = ORPHAN_PIPE_GRACE_MS; /* should output be paused */
+}
+
+void command_on_ctl(struct ab_session *s, struct cmd *c)
+{
+	for (;;) {
+		struct shim_msg m;
+		int fds[2];
+		size_t nfds;
+		ssize_t n = packet_recv(c->ctl, &m, sizeof(m), fds, 2, &nfds);
+		if (n == -EAGAIN)
+			return;
+		if (n == 0 || (n < 0 && n != -EBADMSG)) {
+			c->ctl_eof = true;
+			session_unwatch(s, &c->ctl);
+			if (!c->exited && !c->failed && c->file_op &&
+			    (c->timed_out || c->cancelled)) {
+				/* the operation's process was the shim: ended as asked */
+				c->exited = true;
+				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+			} else if (!c->exited && !c->failed && command_oom(s, c)) {
+				/* the OOM killer took the shim (in `agentbox run`, the
+				 * init): the command was killed for memory, its result */
+				c->exited = true;
+				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+				cmd_kill(c);
+			} else if (!c->exited && !c->failed) {
+				/* the shim died: the command may have killed it, and
+				 * with it (kill -9 -1) the idle ones, which may not have
+				 * exited yet: none of them gets the next command */
+				pool_drop_idle(s);
+				c->failed = true;
+				c->msg.status = EIO;
+				snprintf(c->msg.text, sizeof(c->msg.text),
+					 "the command's supervisor in the sandbox was killed (did "
+					 "the command kill every process, e.g. kill -9 -1?); the "
+					 "command was killed");
+				cmd_kill(c);
+			}
+			/* the shim reaped every process it had: the pipes are at
+			 * their end, unless others hold them */
+			orphan_grace(c);
+			return;
+		}
+		if (n < 0) {
+			shim_broke(c, "the command's supervisor sent a malformed message");
+			return;
+		}
+		if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0) {
+			c->shim_pidfd = fds[0];
+			c->cmd_pidfd = fds[1];
+		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0) {
+			if (!c->shim_pid)
+				c->shim_pid = -1; /* no pidfds on this kernel */
+		} else if (m.type == SHIM_FAILED && nfds == 0 && !c->exited && !c->failed &&
+			   memchr(m.text, '\0', sizeof(m.text))) {
+			c->failed = true;
+			c->msg = m;
+			if (c->msg.status <= 0 || c->msg.status > 4095)
+				c->msg.status = EIO;
+		} else if (m.type == SHIM_EXITED && nfds == 0 && !c->exited && !c->failed &&
+			   valid_exit(&m)) {
+			c->exited = true;
+			c->msg = m;
+			if (m.final && !c->keep_bg) {
+				/* nothing left behind and nothing more to come: the
+				 * end of ctl would only say so again (closing it
+				 * tells the shim to make sure of it); and the shim
+				 * is free (SHIM_IDLE_AT_FINAL) */
+				if (!c->file_op)
+					pool_idle_at_final(s, c);
+				c->ctl_eof = c->kill_sent = true;
+				session_unwatch(s, &c->ctl);
+				orphan_grace(c);
+				return;
+			}
+			if (!c->keep_bg) {
+				/* what it left behind: killed once the pipes are
+				 * closed, or after a short grace */
+				c->grace_at_ms = session_now_ms() + BACKGROUND_GRACE_MS;
+			}
+		} else {
+			for (size_t i = 0; i < nfds; i++)
+				close(fds[i]);
+			shim_broke(c, "the command's supervisor sent a message out of turn");
+			return;
+		}
+	}
+}
+
+/* Deadlines, and whether a command is complete. */
+void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, ab_event_fn fn,
+		   void *arg)
+{
+	if (c->deadline_ms && now >= c->deadline_ms && !c->exited && !c->failed) {
+		c->deadline_ms = 0;
+		c->timed_out = true;
+		cmd_stop(s, c, now);
+	}
+	if (c->kill_at_ms && now >= c->kill_at_ms) {
+		c->kill_at_ms = 0;
+		c->timeout_signal = SIGKILL;
+		cmd_kill(c);
+	}
+	bool pipes_open = c->out_rd >= 0 || c->err_rd >= 0;
+	if (c->exited && !c->keep_bg && !c->kill_sent && !c->ctl_eof &&
+	    (!pipes_open || (c->grace_at_ms && now >= c->grace_at_ms))) {
+		ctl_send(c, SHIM_KILL);
+		c->grace_at_ms = 0;
+	}
+	if (c->ctl_eof && pipes_open && c->grace_at_ms && now >= c->grace_at_ms &&
+	    !grace_paused(s, c)) {
+		/* the shim is gone, someone else still holds the pipes: keep
+		 * what is there, stop waiting for more */
+		if (c->out_rd >= 0)
+			drain(s, c, &c->out_rd, 1, fn, arg, true);
+		if (c->err_rd >= 0)
+			drain(s, c, &c->err_rd, 2, fn, arg, true);
+		session_unwatch(s, &c->out_rd);
+		session_unwatch(s, &c->err_rd);
+		pipes_open = false;
+	}
+	if (c->ctl_eof && !pipes_open)
+		command_finish(s, c, fn, arg);
+}
+
+unsigned long long command_next_deadline(const struct ab_session *s)
+{
+	unsigned long long next = 0;
+	for (size_t i = 0; i < s->max; i++) {
+		const struct cmd *c = &s->cmds[i];
+		if (!c->used)
+			continue;
+		/* (a timeout is no deadline once the command has ended: its
+		 * result may still wait for its output to be read) */
+		unsigned long long d[] = {c->exited || c->failed ? 0 : c->deadline_ms,
+					  c->kill_at_ms, grace_paused(s, c) ? 0 : c->grace_at_ms};
+		for (size_t k = 0; k < AB_ARRAY_SIZE(d); k++)
+			if (d[k] && (!next || d[k] < next))
+				next = d[k];
+	}
+	return next;
+}

@@ -1,0 +1,171 @@
+/* Inside a session (include/agentbox/agentbox.h, "Sessions"): what the
+ * launcher keeps for one sandbox and each of its commands, shared by the
+ * files that supervise it:
+ *
+ *   session.c         open (build the sandbox, wait for READY), the epoll
+ *                     dispatch, the init's messages, stats, close
+ *   command.c         one command's lifecycle: start, output, deadline,
+ *                     TERM -> KILL escalation, the shim's messages
+ *   command_result.c  its result: status, timeout, OOM, accounting,
+ *                     denials, protected paths, output; its slot's release
+ *   shim_pool.c       the command shims the init starts: idle ones, spares;
+ *                     which command a denied process belongs to
+ *   session_watch.c   the clock, and interest in the epoll set
+ *   run.c             `agentbox run`: a session of one command
+ *
+ * Each file calls only the ones below it in this list (tools/check-circles).
+ *
+ * Nothing the sandbox sends is trusted beyond its validated form: a
+ * malformed message from the init ends the session, one from a shim ends
+ * that command. */
+#ifndef AB_SESSION_H
+#define AB_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+#include "net/netproxy.h"
+#include "util/output.h"
+#include "layer/protect.h"
+#include "sandbox/sandbox.h"
+#include "seccomp/seccomp_profile.h"
+#include "sandbox/shim.h"
+
+/* After the main process exits, how long processes it left behind may
+ * keep the output pipes open before they are killed. */
+#define BACKGROUND_GRACE_MS 200
+/* After a shim is gone, how long others may still hold the pipes. */
+#define ORPHAN_PIPE_GRACE_MS 1000
+#define SETUP_TIMEOUT_MS     30000
+
+/* What an epoll event of the session is about (low byte of its data). */
+enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM, K_NET };
+
+struct cmd {
+	bool used;
+	unsigned long long tag, seq;
+	int ctl, out_rd, err_rd; /* out_rd, err_rd: -1 when passed through */
+	int shim_pidfd, cmd_pidfd;
+	pid_t shim_pid;	  /* on the host, once looked up; 0: not yet, -1: unknown */
+	size_t shim_slot; /* its shim's slot in the pool, while shim_gen is that slot's */
+	unsigned shim_gen;
+	struct ab_capture out, err;
+	bool merged, stream, keep_bg;
+	bool file_op; /* done by the shim itself: its process is the shim */
+	bool exited, failed, ctl_eof, term_sent, kill_sent, timed_out, cancelled;
+	int timeout_signal;
+	struct shim_msg msg; /* EXITED, or FAILED */
+	unsigned long long started_ms;
+	unsigned long long timeout_ms; /* this command's own, as applied; 0: none */
+	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
+	unsigned long long grace_left_ms; /* of the orphan grace, while output is paused */
+	unsigned long long oom_before;
+	struct ab_denials denials;
+	struct ab_net_report net; /* --net allow=: its connections (netproxy.h) */
+};
+
+struct ab_session {
+	struct sandbox sb;
+	bool one_command; /* `agentbox run`: the init is the only shim */
+	pid_t init;
+	bool init_reaped; /* its pid may be another process's now */
+	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
+	int init_pidfd, sync_fd, listener;
+	int epfd, timerfd, devnull;
+	unsigned long long timer_at; /* the deadline timerfd is armed for, 0: none */
+	struct cmd *cmds;
+	size_t max, running;
+	bool out_paused; /* ab_session_pause_output: stream commands' pipes unread */
+	char *drain_buf; /* what a read of a command's pipe gives (command.c) */
+	unsigned long long seq, started_ms, commands_run;
+	struct ab_denials denials;
+	struct ab_result limits;
+	/* the protected paths as the last command that changed one left
+	 * them (valid when have_seen), else as they were at open (sb.protect) */
+	struct protect_state seen;
+	bool have_seen;
+	char **layer_seen; /* in an overlay workspace: the protected paths reported */
+	char id[64];
+	bool dead;
+	struct ab_error death;
+	struct ab_denied_syscall *stats_denied;
+	/* the command shims the init started (sock -1: a free slot); a
+	 * command goes to an idle one straight from here */
+	struct {
+		int sock;
+		bool idle;
+		pid_t pid;    /* on the host; 0: unknown */
+		unsigned gen; /* which shim this slot holds (pool_add counts) */
+		/* when it last became idle (idle_ticks) */
+		unsigned long long idle_since;
+	} * shims;
+	unsigned shim_gens;
+	/* counts the shims' turns to idle */
+	unsigned long long idle_ticks;
+	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
+			       * theirs, and a spare */
+	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
+	int shim_error;	      /* why the init could not start the last one asked */
+	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
+};
+
+/* session.c */
+/* ab_session_open, and for `agentbox run` one_command: the init runs the
+ * one command's shim itself (no second process, no spare), and the
+ * session is returned before the init is ready, so that the command can
+ * be started meanwhile: session_ready then waits for it (and says why the
+ * sandbox could not be built). limits, when not NULL, gets the limits as
+ * applied as soon as they are, so that a failure later still reports them. */
+int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limits,
+		 struct ab_session **out, struct ab_error *err);
+int session_ready(struct ab_session *s, struct ab_error *err);
+
+/* session_watch.c */
+unsigned long long session_now_ms(void);
+int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
+void session_unwatch(struct ab_session *s, int *fd);
+
+/* shim_pool.c */
+/* A shim's socket into the pool, idle (closed when there is no room). */
+void pool_add(struct ab_session *s, int sock, pid_t pid);
+/* The shim a command goes to: its slot, or a negative errno (err says). */
+int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err);
+void pool_on_shim(struct ab_session *s, size_t i);
+/* A message of the init after setup; false when it ends the session. */
+bool pool_on_sync(struct ab_session *s);
+void pool_drop_idle(struct ab_session *s);
+/* A command's final SHIM_EXITED (SHIM_IDLE_AT_FINAL): its shim, if that
+ * slot still holds it, is idle without a SYNC_READY. */
+void pool_idle_at_final(struct ab_session *s, const struct cmd *c);
+/* Which command's denials a denied process counts for (the command whose
+ * shim is its ancestor), or NULL: the session's (an ab_denial_route). */
+struct ab_denials *command_route_denial(pid_t pid, void *arg);
+
+/* command.c */
+void command_on_ctl(struct ab_session *s, struct cmd *c);
+void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
+		   void *arg);
+/* ab_session_pause_output for one command: its stream pipes out of the
+ * epoll set or back in, its orphan-pipe grace stopped or running on. */
+void command_pause_output(struct ab_session *s, struct cmd *c, bool pause, unsigned long long now);
+/* Deadlines and grace periods due at now; the result once complete. */
+void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, ab_event_fn fn,
+		   void *arg);
+/* The earliest deadline of any command, 0: none. */
+unsigned long long command_next_deadline(const struct ab_session *s);
+
+/* command_result.c */
+void command_clear(struct cmd *c);
+/* Out of the epoll set, its fds closed, its slot free. */
+void command_release(struct ab_session *s, struct cmd *c);
+/* The command's RESULT event (a result, or the error why there is none),
+ * then its slot is free. */
+void command_finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg);
+/* The OOM killer struck in the sandbox's cgroup since the command started
+ * (the cgroup's own events, counted before and after). */
+bool command_oom(struct ab_session *s, const struct cmd *c);
+int denials_collect(const struct ab_denials *d, struct ab_denied_syscall **out, size_t *nout);
+
+#endif

@@ -1,0 +1,133 @@
+#include "util/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The fields of "NSpid:" in /proc/<pid>/status (pid 0: self): the pid in
+ * the /proc's pid namespace first, in the process's own last. */
+static int nspids(pid_t pid, pid_t *out, int max)
+{
+	char path[64], buf[2048];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = '\0';
+	char *p = strstr(buf, "\nNSpid:");
+	int n = 0;
+	for (p = p ? p + 7 : NULL; p && n < max;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+		p = end;
+	}
+	return n;
+}
+
+int ab_procs_open(struct ab_procs *it)
+{
+	it->d = opendir("/proc");
+	if (!it->d)
+		return -errno;
+	/* a /proc of an outer pid namespace (isolation.h, own-proc
+	 * missing) numbers processes its way: they are translated into ours */
+	pid_t ns[32];
+	int n = nspids(0, ns, 32);
+	it->depth = n > 1 && ns[n - 1] == getpid() ? n : 0;
+	return 0;
+}
+
+/* pid as /proc numbers it, in our pid namespace; 0 when not in it. */
+static pid_t ours(const struct ab_procs *it, pid_t pid)
+{
+	if (!it->depth || pid <= 0)
+		return pid;
+	pid_t ns[32];
+	int n = nspids(pid, ns, 32);
+	return n >= it->depth ? ns[it->depth - 1] : 0;
+}
+
+bool ab_procs_next(struct ab_procs *it, pid_t *pid, pid_t *ppid)
+{
+	struct dirent *de;
+	while ((de = readdir(it->d))) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+		if (*end || p <= 0)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
+		char *rp = strrchr(buf, ')');
+		int pp;
+		if (!rp || sscanf(rp + 1, " %*c %d", &pp) != 1)
+			continue;
+		*pid = ours(it, (pid_t)p);
+		*ppid = ours(it, (pid_t)pp);
+		if (*pid <= 0)
+			continue; /* not a process of our pid namespace */
+		return true;
+	}
+	return false;
+}
+
+void ab_procs_close(struct ab_procs *it)
+{
+	if (it->d)
+		closedir(it->d);
+	it->d = NULL;
+}
+
+/* The name /proc gives pid (ours) under, found by its NSpid when /proc is
+ * an outer namespace's; 0 when it is not there. */
+static pid_t proc_name_of(pid_t pid)
+{
+	struct ab_procs it;
+	if (ab_procs_open(&it) < 0)
+		return 0;
+	pid_t found = it.depth ? 0 : pid;
+	struct dirent *de;
+	while (!found && (de = readdir(it.d))) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+		if (!*end && p > 0 && ours(&it, (pid_t)p) == pid)
+			found = (pid_t)p;
+	}
+	ab_procs_close(&it);
+	return found;
+}
+
+void ab_proc_comm(pid_t pid, char *out, size_t len)
+{
+	out[0] = '\0';
+	pid_t name = proc_name_of(pid);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)name);
+	int fd = name > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	ssize_t k = fd >= 0 ? read(fd, out, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	out[k > 0 ? k : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}

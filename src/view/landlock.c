@@ -1,0 +1,117 @@
+#include "view/landlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "view/landlock_compat.h"
+#include "util/util.h"
+
+#define FS_READ                                                                                    \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define FS_WRITE_V1                                                                                \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |                           \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |                               \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |                             \
+	 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
+
+/* Device nodes a command may write (besides /dev/pts and /dev/shm). */
+static const char *const writable_devs[] = {
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom",
+};
+
+static int add_rule(int ruleset, const char *path, uint64_t access, uint64_t handled,
+		    struct ab_error *err)
+{
+	cleanup_fd int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0; /* not in this view */
+		return ab_error_set(err, errno, "landlock: cannot open %s", path);
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return ab_error_set(err, errno, "landlock: cannot stat %s", path);
+	/* rights that only make sense on directories are refused on files */
+	if (!S_ISDIR(st.st_mode))
+		access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+			  LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+	struct landlock_path_beneath_attr attr = {
+		.allowed_access = access & handled,
+		.parent_fd = fd,
+	};
+	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr, 0) < 0)
+		return ab_error_set(err, errno, "landlock: cannot add a rule for %s", path);
+	return 0;
+}
+
+int landlock_prepare(const struct view_plan *plan, int *out, int *abi_out, struct ab_error *err)
+{
+	*out = -1;
+	*abi_out = 0;
+	int abi =
+		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return 0; /* no Landlock here (ENOSYS, or disabled: EOPNOTSUPP) */
+	uint64_t handled = FS_READ | FS_WRITE_V1;
+	if (abi >= 2)
+		handled |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	/* later rights (ioctl on devices, network) are not handled: the
+	 * mounts, seccomp and the network namespace already decide those */
+	struct landlock_ruleset_attr rs = {.handled_access_fs = handled};
+	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
+	if (ruleset < 0)
+		return ab_error_set(err, errno, "landlock: cannot create a ruleset");
+	int r = add_rule(ruleset, "/", FS_READ, handled, err);
+	for (size_t i = 0; r == 0 && i < plan->n; i++) {
+		const struct view_entry *e = &plan->e[i];
+		if ((e->kind == VIEW_BIND || e->kind == VIEW_TMPFS) && e->rw)
+			r = add_rule(ruleset, e->dst, handled, handled, err);
+	}
+	if (r == 0)
+		r = add_rule(ruleset, "/dev/shm", handled, handled, err);
+	if (r == 0)
+		r = add_rule(ruleset, "/dev/pts", FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE, handled,
+			     err);
+	for (size_t i = 0; r == 0 && i < AB_ARRAY_SIZE(writable_devs); i++)
+		r = add_rule(ruleset, writable_devs[i],
+			     FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE,
+			     handled, err);
+	if (r < 0)
+		return r;
+	*out = ab_steal_fd(&ruleset);
+	*abi_out = abi;
+	return 0;
+}
+
+int landlock_enforce(int fd, struct ab_error *err)
+{
+	if (fd < 0)
+		return 0;
+	if (syscall(SYS_landlock_restrict_self, fd, 0) < 0)
+		return ab_error_set(err, errno, "landlock: cannot restrict the command");
+	return 0;
+}
+
+int landlock_command_layer(void)
+{
+	/* nothing an unprivileged process could do anyway: the layer is for
+	 * its domain, not for its rights */
+	struct landlock_ruleset_attr rs = {.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK};
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
+	if (fd < 0)
+		return -errno;
+	/* above the fds a command's child is given (0-4), close-on-exec */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	int e = errno;
+	close(fd);
+	return high < 0 ? -e : high;
+}

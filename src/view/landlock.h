@@ -1,0 +1,27 @@
+/* Landlock: a second, independent layer under the mounts. Commands may
+ * write only beneath the view's writable places and a few device nodes,
+ * and read only what the view holds. Used wherever the kernel offers it. */
+#ifndef AB_LANDLOCK_H
+#define AB_LANDLOCK_H
+
+#include "agentbox/agentbox.h"
+#include "view/mount.h"
+
+/* Sandbox init, after the view is built: a ruleset for every command.
+ * *fd is -1 (and *abi 0) when this kernel has no Landlock. */
+int landlock_prepare(const struct view_plan *plan, int *fd, int *abi, struct ab_error *err);
+
+/* Command, after no_new_privs, before seccomp. */
+int landlock_enforce(int fd, struct ab_error *err);
+
+/* A session shim, once: a ruleset handling only the making of block
+ * devices (which no unprivileged process can do) with no rules, that
+ * each session command enforces before its exec, so that each is in a
+ * Landlock domain of its own below the sandbox's. Landlock then refuses
+ * a command any ptrace-class access (ptrace, /proc/PID/mem,
+ * process_vm_*) to another command or to an idle warm shell, whatever
+ * the seccomp profile; within a command (its own children) it allows it.
+ * The fd (close-on-exec, >= 10), or -errno. */
+int landlock_command_layer(void);
+
+#endif

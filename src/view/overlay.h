@@ -1,0 +1,28 @@
+/* The overlay workspace in the view (--workspace-mode overlay,
+ * docs/workspace.md): the layer (layer.h) planned with the view, and the
+ * overlay mounted at /workspace when the view is built (mount.c). */
+#ifndef AB_OVERLAY_H
+#define AB_OVERLAY_H
+
+#include "agentbox/agentbox.h"
+
+struct view_plan;
+struct view_entry;
+struct protect_state;
+struct ab_layer;
+
+/* Launcher, end of view_plan_build(): in overlay mode make (or, for
+ * --keep-changes DIR holding a layer of this workspace, reuse) the layer,
+ * lock it, and mark the workspace entry and the protected binds beneath
+ * it, which then come from the overlay, not from the host. */
+int overlay_plan(const struct ab_config *cfg, const struct protect_state *protect,
+		 struct view_plan *plan, struct ab_error *err);
+
+/* Sandbox: mount the overlay at root/workspace, the workspace entry e
+ * (its src_fd, or the launcher's idmapped tree_fd) as the lower layer. */
+int overlay_mount_workspace(int root, struct view_entry *e, struct ab_layer *l,
+			    struct ab_error *err);
+/* Sandbox: a protected bind beneath /workspace, cloned from the overlay. */
+int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error *err);
+
+#endif
