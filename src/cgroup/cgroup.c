@@ -61,6 +61,9 @@ struct ab_cgroup {
 	 * waited for, where moving a pid through cgroup.procs waits one
 	 * (10-20 ms); -1: none */
 	int self_fd[H_COUNT];
+	/* each directory's lock while it exists: the launcher lives
+	 * (cgroup_stale.c); -1: none */
+	int lock_fd[H_COUNT];
 	/* init_leaves: tasks files to leave by, one per self_fd; -1: none */
 	int leave_fd[H_COUNT];
 	/* v1 and hybrid: the v1 hierarchies are made after the clone
@@ -130,24 +133,6 @@ bool ab_cg_find_mount(int h, char *out, size_t len)
 		return false;
 	return libcgroup_mount(h_names[h], out, len) && statfs(out, &sf) == 0 &&
 	       sf.f_type == CGROUP_SUPER_MAGIC;
-}
-
-unsigned long long ab_cg_start_time(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* field 22, counted after the command name's closing parenthesis */
-	char *p = strrchr(buf, ')');
-	for (int f = 2; p && f < 22; f++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 /* v2 with controllers: the caller's parent, or below the caller's own
@@ -236,26 +221,6 @@ static void fall_back(struct ab_cgroup *cg, const struct ab_limits *lim, const c
 	if (lim->pids && cg->st.pids.how != AB_LIMIT_CGROUP)
 		/* RLIMIT_NPROC counts every process of the host uid, not the sandbox's */
 		set_how(&cg->st.pids, AB_LIMIT_UNAVAILABLE, why);
-}
-
-static int make_dir(char *out, size_t len, const char *root, const char *rel, const char *name)
-{
-	char parent[1024];
-	snprintf(parent, sizeof(parent), "%.500s%.500s", root, rel);
-	snprintf(out, len, "%.900s/%.100s", parent, name);
-	/* the shared parent may exist (another sandbox, a delegation), and
-	 * another run may remove it between our two mkdirs: then again */
-	for (int tries = 0; tries < 3; tries++) {
-		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-			break;
-		if (mkdir(out, 0755) == 0)
-			return 0;
-		if (errno != ENOENT)
-			break;
-	}
-	int e = errno;
-	out[0] = '\0';
-	return -e;
 }
 
 static const char *procs_dir(const struct ab_cgroup *cg);
@@ -350,11 +315,10 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
 	cg->oom_fd = cg->clone_fd = -1;
 	for (int h = 0; h < H_COUNT; h++)
-		cg->self_fd[h] = cg->leave_fd[h] = -1;
+		cg->self_fd[h] = cg->leave_fd[h] = cg->lock_fd[h] = -1;
 	cg->st.version = "none";
 	char name[96];
-	snprintf(name, sizeof(name), "agentbox-%d-%llu-%u", (int)getpid(),
-		 ab_cg_start_time(getpid()), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	ab_cg_name(name, sizeof(name), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 
 	char roots[H_COUNT][512] = {{0}};
 	bool have[H_COUNT];
@@ -389,8 +353,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			r = ab_cg_v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
-		if (r == 0 && (r = make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), root,
-					    rel, name)) < 0)
+		if (r == 0 && (r = ab_cg_make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]),
+						  root, rel, name, &cg->lock_fd[H_UNIFIED])) < 0)
 			snprintf(why, sizeof(why), "cannot create a cgroup in %.60s%.60s: %.30s",
 				 root, rel, strerror(-r));
 		if (r == 0) {
@@ -423,8 +387,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		snprintf(cg->why, sizeof(cg->why), "%s", why);
 		if (have[H_UNIFIED] && !lim->init_leaves &&
 		    may_enter_unified(roots[H_UNIFIED], rel) &&
-		    make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED], rel,
-			     name) == 0 &&
+		    ab_cg_make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED],
+				   rel, name, &cg->lock_fd[H_UNIFIED]) == 0 &&
 		    !ab_cgfs_faked())
 			cg->clone_fd = open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		*out = cg;
@@ -475,7 +439,8 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 		 * without --cpus would limit nothing */
 		if (cg->lim.init_leaves && (h == H_CPUACCT || (h == H_CPU && !cg->lim.cpu_millis)))
 			continue;
-		int r = make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name);
+		int r = ab_cg_make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name,
+				       &cg->lock_fd[h]);
 		if (r == 0)
 			any = true;
 		else
@@ -596,6 +561,8 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
 			 * an unprivileged user with a v1 delegation may lack */
 			rmdir(cg->dir[h]);
 			cg->dir[h][0] = '\0';
+			ab_close_keep_errno(cg->lock_fd[h]);
+			cg->lock_fd[h] = -1;
 			continue;
 		}
 		if (r < 0)
@@ -770,6 +737,8 @@ bool ab_cgroup_remove_left(struct ab_cgroup *cg)
 			continue;
 		}
 		cg->dir[h][0] = '\0';
+		ab_close_keep_errno(cg->lock_fd[h]);
+		cg->lock_fd[h] = -1;
 	}
 	return all;
 }
@@ -788,5 +757,8 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 		cgroup_signal_all(cg, SIGKILL);
 		remove_dirs(cg->dir);
 	}
+	/* after the rmdirs: one left behind is then stale for any reaper */
+	for (int h = 0; h < H_COUNT; h++)
+		ab_close_keep_errno(cg->lock_fd[h]);
 	free(cg);
 }

@@ -1,14 +1,16 @@
-/* What crashed launchers left: their cgroups, named agentbox-<pid>-<start>-
- * <n> after a launcher that is no longer alive, emptied and removed
- * (ab_cgroup_reap_stale, cgroup.h). */
+/* What crashed launchers left: cgroups nobody holds the lock of and whose
+ * launcher is gone (cgroup_owner.c says how that is told), emptied and
+ * removed (ab_cgroup_reap_stale, cgroup.h). */
 #include "cgroup/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,16 +19,6 @@
 #include "cgroup/cgroup_int.h"
 #include "cgroup/cgroupfs.h"
 #include "util/util.h"
-
-/* agentbox-<pid>-<start>-<n>: is that launcher alive? */
-static bool owner_alive(const char *name)
-{
-	int pid;
-	unsigned long long start;
-	if (sscanf(name, "agentbox-%d-%llu-", &pid, &start) != 2)
-		return true; /* not ours: never touched */
-	return ab_cg_start_time(pid) == start;
-}
 
 /* SIGKILL to each process cgroup.procs of the stale cgroup path lists,
  * through a pidfd and only when /proc/PID/cgroup still names that cgroup:
@@ -57,27 +49,62 @@ static void kill_listed(const char *path)
 	}
 }
 
+static void remove_stale(const char *dir, const char *name)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%.900s/%.255s", dir, name);
+	size_t len = strlen(name);
+	/* a launcher's own leaf (cgroup_delegate.c): only ever removed empty,
+	 * never killed, since its launcher is in it while alive */
+	bool leaf = len > 9 && strcmp(name + len - 9, "-launcher") == 0;
+	/* kill whatever is still in it, then remove it */
+	if (!leaf && ab_cgfs_write(path, "cgroup.kill", "1") < 0)
+		kill_listed(path);
+	for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY && !leaf; tries++) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+#define MAX_UNSEEN 64
+
 static int reap_in(const char *dir)
 {
-	DIR *d = opendir(dir);
+	cleanup_fd int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	if (!d)
 		return 0;
+	dfd = -1;
 	int n = 0;
+	size_t n_unseen = 0;
+	char unseen[MAX_UNSEEN][256];
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "agentbox-", 9) != 0 || owner_alive(de->d_name))
+		if (strncmp(de->d_name, "agentbox-", 9) != 0)
 			continue;
-		char path[1200];
-		snprintf(path, sizeof(path), "%.900s/%.255s", dir, de->d_name);
-		/* kill whatever is still in it, then remove it */
-		if (ab_cgfs_write(path, "cgroup.kill", "1") < 0)
-			kill_listed(path);
-		for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY; tries++) {
-			struct timespec ts = {0, 5 * 1000 * 1000};
-			nanosleep(&ts, NULL);
+		enum ab_cg_owner o = ab_cg_owner(de->d_name);
+		if (o == AB_CG_OWNER_ALIVE || ab_cg_unlocked(dirfd(d), de->d_name) != 1)
+			continue;
+		if (o == AB_CG_OWNER_UNSEEN) {
+			/* judged again below, under the parent's lock */
+			if (n_unseen < MAX_UNSEEN)
+				snprintf(unseen[n_unseen++], sizeof(unseen[0]), "%s", de->d_name);
+			continue;
 		}
+		remove_stale(dir, de->d_name);
 		n++;
 	}
+	/* no launcher is between its mkdir and its lock while we hold this;
+	 * none waits long: we only test locks under it */
+	cleanup_fd int pfd = n_unseen ? ab_cg_lock_parent(dir, LOCK_EX) : -1;
+	size_t stale = 0;
+	for (size_t i = 0; pfd >= 0 && i < n_unseen; i++)
+		if (ab_cg_unlocked(dirfd(d), unseen[i]) == 1)
+			memmove(unseen[stale++], unseen[i], sizeof(unseen[0]));
+	ab_close_keep_errno(pfd);
+	pfd = -1;
+	for (size_t i = 0; i < stale; i++, n++)
+		remove_stale(dir, unseen[i]);
 	closedir(d);
 	return n;
 }

@@ -310,7 +310,7 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 	 * launcher may have moved itself into, nor a scope made for it */
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd),
-		 "find /sys/fs/cgroup -maxdepth 10 -type d -name 'agentbox-%d-*' "
+		 "find /sys/fs/cgroup -maxdepth 10 -type d -name 'agentbox-ns*-%d-*' "
 		 "! -name '*-launcher' ! -name '*.scope' 2>/dev/null | head -1",
 		 p);
 	FILE *f = popen(cmd, "r");
@@ -332,10 +332,19 @@ Test(limits, no_cgroup_outlives_a_killed_agentbox)
 	cr_assert_neq(stat(dir, &st), 0, "%s was not reaped", dir);
 }
 
+/* The inode of this process's pid namespace: the tag of a cgroup name. */
+static unsigned long long own_pidns(void)
+{
+	struct stat st;
+	cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+	return (unsigned long long)st.st_ino;
+}
+
 /* A v1 controller's cgroup has no cgroup.kill: the reaper kills what its
  * cgroup.procs lists, each through a pidfd after checking the process is
  * still in that cgroup. A stale cgroup (its owner's pid 999999 has no
- * such start time) with a live process in it: both are gone after a run. */
+ * such start time in our pid namespace, and nobody holds its lock) with a
+ * live process in it: both are gone after a run. */
 Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
 {
 	const char *parent = "/sys/fs/cgroup/pids/agentbox";
@@ -343,7 +352,8 @@ Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
 	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
 		return; /* root's v1 pids hierarchy only: where the reaper works unaided */
 	char dir[256];
-	snprintf(dir, sizeof(dir), "%s/agentbox-999999-1-%d", parent, (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/agentbox-ns%llu-999999-1-%d", parent, own_pidns(),
+		 (int)getpid());
 	/* another run may remove the shared parent between the two mkdirs */
 	for (int i = 0; i < 3 && mkdir(dir, 0755) < 0 && errno == ENOENT; i++)
 		mkdir(parent, 0755);
@@ -381,6 +391,84 @@ Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
 	cr_assert(got == p && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		  "the process in the stale cgroup was not killed");
 	cr_assert_not(left, "%s was not removed", dir);
+}
+
+/* A cgroup named after a launcher in another pid namespace (tag ns1: no
+ * namespace has that inode; its pid is this test's, alive here, which a
+ * reaper must not go by): kept while someone holds the lock on its
+ * directory, as every live launcher does on its own, and reaped once
+ * nobody does. */
+Test(limits, another_pid_namespaces_cgroup_goes_only_when_unlocked)
+{
+	const char *parent = "/sys/fs/cgroup/pids/agentbox";
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
+		return; /* root's v1 pids hierarchy only */
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/agentbox-ns1-%d-1-0", parent, (int)getpid());
+	for (int i = 0; i < 3 && mkdir(dir, 0755) < 0 && errno == ENOENT; i++)
+		mkdir(parent, 0755);
+	int lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	cr_assert(lock >= 0 && fcntl(lock, F_OFD_SETLK, &fl) == 0, "cannot lock %s", dir);
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--", "true", NULL);
+	bool kept = stat(dir, &st) == 0;
+	close(lock);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	if (!kept)
+		cr_assert_fail("%s was reaped while its lock was held", dir);
+	run_in(ws, &r, NULL, "--", "true", NULL);
+	for (int i = 0; i < 500 && stat(dir, &st) == 0; i++)
+		usleep(10000);
+	bool left = stat(dir, &st) == 0 && rmdir(dir) == 0;
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_not(left, "%s was not reaped once unlocked", dir);
+}
+
+/* A launcher in a pid namespace of its own (a container beside the host,
+ * sharing its cgroupfs) whose sandbox runs while the host's launchers
+ * start theirs: they cannot see its pid, and must leave its cgroup be
+ * (issue 33: they took it for stale and removed it under it). */
+Test(limits, a_launcher_in_another_pid_namespace_keeps_its_cgroup)
+{
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
+		return; /* root's shared group, as in a container beside the host */
+	char *ws = test_tmpdir();
+	int out[2];
+	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0) {
+		dup2(out[1], 1);
+		execlp("unshare", "unshare", "--pid", "--fork", "--mount-proc", AGENTBOX_BIN, "run",
+		       "--workspace", ws, "--pids", "64", "--", "/bin/sh", "-c",
+		       "echo started; sleep 2; echo done", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char buf[64] = {0};
+	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
+	if (n <= 0 || !strstr(buf, "started")) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		cr_assert_fail("the sandbox in its own pid namespace did not start");
+	}
+	/* the host's launchers start and reap meanwhile */
+	for (int i = 0; i < 3; i++) {
+		run_in(ws, &r, NULL, "--", "true", NULL);
+		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	}
+	int status;
+	for (size_t got = strlen(buf); got < sizeof(buf) - 1; got += (size_t)n)
+		if ((n = read(out[0], buf + got, sizeof(buf) - 1 - got)) <= 0)
+			break;
+	close(out[0]);
+	waitpid(p, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(buf, "done"),
+		  "the sandbox in its own pid namespace was broken (status %#x, output %s)", status,
+		  buf);
 }
 
 /* Root's sandboxes share the hierarchy's agentbox group: each run's own
