@@ -483,6 +483,14 @@ int layer_keep_fds(const struct ab_layer *l, int *fds)
 	return l->tree_fd >= 0;
 }
 
+void layer_close_dirs(struct ab_layer *l)
+{
+	ab_close_keep_errno(l->upper_fd);
+	ab_close_keep_errno(l->work_fd);
+	ab_close_keep_errno(l->tree_fd);
+	l->upper_fd = l->work_fd = l->tree_fd = -1;
+}
+
 int layer_open_dirs(struct ab_layer *l, struct ab_error *err)
 {
 	if (l->tree_fd >= 0)

@@ -56,6 +56,10 @@ void layer_release(struct ab_layer *l);
  * which the launcher opened (a directory only root may enter can hold
  * the layer of a sandbox user's overlay). */
 int layer_open_dirs(struct ab_layer *l, struct ab_error *err);
+/* Once the overlay is mounted: close those fds (and the launcher's tree
+ * of DIR). Each is a host path: /proc/self/fd/N/.. of a process holding
+ * one walks the host's tree, past every mount of the view. */
+void layer_close_dirs(struct ab_layer *l);
 /* The fds the init must keep open: stored at fds, how many. */
 int layer_keep_fds(const struct ab_layer *l, int *fds);
 

@@ -47,6 +47,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -328,6 +329,33 @@ static void join_net(struct init_args *a)
 	close(fd);
 }
 
+/* The launcher's stdin, stdout and stderr, which the clone copied, are the
+ * caller's (a session's protocol pipes, a log file): the view's /dev/null
+ * in their place, so that no host file stays open in the init or a shim
+ * (a file operation reaches /proc/self/fd/2 like any path). Without a
+ * /dev/null in the view (a minimal container has none), a sealed empty
+ * memfd: reads see its end, writes fail. */
+static void stdio_from_view(int sync_fd)
+{
+	int fd = open("/dev/null", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0 && (fd = memfd_create("agentbox-null", MFD_CLOEXEC | MFD_ALLOW_SEALING)) >= 0)
+		fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_WRITE);
+	struct ab_error err = {0};
+	for (int i = 0; i < 3; i++)
+		if (fd < 0 || dup2(fd, i) < 0) {
+			ab_error_set(&err, errno,
+				     "cannot replace the launcher's stdio in the sandbox");
+			init_fail(sync_fd, &err);
+		}
+	if (fd > 2)
+		close(fd);
+}
+
 /* The init is a copy of the launcher, environment included: wipe the
  * strings (the command gets its own filtered copy, a->envp), so that no
  * variable the policy filtered out is left in the sandbox's memory. */
@@ -380,6 +408,7 @@ _Noreturn void init_main(struct init_args *a)
 
 	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	stdio_from_view(a->sync_fd);
 	join_cgroup(a);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		ab_error_set(&err, errno, "cannot create the cgroup namespace");

@@ -734,6 +734,9 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		ab_close_keep_errno(plan->dev_fds[i]);
 		plan->dev_fds[i] = -1;
 	}
+	/* no host path stays open in the init, nor in a shim it forks */
+	if (plan->layer)
+		layer_close_dirs(plan->layer);
 	int r = mount_id_files(root, plan, err);
 	if (r < 0)
 		return r;

@@ -509,5 +509,118 @@ class FileOps(unittest.TestCase):
         self.assertLess(got[ids[1]][1], got[ids[0]][1])  # did not wait for the sleep
 
 
+class HostFds(unittest.TestCase):
+    """Issue 33, item 4: no fd of a host path in the init or a shim of an
+    unprivileged overlay session, where file operations run. A shim used to
+    hold the layer's upper/ and work/ (and every process of the sandbox the
+    launcher's stdin, stdout and stderr): a planted link to
+    /proc/self/fd/N/../.. then reached the host's files from a plain `read`,
+    without Landlock (which is off here, as on a host without it). As root,
+    the session runs as nobody (65534) and the test also reads every fd of
+    the sandbox's processes from the host."""
+
+    SECRET = "host secret of the layer's parent\n"
+    LOGGED = "what the caller's log held\n"
+
+    def setUp(self):
+        self.tmp = make_dir()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.ws = make_dir(self.tmp)
+        state = make_dir(self.tmp)
+        # upper is state/agentbox/layers/XXXXXX/upper: four levels below state
+        self.secret = os.path.join(state, "secret")
+        with open(self.secret, "w") as f:
+            f.write(self.SECRET)
+        self.log = os.path.join(self.tmp, "serve.log")
+        with open(self.log, "w") as f:
+            f.write(self.LOGGED)
+        kw = {}
+        if ROOT:  # an unprivileged session: nobody's, in directories nobody owns
+            for d in (self.tmp, self.ws, state, self.secret, self.log):
+                os.chown(d, 65534, 65534)
+            kw = dict(user=65534, group=65534, extra_groups=[])
+        env = dict(os.environ, HOME=self.tmp, XDG_STATE_HOME=state)
+        log = open(self.log, "a")
+        self.p = subprocess.Popen(
+            [BIN, "serve", "--workspace", self.ws, "--workspace-mode", "overlay",
+             "--landlock", "off"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=log, env=env, **kw)
+        log.close()
+        self.addCleanup(self.p.stdout.close)
+        self.addCleanup(end_server, self.p)
+        self.n = 0
+        hello = json.loads(self.p.stdout.readline() or "null")
+        if not hello or hello.get("type") != "hello":
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                self.fail("no session: %s" % open(self.log).read())
+            self.skipTest("agentbox cannot run here: %s" % open(self.log).read())
+
+    def call(self, **req):
+        self.n += 1
+        req["id"] = self.n
+        self.p.stdin.write((json.dumps(req) + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            m = json.loads(self.p.stdout.readline())
+            if m.get("id") == self.n and m["type"] != "output":
+                return m
+
+    def host_files_unchanged(self):
+        with open(self.secret) as f:
+            self.assertEqual(f.read(), self.SECRET)
+        with open(self.log) as f:
+            self.assertTrue(f.read().startswith(self.LOGGED))
+
+    def test_a_shim_holds_no_fd_of_a_host_path(self):
+        self.assertEqual(self.call(op="exec", command="true")["exit_code"], 0)
+        m = self.call(op="ls", path="/proc/self/fd")  # the shim's own fds
+        self.assertEqual(m["type"], "result", m)
+        fds = [e["path"] for e in m["entries"]]
+        self.assertGreaterEqual(len(fds), 3, m)
+        self.assertEqual([e["path"] for e in m["entries"] if e["is_dir"]], [],
+                         "the shim holds directories")
+        for path in fds:  # a host file would be read (a FIFO, a device are not)
+            r = self.call(op="read", path=path)
+            self.assertEqual(r["type"], "error", "the shim read %s: %s" % (path, r))
+        if ROOT:  # every fd of every process of the sandbox, from the host
+            held = {}
+            for pid in descendants(self.p.pid):
+                for fd in os.listdir("/proc/%d/fd" % pid):
+                    try:
+                        held["%d/%s" % (pid, fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                    except OSError:
+                        pass
+            paths = {k: t for k, t in held.items()
+                     if t.startswith("/") and t != "/dev/null" and not t.startswith("/memfd:")}
+            self.assertEqual(paths, {}, "host paths open in the sandbox")
+        self.host_files_unchanged()
+
+    def test_planted_proc_fd_links_reach_no_host_file(self):
+        script = ('for n in $(seq 0 40); do ln -s /proc/self/fd/$n/../../../../secret '
+                  'leak$n; ln -s /proc/self/fd/$n fd$n; done')
+        self.assertEqual(self.call(op="exec", command=script)["exit_code"], 0)
+        for n in range(41):
+            for name in ("leak%d" % n, "fd%d" % n):
+                r = self.call(op="read", path=name)
+                self.assertNotIn(self.SECRET.strip(), json.dumps(r), name)
+                self.assertNotIn(self.LOGGED.strip(), json.dumps(r), name)
+                for old in (self.SECRET.strip(), self.LOGGED.strip()):
+                    self.call(op="edit", path=name, old_string=old, new_string="gone")
+        self.host_files_unchanged()
+
+
+def descendants(pid):
+    """Every process below pid, by /proc/PID/task/*/children."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            kids = open("/proc/%d/task/%s/children" % (pid, tid)).read().split()
+        except OSError:
+            continue
+        for k in kids:
+            out += [int(k)] + descendants(int(k))
+    return out
+
+
 if __name__ == "__main__":
     unittest.main()
