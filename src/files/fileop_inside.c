@@ -106,11 +106,21 @@ __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char 
 	return emit(o);
 }
 
-/* The error for errno e while doing what to path. */
+/* The error for errno e while doing what to path. EOVERFLOW: an overlay
+ * copies a file (or a directory on its way) into the layer before the
+ * first change, keeping its owner and group, which the sandbox's user
+ * namespace maps only when they are the sandbox user's own (docs/
+ * workspace.md, "Files of other owners"). */
 int fo_fail_errno(int e, const char *path, const char *what)
 {
 	const char *why = e == ENODEV ? "not a regular file" : strerror(e);
-	return fo_fail(code_of(e), path, "%s %s: %s", what, path, why);
+	const char *hint = e != EOVERFLOW ? ""
+					  : " (its owner or group on the host, or its "
+					    "directory's, is not mapped into the sandbox, so the "
+					    "overlay cannot copy it into the layer to change it: "
+					    "on the host, give it your own user and group, or use "
+					    "--workspace-mode direct)";
+	return fo_fail(code_of(e), path, "%s %s: %s%s", what, path, why, hint);
 }
 
 /* A string for JSON from bytes that may not be UTF-8 (file names). */

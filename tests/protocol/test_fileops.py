@@ -609,6 +609,43 @@ class HostFds(unittest.TestCase):
         self.host_files_unchanged()
 
 
+class OtherOwners(unittest.TestCase):
+    """Issue 33, item 7: an overlay cannot copy up a file whose group is not
+    the sandbox user's (EOVERFLOW from the kernel); a file operation says
+    why and what to do, and the host file stays as it was. Root only: only
+    root gives a file a group its owner is not in."""
+
+    def test_a_file_of_an_unmapped_group_is_refused_with_the_reason(self):
+        if not ROOT:
+            self.skipTest("needs root, to give the workspace's file a group its user is not in")
+        tmp = make_dir()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        ws = make_dir(tmp)
+        path = os.path.join(ws, "built-by-sudo.txt")
+        with open(path, "w") as f:
+            f.write("abc")
+        for d in (tmp, ws):
+            os.chown(d, 65534, 65534)
+        os.chown(path, 65534, 0)
+        env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp)
+        p = subprocess.Popen([BIN, "serve", "--workspace", ws, "--workspace-mode", "overlay"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=env, user=65534, group=65534,
+                             extra_groups=[])
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(end_server, p)
+        self.assertEqual(json.loads(p.stdout.readline())["type"], "hello")
+        p.stdin.write((json.dumps({"op": "upload", "id": 1, "path": "built-by-sudo.txt",
+                                   "offset": 3, "data": "ZGVm"}) + "\n").encode())
+        p.stdin.flush()
+        m = json.loads(p.stdout.readline())
+        self.assertEqual(m["type"], "error", m)
+        self.assertIn("not mapped into the sandbox", m["message"])
+        self.assertIn("--workspace-mode direct", m["message"])
+        with open(path) as f:
+            self.assertEqual(f.read(), "abc")
+
+
 def descendants(pid):
     """Every process below pid, by /proc/PID/task/*/children."""
     out = []
