@@ -118,7 +118,10 @@ enum {
  * or by hand; released with ab_config_free(). Strings are owned. */
 struct ab_config {
 	char *workspace; /* host directory, bound read-write at /workspace */
-	char *skills;	 /* host directory, bound read-only at /skills, or NULL */
+	/* --allow-broad-workspace: a named workspace may be /, a system
+	 * directory, the caller's home or one of its ancestors */
+	bool allow_broad_workspace;
+	char *skills; /* host directory, bound read-only at /skills, or NULL */
 	enum ab_workspace_mode workspace_mode;
 	char *keep_changes; /* overlay: the layer's directory, kept after the sandbox */
 	char *cwd;	    /* working directory inside the view */
@@ -146,11 +149,14 @@ struct ab_config {
 	size_t n_unprotect;
 
 	/* limits and results */
-	unsigned long long memory;	   /* bytes; 0: no limit */
-	unsigned cpu_millis;		   /* thousandths of a core; 0: no limit */
-	unsigned long pids;		   /* 0: no limit */
-	char *cgroup_parent;		   /* where to make the sandbox's cgroup, or NULL */
-	bool require_limits;		   /* an unavailable limit is an error */
+	unsigned long long memory; /* bytes; 0: no limit */
+	unsigned cpu_millis;	   /* thousandths of a core; 0: no limit */
+	unsigned long pids;	   /* 0: no limit */
+	char *cgroup_parent;	   /* where to make the sandbox's cgroup, or NULL */
+	bool pids_set;		   /* pids asked for (--pids), not the default */
+	/* --limits best: a limit asked for that cannot hold as asked is
+	 * dropped and said; false (--limits full): it is an error (125) */
+	bool limits_best;
 	unsigned long long timeout_ms;	   /* 0: none */
 	unsigned long long kill_after_ms;  /* SIGTERM -> SIGKILL grace */
 	unsigned long long max_timeout_ms; /* requested timeouts are clamped to it; 0: none */
@@ -187,6 +193,7 @@ struct ab_config {
 	unsigned max_concurrent; /* commands running at once (default 8) */
 	char *audit_log;	 /* FILE to append the audit log to, or NULL */
 
+	bool quiet; /* --quiet: none of agentbox's own lines but errors */
 	/* Called with one line for the user (a warning or notice) while the
 	 * sandbox is set up; NULL to drop them. Not owned. */
 	void (*notice)(const char *line);
@@ -242,6 +249,10 @@ struct ab_result {
 	struct ab_output out, err;     /* with --merge-output, everything is in out */
 	unsigned long long timeout_ms; /* the timeout in force, 0: none */
 	bool oom_killed;	       /* from the cgroup's own events */
+	/* forks the pids cgroup refused during the command (pids.events);
+	 * 0 where the limit is RLIMIT_NPROC, which counts none. Not in the
+	 * JSON result: agentbox run says it on stderr */
+	unsigned long long pids_refused;
 	/* how each limit was applied: "cgroup", "rlimit", "unavailable",
 	 * "not set", with the reason when unavailable */
 	struct ab_limit_report {

@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,35 +47,6 @@
 #endif
 
 static const char *const h_names[H_COUNT] = {"memory", "cpu", "cpuacct", "pids", "unified"};
-
-struct ab_cgroup {
-	struct ab_cgroup_status st;
-	bool v2;		 /* one unified directory does everything */
-	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
-	char dir[H_COUNT][1024]; /* created directories, "" if none */
-	unsigned long long rlimit_as;
-	int oom_fd;   /* memory.events or memory.oom_control, opened at first use */
-	int clone_fd; /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
-	/* v1: each hierarchy's tasks file, open for the init to write "0" to,
-	 * moving only itself: the kernel skips the global threadgroup lock
-	 * for that (cgroup_procs_write_start), so no RCU grace period is
-	 * waited for, where moving a pid through cgroup.procs waits one
-	 * (10-20 ms); -1: none */
-	int self_fd[H_COUNT];
-	/* each directory's lock while it exists: the launcher lives
-	 * (cgroup_stale.c); -1: none */
-	int lock_fd[H_COUNT];
-	/* init_leaves: tasks files to leave by, one per self_fd; -1: none */
-	int leave_fd[H_COUNT];
-	/* v1 and hybrid: the v1 hierarchies are made after the clone
-	 * (ab_cgroup_finish), while the init builds the view */
-	bool pending;
-	bool have[H_COUNT];
-	char roots[H_COUNT][512];
-	char rel[512], name[96], why[200];
-	const char *parent;
-	struct ab_limits lim;
-};
 
 /* "key value" lines: the value of key, or -1. */
 static long long keyed(const char *buf, const char *key)
@@ -144,24 +116,18 @@ bool ab_cg_v2_has_controllers(const char *root)
 	       strstr(buf, "memory") && strstr(buf, "pids");
 }
 
-static void set_how(struct ab_limit_status *s, enum ab_limit_how how, const char *why)
-{
-	s->how = how;
-	snprintf(s->why, sizeof(s->why), "%s", why ? why : "");
-}
-
 static void set_limit(struct ab_cgroup *cg, struct ab_limit_status *s, const char *dir,
 		      const char *file, const char *value, const char *what)
 {
 	int r = dir[0] ? ab_cgfs_write(dir, file, value) : -ENOENT;
 	if (r == 0) {
-		set_how(s, AB_LIMIT_CGROUP, NULL);
+		ab_cg_set_how(s, AB_LIMIT_CGROUP, NULL);
 		return;
 	}
 	char why[200];
 	snprintf(why, sizeof(why), "cannot write %s/%s: %s", dir[0] ? dir : what, file,
 		 strerror(-r));
-	set_how(s, AB_LIMIT_UNAVAILABLE, why);
+	ab_cg_set_how(s, AB_LIMIT_UNAVAILABLE, why);
 	(void)cg;
 }
 
@@ -204,23 +170,6 @@ static void apply_v1(struct ab_cgroup *cg, const struct ab_limits *lim)
 		snprintf(v, sizeof(v), "%lu", lim->pids);
 		set_limit(cg, &cg->st.pids, cg->dir[H_PIDS], "pids.max", v, "pids");
 	}
-}
-
-/* No cgroup: an rlimit where one means the same thing, else say why. */
-static void fall_back(struct ab_cgroup *cg, const struct ab_limits *lim, const char *why)
-{
-	char w[200];
-	if (lim->memory && cg->st.memory.how != AB_LIMIT_CGROUP) {
-		cg->rlimit_as = lim->memory;
-		snprintf(w, sizeof(w), "RLIMIT_AS per process: %s", why);
-		set_how(&cg->st.memory, AB_LIMIT_RLIMIT, w);
-	}
-	if (lim->cpu_millis && cg->st.cpu.how != AB_LIMIT_CGROUP)
-		/* RLIMIT_CPU caps total seconds, not a share of a core */
-		set_how(&cg->st.cpu, AB_LIMIT_UNAVAILABLE, why);
-	if (lim->pids && cg->st.pids.how != AB_LIMIT_CGROUP)
-		/* RLIMIT_NPROC counts every process of the host uid, not the sandbox's */
-		set_how(&cg->st.pids, AB_LIMIT_UNAVAILABLE, why);
 }
 
 static const char *procs_dir(const struct ab_cgroup *cg);
@@ -313,7 +262,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	struct ab_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
-	cg->oom_fd = cg->clone_fd = -1;
+	cg->oom_fd = cg->clone_fd = cg->pids_fd = -1;
 	for (int h = 0; h < H_COUNT; h++)
 		cg->self_fd[h] = cg->leave_fd[h] = cg->lock_fd[h] = -1;
 	cg->st.version = "none";
@@ -362,7 +311,8 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			cg->st.version = "v2";
 			snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
 			apply_v2(cg, lim);
-			fall_back(cg, lim, "the v2 controller is not enabled for this cgroup");
+			ab_cg_fall_back(cg, lim,
+					"the v2 controller is not enabled for this cgroup");
 			if (!ab_cgfs_faked())
 				cg->clone_fd =
 					open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -410,7 +360,7 @@ static int create_done(struct ab_cgroup *cg, const char *parent, const struct ab
 		*out = NULL;
 		return r;
 	}
-	fall_back(cg, lim, why);
+	ab_cg_fall_back(cg, lim, why);
 	*out = cg;
 	return 0;
 }
@@ -540,12 +490,6 @@ bool ab_cgroup_pending(const struct ab_cgroup *cg)
 	return cg && cg->pending;
 }
 
-void ab_cgroup_set_rlimit_as(struct ab_cgroup *cg, unsigned long long v)
-{
-	if (cg)
-		cg->rlimit_as = v;
-}
-
 int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_error *err)
 {
 	char v[32];
@@ -569,21 +513,6 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
 			return ab_error_set(err, -r, "cannot move the sandbox into %s", cg->dir[h]);
 	}
 	return 0;
-}
-
-int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err)
-{
-	if (!cg || !cg->rlimit_as)
-		return 0;
-	struct rlimit rl = {cg->rlimit_as, cg->rlimit_as};
-	if (setrlimit(RLIMIT_AS, &rl) < 0)
-		return ab_error_set(err, errno, "--memory: cannot set RLIMIT_AS");
-	return 0;
-}
-
-unsigned long long ab_cgroup_rlimit_as(const struct ab_cgroup *cg)
-{
-	return cg ? cg->rlimit_as : 0;
 }
 
 /* The directory that lists every process: unified (v2 or the hybrid's
@@ -643,6 +572,26 @@ unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
 		return 0;
 	buf[n] = '\0';
 	long long v = keyed(buf, "oom_kill");
+	return v > 0 ? (unsigned long long)v : 0;
+}
+
+unsigned long long ab_cgroup_pids_refused(struct ab_cgroup *cg)
+{
+	if (!cg || cg->st.pids.how != AB_LIMIT_CGROUP)
+		return 0;
+	if (cg->pids_fd < 0) {
+		const char *d = cg->v2 ? cg->dir[H_UNIFIED] : cg->dir[H_PIDS];
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/pids.events", d);
+		if (!d[0] || (cg->pids_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return 0;
+	}
+	char buf[256];
+	ssize_t n = pread(cg->pids_fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		return 0;
+	buf[n] = '\0';
+	long long v = keyed(buf, "max");
 	return v > 0 ? (unsigned long long)v : 0;
 }
 
@@ -748,6 +697,7 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	if (!cg)
 		return;
 	ab_close_keep_errno(cg->oom_fd);
+	ab_close_keep_errno(cg->pids_fd);
 	ab_close_keep_errno(cg->clone_fd);
 	for (int h = 0; h < H_COUNT; h++) {
 		ab_close_keep_errno(cg->self_fd[h]);

@@ -20,12 +20,16 @@ struct ab_limits {
 	 * without waiting for the init's end; no cgroup2 beside them, which it
 	 * could leave only through the global lock */
 	bool init_leaves;
+	/* the sandbox has its own user namespace: without a pids cgroup,
+	 * RLIMIT_NPROC set in it counts its processes only (Linux >= 5.14) */
+	bool own_userns;
 };
 
 enum ab_limit_how {
 	AB_LIMIT_NOT_SET,     /* not asked for */
 	AB_LIMIT_CGROUP,      /* applied by the cgroup */
-	AB_LIMIT_RLIMIT,      /* applied by an rlimit instead (weaker: per process) */
+	AB_LIMIT_RLIMIT,      /* applied by an rlimit instead: memory per process (weaker),
+				 pids by RLIMIT_NPROC in the sandbox's user namespace */
 	AB_LIMIT_UNAVAILABLE, /* could not be applied; why says why */
 };
 
@@ -118,6 +122,12 @@ bool ab_cgroup_remove_left(struct ab_cgroup *cg);
  * launcher decided it in ab_cgroup_finish (the init's copy of the handle
  * was made before). */
 void ab_cgroup_set_rlimit_as(struct ab_cgroup *cg, unsigned long long v);
+/* The same for the RLIMIT_NPROC standing in for --pids (0: none), and,
+ * in the init once its last user namespace is made, setting it (an
+ * --rlimit nproc below it stays). */
+void ab_cgroup_set_rlimit_nproc(struct ab_cgroup *cg, unsigned long v);
+unsigned long ab_cgroup_rlimit_nproc(const struct ab_cgroup *cg);
+int ab_cgroup_apply_nproc(const struct ab_cgroup *cg, struct ab_error *err);
 
 /* Apply the rlimit fallbacks for limits the cgroup could not apply. Called
  * in the sandbox, in the command's process before exec. */
@@ -128,6 +138,9 @@ unsigned long long ab_cgroup_rlimit_as(const struct ab_cgroup *cg);
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
 /* OOM kills in the cgroup so far (0 without a memory controller). */
 unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg);
+/* Forks the pids cgroup refused so far (pids.events "max"); 0 where the
+ * limit is not a cgroup's (RLIMIT_NPROC counts no refusals). */
+unsigned long long ab_cgroup_pids_refused(struct ab_cgroup *cg);
 
 /* Kill what is left, remove the cgroup from every hierarchy, free. */
 void ab_cgroup_destroy(struct ab_cgroup *cg);

@@ -1,5 +1,6 @@
-/* What cgroup.c and cgroup_stale.c share: the hierarchies agentbox uses
- * and how it finds them. Not for the rest of agentbox (cgroup.h). */
+/* What cgroup.c, cgroup_rlimit.c and cgroup_stale.c share: the handle,
+ * the hierarchies agentbox uses and how it finds them. Not for the rest of
+ * agentbox (cgroup.h). */
 #ifndef AB_CGROUP_INT_H
 #define AB_CGROUP_INT_H
 
@@ -7,7 +8,46 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cgroup/cgroup.h"
+
 enum { H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
+
+struct ab_cgroup {
+	struct ab_cgroup_status st;
+	bool v2;		 /* one unified directory does everything */
+	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
+	char dir[H_COUNT][1024]; /* created directories, "" if none */
+	unsigned long long rlimit_as;
+	unsigned long rlimit_nproc; /* standing in for pids.max; 0: none */
+	int oom_fd;		    /* memory.events or memory.oom_control, opened at first use */
+	int pids_fd;		    /* pids.events, opened at first use */
+	int clone_fd;		    /* the v2 cgroup, for clone3(CLONE_INTO_CGROUP); -1: none */
+	/* v1: each hierarchy's tasks file, open for the init to write "0" to,
+	 * moving only itself: the kernel skips the global threadgroup lock
+	 * for that (cgroup_procs_write_start), so no RCU grace period is
+	 * waited for, where moving a pid through cgroup.procs waits one
+	 * (10-20 ms); -1: none */
+	int self_fd[H_COUNT];
+	/* each directory's lock while it exists: the launcher lives
+	 * (cgroup_owner.c); -1: none */
+	int lock_fd[H_COUNT];
+	/* init_leaves: tasks files to leave by, one per self_fd; -1: none */
+	int leave_fd[H_COUNT];
+	/* v1 and hybrid: the v1 hierarchies are made after the clone
+	 * (ab_cgroup_finish), while the init builds the view */
+	bool pending;
+	bool have[H_COUNT];
+	char roots[H_COUNT][512];
+	char rel[512], name[96], why[200];
+	const char *parent;
+	struct ab_limits lim;
+};
+
+/* cgroup_rlimit.c, which cgroup.c calls (never the other way round) */
+void ab_cg_set_how(struct ab_limit_status *s, enum ab_limit_how how, const char *why);
+/* No cgroup for a limit: the rlimit standing in where one holds, else
+ * unavailable with why (cgroup_rlimit.c). */
+void ab_cg_fall_back(struct ab_cgroup *cg, const struct ab_limits *lim, const char *why);
 
 /* The mount point of hierarchy h; false where it has none. */
 bool ab_cg_find_mount(int h, char *out, size_t len);

@@ -61,8 +61,9 @@ static void trial(struct check_facts *f)
 	}
 	char *argv[16];
 	int argc = 0;
-	char *common[] = {"run", "--workspace", ws,   "--memory",  "64M", "--cpus",
-			  "1",	 "--pids",	"64", "--timeout", "10s"};
+	/* best: what each limit becomes, where full would refuse the run */
+	char *common[] = {"run", "--workspace", ws,    "--memory", "64M", "--cpus", "1", "--pids",
+			  "64",	 "--timeout",	"10s", "--limits", "best"};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(common); i++)
 		argv[argc++] = common[i];
 	argv[argc++] = "--";
@@ -250,23 +251,28 @@ static void assess_cgroups(const struct check_facts *f, struct check_item *it)
 			const char *name;
 			const struct check_limit *l;
 		} lim[] = {{"memory", &f->memory}, {"cpu", &f->cpu}, {"pids", &f->pids}};
-		char text[300] = "";
+		char text[400] = "";
 		bool all = true;
+		/* the verdict of --limits full (sandbox.c, judge_limits): pids by
+		 * RLIMIT_NPROC in the sandbox's user namespace holds as asked */
 		for (size_t i = 0; i < 3; i++) {
 			bool cg = strcmp(lim[i].l->how, "cgroup") == 0;
+			bool nproc = i == 2 && strcmp(lim[i].l->how, "rlimit") == 0;
 			all &= cg;
 			snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s: %s",
 				 i ? ", " : "", lim[i].name,
-				 cg ? "cgroup"
-				 : strcmp(lim[i].l->how, "rlimit") == 0
-					 ? "rlimit only (per process)"
-					 : "none");
+				 cg	 ? "cgroup"
+				 : nproc ? "RLIMIT_NPROC in the sandbox's user namespace"
+					 : "refused if asked for (--limits best: dropped)");
 		}
 		/* the first reason a limit is missing: they share one cause */
 		const char *why = "";
 		for (size_t i = 0; i < 3 && !why[0]; i++)
 			if (strcmp(lim[i].l->how, "cgroup") != 0)
 				why = lim[i].l->why;
+		/* the cause under a fallback ("RLIMIT_AS per process: CAUSE") */
+		if (strncmp(why, "RLIMIT_", 7) == 0 && strstr(why, ": "))
+			why = strstr(why, ": ") + 2;
 		if (all)
 			item(it, "cgroup limits", CHECK_OK,
 			     "host cgroup %s, the sandbox's %s (%.150s); %s", f->host_cgroup,

@@ -46,7 +46,10 @@ static const char usage_run[] =
 	"\n"
 	"View:\n"
 	"  --workspace DIR      bind DIR read-write at /workspace (default: the\n"
-	"                       current directory); DIR must not be a symlink\n"
+	"                       current directory); DIR must not be a symlink. /, a\n"
+	"                       top-level system directory, your home directory or\n"
+	"                       one of its ancestors is refused (125) unless named\n"
+	"                       here with --allow-broad-workspace\n"
 	"  --workspace-mode direct|overlay\n"
 	"                       direct (default): the workspace itself, read-write;\n"
 	"                       overlay: an overlay whose writes land in a layer on\n"
@@ -93,7 +96,14 @@ static const char usage_run[] =
 	"  --cpus N             CPU-time quota in cores, e.g. 0.5\n"
 	"  --pids N             processes and threads at most (default 512)\n"
 	"  --cgroup-parent PATH make the sandbox's cgroup below PATH (a delegated one)\n"
-	"  --require-limits     fail (125) when a limit cannot be applied\n"
+	"  --limits full|best   full (default): a --memory, --cpus or --pids asked\n"
+	"                       for that cannot hold as asked here fails (125),\n"
+	"                       saying why and the fix; best: run without it and\n"
+	"                       say so. Without a cgroup, --pids holds by\n"
+	"                       RLIMIT_NPROC in the sandbox's user namespace\n"
+	"                       (--require-limits: the old name of full)\n"
+	"  --quiet              none of agentbox's own lines on stderr but errors\n"
+	"                       (notices, a timeout, an OOM kill, refused forks)\n"
 	"  --timeout DURATION   500ms, 30s, 2m, 1h or none (default 120s); on expiry\n"
 	"                       SIGTERM to every process, SIGKILL after --kill-after\n"
 	"                       (default 2s), exit status 124\n"
@@ -195,6 +205,45 @@ static void print_notice(const char *line)
 	fprintf(stderr, "agentbox: %s\n", line);
 }
 
+/* A duration as --timeout takes it: 1500ms, 2s, 3m. */
+static void duration_text(char *out, size_t len, unsigned long long ms)
+{
+	if (ms % 60000 == 0)
+		snprintf(out, len, "%llum", ms / 60000);
+	else if (ms % 1000 == 0)
+		snprintf(out, len, "%llus", ms / 1000);
+	else
+		snprintf(out, len, "%llums", ms);
+}
+
+/* One line for each end a user would otherwise read as the command's own
+ * failure: a timeout (124), an OOM kill (137), forks the pids limit
+ * refused. */
+static void say_what_happened(const struct ab_config *cfg, const struct ab_result *res)
+{
+	char t[32], k[32];
+	if (res->timed_out) {
+		duration_text(t, sizeof(t), res->timeout_ms);
+		duration_text(k, sizeof(k), cfg->kill_after_ms);
+		fprintf(stderr,
+			"agentbox: timed out after %s (--timeout): SIGTERM to every process of "
+			"the command, SIGKILL %s later to what was left (--kill-after)\n",
+			t, k);
+	}
+	if (res->oom_killed && cfg->memory)
+		fprintf(stderr,
+			"agentbox: killed for running out of memory: the sandbox's limit is "
+			"%llu MiB (--memory)\n",
+			(cfg->memory + (1 << 20) - 1) >> 20);
+	else if (res->oom_killed)
+		fputs("agentbox: killed by the kernel's OOM killer: the host ran out of memory "
+		      "(no --memory limit)\n",
+		      stderr);
+	if (res->pids_refused)
+		fprintf(stderr, "agentbox: the pids limit (--pids %lu) refused %llu fork%s\n",
+			cfg->pids, res->pids_refused, res->pids_refused == 1 ? "" : "s");
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct ab_config cfg;
@@ -205,6 +254,8 @@ static int cmd_run(int argc, char **argv)
 	ab_config_init(&cfg);
 	cfg.notice = print_notice;
 	int r = ab_config_parse_run(&cfg, argc, argv, &help, &err);
+	if (cfg.quiet)
+		cfg.notice = NULL;
 	if (r == 0 && help) {
 		fputs(usage_run, stdout);
 		ab_config_free(&cfg);
@@ -227,13 +278,17 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (report_owned)
 		close(report);
-	ab_config_free(&cfg);
 	if (r < 0) {
+		ab_config_free(&cfg);
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		ab_result_free(&res);
 		return AB_EXIT_FAILURE;
 	}
-	if (res.protected_changed) {
+	bool quiet = cfg.quiet;
+	if (!quiet)
+		say_what_happened(&cfg, &res);
+	ab_config_free(&cfg);
+	if (res.protected_changed && !quiet) {
 		fputs("agentbox: the command created or changed protected workspace paths:",
 		      stderr);
 		for (char **p = res.protected_changed; *p; p++)
@@ -241,14 +296,14 @@ static int cmd_run(int argc, char **argv)
 		fputs(" (review them before anything on the host runs them)\n", stderr);
 	}
 	/* with a report, the report says it all; without, one line */
-	if (res.n_denied && report < 0) {
+	if (res.n_denied && report < 0 && !quiet) {
 		fputs("agentbox: seccomp denied:", stderr);
 		for (size_t i = 0; i < res.n_denied; i++)
 			fprintf(stderr, "%s %s (%lu)", i ? "," : "", res.denied[i].name,
 				res.denied[i].count);
 		fputc('\n', stderr);
 	}
-	if (report < 0) /* --net allow= */
+	if (report < 0 && !quiet) /* --net allow= */
 		ab_net_report_print_denials(&res.network, stderr);
 	int code = res.exit_code;
 	ab_result_free(&res);

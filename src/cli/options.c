@@ -248,6 +248,9 @@ enum {
 	OPT_PIDS,
 	OPT_CGROUP_PARENT,
 	OPT_REQUIRE_LIMITS,
+	OPT_LIMITS,
+	OPT_QUIET,
+	OPT_ALLOW_BROAD_WORKSPACE,
 	OPT_MAX_CONCURRENT,
 	OPT_AUDIT_LOG,
 	OPT_PROFILE,
@@ -292,6 +295,9 @@ static const struct option run_options[] = {
 	{"pids", required_argument, NULL, OPT_PIDS},
 	{"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
 	{"require-limits", no_argument, NULL, OPT_REQUIRE_LIMITS},
+	{"limits", required_argument, NULL, OPT_LIMITS},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"allow-broad-workspace", no_argument, NULL, OPT_ALLOW_BROAD_WORKSPACE},
 	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
 	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
@@ -323,6 +329,9 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--workspace: empty path");
 		return set_string(&cfg->workspace, arg);
+	case OPT_ALLOW_BROAD_WORKSPACE:
+		cfg->allow_broad_workspace = true;
+		return 0;
 	case OPT_SKILLS:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--skills: empty path");
@@ -447,6 +456,15 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 			return 0;
 		}
 		return parse_size_option(opt, arg, 1 << 20, 1ULL << 50, &cfg->memory, err);
+	case OPT_LIMITS:
+		cfg->limits_best = strcmp(arg, "best") == 0;
+		return cfg->limits_best || strcmp(arg, "full") == 0
+			       ? 0
+			       : ab_error_plain(err, EINVAL, "--limits: '%s' is not full or best",
+						arg);
+	case OPT_QUIET:
+		cfg->quiet = true;
+		return 0;
 	case OPT_CPUS: {
 		/* "0.5", "2", "none": thousandths of a core */
 		if (strcmp(arg, "none") == 0) {
@@ -468,6 +486,7 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 		uid_t v;
 		if (strcmp(arg, "none") == 0) {
 			cfg->pids = 0;
+			cfg->pids_set = false;
 			return 0;
 		}
 		if (ab_parse_id(arg, &v) < 0 || v < 1 || v > 4194304)
@@ -476,6 +495,7 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 					      "none",
 					      arg);
 		cfg->pids = v;
+		cfg->pids_set = true;
 		return 0;
 	}
 	case OPT_CGROUP_PARENT: {
@@ -486,8 +506,8 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 		cfg->cgroup_parent = p;
 		return 0;
 	}
-	case OPT_REQUIRE_LIMITS:
-		cfg->require_limits = true;
+	case OPT_REQUIRE_LIMITS: /* the old name of --limits full */
+		cfg->limits_best = false;
 		return 0;
 	case OPT_ISOLATION: /* isolation.c */
 		return ab_isolation_parse(arg, &cfg->isolation, err);

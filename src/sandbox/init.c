@@ -204,8 +204,8 @@ static void confine_once(struct init_args *a)
 	/* the RLIMIT_AS standing in for --memory is the command's alone, set
 	 * as each starts (shim.c): a limit on the init and the shims would
 	 * hold agentbox's own processes, and cannot work under ASan at all */
-	if (apply_rlimits(a->cfg, &err) < 0 || caps_drop_all(&err) < 0 ||
-	    landlock_enforce(bare ? -1 : a->landlock_fd, &err) < 0 ||
+	if (apply_rlimits(a->cfg, &err) < 0 || ab_cgroup_apply_nproc(a->cgroup, &err) < 0 ||
+	    caps_drop_all(&err) < 0 || landlock_enforce(bare ? -1 : a->landlock_fd, &err) < 0 ||
 	    idmap_guard_install(a->plan, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->landlock_fd >= 0 && !bare) {
@@ -295,8 +295,14 @@ static void join_cgroup(struct init_args *a)
 		_exit(AB_EXIT_FAILURE);
 	ab_cgroup_set_rlimit_as(a->cgroup,
 				(unsigned long long)(uint32_t)m.code << 32 | (uint32_t)m.status);
+	/* "NPROC leave|stay": the RLIMIT_NPROC standing in for --pids */
+	unsigned long nproc = 0;
+	char how[8] = "";
+	if (sscanf(m.text, "%lu %7s", &nproc, how) != 2)
+		_exit(AB_EXIT_FAILURE);
+	ab_cgroup_set_rlimit_nproc(a->cgroup, nproc);
 	/* a run's: the ways out, taken once its command is gone (shim.c) */
-	if (strcmp(m.text, SYNC_CGROUP_LEAVE) == 0) {
+	if (strcmp(how, SYNC_CGROUP_LEAVE) == 0) {
 		n /= 2;
 		if (a->one_command)
 			ab_cgroup_hold_leave(fds + n, n);

@@ -139,9 +139,11 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, bool *gone,
 	/* and the ways out, which it takes once the command is gone */
 	size_t out = ab_cgroup_leave_fds(sb->cg, fds + n);
 	unsigned long long as = ab_cgroup_rlimit_as(sb->cg);
+	char text[64];
+	snprintf(text, sizeof(text), "%lu %s", ab_cgroup_rlimit_nproc(sb->cg),
+		 out ? SYNC_CGROUP_LEAVE : "stay");
 	r = sync_send_fds_status(sync_fd, SYNC_CGROUP, (int32_t)(uint32_t)(as >> 32),
-				 (int32_t)(uint32_t)as, fds, n + out,
-				 out ? SYNC_CGROUP_LEAVE : NULL);
+				 (int32_t)(uint32_t)as, fds, n + out, text);
 	/* an init that failed while building the view is gone (EPIPE): its
 	 * error is waiting on the socket, and the session reads it next */
 	*gone = r == -EPIPE || r == -ECONNRESET;
@@ -244,34 +246,111 @@ static const char *how_name(enum ab_limit_how how)
 	}
 }
 
-/* The cgroup's limits into the result; --require-limits turns a limit
- * that cannot be applied into an error before anything of a command runs
- * (the caller removes the cgroup). */
+/* A size as given: 256M, 2G, or bytes. */
+static void size_text(char *out, size_t len, unsigned long long v)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (u < 3 && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(out, len, "%llu", v);
+	else
+		snprintf(out, len, "%llu%c", v, units[u]);
+}
+
+/* The cause under a fallback's why ("RLIMIT_AS per process: CAUSE"). */
+static const char *cause(const char *why)
+{
+	const char *c = strncmp(why, "RLIMIT_", 7) == 0 ? strstr(why, ": ") : NULL;
+	return c ? c + 2 : why;
+}
+
+/* Each limit against what was asked: one that was asked for and cannot
+ * hold as asked (memory only per process, no CPU share, no pids bound
+ * at all) refuses under --limits full and is said under best; a default
+ * that cannot hold is said. The caller removes the cgroup on error. */
+static int judge_limits(const struct ab_config *cfg, const struct ab_cgroup_status *st,
+			struct ab_error *err)
+{
+	char mem[32], what[3][128];
+	const char *why = NULL;
+	size_t n = 0;
+	size_text(mem, sizeof(mem), cfg->memory);
+	if (cfg->memory && st->memory.how != AB_LIMIT_CGROUP) {
+		snprintf(what[n++], sizeof(what[0]), "--memory %s (%s)", mem,
+			 st->memory.how == AB_LIMIT_RLIMIT
+				 ? "a per-process RLIMIT_AS at most, not the sandbox's total"
+				 : "no memory cgroup");
+		why = cause(st->memory.why);
+	}
+	if (cfg->cpu_millis && st->cpu.how != AB_LIMIT_CGROUP) {
+		snprintf(what[n++], sizeof(what[0]), "--cpus %g (no cpu controller)",
+			 cfg->cpu_millis / 1000.0);
+		why = why ? why : st->cpu.why;
+	}
+	bool pids_gone = cfg->pids && st->pids.how == AB_LIMIT_UNAVAILABLE;
+	if (pids_gone && cfg->pids_set) {
+		snprintf(what[n++], sizeof(what[0]), "--pids %lu (no pids cgroup, no RLIMIT_NPROC)",
+			 cfg->pids);
+		why = why ? why : cause(st->pids.why);
+	}
+	char line[sizeof(err->msg)];
+	if (pids_gone && !cfg->pids_set && cfg->notice && !cfg->quiet) {
+		snprintf(line, sizeof(line),
+			 "the default --pids %lu cannot hold here: %.300s; fork bombs are not "
+			 "stopped (docs/install.md, \"Cgroups and limits\")",
+			 cfg->pids, st->pids.why);
+		cfg->notice(line);
+	}
+	if (!n)
+		return 0;
+	char list[400] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 i == 0	      ? ""
+			 : i + 1 == n ? " and "
+				      : ", ",
+			 what[i]);
+	if (!cfg->limits_best)
+		return ab_error_plain(
+			err, EPERM,
+			"%s cannot hold as asked: %.300s; get a cgroup you may "
+			"write (docs/install.md, \"Cgroups and limits\": a delegated "
+			"cgroup, or --cgroup-parent with a group root made yours), or "
+			"pass --limits best to run without %s",
+			list, why, n > 1 ? "them" : "it");
+	if (cfg->notice && !cfg->quiet) {
+		snprintf(line, sizeof(line), "--limits best: running without %s: %.300s", list,
+			 why);
+		cfg->notice(line);
+	}
+	return 0;
+}
+
+/* The cgroup's limits into the result, then judged (judge_limits) before
+ * anything of a command runs. */
 static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
 			 const struct ab_cgroup *cg, struct ab_error *err)
 {
 	const struct ab_cgroup_status *st = ab_cgroup_status(cg);
 	const struct {
-		const char *opt;
 		const struct ab_limit_status *ls;
 		struct ab_limit_report *out;
 	} limits[] = {
-		{"--memory", &st->memory, &res->memory},
-		{"--cpus", &st->cpu, &res->cpu},
-		{"--pids", &st->pids, &res->pids},
+		{&st->memory, &res->memory},
+		{&st->cpu, &res->cpu},
+		{&st->pids, &res->pids},
 	};
 	res->cgroup_version = st->version;
 	snprintf(res->cgroup_path, sizeof(res->cgroup_path), "%s", st->path);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(limits); i++) {
 		limits[i].out->how = how_name(limits[i].ls->how);
 		snprintf(limits[i].out->why, sizeof(limits[i].out->why), "%s", limits[i].ls->why);
-		if (limits[i].ls->how == AB_LIMIT_UNAVAILABLE && cfg->require_limits)
-			/* the message first: why lives in the cgroup's status */
-			return ab_error_plain(err, EPERM,
-					      "--require-limits: %s cannot be applied: %s",
-					      limits[i].opt, limits[i].ls->why);
 	}
-	return 0;
+	return judge_limits(cfg, st, err);
 }
 
 /* The sandbox's cgroup: complete where the host has cgroup v2 (the
@@ -280,7 +359,8 @@ static int report_cgroup(const struct ab_config *cfg, struct ab_result *res,
 static int make_cgroup(const struct ab_config *cfg, struct ab_result *res, struct ab_cgroup **cg,
 		       struct ab_error *err)
 {
-	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids, cfg->exit_after_run};
+	struct ab_limits lim = {cfg->memory, cfg->cpu_millis, cfg->pids, cfg->exit_after_run,
+				!(cfg->isolation_missing & AB_MISSING_NAMESPACES)};
 	int r = ab_cgroup_create(cfg->cgroup_parent, &lim, cg, err);
 	if (r == 0 && !ab_cgroup_pending(*cg))
 		r = report_cgroup(cfg, res, *cg, err);

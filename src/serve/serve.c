@@ -677,7 +677,7 @@ int ab_serve(struct ab_config *cfg)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	cfg->notice = print_notice;
+	cfg->notice = cfg->quiet ? NULL : print_notice;
 	if (sigfd < 0 || ab_session_open(cfg, &sv.s, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
 		if (sv.audit >= 0)

@@ -344,6 +344,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->timeout_ms = command_timeout(s, x);
 	c->deadline_ms = c->timeout_ms ? c->started_ms + c->timeout_ms : 0;
 	c->oom_before = ab_cgroup_oom_kills(s->sb.cg);
+	c->pids_before = ab_cgroup_pids_refused(s->sb.cg);
 	if ((r = command_watch(s, c, (size_t)slot)) < 0) {
 		ab_error_set(err, -r, "starting the command");
 		command_release(s, c);

@@ -171,6 +171,7 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	res->cpu_system_ms = c->msg.stime_us / 1000;
 	res->max_rss_kb = c->msg.maxrss_kb;
 	res->oom_killed = command_oom(s, c);
+	res->pids_refused = ab_cgroup_pids_refused(s->sb.cg) - c->pids_before;
 	result_background(c, res);
 	res->protected_changed = protected_changes(s);
 	if (s->net) { /* --net allow=: the command's connections move into the result */

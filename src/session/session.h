@@ -62,6 +62,7 @@ struct cmd {
 	unsigned long long deadline_ms, kill_at_ms, grace_at_ms; /* 0: none */
 	unsigned long long grace_left_ms; /* of the orphan grace, while output is paused */
 	unsigned long long oom_before;
+	unsigned long long pids_before; /* pids.events "max" at the start */
 	struct ab_denials denials;
 	struct ab_net_report net; /* --net allow=: its connections (netproxy.h) */
 };

@@ -21,7 +21,8 @@ enum sync_type {
 	SYNC_NO_SHIM,	   /* init -> launcher: no shim could be started (status = errno) */
 	SYNC_NET_LISTENER, /* init -> launcher: --net allow='s listening socket rides along */
 	SYNC_CGROUP,	   /* launcher -> init: the v1 cgroups' tasks files ride along (cgroup.h),
-			      then, with text SYNC_CGROUP_LEAVE, as many to leave them by;
+			      then, with text "N leave" (SYNC_CGROUP_LEAVE), as many to
+			      leave them by ("N stay": none); N the RLIMIT_NPROC for --pids;
 			      the RLIMIT_AS fallback in code (high 32 bits) and status (low) */
 	SYNC_NETNS,	   /* launcher -> init: the network namespace it made rides along */
 	SYNC_TYPE_MAX = SYNC_NETNS,

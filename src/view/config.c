@@ -191,6 +191,58 @@ int ab_config_run_as_owner(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
+/* Where a workspace would hand the command much of the host: /, a
+ * top-level system directory, or the caller's home or one of its
+ * ancestors (its keys, tokens and shell start-up files, read-write).
+ * Returns what it is, or NULL. */
+static const char *broad_workspace(const char *ws)
+{
+	static const char *const system_dirs[] = {
+		"/bin",	  "/boot",   "/dev",   "/etc", "/home", "/lib",	 "/lib32",
+		"/lib64", "/libx32", "/media", "/mnt", "/opt",	"/proc", "/root",
+		"/run",	  "/sbin",   "/srv",   "/sys", "/usr",	"/var",	 NULL,
+	};
+	if (strcmp(ws, "/") == 0)
+		return "the host's root directory";
+	for (const char *const *d = system_dirs; *d; d++) {
+		char real[PATH_MAX];
+		if (strcmp(ws, *d) == 0 || (realpath(*d, real) && strcmp(ws, real) == 0))
+			return "a top-level system directory";
+	}
+	const struct passwd *pw = getpwuid(getuid());
+	const char *homes[] = {getenv("HOME"), pw ? pw->pw_dir : NULL};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(homes); i++) {
+		char real[PATH_MAX];
+		if (!homes[i] || !*homes[i] || !realpath(homes[i], real))
+			continue;
+		size_t n = strlen(ws);
+		if (strcmp(ws, real) == 0)
+			return "your home directory";
+		if (strncmp(real, ws, n) == 0 && real[n] == '/')
+			return "an ancestor of your home directory";
+	}
+	return NULL;
+}
+
+static int check_workspace_scope(const struct ab_config *cfg, const char *ws, bool named,
+				 struct ab_error *err)
+{
+	const char *what = broad_workspace(ws);
+	if (!what || (named && cfg->allow_broad_workspace))
+		return 0;
+	if (named)
+		return ab_error_plain(err, EPERM,
+				      "--workspace %s is %s: the command could read and write "
+				      "all of it; name a project directory, or add "
+				      "--allow-broad-workspace if you mean it",
+				      ws, what);
+	return ab_error_plain(err, EPERM,
+			      "the workspace would be the current directory, %s, which is %s: "
+			      "the command could read and write all of it; cd into a project "
+			      "directory or pass --workspace DIR",
+			      ws, what);
+}
+
 int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 {
 	char *ws;
@@ -207,6 +259,10 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 		if (ab_resolve_mount_source("the workspace (current directory)", buf, false, true,
 					    &ws, err) < 0)
 			return -err->code;
+	}
+	if (check_workspace_scope(cfg, ws, cfg->workspace != NULL, err) < 0) {
+		free(ws);
+		return -err->code;
 	}
 	free(cfg->workspace);
 	cfg->workspace = ws;

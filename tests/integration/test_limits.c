@@ -74,8 +74,11 @@ static void assert_cgroup_gone(json_object *j)
 Test(limits, memory_bomb_is_oom_killed_and_reported)
 {
 	char *ws = test_tmpdir();
-	/* at most 512 MiB in 8 MiB steps: bounded even if no limit held */
-	const char *args[] = {"--memory",
+	/* at most 512 MiB in 8 MiB steps: bounded even if no limit held;
+	 * best: where no cgroup can be had, the per-process fallback */
+	const char *args[] = {"--limits",
+			      "best",
+			      "--memory",
 			      "64M",
 			      "--",
 			      "/bin/sh",
@@ -91,12 +94,20 @@ Test(limits, memory_bomb_is_oom_killed_and_reported)
 		cr_assert(json_object_get_boolean(get(j, "oom_killed")), "stderr: %s", r.err);
 		cr_assert_eq(r.exit_code, 128 + SIGKILL, "exit %d", r.exit_code);
 		cr_assert_null(strstr(r.out, "survived"));
+		/* and said, not left for the user to guess from 137 */
+		cr_assert(strstr(r.err, "agentbox: killed for running out of memory: the "
+					"sandbox's limit is 64 MiB (--memory)\n"),
+			  "%s", r.err);
 	} else {
 		/* the rlimit fallback: allocation fails, no OOM kill is claimed */
 		cr_assert_str_eq(how(j, "memory"), "rlimit");
 		cr_assert_not(json_object_get_boolean(get(j, "oom_killed")));
 		cr_assert_neq(r.exit_code, 0);
 		cr_assert(strstr(r.err, "MemoryError"), "%s", r.err);
+		/* what best dropped, said once */
+		cr_assert(strstr(r.err, "agentbox: --limits best: running without --memory 64M "
+					"(a per-process RLIMIT_AS at most"),
+			  "%s", r.err);
 	}
 	assert_cgroup_gone(j);
 	json_object_put(j);
@@ -123,15 +134,20 @@ Test(limits, fork_bomb_stops_at_the_pids_limit)
 					 "print(len(kids))\"",
 			      NULL};
 	json_object *j = run_report(ws, args);
+	/* a cgroup's, or RLIMIT_NPROC in the sandbox's user namespace where
+	 * there is none: either way the init, sh-turned-python and its
+	 * children share 64 */
+	int forked = atoi(r.out);
+	cr_assert(forked > 10 && forked <= 62, "%d children under --pids 64: %s", forked, r.err);
 	if (expect_cgroups()) {
 		cr_assert_str_eq(how(j, "pids"), "cgroup");
-		/* the init, sh-turned-python and its children share 64 */
-		int forked = atoi(r.out);
-		cr_assert(forked > 10 && forked <= 62, "%d children under --pids 64: %s", forked,
+		/* the kernel's pids events count the refused fork, and run says so */
+		cr_assert(strstr(r.err, "agentbox: the pids limit (--pids 64) refused "), "%s",
 			  r.err);
 	} else {
-		cr_assert_str_neq(how(j, "pids"), "cgroup");
-		cr_assert_not_null(get(get(get(j, "limits"), "pids"), "why"));
+		cr_assert_str_eq(how(j, "pids"), "rlimit");
+		cr_assert(strstr(json_object_get_string(get(get(get(j, "limits"), "pids"), "why")),
+				 "RLIMIT_NPROC in the sandbox's user namespace"));
 	}
 	assert_cgroup_gone(j);
 	json_object_put(j);
@@ -142,8 +158,8 @@ Test(limits, cpu_quota_holds_a_hog_to_half_a_core)
 	char *ws = test_tmpdir();
 	/* the command ends itself after 3 s, so every process is reaped and
 	 * counted even where only rusage can count */
-	const char *args[] = {"--cpus", "0.5",	   "--", "timeout",
-			      "3",	"/bin/sh", "-c", "while :; do :; done",
+	const char *args[] = {"--limits", "best", "--cpus",  "0.5", "--",
+			      "timeout",  "3",	  "/bin/sh", "-c",  "while :; do :; done",
 			      NULL};
 	json_object *j = run_report(ws, args);
 	cr_assert_eq(r.exit_code, 124, "stderr: %s", r.err);
@@ -276,21 +292,108 @@ Test(limits, an_init_the_oom_killer_takes_is_an_oom_result)
 	json_object_put(j);
 }
 
-Test(limits, require_limits_refuses_what_cannot_be_applied)
+/* --limits full, the default: a limit asked for that cannot hold as
+ * asked refuses the run with one message naming each, why and the fix;
+ * pids hold without a cgroup too (RLIMIT_NPROC), so they are not named.
+ * --require-limits is its old name. */
+Test(limits, full_refuses_what_cannot_hold_as_asked)
 {
 	char *ws = test_tmpdir();
-	run_in(ws, &r, NULL, "--require-limits", "--cpus", "1", "--", "true", NULL);
-	if (expect_cgroups())
-		cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
-	else {
-		cr_assert_eq(r.exit_code, 125);
-		/* with the reason, which lives in the cgroup's status: the
-		 * message is made before that is freed (caught under ASan) */
-		const char *why = strstr(r.err, "--require-limits: --cpus cannot be applied: ");
-		cr_assert(why, "%s", r.err);
-		why += strlen("--require-limits: --cpus cannot be applied: ");
-		cr_assert(strlen(why) > 1, "no reason: %s", r.err);
+	const char *modes[] = {NULL, "--require-limits"};
+	for (size_t i = 0; i < 2; i++) {
+		if (modes[i])
+			run_in(ws, &r, NULL, modes[i], "--memory", "256M", "--pids", "64", "--cpus",
+			       "0.5", "--", "true", NULL);
+		else
+			run_in(ws, &r, NULL, "--memory", "256M", "--pids", "64", "--cpus", "0.5",
+			       "--", "true", NULL);
+		if (expect_cgroups()) {
+			cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+			cr_assert_str_eq(r.err, "");
+			continue;
+		}
+		cr_assert_eq(r.exit_code, 125, "stderr: %s", r.err);
+		/* one line, with the reason, which lives in the cgroup's status:
+		 * the message is made before that is freed (caught under ASan) */
+		cr_assert(strstr(r.err, "agentbox: --memory 256M (a per-process RLIMIT_AS at most, "
+					"not the sandbox's total) and --cpus 0.5 (no cpu "
+					"controller) cannot hold as asked: cannot create a cgroup"),
+			  "%s", r.err);
+		cr_assert(strstr(r.err, "docs/install.md") && strstr(r.err, "--limits best"), "%s",
+			  r.err);
+		cr_assert_null(strstr(r.err, "--pids"), "%s", r.err);
+		cr_assert_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "%s", r.err);
 	}
+}
+
+/* --limits best runs, and says once what it dropped; --quiet silences it. */
+Test(limits, best_runs_and_says_what_it_dropped)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--limits", "best", "--memory", "256M", "--cpus", "0.5", "--", "true",
+	       NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	if (expect_cgroups())
+		cr_assert_str_eq(r.err, "");
+	else
+		cr_assert(strstr(r.err,
+				 "agentbox: --limits best: running without --memory 256M "
+				 "(a per-process RLIMIT_AS at most, not the sandbox's total) "
+				 "and --cpus 0.5 (no cpu controller): "),
+			  "%s", r.err);
+	run_in(ws, &r, NULL, "--quiet", "--limits", "best", "--memory", "256M", "--cpus", "0.5",
+	       "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.err, "");
+	run_in(ws, &r, NULL, "--limits", "some", "--", "true", NULL);
+	cr_assert_eq(r.exit_code, 125);
+	cr_assert(strstr(r.err, "--limits: 'some' is not full or best"), "%s", r.err);
+}
+
+/* The default --pids 512 holds for every user, with a cgroup or without
+ * (RLIMIT_NPROC in the sandbox's user namespace): a bounded probe of at
+ * most 700 sleeping children stops at 512 with the init and the probe. */
+Test(limits, the_default_pids_limit_holds_without_a_cgroup)
+{
+	char *ws = test_tmpdir();
+	const char *args[] = {"--timeout",
+			      "60s",
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      IN_SANDBOX "exec python3 -c \""
+					 "import os, signal\n"
+					 "kids = []\n"
+					 "for i in range(700):\n"
+					 "    try: pid = os.fork()\n"
+					 "    except OSError: break\n"
+					 "    if pid == 0: signal.pause()\n"
+					 "    kids.append(pid)\n"
+					 "for k in kids: os.kill(k, 9)\n"
+					 "print(len(kids))\"",
+			      NULL};
+	json_object *j = run_report(ws, args);
+	int forked = atoi(r.out);
+	cr_assert(forked > 400 && forked <= 510, "%d children under the default --pids 512: %s",
+		  forked, r.err);
+	cr_assert_str_eq(how(j, "pids"), expect_cgroups() ? "cgroup" : "rlimit");
+	assert_cgroup_gone(j);
+	json_object_put(j);
+}
+
+/* A timeout is said on stderr (124 alone reads as the command's failure),
+ * unless --quiet. */
+Test(limits, a_timeout_is_said)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--timeout", "300ms", "--kill-after", "1s", "--", "sleep", "5", NULL);
+	cr_assert_eq(r.exit_code, 124, "stderr: %s", r.err);
+	cr_assert_str_eq(r.err, "agentbox: timed out after 300ms (--timeout): SIGTERM to every "
+				"process of the command, SIGKILL 1s later to what was left "
+				"(--kill-after)\n");
+	run_in(ws, &r, NULL, "--quiet", "--timeout", "300ms", "--", "sleep", "5", NULL);
+	cr_assert_eq(r.exit_code, 124, "stderr: %s", r.err);
+	cr_assert_str_eq(r.err, "");
 }
 
 Test(limits, no_cgroup_outlives_a_killed_agentbox)
@@ -523,7 +626,7 @@ Test(limits, bad_limit_values)
 Test(limits, the_sandbox_cgroup_is_the_root_of_its_cgroup_namespace)
 {
 	char *ws = test_tmpdir();
-	run_in(ws, &r, NULL, "--memory", "256M", "--", "/bin/sh", "-c",
+	run_in(ws, &r, NULL, "--limits", "best", "--memory", "256M", "--", "/bin/sh", "-c",
 	       "grep -E '^[0-9]+:(memory|pids)?:' /proc/self/cgroup | cut -d: -f3 | sort -u", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	/* nothing of the host's cgroup tree shows, with or without a cgroup */

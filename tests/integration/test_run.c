@@ -610,3 +610,48 @@ Test(run, help_and_version)
 	run_raw(none, &r, NULL);
 	cr_assert_eq(r.exit_code, 125);
 }
+
+/* The workspace guard: /, a top-level system directory and the caller's
+ * home (or an ancestor of it) are refused as workspaces, the current
+ * directory as named; a named one runs with --allow-broad-workspace; a
+ * project directory inside the home runs as the default. */
+Test(run, a_broad_workspace_is_refused_unless_named_and_allowed)
+{
+	char *home = test_tmpdir();
+	char project[4200], env_home[4300];
+	snprintf(project, sizeof(project), "%s/project", home);
+	cr_assert_eq(mkdir(project, 0777), 0);
+	cr_assert_eq(chmod(project, 0777), 0);
+	snprintf(env_home, sizeof(env_home), "HOME=%s", home);
+	const char *env[] = {env_home, NULL};
+	const char *cur[] = {AGENTBOX_BIN, "run", "--", "true", NULL};
+	const struct {
+		const char *cwd, *words;
+	} refused[] = {
+		{"/", "the current directory, /, which is the host's root directory"},
+		{"/etc", "the current directory, /etc, which is a top-level system directory"},
+		{home, "which is your home directory"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct run_opts o = {.env = env, .cwd = refused[i].cwd};
+		run_raw(cur, &r, &o);
+		cr_assert_eq(r.exit_code, 125, "%s: %s", refused[i].cwd, r.err);
+		cr_assert(strstr(r.err, refused[i].words) && strstr(r.err, "--workspace DIR"), "%s",
+			  r.err);
+	}
+	struct run_opts o = {.env = env, .cwd = project};
+	run_raw(cur, &r, &o);
+	cr_assert_eq(r.exit_code, 0, "a project directory: %s", r.err);
+	/* named: refused with the override's name, which then lets it run */
+	const char *named[] = {AGENTBOX_BIN, "run", "--workspace", "/usr", "--", "true", NULL};
+	run_raw(named, &r, &o);
+	cr_assert_eq(r.exit_code, 125, "%s", r.err);
+	cr_assert(strstr(r.err, "--workspace /usr is a top-level system directory") &&
+			  strstr(r.err, "--allow-broad-workspace"),
+		  "%s", r.err);
+	const char *allowed[] = {
+		AGENTBOX_BIN, "run",  "--workspace", home, "--allow-broad-workspace",
+		"--",	      "true", NULL};
+	run_raw(allowed, &r, &o);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+}

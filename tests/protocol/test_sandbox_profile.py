@@ -46,7 +46,8 @@ class SandboxProfile(unittest.TestCase):
         p = self.profile({"memory": "80M", "max-concurrent": 3, "timeout": "9s",
                           "seccomp": "strict", "ro-bind": ["data:/data"],
                           "env": ["FROM_PROFILE=yes"]})
-        sv = self.serve("--profile", p)
+        # best: without a cgroup the profile's memory cannot hold as asked
+        sv = self.serve("--profile", p, "--limits", "best")
         self.assertEqual(sv.hello["limits"]["memory"]["value"], 80 << 20)
         self.assertEqual(sv.hello["limits"]["seccomp"], "strict")
         self.assertEqual(sv.hello["max_concurrent"], 3)
@@ -59,7 +60,8 @@ class SandboxProfile(unittest.TestCase):
 
     def test_the_command_line_overrides_the_profile(self):
         p = self.profile({"memory": "80M", "max-concurrent": 3, "timeout": "9s"})
-        sv = self.serve("--max-concurrent", "5", "--profile", p, "--memory", "100M")
+        sv = self.serve("--max-concurrent", "5", "--profile", p, "--memory", "100M",
+                        "--limits", "best")
         self.assertEqual(sv.hello["limits"]["memory"]["value"], 100 << 20)
         self.assertEqual(sv.hello["max_concurrent"], 5)
         self.assertEqual(sv.hello["defaults"]["timeout_ms"], 9000)
@@ -84,9 +86,12 @@ class SandboxProfile(unittest.TestCase):
                 self.assertEqual(err.count("\n"), 1, err)
 
     def test_a_shipped_profile_serves_commands(self):
-        sv = self.serve("--profile", "untrusted")
+        # best: without a cgroup its memory and cpus cannot hold as asked
+        sv = self.serve("--profile", "untrusted", "--limits", "best")
         self.assertEqual(sv.hello["limits"]["seccomp"], "strict")
         self.assertEqual(sv.hello["limits"]["pids"]["value"], 64)
+        # pids hold for every user: a cgroup's or RLIMIT_NPROC
+        self.assertIn(sv.hello["limits"]["pids"]["how"], ("cgroup", "rlimit"))
         m = sv.call(op="exec", command="echo hi > f; cat f")
         self.assertEqual((m["exit_code"], m["stdout"]), (0, "hi\n"), m)
 

@@ -187,10 +187,18 @@ Test(check, cgroup_limits_say_which_are_real)
 	struct check_item items[CHECK_MAX_ITEMS];
 	const struct check_item *it = find(&f, "cgroup limits", items);
 	cr_assert_eq(it->level, CHECK_WARN);
-	cr_assert(strstr(it->detail, "memory: rlimit only"), "%s", it->detail);
-	cr_assert(strstr(it->detail, "cpu: none"), "%s", it->detail);
-	/* why, as the trial's limits said it */
-	cr_assert(strstr(it->detail, ": RLIMIT_AS per process: no user bus"), "%s", it->detail);
+	/* the verdict of --limits full, as run gives it */
+	cr_assert(strstr(it->detail, "memory: refused if asked for (--limits best: dropped)"), "%s",
+		  it->detail);
+	cr_assert(strstr(it->detail, "cpu: refused if asked for"), "%s", it->detail);
+	cr_assert(strstr(it->detail, "pids: refused if asked for"), "%s", it->detail);
+	/* why, as the trial's limits said it, under the fallback */
+	cr_assert(strstr(it->detail, "dropped): no user bus"), "%s", it->detail);
+	/* pids by RLIMIT_NPROC in the sandbox's user namespace hold */
+	snprintf(f.pids.how, sizeof(f.pids.how), "rlimit");
+	it = find(&f, "cgroup limits", items);
+	cr_assert(strstr(it->detail, "pids: RLIMIT_NPROC in the sandbox's user namespace"), "%s",
+		  it->detail);
 	/* on v2 agentbox asks systemd itself: the fix is a user manager */
 	cr_assert(strstr(it->fix, "systemd user manager"), "%s", it->fix);
 	cr_assert(strstr(it->fix, "--cgroup-parent"), "%s", it->fix);

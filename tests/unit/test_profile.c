@@ -121,14 +121,17 @@ Test(profile, strings_numbers_and_flags_set_their_options)
 	load_ok(&cfg, "p.json",
 		"{\"comment\": \"ignored\", \"net\": \"host\", \"memory\": \"64M\", "
 		"\"pids\": 64, \"cpus\": 0.5, \"timeout\": \"5s\", \"max-output\": 4096, "
-		"\"require-limits\": true, \"hostname\": \"box\", \"landlock\": \"off\"}");
+		"\"limits\": \"best\", \"quiet\": true, \"hostname\": \"box\", \"landlock\": "
+		"\"off\"}");
 	cr_assert_eq(cfg.net, AB_NET_HOST);
 	cr_assert_eq(cfg.memory, 64ULL << 20);
 	cr_assert_eq(cfg.pids, 64);
 	cr_assert_eq(cfg.cpu_millis, 500);
 	cr_assert_eq(cfg.timeout_ms, 5000);
 	cr_assert_eq(cfg.max_output, 4096);
-	cr_assert(cfg.require_limits);
+	cr_assert(cfg.limits_best);
+	cr_assert(cfg.pids_set);
+	cr_assert(cfg.quiet);
 	cr_assert_str_eq(cfg.hostname, "box");
 	cr_assert(cfg.no_landlock);
 	ab_config_free(&cfg);
@@ -138,8 +141,8 @@ Test(profile, false_leaves_a_flag_off)
 {
 	struct ab_config cfg;
 	ab_config_init(&cfg);
-	load_ok(&cfg, "p.json", "{\"require-limits\": false}");
-	cr_assert_not(cfg.require_limits);
+	load_ok(&cfg, "p.json", "{\"quiet\": false}");
+	cr_assert_not(cfg.quiet);
 	ab_config_free(&cfg);
 }
 

@@ -78,6 +78,8 @@ export function serveArgs(options: SandboxOptions): string[] {
   if (options.memory !== undefined) args.push("--memory", String(options.memory));
   if (options.cpus !== undefined) args.push("--cpus", String(options.cpus));
   if (options.pids !== undefined) args.push("--pids", String(options.pids));
+  // "full" (agentbox's default) refuses a limit that cannot hold as asked; "best" drops it
+  if (options.limits !== undefined) args.push("--limits", options.limits);
   if (options.maxOutput !== undefined) args.push("--max-output", String(options.maxOutput));
   for (const dir of options.tmpfs ?? []) args.push("--tmpfs", dir);
   if (options.hostUid !== undefined) args.push("--host-uid", String(options.hostUid));

@@ -36,6 +36,12 @@ export interface SandboxOptions {
   cpus?: number;
   /** Process limit (`--pids`). */
   pids?: number;
+  /**
+   * `--limits`: `"full"` (agentbox's default) refuses to start where a limit
+   * asked for cannot hold as asked (no cgroup for `memory` or `cpus`);
+   * `"best"` starts without it, and `hello.limits` says what holds.
+   */
+  limits?: "full" | "best";
   /** `--net`: `"none"` (default) or `"host"`. */
   network?: string;
   /** `--seccomp` profile (default `"default"`). */

@@ -22,9 +22,9 @@ describe("session", () => {
   });
 
   it("maps its options to agentbox serve's", () => {
-    const args = serveArgs({ workspace: "/w", skills: "/s", env: { A: "1" }, timeout: 2.5, memory: "1G", pids: 64, hostUid: 7, tmpfs: ["/a", "/b"] });
+    const args = serveArgs({ workspace: "/w", skills: "/s", env: { A: "1" }, timeout: 2.5, memory: "1G", pids: 64, limits: "best", hostUid: 7, tmpfs: ["/a", "/b"] });
     assert.deepEqual(args, ["serve", "--workspace", "/w", "--net", "none", "--seccomp", "default", "--timeout", "2500ms",
-      "--isolation", "full", "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--tmpfs", "/a", "--tmpfs", "/b", "--host-uid", "7"]);
+      "--isolation", "full", "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--limits", "best", "--tmpfs", "/a", "--tmpfs", "/b", "--host-uid", "7"]);
     assert.ok(serveArgs({ timeout: null }).includes("none"));
     const best = serveArgs({ isolation: "best" });
     assert.equal(best[best.indexOf("--isolation") + 1], "best");

@@ -111,7 +111,8 @@ class Sandbox(T.SandboxBackendProtocol):
                  writable_dirs: Sequence[str] = DEEPAGENTS_DIRS,
                  workspace_mode: str = "direct",
                  keep_changes: Union[str, os.PathLike, None] = None,
-                 extra_args: Sequence[str] = (), isolation: str = "full"):
+                 extra_args: Sequence[str] = (), isolation: str = "full",
+                 limits: Optional[str] = None):
         binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
         if not binary:
             raise SandboxError("agentbox is not installed: no agentbox in PATH, and neither "
@@ -136,6 +137,10 @@ class Sandbox(T.SandboxBackendProtocol):
             args += ["--cpus", str(cpus)]
         if pids is not None:
             args += ["--pids", str(pids)]
+        # "full" (agentbox's default) refuses a limit that cannot hold as
+        # asked (no cgroup for memory or cpus); "best" starts without it
+        if limits is not None:
+            args += ["--limits", limits]
         for d in writable_dirs:
             args += ["--tmpfs", d]
         args += list(extra_args)

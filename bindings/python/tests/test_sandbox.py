@@ -48,6 +48,22 @@ class Commands(Base):
         r = sb.run("hostname")
         self.assertNotEqual(r.stdout.strip(), "agentbox")
 
+    def test_limits_hold_or_the_start_refuses(self):
+        # pids hold for everyone (a cgroup, or RLIMIT_NPROC in the sandbox's
+        # user namespace); memory only with a cgroup: without one the start
+        # refuses (limits "full", agentbox's default) unless limits="best"
+        cgroups = ROOT  # support.sandbox passes no --cgroup-parent
+        if not cgroups:
+            with self.assertRaises(SandboxError) as cm:
+                sandbox(self.ws, memory="64M", pids=64)
+            self.assertIn("--memory 64M", str(cm.exception))
+            self.assertIn("--limits best", str(cm.exception))
+        sb = sandbox(self.ws, memory="64M", pids=64, limits="best")
+        self.addCleanup(sb.close)
+        lim = sb.hello["limits"]
+        self.assertIn(lim["pids"]["how"], ("cgroup", "rlimit"), lim)
+        self.assertEqual(lim["memory"]["how"], "cgroup" if cgroups else "rlimit", lim)
+
     def test_timeout_is_124_with_partial_output(self):
         t = time.monotonic()
         r = self.sb.execute("echo partial; sleep 30", timeout=0.5)
