@@ -485,8 +485,9 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 
 const char *const *layer_op_fields(const char *op)
 {
-	static const char *const changes[] = {"diff", "max_diff_bytes", NULL};
-	static const char *const commit[] = {"paths", "force", NULL};
+	/* timeout: the watchdog's bound (serve/serve_layer.c) */
+	static const char *const changes[] = {"diff", "max_diff_bytes", "timeout", NULL};
+	static const char *const commit[] = {"paths", "force", "timeout", NULL};
 	static const char *const discard[] = {NULL};
 	return !strcmp(op, "changes")	? changes
 	       : !strcmp(op, "commit")	? commit

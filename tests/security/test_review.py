@@ -253,3 +253,47 @@ class Review(Attacks):
 
 
 both_modes(globals(), Review)
+
+
+class ReviewWatchdog(Attacks):
+    """The serve loop's watchdog: a review past its bound is stopped with an
+    error, and the session goes on (serve only: `agentbox changes` is one
+    process the caller bounds)."""
+    options = ("--workspace-mode", "overlay")
+
+    def test_a_review_past_its_bound_is_stopped(self):
+        if ROOT:
+            os.chown(self.ws, SANDBOX_UID, SANDBOX_UID)
+        r = self.sh("for i in $(seq 1000 2999); do echo $i > f$i; done")
+        self.assertEqual(r.code, 0, r)
+        sv = self.box()
+        start = time.monotonic()
+        sv.p.stdin.write(b'{"op":"exec","id":"t","command":"sleep 30","timeout":1}\n'
+                         b'{"op":"changes","id":"c","diff":true,"timeout":0.2}\n')
+        sv.p.stdin.flush()
+        got = {}
+        timer = threading.Timer(BOUND, sv.p.kill)
+        timer.start()
+        try:
+            while len(got) < 2:
+                m = sv._recv()
+                self.assertIsNotNone(m, "the session froze (killed after %ds)" % BOUND)
+                if m.get("id") in ("t", "c") and m["type"] != "output":
+                    got[m["id"]] = (m, time.monotonic() - start)
+        finally:
+            timer.cancel()
+        m, took = got["c"]
+        self.assertEqual(m["type"], "error", m)
+        self.assertEqual(m["code"], "timeout", m)
+        self.assertLess(took, 3, m)
+        m, took = got["t"]  # the command's timeout held meanwhile
+        self.assertTrue(m["timed_out"], m)
+        self.assertLess(took, 8, m)
+        self.assertEqual(sv.call({"op": "ping"}, 10)["type"], "pong")
+        m = sv.call({"op": "changes", "timeout": 0}, 10)
+        self.assertEqual((m["type"], m["code"]), ("error", "invalid_request"), m)
+        m = sv.call({"op": "changes", "timeout": 20}, BOUND)
+        self.assertEqual(len(m["changes"]), 2000)
+
+
+one_mode(globals(), ReviewWatchdog, ServeMode)
