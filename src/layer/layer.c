@@ -369,33 +369,147 @@ int layer_create(const struct ab_config *cfg, const struct protect_state *protec
 	return create_layer(cfg, l, err);
 }
 
-/* rm -rf beneath dfd, making directories writable on the way (overlayfs
- * leaves work/work mode 0). */
+/* A directory to empty, made writable on the way (overlayfs leaves
+ * work/work mode 0). */
+static int open_to_empty(int dfd, const char *name, struct stat *st)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		ab_close_keep_errno(fd);
+		return -errno;
+	}
+	fchmod(fd, 0700);
+	return fd;
+}
+
+/* One level of the removal: the directory's name in its parent, its
+ * identity (to check ".." against on the way up), and the subdirectories
+ * still to remove. */
+struct rm_level {
+	char *name;
+	dev_t dev;
+	ino_t ino;
+	char **subdirs;
+	size_t n, next;
+};
+
+static void rm_level_free(struct rm_level *lv)
+{
+	free(lv->name);
+	for (size_t i = lv->next; i < lv->n; i++)
+		free(lv->subdirs[i]);
+	free(lv->subdirs);
+}
+
+/* Unlink what fd holds but directories; those go to lv->subdirs. */
+static int rm_files(int fd, struct rm_level *lv)
+{
+	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *dp = dup < 0 ? NULL : fdopendir(dup);
+	if (!dp) {
+		ab_close_keep_errno(dup);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(dp))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(fd, de->d_name, 0) == 0 || errno == ENOENT)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			r = -errno;
+			break;
+		}
+		char **p = realloc(lv->subdirs, (lv->n + 1) * sizeof(char *));
+		if (!p || !(p[lv->n] = strdup(de->d_name)))
+			r = -ENOMEM;
+		if (p) {
+			lv->subdirs = p;
+			lv->n += r == 0;
+		}
+	}
+	closedir(dp);
+	return r;
+}
+
+static int rm_push(struct rm_level **stack, size_t *depth, size_t *cap, char *name,
+		   const struct stat *st, int fd)
+{
+	if (*depth == *cap) {
+		size_t n = *cap ? *cap * 2 : 16;
+		void *p = realloc(*stack, n * sizeof(**stack));
+		if (!p) {
+			free(name);
+			return -ENOMEM;
+		}
+		*stack = p;
+		*cap = n;
+	}
+	struct rm_level *lv = &(*stack)[(*depth)++];
+	*lv = (struct rm_level){.name = name, .dev = st->st_dev, .ino = st->st_ino};
+	return name ? rm_files(fd, lv) : -ENOMEM;
+}
+
+/* Iterative, holding the fd of the directory being emptied only: one level
+ * down by name, one up by "..", checked to be the directory it left. */
+static int remove_tree(int dfd, const char *name, struct rm_level **stack, size_t *depth)
+{
+	struct stat st;
+	size_t cap = 0;
+	cleanup_fd int cur = open_to_empty(dfd, name, &st);
+	int r = cur < 0 ? cur : rm_push(stack, depth, &cap, strdup(name), &st, cur);
+	while (r == 0) {
+		struct rm_level *lv = &(*stack)[*depth - 1];
+		if (lv->next < lv->n) { /* down into the next subdirectory */
+			char *sub_name = lv->subdirs[lv->next];
+			lv->subdirs[lv->next++] = NULL;
+			int sub = open_to_empty(cur, sub_name, &st);
+			if (sub < 0) {
+				free(sub_name);
+				r = sub == -ENOENT ? 0 : sub; /* gone meanwhile */
+				continue;
+			}
+			close(cur);
+			cur = sub;
+			r = rm_push(stack, depth, &cap, sub_name, &st, cur);
+			continue;
+		}
+		if (*depth == 1)
+			return unlinkat(dfd, lv->name, AT_REMOVEDIR) < 0 ? -errno : 0;
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &st) < 0) {
+			ab_close_keep_errno(up);
+			return -errno;
+		}
+		close(cur);
+		cur = up;
+		if (st.st_dev != lv[-1].dev || st.st_ino != lv[-1].ino)
+			return -ESTALE;
+		if (unlinkat(cur, lv->name, AT_REMOVEDIR) < 0)
+			return -errno;
+		rm_level_free(lv);
+		(*depth)--;
+	}
+	return r;
+}
+
 int layer_remove_tree_at(int dfd, const char *name)
 {
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
-		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	fchmod(fd, 0700);
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return -errno;
-	}
-	int r = 0;
-	struct dirent *de;
-	while ((de = readdir(dp)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 && r == 0)
-			r = layer_remove_tree_at(dirfd(dp), de->d_name);
-	closedir(dp);
-	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		r = -errno;
+	struct rm_level *stack = NULL;
+	size_t depth = 0;
+	int r = remove_tree(dfd, name, &stack, &depth);
+	for (size_t i = 0; i < depth; i++)
+		rm_level_free(&stack[i]);
+	free(stack);
 	return r;
 }
 

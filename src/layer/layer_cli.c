@@ -19,10 +19,14 @@ static const char usage_layer[] =
 	"            M modified, D deleted, R renamed; '!' marks a path the host\n"
 	"            changed since the layer started. --diff adds unified diffs of\n"
 	"            text files (at most --max-diff-bytes each, default 65536);\n"
+	"            a symlink shows its target, flagged when it points outside\n"
+	"            the workspace; a protected path is flagged\n"
 	"            --json prints one JSON object\n"
 	"  commit    apply the changes (all, or those at PATHs and beneath) to the\n"
 	"            workspace, each file atomically; refuses when the host changed\n"
-	"            one of them since, unless --force\n"
+	"            one of them since, unless --force; a protected path only\n"
+	"            with --force and a PATH naming it (or the protected path it\n"
+	"            is in); of a rename, only the end beneath a PATH is applied\n"
 	"  discard   remove DIR and everything in it\n"
 	"\n"
 	"Exit status: 0 done; 1 commit refused for conflicts; 125 failed.\n";
@@ -36,8 +40,14 @@ static void print_changes(json_object *o, bool diff)
 		const char *path = json_object_get_string(json_object_object_get(c, "path"));
 		json_object *from = json_object_object_get(c, "from");
 		bool conflict = json_object_get_boolean(json_object_object_get(c, "conflict"));
-		printf("%c%c %s%s%s\n", conflict ? '!' : ' ', (char)(st[0] - 'a' + 'A'),
-		       from ? json_object_get_string(from) : "", from ? " -> " : "", path);
+		json_object *target = json_object_object_get(c, "target");
+		bool outside = json_object_get_boolean(json_object_object_get(c, "target_outside"));
+		bool prot = json_object_get_boolean(json_object_object_get(c, "protected"));
+		printf("%c%c %s%s%s%s%s%s%s%s\n", conflict ? '!' : ' ', (char)(st[0] - 'a' + 'A'),
+		       from ? json_object_get_string(from) : "", from ? " -> " : "", path,
+		       target ? " (symlink to " : "", target ? json_object_get_string(target) : "",
+		       target ? ")" : "", outside ? " [points outside the workspace]" : "",
+		       prot ? " [protected]" : "");
 		json_object *d = json_object_object_get(c, "diff");
 		if (diff && d)
 			fputs(json_object_get_string(d), stdout);
@@ -84,6 +94,12 @@ static int cli_commit(struct ab_layer *l, char **paths, size_t n, bool force)
 	}
 	for (size_t i = 0; i < json_object_array_length(done); i++)
 		printf("%s\n", json_object_get_string(json_object_array_get_idx(done, i)));
+	json_object *outside = json_object_object_get(out, "outside_selection");
+	for (size_t i = 0; code == 0 && i < json_object_array_length(outside); i++)
+		fprintf(stderr,
+			"agentbox: commit: not applied, outside the paths given (the other end "
+			"of a rename): %s\n",
+			json_object_get_string(json_object_array_get_idx(outside, i)));
 	json_object_put(out);
 	return code;
 }

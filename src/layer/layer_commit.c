@@ -309,22 +309,86 @@ static bool under(const char *path, const char *req)
 	return !n || (!strncmp(path, req, n) && (path[n] == '/' || !path[n]));
 }
 
-static bool selected(const struct change *c, char **req, size_t n)
+/* What a selection takes of a change: a selection commits exactly the
+ * paths beneath it, so of a rename with one end outside it, a source
+ * outside is not deleted (PICK_WRITE) and a destination outside is not
+ * written (PICK_OUTSIDE: nothing is applied); both are reported. */
+enum pick { PICK_NONE, PICK_ALL, PICK_WRITE, PICK_OUTSIDE };
+
+static bool under_any(const char *path, char **req, size_t n)
 {
-	if (c->gone)
-		return false;
 	for (size_t i = 0; i < n; i++)
-		if (under(c->path, req[i]) || (c->from && under(c->from, req[i])))
+		if (under(path, req[i]))
 			return true;
-	return n == 0;
+	return false;
 }
 
-static int apply(struct commit_ctx *x, const struct change *c)
+static enum pick selected(const struct change *c, char **req, size_t n)
+{
+	if (c->gone)
+		return PICK_NONE;
+	if (n == 0)
+		return PICK_ALL;
+	bool to = under_any(c->path, req, n), from = c->from && under_any(c->from, req, n);
+	if (to)
+		return !c->from || from ? PICK_ALL : PICK_WRITE;
+	return from ? PICK_OUTSIDE : PICK_NONE;
+}
+
+/* A protected path is committed only with force and a requested path
+ * naming it: one it is beneath that is itself protected (or beneath a
+ * protected one). Returns the path refused, or NULL. */
+static const char *protected_refused(const struct ab_layer *l, const struct change *c, enum pick p,
+				     char **req, size_t n, bool force)
+{
+	const char *paths[2] = {c->path, p == PICK_ALL ? c->from : NULL};
+	for (int k = 0; k < 2; k++) {
+		if (!paths[k] || !layer_is_protected(l, paths[k]))
+			continue;
+		bool named = false;
+		for (size_t i = 0; i < n && !named; i++)
+			named = under(paths[k], req[i]) && layer_is_protected(l, req[i]);
+		if (!force || !named)
+			return paths[k];
+	}
+	return NULL;
+}
+
+/* Before anything is written: a selected change commit must not apply. */
+static int refused(const struct commit_ctx *x, const struct change_list *cl, char **req, size_t n,
+		   bool force, struct ab_error *err)
+{
+	for (size_t i = 0; i < cl->n; i++) {
+		const struct change *c = &cl->c[i];
+		enum pick p = selected(c, req, n);
+		if (p != PICK_ALL && p != PICK_WRITE)
+			continue;
+		const char *prot = protected_refused(x->l, c, p, req, n, force);
+		if (prot)
+			return ab_error_plain(
+				err, EINVAL,
+				"commit: '%s' is a protected path (where a command can "
+				"plant hooks or startup files): nothing was committed; "
+				"review it, then commit it by naming it (or the "
+				"protected path it is in) with force",
+				prot);
+		if (c->too_deep)
+			return ab_error_plain(err, EINVAL,
+					      "commit: directories nested deeper than a path can "
+					      "name (%d bytes) are in '%.64s%s': nothing was "
+					      "committed; commit other paths, or discard the layer",
+					      PATH_MAX - 1, c->path,
+					      strlen(c->path) > 64 ? "..." : "");
+	}
+	return 0;
+}
+
+static int apply(struct commit_ctx *x, const struct change *c, enum pick p)
 {
 	if (c->status == CHANGE_DELETED)
 		return delete_one(x, c->path);
 	int r = commit_one(x, c);
-	if (r == 0 && c->status == CHANGE_RENAMED)
+	if (r == 0 && c->status == CHANGE_RENAMED && p == PICK_ALL)
 		r = delete_one(x, c->from);
 	return r;
 }
@@ -332,19 +396,38 @@ static int apply(struct commit_ctx *x, const struct change *c)
 static int commit_selected(struct commit_ctx *x, struct change_list *cl, char **req, size_t n_req,
 			   bool force, json_object *out, struct ab_error *err)
 {
+	int r = refused(x, cl, req, n_req, force, err);
+	if (r < 0)
+		return r;
 	json_object *done = json_object_new_array(), *conflicts = json_object_new_array();
+	json_object *outside = json_object_new_array();
 	json_object_object_add(out, "committed", done);
 	json_object_object_add(out, "conflicts", conflicts);
-	for (size_t i = 0; i < cl->n; i++)
-		if (selected(&cl->c[i], req, n_req) && change_conflicts(x->l, cl, &cl->c[i]))
+	json_object_object_add(out, "outside_selection", outside);
+	for (size_t i = 0; i < cl->n; i++) {
+		enum pick p = selected(&cl->c[i], req, n_req);
+		if ((p == PICK_ALL || p == PICK_WRITE) && change_conflicts(x->l, cl, &cl->c[i]))
 			json_object_array_add(conflicts, json_object_new_string(cl->c[i].path));
+		if (p == PICK_OUTSIDE || p == PICK_WRITE)
+			json_object_array_add(
+				outside, json_object_new_string(p == PICK_OUTSIDE ? cl->c[i].path
+										  : cl->c[i].from));
+	}
 	if (json_object_array_length(conflicts) > 0 && !force)
 		return 0; /* nothing written: the caller decides */
 	for (size_t i = 0; i < cl->n; i++) {
 		const struct change *c = &cl->c[i];
-		if (!selected(c, req, n_req))
+		enum pick p = selected(c, req, n_req);
+		if (p != PICK_ALL && p != PICK_WRITE)
 			continue;
-		int r = apply(x, c);
+		r = apply(x, c, p);
+		if (r == -ESTALE)
+			return ab_error_plain(
+				err, ESTALE,
+				"cannot commit '%s' to %s: it changed while it was "
+				"committed (a command still writing the layer?); what "
+				"was committed before it stays",
+				c->path, x->l->workspace);
 		if (r < 0)
 			return ab_error_set(err, -r, "cannot commit '%s' to %s", c->path,
 					    x->l->workspace);
@@ -377,7 +460,7 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 	for (size_t i = 0; r == 0 && i < n_paths; i++) {
 		bool any = false;
 		for (size_t j = 0; j < cl.n && !any; j++)
-			any = selected(&cl.c[j], &req[i], 1);
+			any = selected(&cl.c[j], &req[i], 1) != PICK_NONE;
 		if (!any)
 			r = ab_error_plain(err, ENOENT, "commit: no change at '%s'", paths[i]);
 	}
@@ -402,8 +485,9 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 
 const char *const *layer_op_fields(const char *op)
 {
-	static const char *const changes[] = {"diff", "max_diff_bytes", NULL};
-	static const char *const commit[] = {"paths", "force", NULL};
+	/* timeout: the watchdog's bound (serve/serve_layer.c) */
+	static const char *const changes[] = {"diff", "max_diff_bytes", "timeout", NULL};
+	static const char *const commit[] = {"paths", "force", "timeout", NULL};
 	static const char *const discard[] = {NULL};
 	return !strcmp(op, "changes")	? changes
 	       : !strcmp(op, "commit")	? commit

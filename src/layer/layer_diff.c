@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,16 +20,43 @@
 
 extern char **environ;
 
+/* A regular file, or -ESTALE: what a command wrote may be swapped for a
+ * fifo or a device between the walk that listed it and this open. */
+static int regular_or_stale(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISREG(st.st_mode) ? 0 : -ESTALE;
+}
+
 int layer_open_file(int dirfd, const char *rel)
 {
 	cleanup_fd int p = ab_open_beneath(dirfd, rel);
 	if (p < 0)
 		return p;
+	int r = regular_or_stale(p);
+	if (r < 0)
+		return r;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", p);
-	/* reopen the O_PATH fd: it is the file already checked */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	/* reopen the O_PATH fd: it is the file already checked (and never
+	 * waited on, were it not) */
+	cleanup_fd int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((r = regular_or_stale(fd)) < 0)
+		return r;
+	return ab_steal_fd(&fd);
+}
+
+int layer_open_at(int dirfd, const char *name)
+{
+	cleanup_fd int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = regular_or_stale(fd);
+	return r < 0 ? r : ab_steal_fd(&fd);
 }
 
 /* Text: no NUL in the first TEXT_PROBE bytes. The fd is rewound. */

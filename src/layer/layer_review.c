@@ -123,8 +123,8 @@ static bool same_entry(int updir, int hostdir, const char *name, const struct st
 		return S_ISDIR(up->st_mode);
 	if (up->st_size != host->st_size)
 		return false;
-	cleanup_fd int a = openat(updir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	cleanup_fd int b = openat(hostdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_fd int a = layer_open_at(updir, name);
+	cleanup_fd int b = layer_open_at(hostdir, name);
 	return a >= 0 && b >= 0 && same_bytes(a, b) == 1;
 }
 
@@ -163,24 +163,96 @@ static int hidden_by_opaque(struct change_list *cl, int upfd, int hostfd, const 
 	return r;
 }
 
-static int walk(struct change_list *cl, int upfd, int hostfd, const char *rel, int depth);
+/* The review walks trees of any depth in bounded fds: the levels below
+ * WALK_HELD keep their directories open; a deeper one closes its
+ * parent's while it walks a subdirectory, and opens it again (beneath
+ * the roots, no symlink followed) when it is back. Its depth is bounded
+ * by PATH_MAX: a directory whose entries no path can name is reported
+ * too_deep, and commit refuses it. */
+#define WALK_HELD 32
 
-static int walk_entry(struct change_list *cl, int upfd, int hostfd, const char *rel,
-		      const char *name, int depth)
+struct walker {
+	struct change_list *cl;
+	int uproot, wsroot;
+};
+
+static int walk(struct walker *w, int *upfd, int *hostfd, const char *rel, int depth);
+
+static int reopen(int root, const char *rel)
 {
+	int fd = *rel ? ab_open_beneath(root, rel) : fcntl(root, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? (fd < -1 ? fd : -errno) : fd;
+}
+
+/* rel has an entry no path can name: rel's change says so. */
+static int too_deep(struct walker *w, int upfd, int hostfd, const char *rel)
+{
+	struct change_list *cl = w->cl;
+	for (size_t i = cl->n; i-- > 0;)
+		if (strcmp(cl->c[i].path, rel) == 0) {
+			cl->c[i].too_deep = true;
+			return 0;
+		}
 	struct stat up, host;
-	char path[PATH_MAX];
-	if (strlen(rel) + strlen(name) + 2 > sizeof(path))
-		return -ENAMETOOLONG;
-	join(path, sizeof(path), rel, name);
-	if (fstatat(upfd, name, &up, AT_SYMLINK_NOFOLLOW) < 0)
+	bool on_host = hostfd >= 0 && fstat(hostfd, &host) == 0;
+	if (fstat(upfd, &up) < 0)
+		return -errno;
+	int r = push(cl, rel, on_host ? CHANGE_MODIFIED : CHANGE_ADDED, &up,
+		     on_host ? &host : NULL);
+	if (r == 0)
+		cl->c[cl->n - 1].too_deep = true;
+	return r;
+}
+
+static int walk_sub(struct walker *w, int *upfd, int *hostfd, const char *rel, const char *name,
+		    const char *path, bool host_dir, int depth)
+{
+	cleanup_fd int sub = openat(*upfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_fd int hsub = host_dir ? ab_open_beneath(*hostfd, name) : -1;
+	if (sub < 0)
+		return -errno;
+	if (hsub < -1)
+		hsub = -1;
+	int r;
+	if (hsub >= 0 && xattr_is(*upfd, name, "user.overlay.opaque", "y") &&
+	    (r = hidden_by_opaque(w->cl, sub, hsub, path)) < 0)
+		return r;
+	bool had_host = *hostfd >= 0;
+	if (depth >= WALK_HELD) {
+		ab_close_keep_errno(*upfd);
+		ab_close_keep_errno(*hostfd);
+		*upfd = *hostfd = -1;
+	}
+	r = walk(w, &sub, &hsub, path, depth + 1);
+	if (*upfd < 0) {
+		*upfd = reopen(w->uproot, rel);
+		*hostfd = had_host ? reopen(w->wsroot, rel) : -1;
+		if (*hostfd < -1)
+			*hostfd = -1;
+		if (r == 0 && *upfd < 0)
+			r = *upfd;
+	}
+	return r;
+}
+
+static int walk_entry(struct walker *w, int *upfd, int *hostfd, const char *rel, const char *name,
+		      int depth)
+{
+	struct change_list *cl = w->cl;
+	struct stat up, host;
+	cleanup_free char *path = NULL;
+	if (asprintf(&path, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
+		return -ENOMEM;
+	if (strlen(path) >= PATH_MAX)
+		return too_deep(w, *upfd, *hostfd, rel);
+	if (fstatat(*upfd, name, &up, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	bool on_host = hostfd >= 0 && fstatat(hostfd, name, &host, AT_SYMLINK_NOFOLLOW) == 0;
-	if (is_whiteout(upfd, name, &up))
+	bool on_host = *hostfd >= 0 && fstatat(*hostfd, name, &host, AT_SYMLINK_NOFOLLOW) == 0;
+	if (is_whiteout(*upfd, name, &up))
 		return on_host ? push(cl, path, CHANGE_DELETED, NULL, &host) : 0;
 	cl->layer_bytes += (unsigned long long)up.st_blocks * 512;
 	if (!S_ISDIR(up.st_mode)) {
-		if (on_host && same_entry(upfd, hostfd, name, &up, &host))
+		if (on_host && same_entry(*upfd, *hostfd, name, &up, &host))
 			return 0;
 		return push(cl, path, on_host ? CHANGE_MODIFIED : CHANGE_ADDED, &up,
 			    on_host ? &host : NULL);
@@ -194,23 +266,14 @@ static int walk_entry(struct change_list *cl, int upfd, int hostfd, const char *
 		r = push(cl, path, CHANGE_MODIFIED, &up, &host);
 	if (r < 0)
 		return r;
-	if (depth > 256)
-		return -ELOOP;
-	cleanup_fd int sub = openat(upfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	cleanup_fd int hsub = host_dir ? ab_open_beneath(hostfd, name) : -1;
-	if (sub < 0)
-		return -errno;
-	if (hsub >= 0 && xattr_is(upfd, name, "user.overlay.opaque", "y")) {
-		r = hidden_by_opaque(cl, sub, hsub, path);
-		if (r < 0)
-			return r;
-	}
-	return walk(cl, sub, hsub >= 0 ? hsub : -1, path, depth + 1);
+	return walk_sub(w, upfd, hostfd, rel, name, path, host_dir, depth);
 }
 
-static int walk(struct change_list *cl, int upfd, int hostfd, const char *rel, int depth)
+/* Borrows *upfd and *hostfd (-1: nothing on the host), which a deep walk
+ * closes and opens again: the caller's to close. */
+static int walk(struct walker *w, int *upfd, int *hostfd, const char *rel, int depth)
 {
-	cleanup_fd int d = openat(upfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_fd int d = openat(*upfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dp = d < 0 ? NULL : fdopendir(d);
 	if (!dp)
 		return -errno;
@@ -244,7 +307,7 @@ static int walk(struct change_list *cl, int upfd, int hostfd, const char *rel, i
 		qsort(names, n, sizeof(*names), (int (*)(const void *, const void *))alphasort);
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0)
-			r = walk_entry(cl, upfd, hostfd, rel, names[i]->d_name, depth);
+			r = walk_entry(w, upfd, hostfd, rel, names[i]->d_name, depth);
 		free(names[i]);
 	}
 	free(names);
@@ -333,11 +396,64 @@ int change_list_build(const struct ab_layer *l, struct change_list *cl, int *upf
 	if (*wsfd < 0)
 		return ab_error_set(err, errno, "cannot open the workspace %s", l->workspace);
 	read_committed(l, cl);
-	int r = walk(cl, *upfd, *wsfd, "", 0);
+	struct walker w = {.cl = cl, .uproot = *upfd, .wsroot = *wsfd};
+	cleanup_fd int up = fcntl(*upfd, F_DUPFD_CLOEXEC, 3);
+	cleanup_fd int ws = fcntl(*wsfd, F_DUPFD_CLOEXEC, 3);
+	if (up < 0 || ws < 0)
+		return ab_error_set(err, errno, "cannot read the layer %s", path);
+	int r = walk(&w, &up, &ws, "", 0);
 	if (r < 0)
 		return ab_error_set(err, -r, "cannot read the layer %s", path);
 	find_renames(cl, *upfd, *wsfd);
 	return 0;
+}
+
+int layer_read_link(int dirfd, const char *rel, char *buf, size_t n)
+{
+	cleanup_fd int fd = ab_open_beneath(dirfd, rel);
+	if (fd < 0)
+		return fd < -1 ? fd : -errno;
+	ssize_t k = readlinkat(fd, "", buf, n - 1);
+	if (k < 0)
+		return -errno;
+	buf[k] = '\0';
+	return 0;
+}
+
+/* A link at rel whose target, read as a path from rel's directory, is not
+ * beneath the workspace: absolute (the host's own root), or climbing
+ * above it with "..". Read as written: a symlink on the way is not
+ * resolved (commit never follows one, and neither does anything here). */
+static bool target_outside(const char *rel, const char *target)
+{
+	if (target[0] == '/')
+		return true;
+	long depth = 0;
+	for (const char *s = rel; (s = strchr(s, '/')); s++)
+		depth++;
+	for (const char *s = target; *s;) {
+		size_t len = strcspn(s, "/");
+		if (len == 2 && s[0] == '.' && s[1] == '.') {
+			if (--depth < 0)
+				return true;
+		} else if (len > 0 && !(len == 1 && s[0] == '.')) {
+			depth++;
+		}
+		s += len;
+		s += *s == '/';
+	}
+	return false;
+}
+
+static void link_fields(json_object *j, const struct change *c, int upfd)
+{
+	char target[PATH_MAX];
+	if (!c->has_up || !S_ISLNK(c->up.st_mode) ||
+	    layer_read_link(upfd, c->path, target, sizeof(target)) < 0)
+		return;
+	json_object_object_add(j, "target", json_object_new_string(target));
+	json_object_object_add(j, "target_outside",
+			       json_object_new_boolean(target_outside(c->path, target)));
 }
 
 static const char *type_name(mode_t m)
@@ -363,6 +479,9 @@ static json_object *change_json(const struct ab_layer *l, const struct change_li
 	json_object_object_add(j, "conflict", json_object_new_boolean(change_conflicts(l, cl, c)));
 	json_object_object_add(j, "protected",
 			       json_object_new_boolean(layer_is_protected(l, c->path)));
+	link_fields(j, c, upfd);
+	if (c->too_deep)
+		json_object_object_add(j, "too_deep", json_object_new_boolean(true));
 	if (o && o->diff && !S_ISDIR(m))
 		layer_diff_into(j, c, o->diff_max, upfd, wsfd);
 	return j;

@@ -33,6 +33,7 @@
 #include "serve/request.h"
 #include "session/result.h"
 #include "serve/serve_audit.h"
+#include "serve/serve_layer.h"
 #include "serve/serve_out.h"
 
 #define PROTOCOL   "agentbox/1"
@@ -76,6 +77,7 @@ struct server {
 	bool stdin_eof;
 	bool shutting_down;
 	json_object *shutdown_id;
+	struct serve_layer layer; /* a changes or commit running (stdin waits) */
 };
 
 /* ---- output ---- */
@@ -281,6 +283,17 @@ static void op_stats(struct server *sv, json_object *id)
 	send_json(sv, o);
 }
 
+/* A layer op's reply (serve_layer.h), result or error. */
+static void layer_done(struct server *sv, json_object *o)
+{
+	json_object *t, *c;
+	if (json_object_object_get_ex(o, "type", &t) &&
+	    !strcmp(json_object_get_string(t), "error") && json_object_object_get_ex(o, "code", &c))
+		serve_audit_error(&sv->audit, json_object_object_get(o, "id"),
+				  json_object_get_string(c));
+	send_json(sv, o);
+}
+
 static void handle_line(struct server *sv, const char *line, size_t len)
 {
 	struct ab_request q;
@@ -321,19 +334,13 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
 		sv->shutdown_id = json_object_get(q.id);
-	} else if (q.kind == AB_REQUEST_LAYER) {
+	} else if (q.kind == AB_REQUEST_LAYER) { /* under a watchdog: serve_layer.c */
 		json_object *o = NULL;
-		struct ab_error le = {0};
 		bool end = false;
-		if (layer_session_op(ab_session_layer(sv->s), q.op, q.req, &o, &end, &le) < 0) {
-			send_error(sv, q.id, layer_error_code(le.code), "%s", le.msg);
-		} else {
-			json_object_object_add(o, "type", json_object_new_string("result"));
-			json_object_object_add(o, "id", id_copy(q.id));
-			json_object_object_add(o, "op", json_object_new_string(q.op));
-			send_json(sv, o);
-			sv->shutting_down = end; /* discard: the sandbox and its layer go */
-		}
+		if (!serve_layer_start(&sv->layer, ab_session_layer(sv->s), q.op, q.req, q.id, &o,
+				       &end))
+			layer_done(sv, o);
+		sv->shutting_down = end; /* discard: the sandbox and its layer go */
 	}
 	ab_request_clear(&q);
 }
@@ -356,6 +363,8 @@ static void handle_input(struct server *sv)
 {
 	size_t start = 0;
 	for (;;) {
+		if (sv->layer.pid > 0)
+			break; /* the lines after a changes or commit wait for it */
 		char *nl = memchr(sv->in + start, '\n', sv->in_len - start);
 		if (!nl)
 			break;
@@ -376,10 +385,21 @@ static void handle_input(struct server *sv)
 		sv->discarding = true;
 		sv->in_len = 0;
 	}
-	if (sv->stdin_eof && sv->in_len && !sv->discarding) {
+	if (sv->stdin_eof && sv->in_len && !sv->discarding && sv->layer.pid <= 0) {
 		/* a last line without its newline */
 		handle_line(sv, sv->in, sv->in_len);
 		sv->in_len = 0;
+	}
+}
+
+/* A layer op that ended (or was stopped at its bound): its reply, then the
+ * lines that waited for it. */
+static void layer_poll(struct server *sv)
+{
+	json_object *o = serve_layer_poll(&sv->layer);
+	if (o) {
+		layer_done(sv, o);
+		handle_input(sv);
 	}
 }
 
@@ -658,6 +678,7 @@ static void print_notice(const char *line)
 int ab_serve(struct ab_config *cfg)
 {
 	struct server sv = {.cfg = cfg, .audit = -1};
+	serve_layer_init(&sv.layer);
 	out_init(&sv.out, STDOUT_FILENO, false);
 	struct ab_error err = {0};
 	signal(SIGPIPE, SIG_IGN);
@@ -695,17 +716,20 @@ int ab_serve(struct ab_config *cfg)
 	send_hello(&sv);
 	int status = 0;
 	bool dead = false, signalled = false;
-	while (!sv.shutting_down && !sv.stdin_eof && !sv.out.broken) {
+	while (!sv.shutting_down && !(sv.stdin_eof && sv.layer.pid <= 0) && !sv.out.broken) {
 		/* the session is always watched (timeouts, cancels, other
-		 * commands); stdin not while replies pile up unread */
-		bool busy = out_pending(&sv.out) + sv.out.parts_raw > OUT_HIGH_WATER;
-		struct pollfd p[4] = {
+		 * commands); stdin not while replies pile up unread, or while
+		 * a layer op runs */
+		bool busy = out_pending(&sv.out) + sv.out.parts_raw > OUT_HIGH_WATER ||
+			    sv.layer.pid > 0 || sv.stdin_eof;
+		struct pollfd p[5] = {
 			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
 			{.fd = out_waiting(&sv.out) ? STDOUT_FILENO : -1, .events = POLLOUT},
 			{.fd = sigfd, .events = POLLIN},
 			{.fd = ab_session_fd(sv.s), .events = POLLIN},
+			{.fd = serve_layer_fd(&sv.layer), .events = POLLIN},
 		};
-		if (poll(p, 4, -1) < 0 && errno != EINTR)
+		if (poll(p, 5, serve_layer_timeout(&sv.layer)) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			out_flush(&sv.out, !sv.out.nonblock);
@@ -729,6 +753,7 @@ int ab_serve(struct ab_config *cfg)
 				sv.in_len += (size_t)n;
 			handle_input(&sv);
 		}
+		layer_poll(&sv);
 		if (!out_waiting(&sv.out) || sv.out.nonblock)
 			out_flush(&sv.out, false);
 		/* after the flush: results it wrote may have made room for
@@ -743,6 +768,7 @@ int ab_serve(struct ab_config *cfg)
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		status = AB_EXIT_FAILURE;
 	}
+	serve_layer_stop(&sv.layer);
 	end_all(&sv);
 	if (sv.shutdown_id) {
 		json_object *o = json_object_new_object();

@@ -1,0 +1,255 @@
+/* The watchdog of the layer ops (serve_layer.h). A review or a commit
+ * reads what commands wrote, which is hostile: opened without blocking and
+ * type-checked (layer_diff.c), it still could take long (a huge tree, a
+ * slow disk) or, were a defect left, block. So it runs in a child of the
+ * launcher, which dies with it (PR_SET_PDEATHSIG) and holds no fd but its
+ * reply's pipe; the loop reads the reply as it comes, and at the bound
+ * kills the child and answers with a timeout error. What a commit wrote
+ * before it was stopped stays (each file is atomic, layer_commit.c). */
+#include "serve/serve_layer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "util/util.h"
+
+/* A reply bigger than this (diffs of many files) is refused. */
+#define REPLY_MAX (256u << 20)
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+void serve_layer_init(struct serve_layer *j)
+{
+	*j = (struct serve_layer){.fd = -1};
+}
+
+static json_object *error_obj(json_object *id, enum ab_errc code, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+	json_object_object_add(o, "code", json_object_new_string(ab_errc_name(code)));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return o;
+}
+
+/* The reply's fields, or the error, as one line for the launcher. */
+static json_object *child_op(struct ab_layer *l, const char *op, json_object *req)
+{
+	json_object *reply = NULL, *o = json_object_new_object();
+	struct ab_error err = {0};
+	bool end = false;
+	if (layer_session_op(l, op, req, &reply, &end, &err) < 0) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "code", json_object_new_int(layer_error_code(err.code)));
+		json_object_object_add(e, "message", json_object_new_string(err.msg));
+		json_object_object_add(o, "error", e);
+	} else {
+		json_object_object_add(o, "ok", reply);
+	}
+	return o;
+}
+
+static void child(int fd, struct ab_layer *l, const char *op, json_object *req)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_DFL);
+	if (dup2(fd, 3) < 0)
+		_exit(1);
+	close_range(4, ~0u, 0); /* the session's fds are none of its business */
+	json_object *o = child_op(l, op, req);
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								  JSON_C_TO_STRING_NOSLASHESCAPE);
+	for (size_t n = strlen(s), off = 0; off < n;) {
+		ssize_t w = write(3, s + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(1);
+		off += (size_t)w;
+	}
+	_exit(0);
+}
+
+/* "timeout" in seconds, as an exec's: more than 0, at most 10000000. */
+static int op_timeout(json_object *req, const char *op, unsigned long long *ms, char *msg, size_t n)
+{
+	json_object *v;
+	*ms = SERVE_LAYER_TIMEOUT_MS;
+	if (!json_object_object_get_ex(req, "timeout", &v))
+		return 0;
+	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
+			   ? json_object_get_double(v)
+			   : -1;
+	if (!(t > 0) || t > 1e7) {
+		snprintf(msg, n,
+			 "%s: 'timeout' must be a number of seconds above 0, at most 10000000", op);
+		return -EINVAL;
+	}
+	*ms = (unsigned long long)(t * 1000 + 0.5);
+	if (*ms == 0)
+		*ms = 1;
+	return 0;
+}
+
+int serve_layer_start(struct serve_layer *j, struct ab_layer *l, const char *op, json_object *req,
+		      json_object *id, json_object **reply, bool *end)
+{
+	char msg[256];
+	unsigned long long ms;
+	*reply = NULL;
+	*end = false;
+	if (!l || strcmp(op, "discard") == 0 || op_timeout(req, op, &ms, msg, sizeof(msg)) < 0) {
+		if (l && strcmp(op, "discard") != 0) {
+			*reply = error_obj(id, AB_ERRC_INVALID_REQUEST, msg);
+			return 0;
+		}
+		/* nothing to read: answered here */
+		json_object *o = NULL;
+		struct ab_error err = {0};
+		if (layer_session_op(l, op, req, &o, end, &err) < 0) {
+			*reply = error_obj(id, layer_error_code(err.code), err.msg);
+			return 0;
+		}
+		json_object_object_add(o, "type", json_object_new_string("result"));
+		json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+		json_object_object_add(o, "op", json_object_new_string(op));
+		*reply = o;
+		return 0;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0 || (j->pid = fork()) < 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot start it: %s", op, strerror(errno));
+		*reply = error_obj(id, AB_ERRC_INTERNAL, msg);
+		j->pid = 0;
+		return 0;
+	}
+	if (j->pid == 0) {
+		close(p[0]);
+		child(p[1], l, op, req);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	j->fd = p[0];
+	j->id = id ? json_object_get(id) : NULL;
+	snprintf(j->op, sizeof(j->op), "%s", op);
+	j->timeout_ms = ms;
+	j->deadline_ms = now_ms() + ms;
+	return 1;
+}
+
+int serve_layer_fd(const struct serve_layer *j)
+{
+	return j->pid > 0 ? j->fd : -1;
+}
+
+int serve_layer_timeout(const struct serve_layer *j)
+{
+	if (j->pid <= 0)
+		return -1;
+	unsigned long long now = now_ms();
+	return now >= j->deadline_ms ? 0 : (int)(j->deadline_ms - now);
+}
+
+static void reset(struct serve_layer *j)
+{
+	if (j->pid > 0) {
+		kill(j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	ab_close_keep_errno(j->fd);
+	json_object_put(j->id);
+	free(j->buf);
+	serve_layer_init(j);
+}
+
+void serve_layer_stop(struct serve_layer *j)
+{
+	reset(j);
+}
+
+/* The child's line into the protocol's reply. */
+static json_object *reply_of(struct serve_layer *j)
+{
+	json_object *o = j->buf ? json_tokener_parse(j->buf) : NULL, *v, *reply = NULL;
+	char msg[sizeof(((struct ab_error *)0)->msg)];
+	if (o && json_object_object_get_ex(o, "ok", &v) &&
+	    json_object_is_type(v, json_type_object)) {
+		reply = json_object_get(v);
+		json_object_object_add(reply, "type", json_object_new_string("result"));
+		json_object_object_add(reply, "id", j->id ? json_object_get(j->id) : NULL);
+		json_object_object_add(reply, "op", json_object_new_string(j->op));
+	} else if (o && json_object_object_get_ex(o, "error", &v)) {
+		json_object *c = json_object_object_get(v, "code");
+		snprintf(msg, sizeof(msg), "%s",
+			 json_object_get_string(json_object_object_get(v, "message")));
+		reply = error_obj(j->id, (enum ab_errc)json_object_get_int(c), msg);
+	} else {
+		snprintf(msg, sizeof(msg), "%s: the operation ended without a reply", j->op);
+		reply = error_obj(j->id, AB_ERRC_INTERNAL, msg);
+	}
+	json_object_put(o);
+	return reply;
+}
+
+json_object *serve_layer_poll(struct serve_layer *j)
+{
+	char msg[256];
+	if (j->pid <= 0)
+		return NULL;
+	for (;;) {
+		if (j->cap - j->len < 65536) {
+			size_t cap = j->cap ? j->cap * 2 : 65536 * 2;
+			char *p = cap > REPLY_MAX + 1 ? NULL : realloc(j->buf, cap);
+			if (!p) {
+				snprintf(msg, sizeof(msg),
+					 "%s: the reply is over %u MiB; ask for fewer paths, or "
+					 "without diffs",
+					 j->op, REPLY_MAX >> 20);
+				json_object *o = error_obj(j->id, AB_ERRC_INTERNAL, msg);
+				reset(j);
+				return o;
+			}
+			j->buf = p;
+			j->cap = cap;
+		}
+		ssize_t n = read(j->fd, j->buf + j->len, j->cap - j->len - 1);
+		if (n > 0) {
+			j->len += (size_t)n;
+			j->buf[j->len] = '\0';
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			json_object *o = reply_of(j);
+			reset(j);
+			return o;
+		}
+		break; /* EAGAIN: more to come */
+	}
+	if (now_ms() < j->deadline_ms)
+		return NULL;
+	snprintf(msg, sizeof(msg),
+		 "%s: stopped after its bound of %llu ms (give a longer 'timeout' in seconds); "
+		 "what a commit wrote before stays",
+		 j->op, j->timeout_ms);
+	json_object *o = error_obj(j->id, AB_ERRC_TIMEOUT, msg);
+	reset(j);
+	return o;
+}
