@@ -27,6 +27,7 @@
 #include "util/error.h"
 #include "view/idmap.h"
 #include "layer/layer.h"
+#include "sandbox/gitid.h"
 #include "sandbox/init.h"
 #include "sandbox/isolation.h"
 #include "view/mount.h"
@@ -174,6 +175,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	a->cfg = &sb->cfg;
 	a->plan = &sb->plan;
 	a->envp = sb->envp;
+	a->gitconfig = sb->gitconfig;
 	a->sync_fd = pair[1];
 	/* decided here: in the child, geteuid() depends on whether the maps
 	 * are written yet */
@@ -396,6 +398,9 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
+	/* with namespaces $HOME is the sandbox's tmpfs, else the host's own */
+	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES))
+		sb->gitconfig = gitid_read();
 	if (r == 0)
 		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
@@ -425,6 +430,8 @@ void sandbox_release(struct sandbox *sb)
 	ab_seccomp_free(sb->seccomp);
 	view_plan_free(&sb->plan);
 	protect_state_free(&sb->protect);
+	free(sb->gitconfig);
+	sb->gitconfig = NULL;
 	sb->envp = NULL;
 	sb->cg = NULL;
 	sb->seccomp = NULL;

@@ -20,6 +20,7 @@ struct sandbox {
 	struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	struct ab_cgroup *cg;
 	char **envp;		 /* the commands' environment under the policy */
+	char *gitconfig;	 /* gitid.h: the caller's git identity, or NULL */
 	struct ab_result limits; /* only the limit reports, cgroup and timeout_ms */
 };
 
