@@ -357,13 +357,21 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	if (r == 0)
 		return idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
 	struct ab_error why = *err;
-	if (r != -EOPNOTSUPP || ab_config_run_as_owner(cfg, err) < 0) {
+	/* EPERM: no CAP_SYS_ADMIN (root in a container), whatever the filesystem */
+	if ((r != -EOPNOTSUPP && r != -EPERM) || ab_config_run_as_owner(cfg, err) < 0) {
 		*err = why;
 		return r;
 	}
 	char line[sizeof(why.msg) + 80];
-	snprintf(line, sizeof(line), "%s; runs as the workspace's owner, host uid %u, instead",
-		 why.msg, (unsigned)cfg->host_uid);
+	if (r == -EPERM)
+		snprintf(line, sizeof(line),
+			 "cannot idmap the workspace '%s': %s; runs as its owner, host uid %u, "
+			 "instead",
+			 cfg->workspace, idmap_eperm_reason(), (unsigned)cfg->host_uid);
+	else
+		snprintf(line, sizeof(line),
+			 "%s; runs as the workspace's owner, host uid %u, instead", why.msg,
+			 (unsigned)cfg->host_uid);
 	free(*notices);
 	*notices = strdup(line);
 	view_plan_free(&sb->plan);
