@@ -259,6 +259,9 @@ struct ab_result {
 	 * `git init` makes them (.git/config of core defaults, .git/hooks of
 	 * samples): `run` reports them without a warning */
 	char **protected_created;
+	/* protected files a write to was refused (seen from the lock file git
+	 * makes beside them: FILE.lock), or NULL */
+	char **protected_refused;
 	/* syscalls the seccomp profile denied, most frequent first */
 	struct ab_denied_syscall {
 		char name[32];

@@ -215,6 +215,11 @@ static void print_protected(const struct ab_result *res)
 	}
 	if (any)
 		fputs(" (review them before anything on the host runs them)\n", stderr);
+	for (char **p = res->protected_refused; p && *p; p++)
+		fprintf(stderr,
+			"agentbox: %s is protected (read-only in the sandbox), so the "
+			"command's write to it failed; --unprotect %s lets it change it\n",
+			*p, *p);
 }
 
 static int cmd_run(int argc, char **argv)

@@ -381,6 +381,7 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
+	sb->watch.fd = -1;
 	view_plan_init(&sb->plan);
 	int r = ab_config_finish(cfg, err);
 	if (r == 0)
@@ -409,6 +410,9 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 	/* with namespaces $HOME is the sandbox's tmpfs, else the host's own */
 	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES))
 		sb->gitconfig = gitid_read();
+	/* the protected files are bound in place (an overlay binds its own) */
+	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES) && !sb->plan.layer)
+		protect_watch_start(cfg, &sb->protect, &sb->watch);
 	if (r == 0)
 		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
@@ -438,6 +442,7 @@ void sandbox_release(struct sandbox *sb)
 	ab_seccomp_free(sb->seccomp);
 	view_plan_free(&sb->plan);
 	protect_state_free(&sb->protect);
+	protect_watch_free(&sb->watch);
 	free(sb->gitconfig);
 	sb->gitconfig = NULL;
 	sb->envp = NULL;

@@ -11,11 +11,13 @@
 #include "sandbox/init.h"
 #include "view/mount.h"
 #include "layer/protect.h"
+#include "layer/protect_watch.h"
 #include "seccomp/seccomp_profile.h"
 
 struct sandbox {
 	struct ab_config cfg; /* the effective configuration (timeout clamped); shallow */
 	struct protect_state protect;
+	struct protect_watch watch; /* writes the protected files refused */
 	struct view_plan plan;
 	struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	struct ab_cgroup *cg;

@@ -174,6 +174,7 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	res->oom_killed = command_oom(s, c);
 	result_background(c, res);
 	res->protected_changed = protected_changes(s, &res->protected_created);
+	res->protected_refused = protect_watch_refused(&s->sb.watch);
 	if (s->net) { /* --net allow=: the command's connections move into the result */
 		res->network = c->net;
 		res->network.on = true;
@@ -227,5 +228,6 @@ void ab_result_free(struct ab_result *res)
 	free(res->err.data);
 	ab_cleanup_strvp(&res->protected_changed);
 	ab_cleanup_strvp(&res->protected_created);
+	ab_cleanup_strvp(&res->protected_refused);
 	memset(res, 0, sizeof(*res));
 }

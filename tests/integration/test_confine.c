@@ -440,6 +440,27 @@ Test(confine, created_protected_paths_are_reported_and_git_init_works)
 	cr_assert_eq(access(path, F_OK), -1);
 }
 
+Test(confine, a_refused_write_to_a_protected_file_names_it_and_unprotect)
+{
+	char *ws = test_tmpdir();
+	run_in(ws, &r, NULL, "--unprotect", ".git/config", "--", "git", "init", "-q", NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	/* git writes config.lock and renames it over the bound .git/config */
+	run_in(ws, &r, NULL, "--", "/bin/sh", "-c",
+	       "git config user.name x; echo rc=$?; git status > /dev/null", NULL);
+	cr_assert_str_eq(r.out, "rc=4\n", "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "Device or resource busy\n"
+				"agentbox: .git/config is protected (read-only in the sandbox), so "
+				"the command's write to it failed; --unprotect .git/config lets it "
+				"change it\n"),
+		  "%s", r.err);
+	cr_assert_eq(count_lines(r.err), 2, "one line from git, one from agentbox: %s", r.err);
+	run_in(ws, &r, NULL, "--unprotect", ".git/config", "--", "git", "config", "user.name", "x",
+	       NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.err, "", "%s", r.err);
+}
+
 Test(confine, protect_and_unprotect)
 {
 	char *ws = test_tmpdir();
