@@ -266,6 +266,13 @@ struct ab_result {
 	/* protected workspace paths the command created, removed or replaced;
 	 * NULL-terminated, or NULL when none */
 	char **protected_changed;
+	/* those of protected_changed that did not exist before and are as
+	 * `git init` makes them (.git/config of core defaults, .git/hooks of
+	 * samples): `run` reports them without a warning */
+	char **protected_created;
+	/* protected files a write to was refused (seen from the lock file git
+	 * makes beside them: FILE.lock), or NULL */
+	char **protected_refused;
 	/* syscalls the seccomp profile denied, most frequent first */
 	struct ab_denied_syscall {
 		char name[32];

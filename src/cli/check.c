@@ -128,7 +128,9 @@ void check_gather(struct check_facts *f)
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)))
 			snprintf(cwd, sizeof(cwd), ".");
-		f->idmap = idmap_probe(cwd, &err) == 0 ? CHECK_IDMAP_OK : CHECK_IDMAP_REFUSED;
+		f->idmap = idmap_probe(cwd, &err) == 0 ? CHECK_IDMAP_OK
+			   : err.code == EPERM	       ? CHECK_IDMAP_NO_CAP
+						       : CHECK_IDMAP_REFUSED;
 		const char *d = f->idmap == CHECK_IDMAP_OK ? cwd : err.msg;
 		snprintf(f->idmap_detail, sizeof(f->idmap_detail), "%.*s",
 			 (int)sizeof(f->idmap_detail) - 1, d);
@@ -309,6 +311,11 @@ static void assess_idmap(const struct check_facts *f, struct check_item *it)
 		     "%s can be idmapped: a workspace there, root's too, is the sandbox "
 		     "user's",
 		     f->idmap_detail);
+	} else if (f->idmap == CHECK_IDMAP_NO_CAP) {
+		item(it, "idmapped mounts", CHECK_WARN,
+		     "%s: a root-owned workspace is refused, another runs as its owner",
+		     f->idmap_detail);
+		fix(it, idmap_eperm_fix);
 	} else {
 		item(it, "idmapped mounts", CHECK_WARN,
 		     "%s: a root-owned workspace there is refused, another runs as its "

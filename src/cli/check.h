@@ -31,7 +31,7 @@ struct check_facts {
 	struct check_limit memory, cpu, pids;
 	char cgroup_path[512]; /* the trial sandbox's cgroup, "" for none */
 	/* as root: can the current directory (the default workspace) be idmapped */
-	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED } idmap;
+	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED, CHECK_IDMAP_NO_CAP } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */
 	/* what the isolation probe found missing (isolation.h) */
 	unsigned isolation_missing;

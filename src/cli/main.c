@@ -135,7 +135,9 @@ static const char usage_run[] =
 	"                       (defaults: .git/hooks .git/config .gitmodules .bashrc\n"
 	"                       .bash_profile .profile .zshrc .envrc .mcp.json .vscode\n"
 	"                       .idea); creating or changing one is reported\n"
-	"  --unprotect PATH     take PATH off the protected list\n"
+	"  --unprotect PATH     take PATH off the protected list: a write to a protected\n"
+	"                       file fails with \"Read-only file system\", or, renamed\n"
+	"                       over as git does, \"Device or resource busy\"\n"
 	"\n"
 	"Exit status: the command's; 124 timed out; 125 agentbox failed; 126 the\n"
 	"command cannot be run; 127 not found; 128+N killed by signal N.\n";
@@ -244,6 +246,31 @@ static void say_what_happened(const struct ab_config *cfg, const struct ab_resul
 			cfg->pids, res->pids_refused, res->pids_refused == 1 ? "" : "s");
 }
 
+/* Protected paths the command changed, removed or replaced: one warning.
+ * Those it created where there were none (`git init`) are in the report
+ * only. */
+static void print_protected(const struct ab_result *res)
+{
+	bool any = false;
+	for (char **p = res->protected_changed; p && *p; p++) {
+		bool created = false;
+		for (char **c = res->protected_created; c && *c && !created; c++)
+			created = strcmp(*c, *p) == 0;
+		if (created)
+			continue;
+		fprintf(stderr, "%s %s",
+			any ? "" : "agentbox: the command changed protected workspace paths:", *p);
+		any = true;
+	}
+	if (any)
+		fputs(" (review them before anything on the host runs them)\n", stderr);
+	for (char **p = res->protected_refused; p && *p; p++)
+		fprintf(stderr,
+			"agentbox: %s is protected (read-only in the sandbox), so the "
+			"command's write to it failed; --unprotect %s lets it change it\n",
+			*p, *p);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct ab_config cfg;
@@ -288,13 +315,8 @@ static int cmd_run(int argc, char **argv)
 	if (!quiet)
 		say_what_happened(&cfg, &res);
 	ab_config_free(&cfg);
-	if (res.protected_changed && !quiet) {
-		fputs("agentbox: the command created or changed protected workspace paths:",
-		      stderr);
-		for (char **p = res.protected_changed; *p; p++)
-			fprintf(stderr, " %s", *p);
-		fputs(" (review them before anything on the host runs them)\n", stderr);
-	}
+	if (!quiet)
+		print_protected(&res);
 	/* with a report, the report says it all; without, one line */
 	if (res.n_denied && report < 0 && !quiet) {
 		fputs("agentbox: seccomp denied:", stderr);

@@ -1,5 +1,7 @@
 #include "layer/protect.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -124,6 +126,116 @@ char **protect_changes(const struct ab_config *cfg, const struct protect_state *
 			break;
 		out = grown;
 		if (!(out[n] = strdup(now.rel)))
+			break;
+		out[++n] = NULL;
+	}
+	return out;
+}
+
+/* The command wrote these: found without following a symlink (an O_PATH
+ * fd, reopened through its magic link, which names that very inode), never
+ * blocking, type-checked after open, bounded in size and entries. */
+static int reopen(int path_fd, int flags)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	return open(self, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+}
+
+/* A .git/config as `git init` writes it: [core] with its usual keys only
+ * (core.fsmonitor, core.hooksPath, an alias would run on the host). */
+static bool git_init_config(int fd)
+{
+	char buf[1024];
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= (off_t)sizeof(buf))
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n != st.st_size)
+		return false;
+	buf[n] = '\0';
+	static const char *const keys[] = {
+		"repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase",
+		"precomposeunicode",	   "symlinks", NULL};
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (strcmp(line, "[core]") == 0)
+			continue;
+		size_t k = 0;
+		while (isalpha((unsigned char)line[k]))
+			k++;
+		bool known = false;
+		for (size_t i = 0; keys[i] && !known; i++)
+			known = strlen(keys[i]) == k && strncmp(line, keys[i], k) == 0;
+		if (!known || strncmp(line + k, " = ", 3) != 0)
+			return false;
+		for (const char *v = line + k + 3; *v; v++)
+			if (!isalnum((unsigned char)*v))
+				return false;
+	}
+	return true;
+}
+
+/* A .git/hooks of `git init`: at most a few dozen regular *.sample files. */
+static bool git_init_hooks(int fd)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	bool ok = true;
+	int n = 0;
+	struct dirent *de;
+	while (ok && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		size_t len = strlen(de->d_name);
+		ok = ++n <= 64 && de->d_type == DT_REG && len > 7 &&
+		     strcmp(de->d_name + len - 7, ".sample") == 0;
+	}
+	closedir(d);
+	return ok;
+}
+
+static bool as_git_init_made_it(int ws, const char *rel)
+{
+	bool config = strcmp(rel, ".git/config") == 0;
+	if (!config && strcmp(rel, ".git/hooks") != 0)
+		return false;
+	cleanup_fd int path_fd = ab_open_beneath(ws, rel);
+	if (path_fd < 0)
+		return false;
+	int fd = reopen(path_fd, config ? O_RDONLY : O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return false;
+	if (!config)
+		return git_init_hooks(fd); /* closes fd */
+	bool ok = git_init_config(fd);
+	close(fd);
+	return ok;
+}
+
+char **protect_created(const struct ab_config *cfg, const struct protect_state *before,
+		       char *const *changed)
+{
+	cleanup_fd int ws = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws < 0)
+		return NULL;
+	char **out = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < before->n; i++) {
+		bool listed = false;
+		for (char *const *p = changed; p && *p && !listed; p++)
+			listed = strcmp(*p, before->e[i].rel) == 0;
+		if (!listed || before->e[i].exists || !as_git_init_made_it(ws, before->e[i].rel))
+			continue;
+		char **grown = realloc(out, (n + 2) * sizeof(char *));
+		if (!grown)
+			break;
+		out = grown;
+		if (!(out[n] = strdup(before->e[i].rel)))
 			break;
 		out[++n] = NULL;
 	}

@@ -40,6 +40,11 @@ int protect_scan(const struct ab_config *cfg, struct protect_state *st, struct a
 /* After the run: the paths that were created, removed or replaced, as a
  * NULL-terminated heap array (NULL when none). */
 char **protect_changes(const struct ab_config *cfg, const struct protect_state *before);
+/* Those of changed that did not exist in before and are as `git init`
+ * makes them: a .git/config of [core] defaults, a .git/hooks of samples
+ * (NULL-terminated heap array, NULL when none). Read as hostile files. */
+char **protect_created(const struct ab_config *cfg, const struct protect_state *before,
+		       char *const *changed);
 void protect_state_free(struct protect_state *st);
 
 #endif

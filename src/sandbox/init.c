@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "sandbox/caps.h"
+#include "sandbox/gitid.h"
 #include "cgroup/cgroup.h"
 #include "view/landlock.h"
 #include "util/parse.h"
@@ -412,7 +413,8 @@ _Noreturn void init_main(struct init_args *a)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 
-	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0)
+	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0 ||
+	    gitid_write(a->cfg->home, a->gitconfig, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	stdio_from_view(a->sync_fd);
 	join_cgroup(a);

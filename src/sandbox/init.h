@@ -26,6 +26,7 @@ struct init_args {
 	int shim_sock;		  /* one_command: the shim's socket to the launcher */
 	bool landlock_enforced;	  /* the init, and every shim, is in Landlock's domain */
 	bool net_beside;	  /* its network namespace comes from the launcher (SYNC_NETNS) */
+	const char *gitconfig;	  /* gitid.h: written to $HOME/.gitconfig, or NULL */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

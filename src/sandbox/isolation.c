@@ -39,7 +39,8 @@ static const struct {
 	 "whole-tree kill remain"},
 	{AB_MISSING_OWN_PROC, "own-proc",
 	 "the container's /proc is bound instead: the command sees the container's "
-	 "processes there (it cannot signal them)"},
+	 "processes there (it cannot signal them), and procps' ps, which looks for its "
+	 "own pid there, fails (\"lookup self\"): an unmasked /proc gives it its own"},
 	{AB_MISSING_UTS, "uts", "the command sees the container's host name"},
 };
 

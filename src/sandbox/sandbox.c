@@ -27,6 +27,7 @@
 #include "util/error.h"
 #include "view/idmap.h"
 #include "layer/layer.h"
+#include "sandbox/gitid.h"
 #include "sandbox/init.h"
 #include "sandbox/isolation.h"
 #include "view/mount.h"
@@ -176,6 +177,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	a->cfg = &sb->cfg;
 	a->plan = &sb->plan;
 	a->envp = sb->envp;
+	a->gitconfig = sb->gitconfig;
 	a->sync_fd = pair[1];
 	/* decided here: in the child, geteuid() depends on whether the maps
 	 * are written yet */
@@ -435,13 +437,21 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	if (r == 0)
 		return idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
 	struct ab_error why = *err;
-	if (r != -EOPNOTSUPP || ab_config_run_as_owner(cfg, err) < 0) {
+	/* EPERM: no CAP_SYS_ADMIN (root in a container), whatever the filesystem */
+	if ((r != -EOPNOTSUPP && r != -EPERM) || ab_config_run_as_owner(cfg, err) < 0) {
 		*err = why;
 		return r;
 	}
 	char line[sizeof(why.msg) + 80];
-	snprintf(line, sizeof(line), "%s; runs as the workspace's owner, host uid %u, instead",
-		 why.msg, (unsigned)cfg->host_uid);
+	if (r == -EPERM)
+		snprintf(line, sizeof(line),
+			 "cannot idmap the workspace '%s': %s; runs as its owner, host uid %u, "
+			 "instead",
+			 cfg->workspace, idmap_eperm_reason(), (unsigned)cfg->host_uid);
+	else
+		snprintf(line, sizeof(line),
+			 "%s; runs as the workspace's owner, host uid %u, instead", why.msg,
+			 (unsigned)cfg->host_uid);
 	free(*notices);
 	*notices = strdup(line);
 	view_plan_free(&sb->plan);
@@ -451,6 +461,7 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *err)
 {
 	memset(sb, 0, sizeof(*sb));
+	sb->watch.fd = -1;
 	view_plan_init(&sb->plan);
 	int r = ab_config_finish(cfg, err);
 	if (r == 0)
@@ -476,6 +487,12 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
+	/* with namespaces $HOME is the sandbox's tmpfs, else the host's own */
+	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES))
+		sb->gitconfig = gitid_read();
+	/* the protected files are bound in place (an overlay binds its own) */
+	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES) && !sb->plan.layer)
+		protect_watch_start(cfg, &sb->protect, &sb->watch);
 	if (r == 0)
 		r = make_cgroup(cfg, &sb->limits, &sb->cg, err);
 	if (r == 0) {
@@ -505,6 +522,9 @@ void sandbox_release(struct sandbox *sb)
 	ab_seccomp_free(sb->seccomp);
 	view_plan_free(&sb->plan);
 	protect_state_free(&sb->protect);
+	protect_watch_free(&sb->watch);
+	free(sb->gitconfig);
+	sb->gitconfig = NULL;
 	sb->envp = NULL;
 	sb->cg = NULL;
 	sb->seccomp = NULL;

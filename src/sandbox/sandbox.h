@@ -11,15 +11,18 @@
 #include "sandbox/init.h"
 #include "view/mount.h"
 #include "layer/protect.h"
+#include "layer/protect_watch.h"
 #include "seccomp/seccomp_profile.h"
 
 struct sandbox {
 	struct ab_config cfg; /* the effective configuration (timeout clamped); shallow */
 	struct protect_state protect;
+	struct protect_watch watch; /* writes the protected files refused */
 	struct view_plan plan;
 	struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	struct ab_cgroup *cg;
 	char **envp;		 /* the commands' environment under the policy */
+	char *gitconfig;	 /* gitid.h: the caller's git identity, or NULL */
 	struct ab_result limits; /* only the limit reports, cgroup and timeout_ms */
 };
 

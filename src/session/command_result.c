@@ -110,7 +110,7 @@ static char **layer_protected_once(struct ab_session *s)
 	return all;
 }
 
-static char **protected_changes(struct ab_session *s)
+static char **protected_changes(struct ab_session *s, char ***created)
 {
 	if (s->sb.plan.layer)
 		return layer_protected_once(s);
@@ -118,6 +118,7 @@ static char **protected_changes(struct ab_session *s)
 	char **changed = protect_changes(&s->sb.cfg, base);
 	if (!changed)
 		return NULL;
+	*created = protect_created(&s->sb.cfg, base, changed);
 	struct protect_state now = {0};
 	struct ab_error ignored;
 	if (protect_scan(&s->sb.cfg, &now, &ignored) == 0) {
@@ -173,7 +174,8 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	res->oom_killed = command_oom(s, c);
 	res->pids_refused = ab_cgroup_pids_refused(s->sb.cg) - c->pids_before;
 	result_background(c, res);
-	res->protected_changed = protected_changes(s);
+	res->protected_changed = protected_changes(s, &res->protected_created);
+	res->protected_refused = protect_watch_refused(&s->sb.watch);
 	if (s->net) { /* --net allow=: the command's connections move into the result */
 		res->network = c->net;
 		res->network.on = true;
@@ -226,5 +228,7 @@ void ab_result_free(struct ab_result *res)
 	free(res->out.data);
 	free(res->err.data);
 	ab_cleanup_strvp(&res->protected_changed);
+	ab_cleanup_strvp(&res->protected_created);
+	ab_cleanup_strvp(&res->protected_refused);
 	memset(res, 0, sizeof(*res));
 }

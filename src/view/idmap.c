@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -171,6 +172,22 @@ static int make_tree(int src_fd, int userns, uint64_t attrs)
 
 /* The kernel's answers when a filesystem (or one mounted beneath the
  * source) cannot be idmapped, or the kernel has no idmapped mounts. */
+const char *idmap_eperm_reason(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	bool admin = syscall(SYS_capget, &h, d) == 0 && (d[0].effective & (1U << CAP_SYS_ADMIN));
+	return admin ? "idmapped mounts need CAP_SYS_ADMIN in the user namespace that owns the "
+		       "mount, an outer one here (a user-namespaced container)"
+		     : "idmapped mounts need CAP_SYS_ADMIN, which this process lacks (as root "
+		       "in a Podman or Docker container by default)";
+}
+
+const char *const idmap_eperm_fix =
+	"run agentbox as an unprivileged user (podman or docker run --user 1000), or "
+	"pass --host-uid N to run the sandbox as that unprivileged uid with the "
+	"workspace bound as it is (N must be able to write it)";
+
 static bool refused(int r)
 {
 	return r == -EINVAL || r == -EOPNOTSUPP || r == -ENOSYS || r == -E2BIG;
@@ -284,6 +301,11 @@ int idmap_plan_trees(struct view_plan *plan, uid_t host_uid, gid_t host_gid, cha
 			add_notice(notices, line);
 			t = make_tree(e->src_fd, -1, attrs);
 		}
+		if (t == -EPERM) {
+			r = ab_error_plain(err, EPERM, "cannot idmap '%s' to bind at %s: %s; %s",
+					   e->src, e->dst, idmap_eperm_reason(), idmap_eperm_fix);
+			break;
+		}
 		if (t < 0) {
 			r = ab_error_set(err, -t, "cannot idmap '%s' to bind at %s", e->src,
 					 e->dst);
@@ -387,6 +409,9 @@ int idmap_probe(const char *dir, struct ab_error *err)
 	if (ns < 0)
 		return ns;
 	cleanup_fd int t = make_tree(fd, ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (t == -EPERM)
+		return ab_error_plain(err, EPERM, "'%s' cannot be idmapped: %s", dir,
+				      idmap_eperm_reason());
 	if (t < 0) {
 		char buf[32];
 		return ab_error_set(err, -t, "'%s' (%s) cannot be idmapped", dir,

@@ -49,6 +49,10 @@ int idmap_plan_id_files(struct view_plan *plan, uid_t uid, gid_t gid, const char
 /* Whether the filesystem of dir can be idmapped (agentbox check): 0, or
  * -errno with the reason in err. */
 int idmap_probe(const char *dir, struct ab_error *err);
+/* Why an idmapped mount was refused with EPERM (a missing CAP_SYS_ADMIN,
+ * not the filesystem), and what to do instead. */
+const char *idmap_eperm_reason(void);
+extern const char *const idmap_eperm_fix;
 
 /* Sandbox, in the command's process (or a session's init), after
  * no_new_privs and before the profile's filter: refuse to set the setuid

@@ -20,6 +20,7 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -331,6 +332,65 @@ static int cmd_inject(const char *chars)
 	return 0;
 }
 
+/* A tracer that turns its tracee's getppid() into unshare(CLONE_NEWUSER) at
+ * the syscall-entry stop: seccomp checks the syscall the tracer left (since
+ * Linux 4.8), so a profile that denies unshare still denies it. The tracee
+ * prints "rewritten=ERRNO|ok userns=same|new", or "traceme=ERRNO". */
+static int cmd_trace_rewrite(void)
+{
+#ifdef __x86_64__
+	fflush(stdout);
+	pid_t child = fork();
+	if (child == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0) {
+			printf("traceme=%s\n", strerrorname_np(errno));
+			exit(0);
+		}
+		raise(SIGSTOP);
+		char a[64] = "", b[64] = "";
+		if (readlink("/proc/self/ns/user", a, sizeof(a) - 1) < 0)
+			_exit(1);
+		long r = syscall(SYS_getppid); /* the tracer makes it unshare */
+		int e = errno;
+		if (readlink("/proc/self/ns/user", b, sizeof(b) - 1) < 0)
+			_exit(1);
+		printf("rewritten=%s userns=%s\n", r < 0 ? strerrorname_np(e) : "ok",
+		       strcmp(a, b) != 0 ? "new" : "same");
+		exit(0);
+	}
+	int st;
+	if (child < 0 || waitpid(child, &st, 0) != child)
+		return perror("fork"), 1;
+	if (WIFEXITED(st))
+		return 0; /* TRACEME refused: the child said so */
+	ptrace(PTRACE_SETOPTIONS, child, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
+	int sig = 0;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, child, 0, sig) < 0)
+			return perror("PTRACE_SYSCALL"), 1;
+		if (waitpid(child, &st, 0) != child)
+			return perror("waitpid"), 1;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+		sig = WSTOPSIG(st) == (SIGTRAP | 0x80) ? 0 : WSTOPSIG(st);
+		struct __ptrace_syscall_info info;
+		if (sig || ptrace(PTRACE_GET_SYSCALL_INFO, child, sizeof(info), &info) <= 0 ||
+		    info.op != PTRACE_SYSCALL_INFO_ENTRY || info.entry.nr != SYS_getppid)
+			continue;
+		struct user_regs_struct regs;
+		if (ptrace(PTRACE_GETREGS, child, 0, &regs) < 0)
+			return perror("PTRACE_GETREGS"), 1;
+		regs.orig_rax = SYS_unshare;
+		regs.rdi = CLONE_NEWUSER;
+		if (ptrace(PTRACE_SETREGS, child, 0, &regs) < 0)
+			return perror("PTRACE_SETREGS"), 1;
+	}
+#else
+	printf("unsupported\n");
+	return 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "x32") == 0)
@@ -339,6 +399,8 @@ int main(int argc, char **argv)
 		return cmd_nested_remount(argv[2], argv[3]);
 	if (argc == 2 && strcmp(argv[1], "escapes") == 0)
 		return cmd_escapes();
+	if (argc == 2 && strcmp(argv[1], "trace-rewrite") == 0)
+		return cmd_trace_rewrite();
 	if (argc == 2 && strcmp(argv[1], "tiocsti") == 0)
 		return cmd_tiocsti();
 	if (argc == 2 && strcmp(argv[1], "int80") == 0)
@@ -361,7 +423,9 @@ int main(int argc, char **argv)
 		return cmd_sys(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "inject") == 0)
 		return cmd_inject(argv[2]);
-	fprintf(stderr, "usage: probe fds|tty|ifaces|loopback|escapes|tiocsti|int80|x32|write PATH|"
-			"read PATH|ptrace PID|sys NAME|inject CHARS\n");
+	fprintf(stderr,
+		"usage: probe "
+		"fds|tty|ifaces|loopback|escapes|trace-rewrite|tiocsti|int80|x32|write PATH|"
+		"read PATH|ptrace PID|sys NAME|inject CHARS\n");
 	return 2;
 }

@@ -155,6 +155,63 @@ Test(idmap, workspace_of_another_unprivileged_user)
 	free(ws);
 }
 
+/* Root without CAP_SYS_ADMIN, as root in a Podman or Docker container: the
+ * message names the capability, not the filesystem, and both ways out work */
+Test(idmap, root_without_cap_sys_admin_is_told_why_and_what_works)
+{
+	need_root();
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("needs setpriv (util-linux)");
+	char *ws = mkdir_in(test_tmpdir(), "ws", 0755);
+	const char *argv[] = {"/usr/bin/setpriv",
+			      "--bounding-set",
+			      "-sys_admin",
+			      "--",
+			      AGENTBOX_BIN,
+			      "run",
+			      "--workspace",
+			      ws,
+			      "--",
+			      "/bin/sh",
+			      "-c",
+			      "id -u; echo a > made",
+			      NULL};
+	run_raw(argv, &r, NULL);
+	cr_assert_eq(r.exit_code, 125, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "need CAP_SYS_ADMIN, which this process lacks"), "%s", r.err);
+	cr_assert(strstr(r.err, "--user 1000") && strstr(r.err, "--host-uid N"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "filesystem"), "%s", r.err);
+	/* --host-uid, with a workspace that uid may write */
+	cr_assert_eq(chown(ws, 4243, 4243), 0);
+	const char *host_uid[] = {"/usr/bin/setpriv",
+				  "--bounding-set",
+				  "-sys_admin",
+				  "--",
+				  AGENTBOX_BIN,
+				  "run",
+				  "--workspace",
+				  ws,
+				  "--host-uid",
+				  "4243",
+				  "--",
+				  "/bin/sh",
+				  "-c",
+				  "id -u; echo a > made",
+				  NULL};
+	run_raw(host_uid, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "4243\n");
+	assert_owner(ws, "made", 4243, 4243);
+	/* a workspace of an unprivileged user: runs as its owner, and says why */
+	cr_assert_eq(unlink(path_in(ws, "made")), 0);
+	run_raw(argv, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "4243\n");
+	cr_assert(strstr(r.err, "lacks") && strstr(r.err, "runs as its owner, host uid 4243"), "%s",
+		  r.err);
+	free(ws);
+}
+
 Test(idmap, host_uid_keeps_its_meaning)
 {
 	need_root();

@@ -241,6 +241,9 @@ Test(run, tmp_and_home_are_writable_tmpfs_and_vanish)
 	       "echo a > /tmp/t && echo b > $HOME/h && cat /tmp/t $HOME/h; echo $HOME", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	cr_assert_str_eq(r.out, "a\nb\n/home/agent\n");
+	/* a caller with no git identity: nothing in $HOME (else its .gitconfig) */
+	setenv("HOME", test_tmpdir(), 1);
+	setenv("XDG_CONFIG_HOME", test_tmpdir(), 1);
 	run_in(ws, &r, NULL, "--", "/bin/sh", "-c", "ls -A /tmp $HOME", NULL);
 	cr_assert_str_eq(r.out, "/home/agent:\n\n/tmp:\n");
 }

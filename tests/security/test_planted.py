@@ -3,6 +3,7 @@ config, shell rc files (README "Protected workspace paths")."""
 
 import json
 import os
+import shutil
 import subprocess
 import unittest
 
@@ -129,14 +130,29 @@ class PlantedReport(Attacks):
 
     def test_created_protected_paths_are_reported(self):
         p, rep = self.run_report("mkdir -p .git/hooks && echo 'echo pwned' > .git/hooks/pre-commit"
-                                 " && echo '[core]' > .git/config && echo pwned > .bashrc && "
-                                 "echo pwned > .profile")
+                                 " && printf '[core]\\n\\tfsmonitor = echo pwned\\n' > .git/config"
+                                 " && echo pwned > .bashrc && echo pwned > .profile")
         self.assertEqual(p.returncode, 0, p)
         self.assertEqual(sorted(rep["protected_paths_changed"]),
                          [".bashrc", ".git/config", ".git/hooks", ".profile"], rep)
         self.assertIn("protected workspace paths", p.stderr)
         for f in (".git/hooks", ".git/config", ".bashrc", ".profile"):
             self.assertIn(f, p.stderr)
+
+    def test_git_init_is_reported_without_a_warning(self):
+        # what `git init` makes is in the report, not on stderr; one hook
+        # or one config key more and the warning is back
+        if "overlay" in harness.EXTRA_OPTIONS:
+            self.skipTest("an overlay workspace warns about every protected path in its layer")
+        p, rep = self.run_report("git init -q")
+        self.assertEqual(p.returncode, 0, p)
+        self.assertEqual(sorted(rep["protected_paths_changed"]), [".git/config", ".git/hooks"], rep)
+        self.assertEqual(p.stderr, "", p)
+        shutil.rmtree(os.path.join(self.ws, ".git"))
+        p, rep = self.run_report("git init -q && git config core.hooksPath /tmp && "
+                                 "echo 'echo pwned' > .git/hooks/post-checkout")
+        self.assertEqual(sorted(rep["protected_paths_changed"]), [".git/config", ".git/hooks"], rep)
+        self.assertIn("protected workspace paths: .git/hooks .git/config", p.stderr)
 
 one_mode(globals(), PlantedReport, RunMode)
 

