@@ -41,7 +41,7 @@ _agentbox()
 	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
 	serve) opts="$common --max-concurrent --audit-log" ;;
 	check) opts="--json --help" ;;
-	changes) opts="--json --diff --max-diff-bytes --help" ;;
+	changes) opts="--json --diff --max-diff-bytes --ignored --help" ;;
 	commit) opts="--force --help" ;;
 	discard) opts="--help" ;;
 	esac
