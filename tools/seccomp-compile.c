@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "util/error.h"
+#include "seccomp/policy_builtin.h"
 #include "seccomp/seccomp_bpf.h"
 #include "seccomp/seccomp_profile.h"
 
@@ -13,6 +14,7 @@ const struct ab_seccomp_compiled ab_seccomp_compiled[1];
 const size_t ab_seccomp_n_compiled = 0;
 const struct sock_filter ab_setid_guard_compiled[1];
 const unsigned short ab_setid_guard_len = 0;
+const struct ab_policy_file ab_policy_builtin_files[1];
 
 int main(int argc, char **argv)
 {

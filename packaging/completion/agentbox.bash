@@ -40,8 +40,8 @@ _agentbox()
 	case ${COMP_WORDS[1]} in
 	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
 	serve) opts="$common --max-concurrent --audit-log" ;;
-	check) opts="--json --help" ;;
-	changes) opts="--json --diff --max-diff-bytes --help" ;;
+	check) opts="--json --cgroup-parent --help" ;;
+	changes) opts="--json --diff --max-diff-bytes --ignored --help" ;;
 	commit) opts="--force --help" ;;
 	discard) opts="--help" ;;
 	esac

@@ -66,6 +66,10 @@ static void trial(struct check_facts *f)
 			  "64",	 "--timeout",	"10s", "--limits", "best"};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(common); i++)
 		argv[argc++] = common[i];
+	if (f->cgroup_parent[0]) {
+		argv[argc++] = "--cgroup-parent";
+		argv[argc++] = f->cgroup_parent;
+	}
 	argv[argc++] = "--";
 	argv[argc++] = "/bin/true";
 	argv[argc] = NULL;
@@ -98,7 +102,14 @@ static void trial(struct check_facts *f)
 
 void check_gather(struct check_facts *f)
 {
+	check_gather_in(f, NULL);
+}
+
+void check_gather_in(struct check_facts *f, const char *cgroup_parent)
+{
 	memset(f, 0, sizeof(*f));
+	snprintf(f->cgroup_parent, sizeof(f->cgroup_parent), "%s",
+		 cgroup_parent ? cgroup_parent : "");
 	struct utsname u;
 	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
 	f->root = geteuid() == 0;
@@ -289,7 +300,9 @@ static void assess_cgroups(const struct check_facts *f, struct check_item *it)
 			    "systemd.unified_cgroup_hierarchy=1 for cgroup v2, or have root make "
 			    "you a "
 			    "group in each controller (memory, cpu, pids) that you own, and pass "
-			    "--cgroup-parent NAME");
+			    "--cgroup-parent PATH, its path below each controller's mount (as "
+			    "/agentbox-$USER for /sys/fs/cgroup/memory/agentbox-$USER; 'agentbox "
+			    "check --cgroup-parent PATH' tries it)");
 		else if (!all && !f->root)
 			fix(it,
 			    "agentbox asks your systemd user manager for a Delegate=yes scope when "

@@ -29,7 +29,8 @@ struct check_facts {
 	char host_cgroup[8];	/* the host's hierarchy: "v2", "v1" (or hybrid), "none" */
 	char cgroup_version[8]; /* what the trial sandbox got: "v2", "v1", "none" */
 	struct check_limit memory, cpu, pids;
-	char cgroup_path[512]; /* the trial sandbox's cgroup, "" for none */
+	char cgroup_path[512];	 /* the trial sandbox's cgroup, "" for none */
+	char cgroup_parent[512]; /* the trial's --cgroup-parent, "" for none */
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED, CHECK_IDMAP_NO_CAP } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */
@@ -51,6 +52,9 @@ struct check_item {
 
 /* The facts of this host (runs the trial sandbox). */
 void check_gather(struct check_facts *f);
+/* The same with the trial's cgroup made below cgroup_parent (NULL: where
+ * agentbox makes it by default), as --cgroup-parent: a delegation checked. */
+void check_gather_in(struct check_facts *f, const char *cgroup_parent);
 
 /* What the facts mean, item by item; returns how many items. */
 size_t check_assess(const struct check_facts *f, struct check_item *items);

@@ -167,7 +167,7 @@ static const char usage_serve[] =
 	"or dies.\n";
 
 static const char usage_check[] =
-	"Usage: agentbox check [--json]\n"
+	"Usage: agentbox check [--json] [--cgroup-parent PATH]\n"
 	"\n"
 	"Tell whether this host can run agentbox and what will be limited: the\n"
 	"kernel, user namespaces (and what restricts them: sysctls, AppArmor, a\n"
@@ -175,7 +175,9 @@ static const char usage_check[] =
 	"apply, from a trial run of /bin/true in a sandbox; with the command that\n"
 	"fixes each problem.\n"
 	"\n"
-	"  --json   the same as one JSON object\n"
+	"  --json               the same as one JSON object\n"
+	"  --cgroup-parent PATH make the trial's cgroup below PATH, as run and\n"
+	"                       serve would: whether a delegated group works\n"
 	"\n"
 	"Exit status: 0 when agentbox can run here, 1 when it cannot, 125 on bad\n"
 	"options.\n";
@@ -183,9 +185,20 @@ static const char usage_check[] =
 static int cmd_check(int argc, char **argv)
 {
 	bool json = false;
+	const char *parent = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (strcmp(argv[i], "--cgroup-parent") == 0 && i + 1 < argc) {
+			parent = argv[++i];
+			if (parent[0] != '/') {
+				fprintf(stderr,
+					"agentbox: check: --cgroup-parent: '%s' is not an absolute "
+					"path (the group's path below each controller's mount: "
+					"/%s?)\n",
+					parent, parent);
+				return AB_EXIT_FAILURE;
+			}
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(usage_check, stdout);
 			return 0;
@@ -198,7 +211,7 @@ static int cmd_check(int argc, char **argv)
 		}
 	}
 	struct check_facts f;
-	check_gather(&f);
+	check_gather_in(&f, parent);
 	return check_print(&f, json);
 }
 

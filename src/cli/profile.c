@@ -18,6 +18,7 @@
 
 #include "util/error.h"
 #include "cli/options.h"
+#include "seccomp/policy_builtin.h"
 #include "seccomp/seccomp_profile.h"
 #include "util/util.h"
 
@@ -373,6 +374,18 @@ static void list_profiles(const char *dir, char *out, size_t size)
 		free(names[i]);
 	}
 	free(names);
+	/* and the built-in ones the directory does not override */
+	for (const struct ab_policy_file *f = ab_policy_builtin_files; f->name; f++) {
+		const char *base = f->name + strlen("sandbox/");
+		int len = (int)strlen(base) - 5;
+		char rel[4400];
+		snprintf(rel, sizeof(rel), "%s/%.*s.json", dir, len, base);
+		if (strncmp(f->name, "sandbox/", 8) != 0 || !ab_policy_builtin(f->name) ||
+		    access(rel, F_OK) == 0 || used >= size)
+			continue;
+		used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? ", " : "", len,
+					 base);
+	}
 	if (!out[0])
 		snprintf(out, size, "none");
 }
@@ -388,6 +401,13 @@ int ab_profile_load(struct ab_config *cfg, const char *spec, struct ab_error *er
 	snprintf(dir, sizeof(dir), "%s/sandbox", ab_policy_dir());
 	snprintf(path, sizeof(path), "%s/%s.json", dir, spec);
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		char rel[300];
+		snprintf(rel, sizeof(rel), "sandbox/%s.json", spec);
+		const struct ab_policy_file *builtin = ab_policy_builtin(rel);
+		if (builtin) { /* not on disk: the copy built into the binary */
+			snprintf(rel, sizeof(rel), "(built-in) %s", spec);
+			return ab_profile_load_buffer(cfg, builtin->data, builtin->size, rel, err);
+		}
 		char names[300];
 		list_profiles(dir, names, sizeof(names));
 		return ab_error_plain(err, ENOENT,

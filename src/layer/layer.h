@@ -75,7 +75,8 @@ void layer_free(struct ab_layer *l);
  * "layer_bytes": N}. diff_max > 0 adds bounded unified diffs of text files. */
 struct layer_change_opts {
 	bool diff;
-	size_t diff_max; /* bytes of diff per file */
+	size_t diff_max;      /* bytes of diff per file */
+	bool include_ignored; /* list what .gitignore ignores too (layer_ignore.h) */
 };
 int layer_changes(const struct ab_layer *l, const struct layer_change_opts *o, json_object **out,
 		  struct ab_error *err);

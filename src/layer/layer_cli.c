@@ -9,7 +9,7 @@
 #include "layer/layer.h"
 
 static const char usage_layer[] =
-	"Usage: agentbox changes [--json] [--diff] [--max-diff-bytes N] DIR\n"
+	"Usage: agentbox changes [--json] [--diff] [--max-diff-bytes N] [--ignored] DIR\n"
 	"       agentbox commit [--force] DIR [PATH...]\n"
 	"       agentbox discard DIR\n"
 	"\n"
@@ -21,7 +21,9 @@ static const char usage_layer[] =
 	"            text files (at most --max-diff-bytes each, default 65536);\n"
 	"            a symlink shows its target, flagged when it points outside\n"
 	"            the workspace; a protected path is flagged\n"
-	"            --json prints one JSON object\n"
+	"            --json prints one JSON object. What the workspace's\n"
+	"            .gitignore files ignore is left out (and counted) unless\n"
+	"            --ignored, which lists it marked 'I'\n"
 	"  commit    apply the changes (all, or those at PATHs and beneath) to the\n"
 	"            workspace, each file atomically; refuses when the host changed\n"
 	"            one of them since, unless --force; a protected path only\n"
@@ -31,7 +33,7 @@ static const char usage_layer[] =
 	"\n"
 	"Exit status: 0 done; 1 commit refused for conflicts; 125 failed.\n";
 
-static void print_changes(json_object *o, bool diff)
+static void print_changes(json_object *o, bool diff, bool ignored_too)
 {
 	json_object *arr = json_object_object_get(o, "changes");
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
@@ -43,15 +45,23 @@ static void print_changes(json_object *o, bool diff)
 		json_object *target = json_object_object_get(c, "target");
 		bool outside = json_object_get_boolean(json_object_object_get(c, "target_outside"));
 		bool prot = json_object_get_boolean(json_object_object_get(c, "protected"));
-		printf("%c%c %s%s%s%s%s%s%s%s\n", conflict ? '!' : ' ', (char)(st[0] - 'a' + 'A'),
-		       from ? json_object_get_string(from) : "", from ? " -> " : "", path,
-		       target ? " (symlink to " : "", target ? json_object_get_string(target) : "",
-		       target ? ")" : "", outside ? " [points outside the workspace]" : "",
+		bool ignored = json_object_get_boolean(json_object_object_get(c, "ignored"));
+		printf("%c%c%s %s%s%s%s%s%s%s%s\n", conflict ? '!' : ' ', (char)(st[0] - 'a' + 'A'),
+		       ignored ? "I" : "", from ? json_object_get_string(from) : "",
+		       from ? " -> " : "", path, target ? " (symlink to " : "",
+		       target ? json_object_get_string(target) : "", target ? ")" : "",
+		       outside ? " [points outside the workspace]" : "",
 		       prot ? " [protected]" : "");
 		json_object *d = json_object_object_get(c, "diff");
 		if (diff && d)
 			fputs(json_object_get_string(d), stdout);
 	}
+	int64_t left_out = json_object_get_int64(json_object_object_get(o, "ignored_count"));
+	if (left_out && !ignored_too)
+		fprintf(stderr,
+			"agentbox: changes: %lld path%s that .gitignore ignores left out "
+			"(--ignored lists them)\n",
+			(long long)left_out, left_out == 1 ? "" : "s");
 }
 
 static int fail(const struct ab_error *err)
@@ -70,7 +80,7 @@ static int cli_changes(struct ab_layer *l, bool json, struct layer_change_opts *
 		puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN |
 								 JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
-		print_changes(out, o->diff);
+		print_changes(out, o->diff, o->include_ignored);
 	json_object_put(out);
 	return 0;
 }
@@ -120,6 +130,8 @@ int layer_cli(int argc, char **argv)
 			break;
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--json")) {
 			json = true;
+		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--ignored")) {
+			o.include_ignored = true;
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--diff")) {
 			o.diff = true;
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--max-diff-bytes") &&

@@ -486,7 +486,8 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 const char *const *layer_op_fields(const char *op)
 {
 	/* timeout: the watchdog's bound (serve/serve_layer.c) */
-	static const char *const changes[] = {"diff", "max_diff_bytes", "timeout", NULL};
+	static const char *const changes[] = {"diff", "max_diff_bytes", "include_ignored",
+					      "timeout", NULL};
 	static const char *const commit[] = {"paths", "force", "timeout", NULL};
 	static const char *const discard[] = {NULL};
 	return !strcmp(op, "changes")	? changes
@@ -548,7 +549,8 @@ int layer_session_op(struct ab_layer *l, const char *op, json_object *req, json_
 	if (strcmp(op, "changes") == 0) {
 		json_object *v;
 		struct layer_change_opts o = {.diff_max = 65536};
-		if (flag(req, op, "diff", &o.diff, err) < 0)
+		if (flag(req, op, "diff", &o.diff, err) < 0 ||
+		    flag(req, op, "include_ignored", &o.include_ignored, err) < 0)
 			return -EINVAL;
 		if (json_object_object_get_ex(req, "max_diff_bytes", &v)) {
 			int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v)

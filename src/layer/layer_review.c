@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "layer/layer_ignore.h"
 #include "layer/layer_review.h"
 #include "layer/protect.h"
 #include "util/util.h"
@@ -487,6 +488,20 @@ static json_object *change_json(const struct ab_layer *l, const struct change_li
 	return j;
 }
 
+/* What .gitignore ignores, but never a protected path nor a .gitignore
+ * itself: the files are the command's to write, and a review must show it
+ * hiding something. */
+static bool change_ignored(const struct ab_layer *l, struct layer_ignore *ig,
+			   const struct change *c)
+{
+	const char *base = strrchr(c->path, '/');
+	base = base ? base + 1 : c->path;
+	if (strcmp(base, ".gitignore") == 0 || layer_is_protected(l, c->path))
+		return false;
+	mode_t m = c->has_up ? c->up.st_mode : c->host.st_mode;
+	return layer_ignored(ig, c->path, S_ISDIR(m));
+}
+
 int layer_changes(const struct ab_layer *l, const struct layer_change_opts *o, json_object **out,
 		  struct ab_error *err)
 {
@@ -499,11 +514,23 @@ int layer_changes(const struct ab_layer *l, const struct layer_change_opts *o, j
 		return r;
 	}
 	json_object *arr = json_object_new_array();
-	for (size_t i = 0; i < cl.n; i++)
-		if (!cl.c[i].gone)
-			json_object_array_add(arr, change_json(l, &cl, &cl.c[i], o, upfd, wsfd));
+	struct layer_ignore *ig = layer_ignore_new(upfd, wsfd);
+	int64_t n_ignored = 0;
+	for (size_t i = 0; i < cl.n; i++) {
+		if (cl.c[i].gone)
+			continue;
+		bool ignored = change_ignored(l, ig, &cl.c[i]);
+		n_ignored += ignored;
+		if (ignored && !(o && o->include_ignored))
+			continue;
+		json_object *j = change_json(l, &cl, &cl.c[i], o, upfd, wsfd);
+		json_object_object_add(j, "ignored", json_object_new_boolean(ignored));
+		json_object_array_add(arr, j);
+	}
+	layer_ignore_free(ig);
 	*out = json_object_new_object();
 	json_object_object_add(*out, "changes", arr);
+	json_object_object_add(*out, "ignored_count", json_object_new_int64(n_ignored));
 	json_object_object_add(*out, "layer_bytes", json_object_new_int64((int64_t)cl.layer_bytes));
 	json_object_object_add(*out, "layer", json_object_new_string(l->dir));
 	change_list_free(&cl);

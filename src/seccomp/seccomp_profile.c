@@ -21,6 +21,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "seccomp/policy_builtin.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -699,12 +700,14 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 		*notices = NULL;
 	if (!spec || strcmp(spec, "none") == 0)
 		return 0;
-	char path[4200];
+	char path[4200], name[64] = "";
 	if (strcmp(spec, "default") == 0 || strcmp(spec, "strict") == 0 ||
-	    strcmp(spec, "permissive") == 0)
-		snprintf(path, sizeof(path), "%s/seccomp/%s.json", ab_policy_dir(), spec);
-	else
+	    strcmp(spec, "permissive") == 0) {
+		snprintf(name, sizeof(name), "seccomp/%s.json", spec);
+		snprintf(path, sizeof(path), "%s/%s", ab_policy_dir(), name);
+	} else {
 		snprintf(path, sizeof(path), "%s", spec);
+	}
 
 	struct loader l = {.file = path, .err = err};
 	secprof_loader_init(&l);
@@ -714,6 +717,14 @@ int ab_seccomp_load(const char *spec, struct ab_seccomp_profile **out, char **no
 	cleanup_free char *buf = NULL;
 	size_t n = 0;
 	int r = secprof_read(&l, &buf, &n);
+	const struct ab_policy_file *builtin = NULL;
+	if (r == -ENOENT && *name && (builtin = ab_policy_builtin(name))) {
+		/* not on disk: the copy built into the binary */
+		snprintf(path, sizeof(path), "(built-in) %s", name);
+		*err = (struct ab_error){0};
+		r = (buf = strndup(builtin->data, builtin->size)) ? 0 : -ENOMEM;
+		n = builtin->size;
+	}
 	if (r == 0 && !secprof_take_precompiled(&l, buf, n))
 		r = secprof_compile(&l, buf, n);
 	if (r == 0 && l.unknown && notices &&

@@ -477,3 +477,53 @@ Test(confine, protect_and_unprotect)
 	cr_assert_eq(r.exit_code, 125);
 	cr_assert(strstr(r.err, "relative to the workspace"), "%s", r.err);
 }
+
+/* ---- the policy built into the binary ---- */
+
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(in, 0, "%s: %s", from, strerror(errno));
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert_geq(out, 0, "%s: %s", to, strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(in);
+	cr_assert_eq(close(out), 0);
+}
+
+Test(confine, a_copied_binary_has_the_shipped_policy_built_in)
+{
+	/* outside the build tree and any installation: no policy file on disk
+	 * (the binary of the build tree reads the source tree's) */
+	char *dir = test_tmpdir(), *ws = test_tmpdir();
+	char bin[4200];
+	snprintf(bin, sizeof(bin), "%s/agentbox", dir);
+	copy_file(AGENTBOX_BIN, bin);
+	unsetenv("AGENTBOX_POLICY_DIR");
+	const char *def[] = {bin, "run", "--workspace", ws, PROBE, "--", "/probe", "escapes", NULL};
+	run_raw(def, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "keyctl=EPERM\n") && strstr(r.out, "bpf=EPERM\n"), "%s", r.out);
+	cr_assert(strstr(r.err, "agentbox: seccomp denied:"), "%s", r.err);
+	const char *strict[] = {bin,   "run", "--workspace", ws,    "--seccomp", "strict",
+				PROBE, "--",  "/probe",	     "sys", "keyctl",	 NULL};
+	run_raw(strict, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "keyctl=EPERM\n", "stderr: %s", r.err);
+	/* a sandbox profile, which names the strict seccomp profile */
+	const char *prof[] = {bin,  "run",     "--workspace", ws,	  "--profile", "untrusted",
+			      "--", "/bin/sh", "-c",	      "echo ran", NULL};
+	run_raw(prof, &r, NULL);
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "ran\n");
+	/* a directory the caller names is all there is */
+	const char *env[] = {"AGENTBOX_POLICY_DIR=/nonexistent", NULL};
+	const char *none[] = {bin, "run", "--workspace", ws, "--", "/bin/true", NULL};
+	run_raw(none, &r, &(struct run_opts){.env = env});
+	cr_assert_eq(r.exit_code, 125);
+	cr_assert(strstr(r.err, "/nonexistent/seccomp/default.json: No such file"), "%s", r.err);
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/check.h"
 #include "sandbox/isolation.h"
@@ -295,4 +296,27 @@ Test(check, idmapped_mounts_as_root)
 	cr_assert(strstr(it->detail, "overlayfs"), "%s", it->detail);
 	cr_assert(strstr(it->fix, "--host-uid"), "%s", it->fix);
 	cr_assert(can_run(&f));
+}
+
+/* check --cgroup-parent: the trial's cgroup is made below that parent, so a
+ * delegation is verified, not assumed (a parent the user may not write
+ * fails the trial, naming it). Not as root, who could make any parent. */
+Test(check, the_trial_uses_the_cgroup_parent_given)
+{
+	if (geteuid() == 0)
+		cr_skip_test("root may create any parent");
+	char parent[64];
+	snprintf(parent, sizeof(parent), "/agentbox-check-nonexistent-%d", (int)getpid());
+	struct check_facts f;
+	check_gather_in(&f, parent);
+	if (!f.trial_ok && !strstr(f.trial_error, parent)) {
+		const char *must = getenv("AGENTBOX_MUST_WORK");
+		if (!(must && strcmp(must, "1") == 0))
+			cr_skip_test("this host cannot run sandboxes: %s", f.trial_error);
+	}
+	/* on a host with cgroups at all, the parent was tried */
+	if (strcmp(f.host_cgroup, "none") != 0) {
+		cr_assert_not(f.trial_ok, "the trial ran without the parent it was given");
+		cr_assert(strstr(f.trial_error, parent), "%s", f.trial_error);
+	}
 }

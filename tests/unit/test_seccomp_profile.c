@@ -17,6 +17,7 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
+#include "seccomp/policy_builtin.h"
 #include "seccomp/seccomp_guard.h"
 #include "seccomp/seccomp_bpf.h"
 #include "seccomp/seccomp_profile.h"
@@ -425,6 +426,32 @@ Test(seccomp, shipped_profiles_are_precompiled_and_decide_as_a_runtime_compile)
 		ab_seccomp_free(pre);
 		ab_seccomp_free(rt);
 	}
+}
+
+/* Every shipped policy file is built into the library with exactly its
+ * bytes, for a binary with no policy on disk; a policy directory the caller
+ * names (AGENTBOX_POLICY_DIR) turns them off. */
+Test(seccomp, the_shipped_policy_is_built_in_byte_for_byte)
+{
+	static const char *const names[] = {
+		"seccomp/default.json", "seccomp/strict.json",	  "seccomp/permissive.json",
+		"sandbox/agent.json",	"sandbox/untrusted.json", "sandbox/offline-build.json"};
+	cr_assert_null(ab_policy_builtin("seccomp/default.json"));
+	unsetenv("AGENTBOX_POLICY_DIR");
+	for (size_t i = 0; i < AB_ARRAY_SIZE(names); i++) {
+		char src[512];
+		snprintf(src, sizeof(src), "%s/%s", AGENTBOX_TEST_POLICY_DIR, names[i]);
+		FILE *f = fopen(src, "r");
+		cr_assert_not_null(f, "%s", src);
+		static char buf[1 << 20];
+		size_t n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		const struct ab_policy_file *b = ab_policy_builtin(names[i]);
+		cr_assert_not_null(b, "%s is not built in", names[i]);
+		cr_assert_eq(b->size, n, "%s", names[i]);
+		cr_assert_eq(memcmp(b->data, buf, n), 0, "%s differs", names[i]);
+	}
+	cr_assert_null(ab_policy_builtin("seccomp/nope.json"));
 }
 
 /* The setid guard of root's idmapped runs comes from the build: the same

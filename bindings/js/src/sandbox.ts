@@ -337,11 +337,16 @@ export class Sandbox {
   /**
    * What the session's commands changed in the workspace, against the host's
    * files as they are now (`workspaceMode: "overlay"` only); with `diff`, a
-   * unified diff of each text file, at most `maxDiffBytes`.
+   * unified diff of each text file, at most `maxDiffBytes`. What the
+   * workspace's .gitignore files ignore is left out unless `includeIgnored`
+   * (then those changes have `ignored: true`).
    */
-  async changes(options: CallOptions & { diff?: boolean; maxDiffBytes?: number } = {}): Promise<Change[]> {
+  async changes(
+    options: CallOptions & { diff?: boolean; maxDiffBytes?: number; includeIgnored?: boolean } = {},
+  ): Promise<Change[]> {
     const fields: Record<string, unknown> = { diff: options.diff ?? false };
     if (options.maxDiffBytes !== undefined) fields.max_diff_bytes = options.maxDiffBytes;
+    if (options.includeIgnored) fields.include_ignored = true;
     const r = await this.request("changes", fields, options);
     return (r.changes ?? []) as Change[];
   }

@@ -90,6 +90,8 @@ export interface Change {
   /** With `diff`: a unified diff of a text file, or null (binary, too big). */
   diff?: string | null;
   diff_truncated?: boolean;
+  /** The workspace's .gitignore files ignore it (listed only with `includeIgnored`). */
+  ignored?: boolean;
 }
 
 /** What `commit` wrote to the host workspace. */

@@ -57,6 +57,17 @@ describe("overlay workspace", () => {
     assert.deepEqual((await sb.changes()).map((c) => c.path), ["src"]);
   });
 
+  it("leaves out what .gitignore ignores unless includeIgnored", async (t) => {
+    const { sb } = await overlay(t);
+    await sb.exec("printf 'build/\\n*.pyc\\n' > .gitignore && mkdir build && echo x > build/o && echo y > a.pyc && echo z > a.c");
+    assert.deepEqual((await sb.changes()).map((c) => c.path), [".gitignore", "a.c"]);
+    const every = await sb.changes({ includeIgnored: true });
+    assert.deepEqual(
+      every.map((c) => [c.path, c.ignored]),
+      [[".gitignore", false], ["a.c", false], ["a.pyc", true], ["build", true], ["build/o", true]],
+    );
+  });
+
   it("refuses a commit over a host change unless forced", async (t) => {
     const { sb, ws } = await overlay(t);
     await sb.exec("echo agent > f");

@@ -222,19 +222,24 @@ class Sandbox(T.SandboxBackendProtocol):
 
     # ---- the overlay workspace: review, then commit or discard ----
 
-    def changes(self, *, diff: bool = False,
-                max_diff_bytes: Optional[int] = None) -> "List[T.Change]":
+    def changes(self, *, diff: bool = False, max_diff_bytes: Optional[int] = None,
+                include_ignored: bool = False) -> "List[T.Change]":
         """What the session's commands changed in the workspace, against the
         host's files as they are now (workspace_mode="overlay" only); with
-        diff, a unified diff of each text file, at most max_diff_bytes."""
+        diff, a unified diff of each text file, at most max_diff_bytes. What
+        the workspace's .gitignore files ignore is left out unless
+        include_ignored (then those changes have ignored=True)."""
         req: Dict[str, Any] = {"diff": diff}
         if max_diff_bytes is not None:
             req["max_diff_bytes"] = int(max_diff_bytes)
+        if include_ignored:
+            req["include_ignored"] = True
         r = self.request("changes", **req)
         return [T.Change(path=c["path"], status=c["status"], type=c.get("type", "file"),
                          size=c.get("size"), old_size=c.get("old_size"),
                          from_path=c.get("from"), conflict=bool(c.get("conflict")),
-                         diff=c.get("diff"), diff_truncated=bool(c.get("diff_truncated")))
+                         diff=c.get("diff"), diff_truncated=bool(c.get("diff_truncated")),
+                         ignored=bool(c.get("ignored")))
                 for c in r.get("changes", [])]
 
     def commit(self, paths: Optional[Sequence[str]] = None, *,
@@ -598,8 +603,10 @@ class Sandbox(T.SandboxBackendProtocol):
     async def aexecute(self, command: str, *, timeout: Optional[int] = None):
         return await asyncio.to_thread(self.execute, command, timeout=timeout)
 
-    async def achanges(self, *, diff: bool = False, max_diff_bytes: Optional[int] = None):
-        return await asyncio.to_thread(self.changes, diff=diff, max_diff_bytes=max_diff_bytes)
+    async def achanges(self, *, diff: bool = False, max_diff_bytes: Optional[int] = None,
+                       include_ignored: bool = False):
+        return await asyncio.to_thread(self.changes, diff=diff, max_diff_bytes=max_diff_bytes,
+                                       include_ignored=include_ignored)
 
     async def acommit(self, paths: Optional[Sequence[str]] = None, *, force: bool = False):
         return await asyncio.to_thread(self.commit, paths, force=force)

@@ -146,7 +146,9 @@ class Change:
     """One path the overlay layer changes (docs/workspace.md): status is
     added, modified, deleted or renamed (then from_path is the old path);
     conflict says the host file changed since the session started; diff is
-    a unified diff of a text file when asked for, else None."""
+    a unified diff of a text file when asked for, else None; ignored says
+    the workspace's .gitignore files ignore the path (listed only when
+    asked for)."""
 
     path: str
     status: str
@@ -157,6 +159,7 @@ class Change:
     conflict: bool = False
     diff: Optional[str] = None
     diff_truncated: bool = False
+    ignored: bool = False
 
 
 @dataclass

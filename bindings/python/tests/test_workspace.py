@@ -63,6 +63,12 @@ def populate(ws):
                 os.lchown(os.path.join(d, n), UID, UID)
 
 
+def populate_owner(ws):
+    for d, dirs, names in os.walk(ws):
+        for n in dirs + names:
+            os.lchown(os.path.join(d, n), UID, UID)
+
+
 class Overlay(unittest.TestCase):
     def setUp(self):
         self.ws = workspace()
@@ -97,6 +103,43 @@ class Overlay(unittest.TestCase):
         with open(os.path.join(self.ws, "README")) as f:
             self.assertEqual(f.read(), "new\nmore\n")
         self.assertEqual(sb.changes(), [])  # what was committed is no change
+
+    def test_changes_leave_out_what_gitignore_ignores(self):
+        with open(os.path.join(self.ws, ".gitignore"), "w") as f:
+            f.write("build/\n*.pyc\n!keep.pyc\n/top.log\n# a comment\ndocs/**/gen\n")
+        os.makedirs(os.path.join(self.ws, "sub"))
+        with open(os.path.join(self.ws, "sub", ".gitignore"), "w") as f:
+            f.write("local.txt\n")
+        if ROOT:
+            populate_owner(self.ws)
+        sb = self.open()
+        r = sb.run("mkdir -p build/x sub/d docs/a/b/gen && for f in build/x/o a.pyc keep.pyc "
+                   "top.log sub/top.log sub/local.txt sub/d/local.txt docs/a/b/gen/f "
+                   "src/new.c; do echo x > $f; done")
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        shown = {c.path for c in sb.changes()}
+        self.assertEqual(shown, {"keep.pyc", "sub/top.log", "sub/d", "docs", "docs/a",
+                                 "docs/a/b", "src/new.c"})
+        every = {c.path: c.ignored for c in sb.changes(include_ignored=True)}
+        hidden = {p for p, ign in every.items() if ign}
+        self.assertEqual(hidden, {"build", "build/x", "build/x/o", "a.pyc", "top.log",
+                                  "sub/local.txt", "sub/d/local.txt", "docs/a/b/gen",
+                                  "docs/a/b/gen/f"})
+        self.assertEqual(set(every) - hidden, shown)
+        self.assertEqual(sb.request("changes")["ignored_count"], len(hidden))
+        # the command's own .gitignore counts, and is itself always shown:
+        # hiding everything cannot hide that it hides
+        sb.run("echo '*' > .gitignore && echo y > more.c")
+        self.assertEqual({c.path for c in sb.changes()}, {".gitignore"})
+        self.assertIn("more.c", {c.path for c in sb.changes(include_ignored=True)})
+        # deleted in the layer: nothing is ignored any more
+        sb.run("rm .gitignore sub/.gitignore")
+        self.assertIn("a.pyc", {c.path for c in sb.changes()})
+        self.assertIn("sub/local.txt", {c.path for c in sb.changes()})
+        # a FIFO or a symlink in its place is not read (no hang, nothing ignored)
+        sb.run("mkfifo .gitignore && ln -s ../.gitignore sub/.gitignore")
+        self.assertIn("a.pyc", {c.path for c in sb.changes()})
+        self.assertIn("sub/local.txt", {c.path for c in sb.changes()})
 
     def test_partial_commit_and_a_second_round(self):
         sb = self.open()
