@@ -187,13 +187,17 @@ static void call_done(struct mcp *m, struct call *c, json_object *result)
 	call_del(m, c);
 }
 
+/* Waiting calls start while slots are free and the client reads its
+ * replies: past OUT_HIGH_WATER unread, none starts, so what results wait
+ * in memory is bounded by the calls running, whatever commands print. */
 static void start_waiting(struct mcp *m)
 {
 	for (struct call *c = m->head, *next; c; c = next) {
 		next = c->next;
 		if (c->running)
 			continue;
-		if (ab_session_running(m->s) >= m->cfg->max_concurrent)
+		if (ab_session_running(m->s) >= m->cfg->max_concurrent ||
+		    out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER)
 			return;
 		struct ab_error err = {0};
 		int rc = ab_session_start(m->s, &c->q.x, c->tag, &err);

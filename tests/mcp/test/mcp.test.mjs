@@ -293,6 +293,10 @@ test("versions, and end of file ends the server and the sandbox with nothing lef
     s.send({ method: "notifications/initialized" });
     s.p.stdin.write("{not json\n");
     await waitFor("the parse error", () => s.messages.some((m) => m.id === null && m.error?.code === -32700));
+    s.p.stdin.write(`{"jsonrpc":"2.0","id":"huge","method":"ping","params":{"pad":"${"x".repeat(17 << 20)}"}}\n`);
+    s.send({ id: "after", method: "ping" });
+    assert.deepEqual((await s.reply("after")).result, {});
+    assert.ok(s.messages.some((m) => m.id === null && m.error?.code === -32600 && /longer than/.test(m.error.message)), "a line over 16 MiB is refused");
     s.send({ id: 3, method: "resources/list" });
     assert.equal((await s.reply(3)).error.code, -32601);
     s.send({ id: 4, method: "tools/call", params: { name: "execute", arguments: { command: "sleep 39.4321" } } });
