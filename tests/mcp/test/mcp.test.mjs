@@ -160,6 +160,23 @@ describe("agentbox mcp, as the docs start it", () => {
     r = await call(srv.client, "read_file", { file_path: "notes.txt" });
     assert.equal(text(r), "@@ lines 1-5 of 5 @@\none\ntwo\nthree\nfour\nfive");
 
+    r = await call(srv.client, "read_file", { file_path: "notes.txt", offset: 9 });
+    assert.equal(r.isError, true);
+    assert.equal(text(r), "Error: Line offset 9 exceeds file length (5 lines)");
+    writeFileSync(join(ws, "empty.txt"), "");
+    r = await call(srv.client, "read_file", { file_path: "empty.txt" });
+    assert.equal(text(r), "System reminder: File exists but has empty contents");
+    rmSync(join(ws, "empty.txt"));
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]);
+    writeFileSync(join(ws, "dot.png"), png);
+    writeFileSync(join(ws, "blob.bin"), Buffer.from([1, 0, 2, 0xff]));
+    r = await call(srv.client, "read_file", { file_path: "dot.png" });
+    assert.deepEqual(r.content, [{ type: "image", data: png.toString("base64"), mimeType: "image/png" }]);
+    r = await call(srv.client, "read_file", { file_path: "/workspace/blob.bin" });
+    assert.deepEqual(r.content, [{ type: "resource", resource: { uri: "file:///workspace/blob.bin", mimeType: "application/octet-stream", blob: "AQAC/w==" } }]);
+    rmSync(join(ws, "dot.png"));
+    rmSync(join(ws, "blob.bin"));
+
     r = await call(srv.client, "edit_file", { file_path: "/workspace/src/app.py", old_string: "hi", new_string: "hello" });
     assert.equal(r.isError, true, "two occurrences without replace_all");
     assert.match(text(r), /^Error: .*2 times/);
