@@ -29,7 +29,9 @@
 #include "layer/layer.h"
 #include "mcp/mcp_tools.h"
 #include "serve/request.h"
+#include "sandbox/isolation.h"
 #include "serve/serve_out.h"
+#include "session/result.h"
 #include "util/error.h"
 
 #define MAX_LINE	 (16u << 20) /* a write_file of 6 MiB, escaped */
@@ -580,6 +582,34 @@ static void print_notice(const char *line)
 	fprintf(stderr, "agentbox: %s\n", line);
 }
 
+/* What serve's hello says of limits that do not hold through a cgroup,
+ * and of isolation --isolation best dropped: here, on stderr, which the
+ * hosts keep in their MCP logs (the tools' results do not say it). */
+static void report_limits(struct mcp *m)
+{
+	const struct ab_result *lim = ab_session_limits(m->s);
+	json_object *l = ab_limits_json(m->cfg, lim);
+	json_object_object_foreach(l, name, v)
+	{
+		json_object *how = json_object_object_get(v, "how");
+		if (!json_object_object_get(v, "value") ||
+		    !json_object_is_type(how, json_type_string) ||
+		    !strcmp(json_object_get_string(how), "cgroup"))
+			continue;
+		const char *why = json_object_get_string(json_object_object_get(v, "why"));
+		const char *h = json_object_get_string(how);
+		fprintf(stderr, "agentbox: mcp: the %s limit is %s%s%s%s\n", name,
+			!strcmp(h, "unavailable") ? "not applied" : "applied as ",
+			!strcmp(h, "unavailable") ? "" : h, why ? ": " : "", why ? why : "");
+	}
+	json_object_put(l);
+	json_object *iso = ab_isolation_json(lim->isolation_missing);
+	if (!json_object_is_type(iso, json_type_string))
+		fprintf(stderr, "agentbox: mcp: isolation (--isolation best): %s\n",
+			json_object_to_json_string_ext(iso, JSON_C_TO_STRING_PLAIN));
+	json_object_put(iso);
+}
+
 /* The loop: stdin, stdout, signals and the session until end of file, a
  * signal, a discard or the sandbox's death (-1). */
 static int serve_loop(struct mcp *m, int sigfd)
@@ -644,6 +674,7 @@ int ab_mcp(struct ab_config *cfg)
 		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
 		return AB_EXIT_FAILURE;
 	}
+	report_limits(&m);
 	m.out.nonblock = stdout_nonblock();
 	m.in = malloc(MAX_LINE + READ_CHUNK + 1);
 	if (!m.in) {

@@ -270,6 +270,8 @@ describe("agentbox mcp, as the docs start it", () => {
 function rawServer(args) {
   const p = spawn(BIN, args, { stdio: ["pipe", "pipe", "pipe"] });
   const messages = [];
+  const stderr = [];
+  p.stderr.on("data", (d) => stderr.push(d));
   let buf = "";
   p.stdout.on("data", (d) => {
     buf += d;
@@ -285,7 +287,7 @@ function rawServer(args) {
     await waitFor(`the reply to ${id}`, () => messages.some((m) => m.id === id), 10000);
     return messages.find((m) => m.id === id);
   };
-  return { p, messages, send, reply, exited };
+  return { p, messages, send, reply, exited, stderr: () => Buffer.concat(stderr).toString() };
 }
 
 function agentboxCgroups(pid) {
@@ -329,6 +331,14 @@ test("versions, and end of file ends the server and the sandbox with nothing lef
     assert.deepEqual(processesWith("39.4321"), []);
     assert.ok(!existsSync(`/proc/${init}`), "the sandbox's init is gone");
     for (const d of cgroups) assert.ok(!existsSync(d), `${d} is removed`);
+    // what serve's hello says of limits not held by a cgroup, mcp says on stderr
+    const sv = rawServer(["serve", ...docCommand(ws).slice(1)]);
+    await waitFor("serve's hello", () => sv.messages.length > 0, 10000);
+    const weaker = Object.entries(sv.messages[0].limits).filter(([, v]) => v?.value != null && v.how && v.how !== "cgroup").map(([k]) => k);
+    sv.p.stdin.end();
+    await sv.exited;
+    const said = [...s.stderr().matchAll(/^agentbox: mcp: the (\w+) limit is (applied as|not applied)/gm)].map((m) => m[1]);
+    assert.deepEqual(said, weaker, s.stderr());
   } finally {
     rmSync(ws, { recursive: true, force: true });
   }
