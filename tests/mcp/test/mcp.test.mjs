@@ -254,7 +254,7 @@ describe("agentbox mcp, as the docs start it", () => {
     srv.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
     await srv.client.setLoggingLevel("debug");
     const progress = [];
-    const r = await call(srv.client, "execute", { command: "sleep 2.2; echo done" }, { onprogress: (p) => progress.push(p) });
+    const r = await call(srv.client, "execute", { command: "sleep 2.6; echo done" }, { onprogress: (p) => progress.push(p) });
     assert.equal(text(r), "done\n\n[Command succeeded with exit code 0]");
     assert.ok(progress.length >= 2, `progress: ${JSON.stringify(progress)}`);
     assert.ok(progress[1].progress > progress[0].progress);
