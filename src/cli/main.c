@@ -7,6 +7,7 @@
 #include "agentbox/agentbox.h"
 #include "cli/check.h"
 #include "layer/layer.h"
+#include "mcp/mcp.h"
 #include "net/netreport.h"
 #include "serve/serve.h"
 
@@ -19,6 +20,8 @@ static const char usage_main[] =
 	"  run       run one command in a fresh sandbox (agentbox run --help)\n"
 	"  serve     one sandbox for many commands: JSON lines on stdin and stdout\n"
 	"            (agentbox serve --help, docs/protocol.md)\n"
+	"  mcp       one sandbox as MCP tools (execute, read_file, write_file, ...)\n"
+	"            for an MCP host, over stdio (agentbox mcp --help, docs/mcp.md)\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
 	"  commit    apply a kept layer's changes to the workspace\n"
@@ -162,6 +165,24 @@ static const char usage_serve[] =
 	"  --timeout DURATION   each command's default timeout (default 120s);\n"
 	"                       a request's timeout is clamped to --max-timeout\n"
 	"  --max-output SIZE    each stream's default cap (default 1M)\n"
+	"\n"
+	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
+	"or dies.\n";
+
+static const char usage_mcp[] =
+	"Usage: agentbox mcp [OPTIONS]\n"
+	"\n"
+	"A Model Context Protocol server over stdio (JSON-RPC 2.0, protocol\n"
+	"revisions 2025-11-25 and 2025-06-18) for an MCP host (Claude Code, Codex,\n"
+	"Cursor, VS Code...): one sandbox, built as agentbox serve builds it, for\n"
+	"the server's lifetime, offered as the tools execute, read_file,\n"
+	"write_file, edit_file, ls, glob and grep (with --workspace-mode overlay\n"
+	"also changes, commit and discard). End of file on stdin, SIGTERM, SIGINT\n"
+	"or SIGHUP end it: every process is killed and everything agentbox made is\n"
+	"removed. docs/mcp.md has the hosts' configuration lines.\n"
+	"\n"
+	"Options: those of agentbox serve --help (but --audit-log), e.g.\n"
+	"  agentbox mcp --profile agent --workspace ~/project --net allow=pypi.org\n"
 	"\n"
 	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
 	"or dies.\n";
@@ -367,6 +388,28 @@ static int cmd_serve(int argc, char **argv)
 	return status;
 }
 
+static int cmd_mcp(int argc, char **argv)
+{
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
+	if (r == 0 && help) {
+		fputs(usage_mcp, stdout);
+		ab_config_free(&cfg);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		ab_config_free(&cfg);
+		return AB_EXIT_FAILURE;
+	}
+	int status = ab_mcp(&cfg);
+	ab_config_free(&cfg);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -385,6 +428,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mcp") == 0)
+		return cmd_mcp(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||

@@ -1,0 +1,701 @@
+/* agentbox mcp: the Model Context Protocol over stdio (JSON-RPC 2.0, one
+ * message a line; revisions 2025-11-25 and 2025-06-18) on one session of
+ * the session API, the way serve.c is for agentbox/1. A tool call becomes
+ * a request of that protocol (mcp_tools.c), checked by request.c as every
+ * request is, and runs as a command or file operation of the session;
+ * its result comes back as the tool's result. Everything wrong with a
+ * call is a tool error (isError); only what is wrong with a message
+ * itself is a JSON-RPC error, and the server goes on after both. Replies
+ * go out through serve_out.c's bounded, non-blocking queue, so a client
+ * that does not read never stops timeouts; end of file on stdin ends the
+ * session (every process killed, the cgroup removed). */
+#include "mcp/mcp.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "files/fileop.h"
+#include "layer/layer.h"
+#include "mcp/mcp_tools.h"
+#include "serve/request.h"
+#include "sandbox/isolation.h"
+#include "serve/serve_out.h"
+#include "session/result.h"
+#include "util/error.h"
+
+#define MAX_LINE	 (16u << 20) /* a write_file of 6 MiB, escaped */
+#define READ_CHUNK	 (256u << 10)
+#define OUT_HIGH_WATER	 (1u << 20)
+#define MAX_CALLS	 1024 /* tool calls running or waiting */
+#define PROGRESS_MS	 1000 /* a progress notification this often */
+#define LATEST_VERSION	 "2025-11-25"
+#define PREVIOUS_VERSION "2025-06-18"
+
+/* JSON-RPC 2.0's error codes */
+#define RPC_PARSE_ERROR	     -32700
+#define RPC_INVALID_REQUEST  -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS   -32602
+
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+					 "error", "critical", "alert",	"emergency"};
+#define N_LEVELS (int)(sizeof(log_levels) / sizeof(log_levels[0]))
+
+struct call {
+	struct call *next, *prev;
+	json_object *rpc_id; /* the tools/call's id */
+	json_object *args;   /* its arguments, for the result's text */
+	json_object *token;  /* _meta.progressToken, or NULL */
+	const struct mcp_tool *tool;
+	struct ab_request q; /* the protocol request it became */
+	unsigned long long tag, started_ms, progress_ms;
+	long long progress;
+	bool running, cancelled;
+};
+
+struct mcp {
+	struct ab_config *cfg;
+	struct ab_session *s;
+	struct serve_out out;
+	struct call *head, *tail;
+	size_t n_calls;
+	unsigned long long next_tag;
+	char *in;
+	size_t in_len;
+	bool discarding, stdin_eof, ending;
+	int log_level; /* index in log_levels; N_LEVELS: none asked for */
+};
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* ---- messages out ---- */
+
+static void send_msg(struct mcp *m, json_object *o)
+{
+	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+	out_json(&m->out, o, NULL);
+}
+
+static void rpc_result(struct mcp *m, json_object *id, json_object *result)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_get(id));
+	json_object_object_add(o, "result", result);
+	send_msg(m, o);
+}
+
+__attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_object *id,
+							    int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object *e = json_object_new_object();
+	json_object_object_add(e, "code", json_object_new_int(code));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_get(id));
+	json_object_object_add(o, "error", e);
+	send_msg(m, o);
+}
+
+static void notify(struct mcp *m, const char *method, json_object *params)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "method", json_object_new_string(method));
+	json_object_object_add(o, "params", params);
+	send_msg(m, o);
+}
+
+/* notifications/message, when the client asked for level or below */
+__attribute__((format(printf, 3, 4))) static void log_msg(struct mcp *m, int level, const char *fmt,
+							  ...)
+{
+	if (level < m->log_level)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object *p = json_object_new_object();
+	json_object_object_add(p, "level", json_object_new_string(log_levels[level]));
+	json_object_object_add(p, "logger", json_object_new_string("agentbox"));
+	json_object_object_add(p, "data", json_object_new_string(msg));
+	notify(m, "notifications/message", p);
+}
+
+/* ---- tool calls ---- */
+
+static void call_free(struct call *c)
+{
+	if (!c)
+		return;
+	json_object_put(c->rpc_id);
+	json_object_put(c->args);
+	json_object_put(c->token);
+	ab_request_clear(&c->q);
+	free(c);
+}
+
+static void call_del(struct mcp *m, struct call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		m->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		m->tail = c->prev;
+	m->n_calls--;
+	call_free(c);
+}
+
+static struct call *call_by_id(struct mcp *m, json_object *id)
+{
+	for (struct call *c = m->head; c; c = c->next)
+		if (json_object_equal(c->rpc_id, id))
+			return c;
+	return NULL;
+}
+
+/* The call's result, and the call is done. */
+static void call_done(struct mcp *m, struct call *c, json_object *result)
+{
+	log_msg(m, 0, "%s: done in %llu ms%s", mcp_tool_name(c->tool), now_ms() - c->started_ms,
+		json_object_get_boolean(json_object_object_get(result, "isError"))
+			? " (a tool error)"
+			: "");
+	rpc_result(m, c->rpc_id, result);
+	call_del(m, c);
+}
+
+/* Waiting calls start while slots are free and the client reads its
+ * replies: past OUT_HIGH_WATER unread, none starts, so what results wait
+ * in memory is bounded by the calls running, whatever commands print. */
+static void start_waiting(struct mcp *m)
+{
+	for (struct call *c = m->head, *next; c; c = next) {
+		next = c->next;
+		if (c->running)
+			continue;
+		if (ab_session_running(m->s) >= m->cfg->max_concurrent ||
+		    out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER)
+			return;
+		struct ab_error err = {0};
+		int rc = ab_session_start(m->s, &c->q.x, c->tag, &err);
+		if (rc == -EBUSY)
+			return;
+		if (rc < 0) {
+			call_done(m, c, mcp_tool_error("%s", err.msg));
+			continue;
+		}
+		c->running = true;
+		c->progress_ms = now_ms() + PROGRESS_MS;
+	}
+}
+
+/* changes, commit, discard: done here and now, on the session's layer. */
+static json_object *layer_call(struct mcp *m, struct call *c)
+{
+	json_object *o = NULL;
+	struct ab_error le = {0};
+	bool end = false;
+	if (layer_session_op(ab_session_layer(m->s), c->q.op, c->q.req, &o, &end, &le) < 0)
+		return mcp_tool_error("%s", le.msg);
+	json_object *r = mcp_tool_reply_result(c->tool, c->args, o);
+	json_object_put(o);
+	m->ending |= end; /* discard: the sandbox and its layer go */
+	return r;
+}
+
+static void tools_call(struct mcp *m, json_object *id, json_object *params)
+{
+	json_object *name = json_object_object_get(params, "name");
+	json_object *args = json_object_object_get(params, "arguments");
+	bool overlay = ab_session_layer(m->s) != NULL;
+	const struct mcp_tool *t = json_object_is_type(name, json_type_string)
+					   ? mcp_tool_find(json_object_get_string(name), overlay)
+					   : NULL;
+	if (!t) {
+		rpc_error(m, id, RPC_INVALID_PARAMS, "Unknown tool: %.64s",
+			  name ? json_object_get_string(name) : "(no name)");
+		return;
+	}
+	if (call_by_id(m, id)) {
+		rpc_error(m, id, RPC_INVALID_REQUEST, "a request with this id is in progress");
+		return;
+	}
+	if (args && !json_object_is_type(args, json_type_object)) {
+		rpc_result(m, id,
+			   mcp_tool_error("%s: arguments must be an object", mcp_tool_name(t)));
+		return;
+	}
+	if (m->ending) {
+		rpc_result(m, id, mcp_tool_error("the sandbox has ended (discard)"));
+		return;
+	}
+	if (m->n_calls >= MAX_CALLS) {
+		rpc_result(
+			m, id,
+			mcp_tool_error("%d tool calls are running or waiting already", MAX_CALLS));
+		return;
+	}
+	char why[512];
+	unsigned long long tag = ++m->next_tag;
+	json_object *req = mcp_tool_request(t, args, (long long)tag, why, sizeof(why));
+	if (!req) {
+		rpc_result(m, id, mcp_tool_error("%s", why));
+		return;
+	}
+	size_t len;
+	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len);
+	struct call *c = calloc(1, sizeof(*c));
+	struct ab_error e = {0};
+	if (!c || ab_request_parse(line, len, &c->q, &e) < 0) {
+		rpc_result(m, id, mcp_tool_error("%s", c ? e.msg : "out of memory"));
+		json_object_put(req);
+		if (c)
+			ab_request_clear(&c->q);
+		free(c);
+		return;
+	}
+	json_object_put(req);
+	c->rpc_id = json_object_get(id);
+	c->args = args ? json_object_get(args) : json_object_new_object();
+	json_object *meta = json_object_object_get(params, "_meta");
+	json_object *token = json_object_object_get(meta, "progressToken");
+	if (json_object_is_type(token, json_type_string) ||
+	    json_object_is_type(token, json_type_int))
+		c->token = json_object_get(token);
+	c->tool = t;
+	c->tag = tag;
+	c->started_ms = now_ms();
+	c->prev = m->tail;
+	if (m->tail)
+		m->tail->next = c;
+	else
+		m->head = c;
+	m->tail = c;
+	m->n_calls++;
+	log_msg(m, 0, "%s: called", mcp_tool_name(t));
+	if (mcp_tool_kind(t) == MCP_TOOL_LAYER)
+		call_done(m, c, layer_call(m, c));
+	else
+		start_waiting(m);
+}
+
+/* notifications/cancelled: the call ends (a command as on a timeout) and
+ * gets no response, as the protocol says. */
+static void cancelled(struct mcp *m, json_object *params)
+{
+	struct call *c = call_by_id(m, json_object_object_get(params, "requestId"));
+	if (!c || c->cancelled)
+		return;
+	log_msg(m, 0, "%s: cancelled by the client", mcp_tool_name(c->tool));
+	if (!c->running) {
+		call_del(m, c);
+		return;
+	}
+	c->cancelled = true;
+	ab_session_cancel(m->s, c->tag);
+}
+
+/* notifications/progress for every running call that asked, each second:
+ * the seconds it has run. Returns the ms until the next one is due. */
+static int progress_tick(struct mcp *m)
+{
+	unsigned long long now = now_ms(), wait = ~0ull;
+	for (struct call *c = m->head; c; c = c->next) {
+		if (!c->running || !c->token || c->cancelled)
+			continue;
+		if (c->progress_ms <= now) {
+			json_object *p = json_object_new_object();
+			json_object_object_add(p, "progressToken", json_object_get(c->token));
+			json_object_object_add(p, "progress", json_object_new_int64(++c->progress));
+			char msg[128];
+			snprintf(msg, sizeof(msg), "%s: running for %llu s", mcp_tool_name(c->tool),
+				 (now - c->started_ms) / 1000);
+			json_object_object_add(p, "message", json_object_new_string(msg));
+			notify(m, "notifications/progress", p);
+			c->progress_ms = now + PROGRESS_MS;
+		}
+		if (c->progress_ms - now < wait)
+			wait = c->progress_ms - now;
+	}
+	return wait == ~0ull ? -1 : (int)wait;
+}
+
+/* ---- events from the session ---- */
+
+static json_object *file_op_result(struct call *c, const struct ab_result *res)
+{
+	const char *op = c->q.file_op;
+	if (res->timed_out)
+		return mcp_tool_error("%s: took longer than its timeout of %llu ms", op,
+				      res->timeout_ms);
+	if (res->exit_code != 0 || res->out.truncated)
+		return mcp_tool_error("%s: the operation failed (exit status %d%s)", op,
+				      res->exit_code, res->oom_killed ? ", out of memory" : "");
+	struct ab_error err = {0};
+	json_object *reply =
+		fileop_reply(op, c->q.id, res->out.data ? res->out.data : "", res->out.len, &err);
+	if (!reply)
+		return mcp_tool_error("%s", err.msg);
+	json_object *r = mcp_tool_reply_result(c->tool, c->args, reply);
+	json_object_put(reply);
+	return r;
+}
+
+static void on_event(const struct ab_event *ev, void *arg)
+{
+	struct mcp *m = arg;
+	struct call *c = m->head;
+	while (c && c->tag != ev->tag)
+		c = c->next;
+	if (!c || ev->kind != AB_EVENT_RESULT)
+		return;
+	if (c->cancelled)
+		call_del(m, c);
+	else if (ev->error)
+		call_done(m, c, mcp_tool_error("%s", ev->error->msg));
+	else if (c->q.file_op)
+		call_done(m, c, file_op_result(c, ev->result));
+	else
+		call_done(m, c, mcp_tool_exec_result(ev->result));
+}
+
+/* ---- requests ---- */
+
+static json_object *initialize_result(struct mcp *m, json_object *params)
+{
+	const char *asked =
+		json_object_get_string(json_object_object_get(params, "protocolVersion"));
+	const char *version =
+		asked && !strcmp(asked, PREVIOUS_VERSION) ? PREVIOUS_VERSION : LATEST_VERSION;
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "protocolVersion", json_object_new_string(version));
+	json_object *caps = json_object_new_object();
+	json_object *tools = json_object_new_object();
+	json_object_object_add(tools, "listChanged", json_object_new_boolean(false));
+	json_object_object_add(caps, "tools", tools);
+	json_object_object_add(caps, "logging", json_object_new_object());
+	json_object_object_add(r, "capabilities", caps);
+	json_object *info = json_object_new_object();
+	json_object_object_add(info, "name", json_object_new_string("agentbox"));
+	json_object_object_add(info, "title", json_object_new_string("agentbox sandbox"));
+	json_object_object_add(info, "version", json_object_new_string(AGENTBOX_VERSION));
+	json_object_object_add(r, "serverInfo", info);
+	bool overlay = ab_session_layer(m->s) != NULL;
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "Every tool runs in one agentbox sandbox (%s) that lives as long as this "
+		 "server: the project is at /workspace, the rest of the host is out of reach, "
+		 "the network is %s. Files written by execute are there for the file tools and "
+		 "the next command.%s",
+		 ab_session_id(m->s),
+		 m->cfg->net == AB_NET_HOST    ? "the host's"
+		 : m->cfg->net == AB_NET_PROXY ? "limited to an allowlist (a proxy)"
+					       : "off (loopback only)",
+		 overlay ? " Writes land in a layer: review them with changes, then commit "
+			   "them to the user's files or discard them."
+			 : "");
+	json_object_object_add(r, "instructions", json_object_new_string(text));
+	return r;
+}
+
+static void set_level(struct mcp *m, json_object *id, json_object *params)
+{
+	const char *level = json_object_get_string(json_object_object_get(params, "level"));
+	for (int i = 0; level && i < N_LEVELS; i++)
+		if (!strcmp(level, log_levels[i])) {
+			m->log_level = i;
+			rpc_result(m, id, json_object_new_object());
+			return;
+		}
+	rpc_error(m, id, RPC_INVALID_PARAMS,
+		  "logging/setLevel: level must be one of debug, info, notice, warning, error, "
+		  "critical, alert, emergency");
+}
+
+static void handle_request(struct mcp *m, json_object *id, const char *method, json_object *params)
+{
+	if (!strcmp(method, "initialize")) {
+		rpc_result(m, id, initialize_result(m, params));
+	} else if (!strcmp(method, "ping")) {
+		rpc_result(m, id, json_object_new_object());
+	} else if (!strcmp(method, "tools/list")) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "tools", mcp_tools_list(ab_session_layer(m->s) != NULL));
+		rpc_result(m, id, r);
+	} else if (!strcmp(method, "tools/call")) {
+		tools_call(m, id, params);
+	} else if (!strcmp(method, "logging/setLevel")) {
+		set_level(m, id, params);
+	} else {
+		rpc_error(m, id, RPC_METHOD_NOT_FOUND, "Method not found: %.64s", method);
+	}
+}
+
+static bool valid_id(json_object *id)
+{
+	return json_object_is_type(id, json_type_int) ||
+	       (json_object_is_type(id, json_type_string) && json_object_get_string_len(id) > 0 &&
+		json_object_get_string_len(id) <= AB_REQUEST_MAX_ID_LEN);
+}
+
+static void handle_message(struct mcp *m, json_object *o)
+{
+	json_object *id = NULL, *method, *params = NULL, *v;
+	bool has_id = json_object_object_get_ex(o, "id", &id);
+	if (has_id && !valid_id(id))
+		id = NULL;
+	if (!json_object_object_get_ex(o, "jsonrpc", &v) ||
+	    strcmp(json_object_get_string(v) ? json_object_get_string(v) : "", "2.0")) {
+		rpc_error(m, id, RPC_INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
+		return;
+	}
+	if (!json_object_object_get_ex(o, "method", &method)) {
+		if (!json_object_object_get_ex(o, "result", &v) &&
+		    !json_object_object_get_ex(o, "error", &v))
+			rpc_error(m, id, RPC_INVALID_REQUEST, "a message without \"method\"");
+		return; /* a response: this server asks the client nothing */
+	}
+	if (!json_object_is_type(method, json_type_string) ||
+	    (json_object_object_get_ex(o, "params", &params) && params &&
+	     !json_object_is_type(params, json_type_object))) {
+		rpc_error(m, id, RPC_INVALID_REQUEST,
+			  "\"method\" must be a string and \"params\" an object");
+		return;
+	}
+	const char *name = json_object_get_string(method);
+	if (!has_id) {
+		if (!strcmp(name, "notifications/cancelled"))
+			cancelled(m, params);
+		return; /* notifications/initialized and the rest: nothing to do */
+	}
+	if (!id) {
+		rpc_error(m, NULL, RPC_INVALID_REQUEST, "\"id\" must be a string or an integer");
+		return;
+	}
+	handle_request(m, id, name, params);
+}
+
+static void handle_line(struct mcp *m, const char *line, size_t len)
+{
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	size_t i = 0;
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (i == len)
+		return;
+	struct json_tokener *tok = json_tokener_new_ex(64);
+	if (!tok) {
+		rpc_error(m, NULL, RPC_PARSE_ERROR, "out of memory");
+		return;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	json_object *o = json_tokener_parse_ex(tok, line + i, (int)(len - i));
+	bool whole = json_tokener_get_error(tok) == json_tokener_success &&
+		     json_tokener_get_parse_end(tok) == len - i;
+	json_tokener_free(tok);
+	if (!o || !whole)
+		rpc_error(m, NULL, RPC_PARSE_ERROR, "Parse error: not one JSON value in UTF-8");
+	else if (json_object_is_type(o, json_type_array))
+		rpc_error(m, NULL, RPC_INVALID_REQUEST,
+			  "JSON-RPC batches are not supported (protocol %s sends one message at "
+			  "a time)",
+			  LATEST_VERSION);
+	else if (!json_object_is_type(o, json_type_object))
+		rpc_error(m, NULL, RPC_INVALID_REQUEST, "a message must be a JSON object");
+	else
+		handle_message(m, o);
+	json_object_put(o);
+}
+
+/* Complete lines from the input buffer; an overlong one is answered and
+ * skipped up to its newline. */
+static void handle_input(struct mcp *m)
+{
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(m->in + start, '\n', m->in_len - start);
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - (m->in + start));
+		if (m->discarding)
+			m->discarding = false;
+		else
+			handle_line(m, m->in + start, len);
+		start += len + 1;
+	}
+	memmove(m->in, m->in + start, m->in_len - start);
+	m->in_len -= start;
+	if (m->in_len > MAX_LINE) {
+		if (!m->discarding)
+			rpc_error(m, NULL, RPC_INVALID_REQUEST,
+				  "a message is longer than %u bytes; write_file carries at most "
+				  "%u bytes",
+				  MAX_LINE, FILEOP_DATA_MAX);
+		m->discarding = true;
+		m->in_len = 0;
+	}
+	if (m->stdin_eof && m->in_len && !m->discarding) {
+		handle_line(m, m->in, m->in_len);
+		m->in_len = 0;
+	}
+}
+
+/* ---- the server ---- */
+
+static bool stdout_nonblock(void)
+{
+	struct stat st;
+	if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return false;
+	int fl = fcntl(STDOUT_FILENO, F_GETFL);
+	return fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+/* What serve's hello says of limits that do not hold through a cgroup,
+ * and of isolation --isolation best dropped: here, on stderr, which the
+ * hosts keep in their MCP logs (the tools' results do not say it). */
+static void report_limits(struct mcp *m)
+{
+	const struct ab_result *lim = ab_session_limits(m->s);
+	json_object *l = ab_limits_json(m->cfg, lim);
+	json_object_object_foreach(l, name, v)
+	{
+		json_object *how = json_object_object_get(v, "how");
+		if (!json_object_object_get(v, "value") ||
+		    !json_object_is_type(how, json_type_string) ||
+		    !strcmp(json_object_get_string(how), "cgroup"))
+			continue;
+		const char *why = json_object_get_string(json_object_object_get(v, "why"));
+		const char *h = json_object_get_string(how);
+		fprintf(stderr, "agentbox: mcp: the %s limit is %s%s%s%s\n", name,
+			!strcmp(h, "unavailable") ? "not applied" : "applied as ",
+			!strcmp(h, "unavailable") ? "" : h, why ? ": " : "", why ? why : "");
+	}
+	json_object_put(l);
+	json_object *iso = ab_isolation_json(lim->isolation_missing);
+	if (!json_object_is_type(iso, json_type_string))
+		fprintf(stderr, "agentbox: mcp: isolation (--isolation best): %s\n",
+			json_object_to_json_string_ext(iso, JSON_C_TO_STRING_PLAIN));
+	json_object_put(iso);
+}
+
+/* The loop: stdin, stdout, signals and the session until end of file, a
+ * signal, a discard or the sandbox's death (-1). */
+static int serve_loop(struct mcp *m, int sigfd)
+{
+	struct ab_error err = {0};
+	while (!m->ending && !m->stdin_eof && !m->out.broken) {
+		int wait = progress_tick(m); /* first: what it sends is written below */
+		bool busy = out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER;
+		struct pollfd p[4] = {
+			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
+			{.fd = out_waiting(&m->out) ? STDOUT_FILENO : -1, .events = POLLOUT},
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = ab_session_fd(m->s), .events = POLLIN},
+		};
+		if (poll(p, 4, wait) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			out_flush(&m->out, !m->out.nonblock);
+		if (p[2].revents)
+			break;
+		if (p[3].revents && ab_session_dispatch(m->s, 0, on_event, m, &err) < 0) {
+			fprintf(stderr, "agentbox: %s\n", err.msg);
+			log_msg(m, 4, "the sandbox died: %s", err.msg);
+			return -1;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(STDIN_FILENO, m->in + m->in_len, READ_CHUNK);
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				m->stdin_eof = true;
+			if (n > 0)
+				m->in_len += (size_t)n;
+			handle_input(m);
+		}
+		if (!out_waiting(&m->out) || m->out.nonblock)
+			out_flush(&m->out, false);
+		start_waiting(m);
+	}
+	return 0;
+}
+
+int ab_mcp(struct ab_config *cfg)
+{
+	if (cfg->audit_log) {
+		fputs("agentbox: mcp: --audit-log is not supported by agentbox mcp (use agentbox "
+		      "serve for an audit log)\n",
+		      stderr);
+		return AB_EXIT_FAILURE;
+	}
+	struct mcp m = {.cfg = cfg, .log_level = N_LEVELS};
+	out_init(&m.out, STDOUT_FILENO, false);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct ab_error err = {0};
+	cfg->notice = print_notice;
+	if (sigfd < 0 || ab_session_open(cfg, &m.s, &err) < 0) {
+		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
+		return AB_EXIT_FAILURE;
+	}
+	report_limits(&m);
+	m.out.nonblock = stdout_nonblock();
+	m.in = malloc(MAX_LINE + READ_CHUNK + 1);
+	if (!m.in) {
+		fputs("agentbox: out of memory\n", stderr);
+		ab_session_close(m.s);
+		close(sigfd);
+		return AB_EXIT_FAILURE;
+	}
+	int status = serve_loop(&m, sigfd) < 0 ? AB_EXIT_FAILURE : 0;
+	while (m.head) { /* the calls still running: the sandbox ends */
+		if (!m.head->cancelled)
+			rpc_result(&m, m.head->rpc_id,
+				   mcp_tool_error("the sandbox ended before the call finished (%s)",
+						  m.ending ? "discard" : "the server is stopping"));
+		call_del(&m, m.head);
+	}
+	ab_session_close(m.s);
+	m.out.stop_fd = sigfd;
+	out_flush(&m.out, true);
+	free(m.in);
+	out_free(&m.out);
+	close(sigfd);
+	return status;
+}
