@@ -25,7 +25,15 @@ static bool owner_alive(const char *name)
 	unsigned long long start;
 	if (sscanf(name, "agentbox-%d-%llu-", &pid, &start) != 2)
 		return true; /* not ours: never touched */
-	return ab_cg_start_time(pid) == start;
+	if (ab_cg_start_time(pid) != start)
+		return false;
+	/* a zombie holds nothing: a killed detached launcher (agentbox
+	 * create) waits as one until the host's init reaps it */
+	char path[64], buf[512] = {0};
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *p = fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 ? strrchr(buf, ')') : NULL;
+	return !(p && p[1] == ' ' && p[2] == 'Z');
 }
 
 /* SIGKILL to each process cgroup.procs of the stale cgroup path lists,
