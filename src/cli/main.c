@@ -24,6 +24,7 @@ static const char usage_main[] =
 	"  exec      run a command in it\n"
 	"  connect   bridge stdin and stdout to its protocol (over ssh, kubectl exec)\n"
 	"  ls        list your sandboxes\n"
+	"  pause     freeze one (cgroup freezer); resume: thaw it\n"
 	"  rm        end one, leaving nothing\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
@@ -304,11 +305,10 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} detached[] = {{"create", detach_cli_create},
-			{"exec", detach_cli_exec},
-			{"connect", detach_cli_connect},
-			{"ls", detach_cli_ls},
-			{"rm", detach_cli_rm}};
+	} detached[] = {{"create", detach_cli_create},	 {"exec", detach_cli_exec},
+			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
+			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
+			{"resume", detach_cli_pause}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

@@ -18,6 +18,8 @@ int detach_cli_exec(int argc, char **argv);
 int detach_cli_connect(int argc, char **argv);
 int detach_cli_ls(int argc, char **argv);
 int detach_cli_rm(int argc, char **argv);
+/* agentbox pause ID and agentbox resume ID (argv[0] says which). */
+int detach_cli_pause(int argc, char **argv);
 
 /* ---- where sandboxes live (detach_dir.c) ---- */
 
@@ -50,6 +52,7 @@ void detach_remove(const char *root, const char *id);
 struct detach_opts {
 	const char *name;			    /* NULL: an id is made */
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
+	bool idle_pause;			    /* pause at the idle timeout */
 };
 
 /* Make the sandbox dir, start the launcher detached and wait until the

@@ -45,7 +45,8 @@ static bool is_help(const char *a)
 /* ---- create ---- */
 
 static const char usage_create[] =
-	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION] [--ttl DURATION]\n"
+	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION [--idle-pause]]\n"
+	"                       [--ttl DURATION]\n"
 	"                       [OPTIONS of agentbox serve]\n"
 	"\n"
 	"Make a sandbox that outlives its caller: its launcher runs detached and\n"
@@ -56,9 +57,12 @@ static const char usage_create[] =
 	"  --name NAME              1 to 63 letters, digits, '.', '_', '-'\n"
 	"  --idle-timeout DURATION  end it after DURATION with no client attached\n"
 	"                           and no command running or queued\n"
+	"  --idle-pause             pause it then instead (the cgroup freezer); the\n"
+	"                           next client resumes it\n"
 	"  --ttl DURATION           end it DURATION after it was made, whatever runs\n"
 	"\n"
-	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox rm ID.\n";
+	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
+	"agentbox resume ID, agentbox rm ID.\n";
 
 int detach_cli_create(int argc, char **argv)
 {
@@ -78,6 +82,10 @@ int detach_cli_create(int argc, char **argv)
 			fputs(usage_create, stdout);
 			return 0;
 		}
+		if (!strcmp(a, "--idle-pause")) {
+			o.idle_pause = true;
+			continue;
+		}
 		if (!dur && strcmp(a, "--name") != 0) {
 			rest[n++] = argv[i];
 			continue;
@@ -93,6 +101,10 @@ int detach_cli_create(int argc, char **argv)
 			return fail("create: %s '%s': not a duration (500ms, 30s, 10m, 1h)", a,
 				    argv[i]);
 		}
+	}
+	if (o.idle_pause && !o.idle_timeout_ms) {
+		free(rest);
+		return fail("create: --idle-pause pauses at the idle timeout: give --idle-timeout");
 	}
 	struct ab_config cfg;
 	struct ab_error err = {0};

@@ -93,9 +93,9 @@ static json_object *entry(const char *root, const char *id)
 	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "name", json_object_get(get(st, "name")));
 	json_object_object_add(o, "state",
-			       json_object_new_string(r == 0		   ? "running"
-						      : r == -ECONNREFUSED ? "dead"
-									   : "unknown"));
+			       r == 0		    ? json_object_get(get(status, "state"))
+			       : r == -ECONNREFUSED ? json_object_new_string("dead")
+						    : json_object_new_string("unknown"));
 	json_object_object_add(o, "created", json_object_get(get(st, "created")));
 	json_object_object_add(o, "pid", json_object_get(get(st, "pid")));
 	json_object_object_add(o, "workspace", json_object_get(get(st, "workspace")));
@@ -251,6 +251,49 @@ static int rm_one(const char *root, const char *id, bool force)
 		wait_gone(pidfd, STOP_TIMEOUT_MS);
 	}
 	clean_dead(root, id); /* nothing left, unless it was killed */
+	return 0;
+}
+
+static const char usage_pause[] =
+	"Usage: agentbox pause ID\n"
+	"       agentbox resume ID\n"
+	"\n"
+	"Pause every process of sandbox ID with the cgroup freezer, or resume them.\n"
+	"A client that connects resumes it too. Timeouts keep running while it is\n"
+	"paused. Where the sandbox has no cgroup v2 group (a plain user without a\n"
+	"delegated cgroup) it cannot be paused, and says so (125).\n";
+
+int detach_cli_pause(int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage_pause, stdout);
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "agentbox: %s: one sandbox id (agentbox %s ID)\n", argv[0],
+			argv[0]);
+		return AB_EXIT_FAILURE;
+	}
+	char root[PATH_MAX];
+	struct ab_error err = {0};
+	json_object *reply = NULL;
+	int r = detach_id_valid(argv[1]) ? detach_root(root, sizeof(root), false, &err) : -ENOENT;
+	if (r == -ENOENT)
+		snprintf(err.msg, sizeof(err.msg), "no sandbox %s (agentbox ls lists them)",
+			 argv[1]);
+	if (r == 0)
+		r = detach_ctl(root, argv[1], argv[0], &reply, &err);
+	const char *type = reply ? json_object_get_string(get(reply, "type")) : NULL;
+	if (r == 0 && type && !strcmp(type, "error")) {
+		snprintf(err.msg, sizeof(err.msg), "sandbox %s: %s", argv[1],
+			 json_object_get_string(get(reply, "message")));
+		r = -1;
+	}
+	json_object_put(reply);
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s: %s\n", argv[0], err.msg);
+		return AB_EXIT_FAILURE;
+	}
 	return 0;
 }
 

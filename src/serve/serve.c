@@ -729,6 +729,8 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		status = AB_EXIT_FAILURE;
 	}
 	end_all(&sv);
+	if (sv.frozen) /* what is killed next must run to die */
+		serve_freeze(&sv, false, &err);
 	if (sv.shutdown_id) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("ok"));

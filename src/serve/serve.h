@@ -20,6 +20,7 @@ struct ab_serve_listen {
 	 * kept replies, control requests, clients that do not (exec) */
 	int sock_fd, ctl_fd, exec_fd;
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
+	bool idle_pause;			    /* at the idle timeout: pause, not end */
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
 };

@@ -131,6 +131,9 @@ void serve_client_attach(struct server *sv, int fd, json_object *hello, bool rep
 	sv->conn.fd = sv->in_fd = fd;
 	sv->conn.hup = false;
 	sv->client_gen = ++sv->gen;
+	struct ab_error err = {0};
+	if (sv->frozen && serve_freeze(sv, false, &err) < 0) /* a client resumes it */
+		fprintf(stderr, "agentbox: resume: %s\n", err.msg);
 	out_json(&sv->out, hello, NULL);
 	if (replay) {
 		out_splice(&sv->out, &sv->kept);
@@ -198,7 +201,8 @@ static json_object *status_json(struct server *sv)
 	json_object_object_add(o, "type", json_object_new_string("status"));
 	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
-	json_object_object_add(o, "state", json_object_new_string("running"));
+	json_object_object_add(o, "state",
+			       json_object_new_string(sv->frozen ? "paused" : "running"));
 	json_object_object_add(o, "attached", json_object_new_boolean(sv->conn.fd >= 0));
 	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
 	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
@@ -214,14 +218,37 @@ static json_object *status_json(struct server *sv)
 	return o;
 }
 
+int serve_freeze(struct server *sv, bool freeze, struct ab_error *err)
+{
+	if (sv->frozen == freeze)
+		return 0;
+	if (ab_session_freeze(sv->s, freeze, err) < 0)
+		return -1;
+	sv->frozen = freeze;
+	serve_audit_write(&sv->audit, serve_audit_entry(freeze ? "pause" : "resume"));
+	return 0;
+}
+
 void serve_control(struct server *sv)
 {
 	char word[32];
 	int fd = conn_accept_ctl(&sv->conn, word, sizeof(word));
 	if (fd < 0)
 		return;
+	struct ab_error err = {0};
+	bool pause = !strcmp(word, "pause");
+	if ((pause || !strcmp(word, "resume")) && serve_freeze(sv, pause, &err) < 0) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "type", json_object_new_string("error"));
+		json_object_object_add(e, "code", json_object_new_string("unsupported"));
+		json_object_object_add(e, "message", json_object_new_string(err.msg));
+		conn_reply(fd, e);
+		return;
+	}
 	json_object *o = status_json(sv);
-	if (!strcmp(word, "stop")) {
+	if (pause || !strcmp(word, "resume")) {
+		/* answered with the status */
+	} else if (!strcmp(word, "stop")) {
 		sv->shutting_down = true;
 		json_object_object_add(o, "state", json_object_new_string("stopping"));
 	} else if (strcmp(word, "status") != 0) {
@@ -239,10 +266,17 @@ int serve_listen_wait_ms(struct server *sv)
 {
 	const struct ab_serve_listen *l = sv->listen;
 	unsigned long long now = conn_now_ms(), end = ~0ull;
-	if (!no_client(sv) || sv->head)
-		sv->conn.idle_since_ms = now;
+	if (!no_client(sv) || sv->head || sv->frozen)
+		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
 	if (l->idle_timeout_ms)
 		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
+	struct ab_error err = {0};
+	if (end <= now && l->idle_pause) {
+		if (serve_freeze(sv, true, &err) == 0)
+			end = ~0ull;
+		else /* it cannot pause: it ends, as an idle timeout does */
+			fprintf(stderr, "agentbox: idle pause: %s\n", err.msg);
+	}
 	if (l->ttl_ms && sv->conn.started_ms + l->ttl_ms < end)
 		end = sv->conn.started_ms + l->ttl_ms;
 	if (end == ~0ull)

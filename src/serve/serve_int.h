@@ -46,6 +46,7 @@ struct server {
 	struct serve_out kept;
 	struct serve_out *to; /* where replies go now: NULL, out */
 	unsigned gen, client_gen;
+	bool frozen; /* paused: ab_session_freeze */
 };
 
 /* The sandbox's id: a detached one's is its name (agentbox create). */
@@ -84,6 +85,8 @@ void serve_client_detach(struct server *sv);
 /* The client is done with the connection: gone, or at the end of its
  * requests with all its answers written. */
 bool serve_client_done(struct server *sv);
+/* Pause or resume the sandbox; 0, or -1 with err. */
+int serve_freeze(struct server *sv, bool freeze, struct ab_error *err);
 /* One control request, answered and closed at once. */
 void serve_control(struct server *sv);
 /* ms until the idle timeout or the ttl ends the sandbox (-1: never,

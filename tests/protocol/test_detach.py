@@ -181,6 +181,12 @@ class Detached(unittest.TestCase):
         self.assertIn("--name", r.stderr)
         r = self.ab("create", "--idle-timeout", "soon")
         self.assertEqual(r.returncode, 125)
+        r = self.ab("create", "--idle-pause")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--idle-timeout", r.stderr)
+        r = self.ab("pause", "nosuch")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no sandbox nosuch", r.stderr)
         r = self.ab("exec", "nosuch", "--", "true")
         self.assertEqual(r.returncode, 125)
         self.assertIn("no sandbox nosuch", r.stderr)
@@ -320,6 +326,72 @@ class Detached(unittest.TestCase):
         os.chmod(self.rt, 0o700)
         r = self.ab("exec", sid, "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    # ---- pause and resume ----
+
+    def counter(self, sid):
+        """A background process of the sandbox writing a growing count."""
+        c = Client(self.sock(sid))
+        c.recv()
+        c.send(op="exec", id="bg", keep_background=True,
+               command="(i=0; while :; do i=$((i+1)); echo $i > ctr.new; mv ctr.new ctr; "
+                       "sleep 0.02; done) >/dev/null 2>&1 &")
+        self.assertEqual(c.recv()["type"], "result")
+        c.close()
+        path = os.path.join(self.ws, "ctr")
+        self.assertTrue(wait_until(lambda: os.path.exists(path), 5))
+
+        def count():
+            with open(path) as f:
+                return int(f.read() or 0)
+        return count
+
+    def pause_or_skip(self, sid):
+        r = self.ab("pause", sid)
+        if r.returncode != 0 and not ROOT:
+            # no cgroup v2 group for a plain user without delegation:
+            # refused, never a pause that does not hold
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("cannot be paused", r.stderr)
+            self.assertEqual(self.ls()[sid]["state"], "running")
+            self.skipTest("no cgroup to freeze: " + r.stderr.strip())
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_pause_and_resume(self):
+        sid = self.create("--name", "pz")
+        count = self.counter(sid)
+        self.pause_or_skip(sid)
+        self.assertEqual(self.ls()[sid]["state"], "paused")
+        a = count()
+        time.sleep(0.4)
+        self.assertEqual(count(), a)  # frozen: not one step
+        r = self.ab("resume", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ls()[sid]["state"], "running")
+        self.assertTrue(wait_until(lambda: count() > a + 3, 5))
+        # a client resumes it too
+        self.pause_or_skip(sid)
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ls()[sid]["state"], "running")
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_idle_pause(self):
+        sid = self.create("--name", "ip", "--idle-timeout", "500ms", "--idle-pause")
+        r = self.ab("pause", sid)  # can this sandbox be paused at all?
+        if r.returncode != 0:
+            self.pause_or_skip(sid)
+        self.ab("resume", sid)
+        count = self.counter(sid)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["state"] == "paused", 10))
+        a = count()
+        time.sleep(0.3)
+        self.assertEqual(count(), a)
+        self.assertTrue(alive(self.state(sid)["pid"]))  # paused, not ended
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: count() > a, 5))
 
     # ---- ends ----
 
