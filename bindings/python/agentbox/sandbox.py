@@ -236,6 +236,23 @@ class Sandbox(T.SandboxBackendProtocol):
         their original ids. Empty for a sandbox of one client."""
         return self._s.replayed
 
+    def _control(self, command: str):
+        if not self._detached:
+            raise SandboxError("%s: only a detached sandbox (create(detach=True), connect) "
+                               "can be paused and resumed" % command)
+        sid, via, binary = self._detached
+        _cli(via + [binary, command, sid])
+
+    def pause(self):
+        """Freeze every process of this detached sandbox (agentbox pause,
+        the cgroup v2 freezer); requests wait until resume(). SandboxError
+        where the sandbox has no cgroup to freeze, saying why."""
+        self._control("pause")
+
+    def resume(self):
+        """Thaw a paused sandbox (agentbox resume)."""
+        self._control("resume")
+
     def destroy(self):
         """End the sandbox, detached or not, leaving nothing (agentbox rm -f
         for a detached one, whatever runs in it)."""
