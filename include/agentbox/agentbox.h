@@ -413,6 +413,10 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
 		    struct ab_error *err);
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
+/* Pause (freeze) or resume every process of the sandbox with the cgroup
+ * freezer; -ENOTSUP (with err) where the sandbox has no cgroup to freeze.
+ * Deadlines keep running while paused. */
+int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err);
 /* With --net allow=: replace the allow and/or the deny patterns (NULL:
  * keep that list) for connections made from now on. -EINVAL (with err) for
  * a bad pattern or a session without the proxy; nothing changes then. */

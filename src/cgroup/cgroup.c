@@ -420,6 +420,11 @@ const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg)
 	return &cg->st;
 }
 
+const char *ab_cgroup_v2_dir(const struct ab_cgroup *cg)
+{
+	return cg && cg->dir[H_UNIFIED][0] ? cg->dir[H_UNIFIED] : NULL;
+}
+
 int ab_cgroup_clone_fd(const struct ab_cgroup *cg)
 {
 	return cg ? cg->clone_fd : -1;

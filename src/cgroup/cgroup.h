@@ -69,6 +69,15 @@ struct ab_cgroup;
 int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_cgroup **out,
 		     struct ab_error *err);
 const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
+/* The sandbox's cgroup v2 directory (on a hybrid host, the controller-less
+ * unified hierarchy's), or NULL when it has none. */
+const char *ab_cgroup_v2_dir(const struct ab_cgroup *cg);
+
+/* Freeze (or thaw) every process of the sandbox with the cgroup v2
+ * freezer, and wait (1 s at most) until the kernel says it is done;
+ * -ENOTSUP (with err saying how to get one) where the sandbox has no
+ * cgroup v2 directory. */
+int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err);
 
 /* A cgroup fd to create the sandbox's init in directly
  * (clone3 with CLONE_INTO_CGROUP: no task is migrated, the init runs its

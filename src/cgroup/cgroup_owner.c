@@ -149,5 +149,13 @@ enum ab_cg_owner ab_cg_owner(const char *name)
 		return AB_CG_OWNER_ALIVE; /* not ours, or an older agentbox's: never touched */
 	if (ns == 0 || ns != proc_pidns())
 		return AB_CG_OWNER_UNSEEN;
-	return ab_cg_start_time(pid) == start ? AB_CG_OWNER_ALIVE : AB_CG_OWNER_DEAD;
+	if (ab_cg_start_time(pid) != start)
+		return AB_CG_OWNER_DEAD;
+	/* a zombie holds nothing: a killed detached launcher (agentbox
+	 * create) waits as one until the host's init reaps it */
+	char path[64], buf[512] = {0};
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *p = fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' && p[2] == 'Z' ? AB_CG_OWNER_DEAD : AB_CG_OWNER_ALIVE;
 }

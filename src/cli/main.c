@@ -6,6 +6,7 @@
 
 #include "agentbox/agentbox.h"
 #include "cli/check.h"
+#include "detach/detach.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
 #include "net/netreport.h"
@@ -22,6 +23,12 @@ static const char usage_main[] =
 	"            (agentbox serve --help, docs/protocol.md)\n"
 	"  mcp       one sandbox as MCP tools (execute, read_file, write_file, ...)\n"
 	"            for an MCP host, over stdio (agentbox mcp --help, docs/mcp.md)\n"
+	"  create    a sandbox that outlives its caller, reached by id (docs/detached.md):\n"
+	"  exec      run a command in it\n"
+	"  connect   bridge stdin and stdout to its protocol (over ssh, kubectl exec)\n"
+	"  ls        list your sandboxes\n"
+	"  pause     freeze one (cgroup freezer); resume: thaw it\n"
+	"  rm        end one, leaving nothing\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
 	"  commit    apply a kept layer's changes to the workspace\n"
@@ -430,6 +437,16 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "mcp") == 0)
 		return cmd_mcp(argc - 1, argv + 1);
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} detached[] = {{"create", detach_cli_create},	 {"exec", detach_cli_exec},
+			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
+			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
+			{"resume", detach_cli_pause}};
+	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
+		if (strcmp(argv[1], detached[i].name) == 0)
+			return detached[i].fn(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
@@ -30,9 +29,11 @@
 #include "layer/layer.h"
 #include "net/netop.h"
 #include "util/output.h"
+#include "util/util.h"
 #include "serve/request.h"
 #include "session/result.h"
 #include "serve/serve_audit.h"
+#include "serve/serve_int.h"
 #include "serve/serve_layer.h"
 #include "serve/serve_out.h"
 
@@ -56,28 +57,11 @@ struct request {
 	struct ab_request q; /* checked (request.h); its strings live in q.req */
 	unsigned long long tag;
 	bool running;
+	unsigned gen;	 /* the client that asked (serve_int.h) */
 	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
-};
-
-struct server {
-	struct ab_config *cfg;
-	struct ab_session *s;
-	int audit;
-	struct request *head, *tail; /* queued and running, in arrival order */
-	size_t queued;
-	unsigned long long next_tag;
-	struct serve_out out; /* the replies on their way (serve_out.h) */
-	bool paused;	      /* ab_session_pause_output */
-	char *in;
-	size_t in_len;
-	bool discarding;
-	bool stdin_eof;
-	bool shutting_down;
-	json_object *shutdown_id;
-	struct serve_layer layer; /* a changes or commit running (stdin waits) */
 };
 
 /* ---- output ---- */
@@ -85,6 +69,11 @@ struct server {
 /* Backpressure: streamed output is read only while the client keeps up. */
 static void out_backpressure(struct server *sv)
 {
+	if (no_client(sv)) { /* output events are not kept: nothing waits */
+		if (sv->paused)
+			ab_session_pause_output(sv->s, sv->paused = false);
+		return;
+	}
 	if (!sv->paused && out_full(&sv->out))
 		ab_session_pause_output(sv->s, sv->paused = true);
 	else if (sv->paused && out_drained(&sv->out))
@@ -93,7 +82,13 @@ static void out_backpressure(struct server *sv)
 
 static void send_json(struct server *sv, json_object *o)
 {
-	out_json(&sv->out, o, NULL);
+	out_json(sv->to ? sv->to : &sv->out, o, NULL);
+}
+
+/* Replies for r: to the client attached, or kept when r is another's. */
+static struct serve_out *route(struct server *sv, const struct request *r)
+{
+	return sv->listen && r->gen != sv->client_gen ? &sv->kept : NULL;
 }
 
 static json_object *id_copy(json_object *id)
@@ -183,7 +178,7 @@ static void start_queued(struct server *sv)
 		if (r->running)
 			continue;
 		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent ||
-		    sv->out.parts_text >= MAX_DEFERRED)
+		    sv->out.parts_text + sv->kept.parts_text >= MAX_DEFERRED)
 			return;
 		struct ab_error err = {0};
 		int rc = ab_session_start(sv->s, &r->q.x, r->tag, &err);
@@ -191,8 +186,10 @@ static void start_queued(struct server *sv)
 			return;
 		sv->queued--;
 		if (rc < 0) {
+			sv->to = route(sv, r);
 			send_error(sv, r->q.id, ab_error_errc(&err), "%s: %s",
 				   r->q.file_op ? r->q.file_op : "exec", err.msg);
+			sv->to = NULL;
 			list_del(sv, r);
 			request_free(r);
 			continue;
@@ -227,6 +224,7 @@ static void op_exec(struct server *sv, struct ab_request *q, const struct ab_err
 	r->q = *q; /* the request is r's now */
 	*q = (struct ab_request){0};
 	r->tag = ++sv->next_tag;
+	r->gen = sv->client_gen;
 	list_add(sv, r);
 	sv->queued++;
 	start_queued(sv);
@@ -253,34 +251,6 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 	sv->queued--;
 	list_del(sv, r);
 	request_free(r);
-}
-
-static void op_stats(struct server *sv, json_object *id)
-{
-	struct ab_session_stats st;
-	ab_session_stats(sv->s, &st);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("stats"));
-	json_object_object_add(o, "id", id_copy(id));
-	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
-	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
-	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
-	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
-	json_object_object_add(o, "denied_syscalls", ab_denied_json(st.denied, st.n_denied));
-	json_object *cg = NULL;
-	if (st.have_cgroup) {
-		cg = json_object_new_object();
-#define OPT_INT(name, v)                                                                           \
-	json_object_object_add(cg, name, (v) >= 0 ? json_object_new_int64(v) : NULL)
-		OPT_INT("memory_current", st.memory_current);
-		OPT_INT("memory_peak", st.memory_peak);
-		OPT_INT("pids_current", st.pids_current);
-		OPT_INT("cpu_user_ms", st.cpu_user_ms);
-		OPT_INT("cpu_system_ms", st.cpu_system_ms);
-#undef OPT_INT
-	}
-	json_object_object_add(o, "cgroup", cg);
-	send_json(sv, o);
 }
 
 /* A layer op's reply (serve_layer.h), result or error. */
@@ -316,7 +286,7 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 	} else if (q.kind == AB_REQUEST_CANCEL) {
 		op_cancel(sv, &q);
 	} else if (q.kind == AB_REQUEST_STATS) {
-		op_stats(sv, q.id);
+		send_json(sv, serve_stats_json(sv, q.id));
 	} else if (q.kind == AB_REQUEST_PING) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("pong"));
@@ -438,6 +408,8 @@ static int id_sink(void *arg, const char *p, size_t n)
 static void output_line(struct server *sv, struct request *r, int k, const char *a, size_t alen,
 			const char *b, size_t blen)
 {
+	if (route(sv, r))
+		return; /* streamed output is for the client that asked; the result is kept */
 	if (!r->id_json) {
 		struct ab_jw w;
 		ab_jw_init(&w, id_sink, r);
@@ -545,6 +517,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		return;
 	}
 	flush_held(sv, r);
+	sv->to = route(sv, r);
 	if (r->q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
@@ -576,23 +549,25 @@ static void on_event(const struct ab_event *ev, void *arg)
 					       ? json_object_new_string(res->background_log)
 					       : NULL);
 		json_object_object_add(head, "error", NULL);
-		out_json(&sv->out, head, res); /* its output is escaped as it goes */
+		/* its output is escaped as it goes */
+		out_json(sv->to ? sv->to : &sv->out, head, res);
 		serve_audit_result(&sv->audit, r->q.id, res, NULL);
 	}
+	sv->to = NULL;
 	list_del(sv, r);
 	request_free(r);
 }
 
 /* ---- the session ---- */
 
-static void send_hello(struct server *sv)
+static json_object *hello_json(struct server *sv)
 {
 	const struct ab_result *lim = ab_session_limits(sv->s);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("hello"));
 	json_object_object_add(o, "protocol", json_object_new_string(PROTOCOL));
 	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
-	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
 	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
 	json_object *features = json_object_new_array();
 	json_object_array_add(features, json_object_new_string("file_chunks"));
@@ -630,7 +605,7 @@ static void send_hello(struct server *sv)
 			       json_object_new_string(sv->cfg->net == AB_NET_HOST    ? "host"
 						      : sv->cfg->net == AB_NET_PROXY ? "proxy"
 										     : "none"));
-	send_json(sv, o);
+	return o;
 }
 
 /* The --audit-log line of the session's start. */
@@ -639,7 +614,7 @@ static void audit_start(struct server *sv)
 	if (sv->audit < 0)
 		return;
 	json_object *o = serve_audit_entry("start");
-	json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(sv->s)));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
 	json_object_object_add(o, "workspace", json_object_new_string(sv->cfg->workspace));
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
 	serve_audit_write(&sv->audit, o);
@@ -670,99 +645,111 @@ static bool stdout_nonblock(void)
 	return fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-static void print_notice(const char *line)
+/* ---- the loop ---- */
+
+enum serve_end { SERVE_ON, SERVE_DONE, SERVE_DEAD, SERVE_SIGNAL };
+
+static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *err)
 {
-	fprintf(stderr, "agentbox: %s\n", line);
+	/* the session is always watched (timeouts, cancels, other
+	 * commands); the client not while replies pile up unread */
+	bool busy = out_pending(&sv->out) + sv->out.parts_raw > OUT_HIGH_WATER ||
+		    sv->layer.pid > 0; /* lines wait while a layer op runs */
+	bool lst = sv->listen != NULL;
+	bool client = sv->in_fd >= 0;
+	struct pollfd p[8] = {
+		{.fd = busy || sv->stdin_eof || !client ? -1 : sv->in_fd, .events = POLLIN},
+		{.fd = client && out_waiting(&sv->out) ? sv->out.fd : -1, .events = POLLOUT},
+		{.fd = sigfd, .events = POLLIN},
+		{.fd = ab_session_fd(sv->s), .events = POLLIN},
+		{.fd = lst ? sv->listen->sock_fd : -1, .events = POLLIN},
+		{.fd = lst ? sv->listen->ctl_fd : -1, .events = POLLIN},
+		{.fd = lst ? sv->listen->exec_fd : -1, .events = POLLIN},
+		{.fd = serve_layer_fd(&sv->layer), .events = POLLIN},
+	};
+	int wait = lst ? serve_listen_wait_ms(sv) : -1;
+	if (wait == 0)
+		return SERVE_DONE; /* idle timeout or ttl */
+	int lw = serve_layer_timeout(&sv->layer);
+	if (lw >= 0 && (wait < 0 || lw < wait))
+		wait = lw;
+	int n = poll(p, 8, wait);
+	if (n < 0 && errno != EINTR)
+		return SERVE_DONE;
+	if (p[1].revents)
+		out_flush(&sv->out, !sv->out.nonblock);
+	if (p[2].revents) {
+		struct signalfd_siginfo si;
+		(void)!read(sigfd, &si, sizeof(si));
+		return SERVE_SIGNAL;
+	}
+	if (p[3].revents && ab_session_dispatch(sv->s, 0, on_event, sv, err) < 0)
+		return SERVE_DEAD;
+	if (p[0].revents) {
+		ssize_t r = read(sv->in_fd, sv->in + sv->in_len, READ_CHUNK);
+		if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0)
+			sv->stdin_eof = true;
+		if (r > 0)
+			sv->in_len += (size_t)r;
+		handle_input(sv);
+		if (lst && r <= 0 && (p[0].revents & (POLLHUP | POLLERR)))
+			sv->conn.hup = true;
+	} else if (lst && client && (p[1].revents & (POLLHUP | POLLERR))) {
+		sv->conn.hup = true;
+	}
+	layer_poll(sv);
+	if (client && (!out_waiting(&sv->out) || sv->out.nonblock))
+		out_flush(&sv->out, false);
+	if (lst && client && serve_client_done(sv))
+		serve_client_detach(sv);
+	for (int i = 4; lst && i < 7; i += 2) {
+		if (!p[i].revents)
+			continue;
+		int fd = conn_accept_client(p[i].fd, sv->conn.fd >= 0, sandbox_id(sv));
+		if (fd >= 0)
+			serve_client_attach(sv, fd, hello_json(sv), i == 4);
+	}
+	if (lst && p[5].revents)
+		serve_control(sv);
+	/* after the flush: results it wrote may have made room for
+	 * queued commands (MAX_DEFERRED), and nothing else may come to
+	 * wake us for them */
+	start_queued(sv);
+	out_backpressure(sv);
+	if (sv->shutting_down)
+		return SERVE_DONE;
+	if (!lst && ((sv->stdin_eof && sv->layer.pid <= 0) || sv->out.broken))
+		return SERVE_DONE;
+	return SERVE_ON;
 }
 
-int ab_serve(struct ab_config *cfg)
+static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 {
-	struct server sv = {.cfg = cfg, .audit = -1};
+	struct server sv = {.cfg = cfg, .audit = -1, .listen = l, .in_fd = STDIN_FILENO};
 	serve_layer_init(&sv.layer);
 	out_init(&sv.out, STDOUT_FILENO, false);
-	struct ab_error err = {0};
-	signal(SIGPIPE, SIG_IGN);
-	if (cfg->audit_log) {
-		sv.audit = open(cfg->audit_log,
-				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
-		if (sv.audit < 0) {
-			fprintf(stderr, "agentbox: --audit-log: cannot write '%s': %s\n",
-				cfg->audit_log, strerror(errno));
-			return AB_EXIT_FAILURE;
-		}
-	}
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	cfg->notice = cfg->quiet ? NULL : print_notice;
-	if (sigfd < 0 || ab_session_open(cfg, &sv.s, &err) < 0) {
-		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
-		if (sv.audit >= 0)
-			close(sv.audit);
-		return AB_EXIT_FAILURE;
-	}
-	sv.out.nonblock = stdout_nonblock();
+	out_init(&sv.kept, -1, false);
+	int sigfd = -1;
 	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
-	if (!sv.in) {
-		fputs("agentbox: out of memory\n", stderr);
-		ab_session_close(sv.s);
+	if (serve_open(&sv, &sigfd) < 0)
 		return AB_EXIT_FAILURE;
-	}
+	struct ab_error err = {0};
 	audit_start(&sv);
-	send_hello(&sv);
-	int status = 0;
-	bool dead = false, signalled = false;
-	while (!sv.shutting_down && !(sv.stdin_eof && sv.layer.pid <= 0) && !sv.out.broken) {
-		/* the session is always watched (timeouts, cancels, other
-		 * commands); stdin not while replies pile up unread, or while
-		 * a layer op runs */
-		bool busy = out_pending(&sv.out) + sv.out.parts_raw > OUT_HIGH_WATER ||
-			    sv.layer.pid > 0 || sv.stdin_eof;
-		struct pollfd p[5] = {
-			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
-			{.fd = out_waiting(&sv.out) ? STDOUT_FILENO : -1, .events = POLLOUT},
-			{.fd = sigfd, .events = POLLIN},
-			{.fd = ab_session_fd(sv.s), .events = POLLIN},
-			{.fd = serve_layer_fd(&sv.layer), .events = POLLIN},
-		};
-		if (poll(p, 5, serve_layer_timeout(&sv.layer)) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			out_flush(&sv.out, !sv.out.nonblock);
-		if (p[2].revents) {
-			struct signalfd_siginfo si;
-			(void)!read(sigfd, &si, sizeof(si));
-			signalled = true;
-			break;
-		}
-		if (p[3].revents && ab_session_dispatch(sv.s, 0, on_event, &sv, &err) < 0) {
-			dead = true;
-			break;
-		}
-		if (p[0].revents) {
-			ssize_t n = read(STDIN_FILENO, sv.in + sv.in_len, READ_CHUNK);
-			if (n < 0 && errno != EINTR && errno != EAGAIN)
-				sv.stdin_eof = true;
-			if (n == 0)
-				sv.stdin_eof = true;
-			if (n > 0)
-				sv.in_len += (size_t)n;
-			handle_input(&sv);
-		}
-		layer_poll(&sv);
-		if (!out_waiting(&sv.out) || sv.out.nonblock)
-			out_flush(&sv.out, false);
-		/* after the flush: results it wrote may have made room for
-		 * queued commands (MAX_DEFERRED), and nothing else may come to
-		 * wake us for them */
-		start_queued(&sv);
-		out_backpressure(&sv);
+	if (l) {
+		sv.conn = (struct serve_conn){.ctl_fd = l->ctl_fd, .fd = -1};
+		sv.conn.started_ms = sv.conn.idle_since_ms = conn_now_ms();
+		sv.in_fd = sv.out.fd = -1;
+		if (l->ready)
+			l->ready(l->arg, 0, NULL);
+	} else {
+		sv.out.nonblock = stdout_nonblock();
+		send_json(&sv, hello_json(&sv));
 	}
-	if (dead) {
+	int status = 0;
+	enum serve_end end;
+	while ((end = serve_step(&sv, sigfd, &err)) == SERVE_ON)
+		;
+	if (end == SERVE_DEAD) {
 		err.kind = AB_ERRC_INTERNAL;
 		send_json(&sv, error_reply(NULL, &err));
 		fprintf(stderr, "agentbox: %s\n", err.msg);
@@ -770,6 +757,8 @@ int ab_serve(struct ab_config *cfg)
 	}
 	serve_layer_stop(&sv.layer);
 	end_all(&sv);
+	if (sv.frozen) /* what is killed next must run to die */
+		serve_freeze(&sv, false, &err);
 	if (sv.shutdown_id) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "type", json_object_new_string("ok"));
@@ -781,7 +770,8 @@ int ab_serve(struct ab_config *cfg)
 	/* the last replies: all of them, unless a signal says to end now
 	 * (a client that reads nothing would hold us for ever) */
 	sv.out.stop_fd = sigfd;
-	out_flush(&sv.out, !signalled);
+	if (sv.out.fd >= 0)
+		out_flush(&sv.out, end != SERVE_SIGNAL);
 	if (sv.out.failed) {
 		fputs("agentbox: out of memory for replies\n", stderr);
 		status = AB_EXIT_FAILURE;
@@ -790,8 +780,21 @@ int ab_serve(struct ab_config *cfg)
 		serve_audit_write(&sv.audit, serve_audit_entry("end"));
 		close(sv.audit);
 	}
+	if (l)
+		ab_close_keep_errno(sv.conn.fd);
 	free(sv.in);
 	out_free(&sv.out);
+	out_free(&sv.kept);
 	close(sigfd);
 	return status;
+}
+
+int ab_serve(struct ab_config *cfg)
+{
+	return serve_main(cfg, NULL);
+}
+
+int ab_serve_listen(struct ab_config *cfg, const struct ab_serve_listen *l)
+{
+	return serve_main(cfg, l);
 }

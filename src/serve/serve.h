@@ -9,4 +9,21 @@
  * sandbox could not be built or died). */
 int ab_serve(struct ab_config *cfg);
 
+/* A detached sandbox (agentbox create, docs/detached.md): the same
+ * protocol to clients that connect to sock_fd, one at a time; the session
+ * outlives them. A result that comes while no client is attached waits
+ * for the next, right after its hello. ready is called once: rc 0 once
+ * the sandbox is built, or -1 with the message why not. */
+struct ab_serve_listen {
+	const char *id; /* the sandbox's id in hellos and status replies */
+	/* listening unix sockets (serve_int.h): protocol clients that get the
+	 * kept replies, control requests, clients that do not (exec) */
+	int sock_fd, ctl_fd, exec_fd;
+	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
+	bool idle_pause;			    /* at the idle timeout: pause, not end */
+	void (*ready)(void *arg, int rc, const char *msg);
+	void *arg;
+};
+int ab_serve_listen(struct ab_config *cfg, const struct ab_serve_listen *l);
+
 #endif

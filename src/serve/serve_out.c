@@ -215,6 +215,7 @@ bool out_flush(struct serve_out *o, bool block)
 			break;
 		}
 		o->off += (size_t)n;
+		o->mid_line = o->buf[o->off - 1] != '\n';
 		if (o->off == o->len)
 			o->off = o->len = 0;
 	}
@@ -296,6 +297,75 @@ bool out_full(const struct serve_out *o)
 bool out_drained(const struct serve_out *o)
 {
 	return !o->parts && out_pending(o) < OUT_RESUME;
+}
+
+/* Drop the rest of a line cut short: in the buffer, else on into the parts
+ * up to the raw bytes that end it. */
+static void drop_line_rest(struct serve_out *o)
+{
+	char *nl = memchr(o->buf + o->off, '\n', out_pending(o));
+	if (nl) {
+		o->off = (size_t)(nl + 1 - o->buf);
+		return;
+	}
+	o->off = o->len = 0;
+	while (o->parts) {
+		struct serve_part *p = o->parts;
+		nl = p->raw ? memchr(p->raw, '\n', p->raw_len) : NULL;
+		if (nl) {
+			size_t cut = (size_t)(nl + 1 - p->raw);
+			memmove(p->raw, p->raw + cut, p->raw_len - cut);
+			p->raw_len -= cut;
+			o->parts_raw -= cut;
+			return;
+		}
+		o->parts = p->next;
+		if (!o->parts)
+			o->parts_tail = NULL;
+		o->parts_raw -= p->raw_len;
+		if (p->text)
+			o->parts_text--;
+		part_free(p);
+	}
+}
+
+void out_client_gone(struct serve_out *o)
+{
+	static const char ev[] = "{\"type\":\"output\",";
+	if (o->mid_line)
+		drop_line_rest(o);
+	o->mid_line = false;
+	/* the output events among the whole lines of the buffer */
+	size_t r = o->off, w = o->off;
+	while (r < o->len) {
+		char *nl = memchr(o->buf + r, '\n', o->len - r);
+		size_t end = nl ? (size_t)(nl + 1 - o->buf) : o->len;
+		if (!nl || end - r < sizeof(ev) - 1 || memcmp(o->buf + r, ev, sizeof(ev) - 1)) {
+			memmove(o->buf + w, o->buf + r, end - r);
+			w += end - r;
+		}
+		r = end;
+	}
+	o->len = w;
+	o->broken = false;
+}
+
+void out_splice(struct serve_out *dst, struct serve_out *src)
+{
+	out_add(dst, src->buf + src->off, out_pending(src));
+	if (src->parts) {
+		if (dst->parts_tail)
+			dst->parts_tail->next = src->parts;
+		else
+			dst->parts = src->parts;
+		dst->parts_tail = src->parts_tail;
+		dst->parts_raw += src->parts_raw;
+		dst->parts_text += src->parts_text;
+		src->parts = src->parts_tail = NULL;
+	}
+	dst->failed |= src->failed;
+	out_free(src);
+	src->off = src->len = src->cap = 0;
 }
 
 void out_free(struct serve_out *o)

@@ -29,6 +29,7 @@ struct serve_out {
 	int stop_fd;	      /* readable: a blocking flush waits no more (-1: none) */
 	bool broken;	      /* the client is gone */
 	bool failed;	      /* no memory for the replies: the session ends */
+	bool mid_line;	      /* the last byte written ended no line */
 	struct serve_part *parts, *parts_tail;
 	size_t parts_raw;  /* bytes in parts */
 	size_t parts_text; /* results' outputs in parts */
@@ -45,6 +46,14 @@ bool out_waiting(const struct serve_out *o);
 /* Whether streamed output must wait (a result's output, or a full buffer,
  * ahead of it); and whether it may come again. */
 bool out_full(const struct serve_out *o);
+
+/* The client has gone (a detached sandbox): what it was sent of a line
+ * is dropped with the rest of that line, and so are the output events
+ * still in the buffer; the results and errors stay for the next client. */
+void out_client_gone(struct serve_out *o);
+/* Everything src holds to write, behind what dst holds; src is empty
+ * (and freed) after. */
+void out_splice(struct serve_out *dst, struct serve_out *src);
 bool out_drained(const struct serve_out *o);
 
 void out_add(struct serve_out *o, const char *p, size_t n);

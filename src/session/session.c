@@ -432,6 +432,11 @@ int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_res
 	return w.done ? w.r : r;
 }
 
+int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err)
+{
+	return ab_cgroup_freeze(s->sb.cg, freeze, err);
+}
+
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -34,9 +34,13 @@ def _parse_project(text):
                          text, re.M | re.S):
         if m.group(1):
             name = m.group(1).strip()
-            table = project if name == "project" else (
-                project.setdefault(name[len("project."):], {})
-                if name.startswith("project.") else None)
+            sub = name[len("project."):]
+            if sub.startswith("entry-points."):  # entry-points."group"
+                table = project.setdefault("entry-points", {}).setdefault(
+                    sub[len("entry-points."):].strip('"'), {})
+            else:
+                table = project if name == "project" else (
+                    project.setdefault(sub, {}) if name.startswith("project.") else None)
         elif table is not None:
             v = m.group(3)
             table[m.group(2)] = (v[1:-1] if v.startswith('"')
@@ -78,6 +82,11 @@ def _write_wheel(wheel_directory, files):
     dist = _dist_name(p)
     info = dist + ".dist-info"
     files[info + "/METADATA"] = _metadata(p).encode("utf-8")
+    groups = p.get("entry-points", {})
+    if groups:  # deepagents-code finds the provider through one
+        files[info + "/entry_points.txt"] = "".join(
+            "[%s]\n%s\n" % (g, "".join("%s = %s\n" % kv for kv in eps.items()))
+            for g, eps in groups.items()).encode("utf-8")
     files[info + "/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: agentbox_backend\n"
                               b"Root-Is-Purelib: true\nTag: py3-none-any\n")
     record = []

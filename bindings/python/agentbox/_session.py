@@ -16,6 +16,7 @@ import collections
 import itertools
 import json
 import os
+import random
 import select
 import subprocess
 import threading
@@ -73,7 +74,13 @@ class _Call:
 class Session:
     """The server process, its hello, and the requests waiting for replies."""
 
-    def __init__(self, args: Sequence[str]):
+    def __init__(self, args: Sequence[str], detached: bool = False):
+        # detached: args bridge to a sandbox that outlives this client
+        # (agentbox connect): closing disconnects, and the ids start at a
+        # random base, apart from those of earlier clients whose results
+        # the server may replay after the hello (self.replayed)
+        self.detached = detached
+        self.replayed: List[Dict[str, Any]] = []
         self._lock = threading.Lock()  # _calls, _closed and _reading
         # a waiting caller reads while no other one does (_pump); the others
         # wait here for their reply or for their turn to read
@@ -90,7 +97,8 @@ class Session:
         self._wlock = threading.Lock()
         self._unsent: Optional[memoryview] = None
         self._calls: Dict[int, _Call] = {}
-        self._ids = itertools.count(1)
+        self._first_id = random.randrange(1 << 40, 1 << 52) if detached else 1
+        self._ids = itertools.count(self._first_id)
         self._closed: Optional[str] = None
         self._stderr = collections.deque(maxlen=20)
         try:
@@ -111,6 +119,12 @@ class Session:
             hello = json.loads(first) if first else None
         except ValueError:
             hello = None
+        if isinstance(hello, dict) and hello.get("type") == "error":
+            self._proc.kill()
+            self._proc.wait()
+            self._release()
+            self._closed = "the sandbox refused the connection"
+            raise SandboxError("%s: %s" % (hello.get("code"), hello.get("message")))
         if not isinstance(hello, dict) or hello.get("type") != "hello":
             self._proc.kill()
             self._proc.wait()
@@ -217,6 +231,9 @@ class Session:
                 call.reply = msg
                 call.done.set()
                 self._turn.notify_all()
+            elif self.detached and not (isinstance(rid, int) and
+                                        self._first_id <= rid < self._first_id + (1 << 32)):
+                self.replayed.append(msg)  # an earlier client's, kept for us
 
     def _take_turn(self, call: Optional[_Call] = None, timeout: Optional[float] = None) -> bool:
         """The reading turn, once no other caller holds it; False when call
@@ -437,6 +454,9 @@ class Session:
             already = self._closed is not None
             if not already:
                 self._closed = "the sandbox was closed"
+        if self.detached:
+            self._disconnect()
+            return
         try:
             if not already:
                 self._write(SHUTDOWN, deadline)
@@ -468,6 +488,23 @@ class Session:
             self._fail_all(SandboxClosed("the sandbox was closed"))
         finally:
             self._leave_turn()
+
+    def _disconnect(self):
+        """A detached sandbox's client goes: the bridge ends, the sandbox
+        and what runs in it stay; replies not yet read are kept by the
+        sandbox for its next client."""
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=CLOSE_WAIT)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._take_turn(timeout=5):
+            try:
+                self._release()
+            finally:
+                self._leave_turn()
+        self._fail_all(SandboxClosed("the client disconnected from the sandbox"))
 
     def _read_to_end(self, deadline: float) -> bool:
         """The server's output read to its end, holding the reading turn,

@@ -6,10 +6,12 @@ method does and which deepagents releases each name serves."""
 import asyncio
 import base64
 import io
+import json
 import os
 import posixpath
 import re
 import shutil
+import subprocess
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -99,6 +101,72 @@ def _dots_allowed(pattern: str, rel: str) -> bool:
     return not any(p.startswith(".") for p in parts)
 
 
+def _binary(binary: Optional[str], remote: bool = False) -> str:
+    if remote:  # the name on the other side of the transport
+        return binary or "agentbox"
+    binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
+    if not binary:
+        raise SandboxError("agentbox is not installed: no agentbox in PATH, and neither "
+                           "binary= nor $AGENTBOX_BIN names one")
+    return binary
+
+
+def _cli(args: Sequence[str]) -> "subprocess.CompletedProcess":
+    """An agentbox command that answers at once; SandboxError with its
+    message when it fails."""
+    try:
+        r = subprocess.run(list(args), capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SandboxError("%s: %s" % (" ".join(args[:3]), e)) from e
+    if r.returncode != 0:
+        raise SandboxError(r.stderr.strip() or "%s failed (exit status %d)" % (
+            " ".join(args[:3]), r.returncode))
+    return r
+
+
+def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
+                env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 120,
+                memory: Union[str, int, None] = None, cpus: Optional[float] = None,
+                pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
+                max_output: int = 100_000, binary: Optional[str] = None,
+                writable_dirs: Sequence[str] = DEEPAGENTS_DIRS,
+                workspace_mode: str = "direct",
+                keep_changes: Union[str, os.PathLike, None] = None,
+                extra_args: Sequence[str] = (), isolation: str = "full",
+                limits: Optional[str] = None) -> List[str]:
+    """The command line of agentbox serve for Sandbox's options."""
+    binary = _binary(binary)
+    args = [binary, "serve", "--workspace", os.fspath(workspace), "--net", network,
+            "--seccomp", seccomp, "--timeout", _seconds(timeout),
+            "--max-output", str(int(max_output)),
+            # containers: "full" refuses a weaker sandbox; "best" accepts
+            # one and self.isolation says what is missing
+            "--isolation", isolation]
+    if skills is not None:
+        args += ["--skills", os.fspath(skills)]
+    if workspace_mode != "direct":
+        args += ["--workspace-mode", workspace_mode]
+    if keep_changes is not None:
+        args += ["--keep-changes", os.fspath(keep_changes)]
+    for name, value in (env or {}).items():
+        args += ["--env", "%s=%s" % (name, value)]
+    if memory is not None:
+        args += ["--memory", str(memory)]
+    if cpus is not None:
+        args += ["--cpus", str(cpus)]
+    if pids is not None:
+        args += ["--pids", str(pids)]
+    # "full" (agentbox's default) refuses a limit that cannot hold as
+    # asked (no cgroup for memory or cpus); "best" starts without it
+    if limits is not None:
+        args += ["--limits", limits]
+    for d in writable_dirs:
+        args += ["--tmpfs", d]
+    args += list(extra_args)
+    return args
+
+
 class Sandbox(T.SandboxBackendProtocol):
     """A sandbox for one conversation: commands and file operations in the
     same isolated view of `workspace` (read-write at /workspace)."""
@@ -113,39 +181,91 @@ class Sandbox(T.SandboxBackendProtocol):
                  keep_changes: Union[str, os.PathLike, None] = None,
                  extra_args: Sequence[str] = (), isolation: str = "full",
                  limits: Optional[str] = None):
-        binary = binary or os.environ.get("AGENTBOX_BIN") or shutil.which("agentbox")
-        if not binary:
-            raise SandboxError("agentbox is not installed: no agentbox in PATH, and neither "
-                               "binary= nor $AGENTBOX_BIN names one")
-        args = [binary, "serve", "--workspace", os.fspath(workspace), "--net", network,
-                "--seccomp", seccomp, "--timeout", _seconds(timeout),
-                "--max-output", str(int(max_output)),
-                # containers: "full" refuses a weaker sandbox; "best" accepts
-                # one and self.isolation says what is missing
-                "--isolation", isolation]
-        if skills is not None:
-            args += ["--skills", os.fspath(skills)]
-        if workspace_mode != "direct":
-            args += ["--workspace-mode", workspace_mode]
-        if keep_changes is not None:
-            args += ["--keep-changes", os.fspath(keep_changes)]
-        for name, value in (env or {}).items():
-            args += ["--env", "%s=%s" % (name, value)]
-        if memory is not None:
-            args += ["--memory", str(memory)]
-        if cpus is not None:
-            args += ["--cpus", str(cpus)]
-        if pids is not None:
-            args += ["--pids", str(pids)]
-        # "full" (agentbox's default) refuses a limit that cannot hold as
-        # asked (no cgroup for memory or cpus); "best" starts without it
-        if limits is not None:
-            args += ["--limits", limits]
-        for d in writable_dirs:
-            args += ["--tmpfs", d]
-        args += list(extra_args)
+        args = _serve_args(**{k: v for k, v in locals().items() if k != "self"})
         self._s = Session(args)
         self.hello: Dict[str, Any] = self._s.hello
+        self._detached: Optional[Tuple[str, List[str], str]] = None  # id, via, binary
+
+    # ---- detached sandboxes (docs/detached.md) ----
+
+    @classmethod
+    def create(cls, workspace: Union[str, os.PathLike], *, detach: bool = False,
+               name: Optional[str] = None, idle_timeout: Optional[float] = None,
+               ttl: Optional[float] = None, **options) -> "Sandbox":
+        """A sandbox: as Sandbox(workspace, **options), or with detach=True
+        one that outlives this client (agentbox create), named name when
+        given, reachable by id with Sandbox.connect; idle_timeout and ttl
+        in seconds end it (after so long idle, or after so long)."""
+        if not detach:
+            if name is not None or idle_timeout is not None or ttl is not None:
+                raise ValueError("name, idle_timeout and ttl are for detach=True")
+            return cls(workspace, **options)
+        args = _serve_args(workspace, **options)
+        args[1] = "create"
+        if name is not None:
+            args += ["--name", name]
+        if idle_timeout is not None:
+            args += ["--idle-timeout", _seconds(idle_timeout)]
+        if ttl is not None:
+            args += ["--ttl", _seconds(ttl)]
+        r = _cli(args)
+        return cls.connect(r.stdout.strip(), binary=args[0])
+
+    @classmethod
+    def connect(cls, id_or_name: str, *, via: Sequence[str] = (),
+                binary: Optional[str] = None) -> "Sandbox":
+        """Attach to the detached sandbox id_or_name (agentbox connect);
+        via: a command that runs it elsewhere, e.g. ["ssh", "host"] or
+        ["kubectl", "exec", "-i", "pod", "--"]. Results of requests whose
+        client went away are in self.replayed. One client at a time: a
+        sandbox with a client attached refuses (SandboxError, busy)."""
+        binary = _binary(binary, remote=bool(via))
+        self = cls.__new__(cls)
+        self._s = Session(list(via) + [binary, "connect", id_or_name], detached=True)
+        self.hello = self._s.hello
+        self._detached = (id_or_name, list(via), binary)
+        return self
+
+    @classmethod
+    def list(cls, *, via: Sequence[str] = (),
+             binary: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The caller's detached sandboxes (agentbox ls --json): id, name,
+        state ("running", or "dead"), created, idle_ms, running, attached,
+        memory, pid, workspace."""
+        r = _cli(list(via) + [_binary(binary, remote=bool(via)), "ls", "--json"])
+        return json.loads(r.stdout)
+
+    @property
+    def replayed(self) -> List[Dict[str, Any]]:
+        """Replies the sandbox kept for this client: results (and errors)
+        of requests an earlier client sent and did not see answered, with
+        their original ids. Empty for a sandbox of one client."""
+        return self._s.replayed
+
+    def _control(self, command: str):
+        if not self._detached:
+            raise SandboxError("%s: only a detached sandbox (create(detach=True), connect) "
+                               "can be paused and resumed" % command)
+        sid, via, binary = self._detached
+        _cli(via + [binary, command, sid])
+
+    def pause(self):
+        """Freeze every process of this detached sandbox (agentbox pause,
+        the cgroup v2 freezer); requests wait until resume(). SandboxError
+        where the sandbox has no cgroup to freeze, saying why."""
+        self._control("pause")
+
+    def resume(self):
+        """Thaw a paused sandbox (agentbox resume)."""
+        self._control("resume")
+
+    def destroy(self):
+        """End the sandbox, detached or not, leaving nothing (agentbox rm -f
+        for a detached one, whatever runs in it)."""
+        self.close()
+        if self._detached:
+            sid, via, binary = self._detached
+            _cli(via + [binary, "rm", "-f", sid])
 
     # ---- the session ----
 
@@ -167,7 +287,9 @@ class Sandbox(T.SandboxBackendProtocol):
 
     def close(self):
         """End the session: running commands are killed, the sandbox and
-        everything agentbox made are removed. Idempotent."""
+        everything agentbox made are removed. Idempotent. For a detached
+        sandbox (create(detach=True), connect): disconnect only; the
+        sandbox and what runs in it stay (destroy() ends it)."""
         self._s.close()
 
     def __enter__(self):

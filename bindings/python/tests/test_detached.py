@@ -1,0 +1,148 @@
+"""Detached sandboxes from Python (docs/detached.md): Sandbox.create(
+detach=True, name=...), Sandbox.connect(id), Sandbox.list(), replayed
+results, destroy(); the same test as root and as a plain user."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import ROOT, UID, workspace  # noqa: E402
+
+import agentbox  # noqa: E402
+
+BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
+
+
+class Detached(unittest.TestCase):
+    def setUp(self):
+        self.rt = tempfile.mkdtemp(prefix="ab-py-rt-")
+        self.addCleanup(shutil.rmtree, self.rt, True)
+        old = os.environ.get("AGENTBOX_RUNTIME_DIR")
+        os.environ["AGENTBOX_RUNTIME_DIR"] = self.rt
+        self.addCleanup(lambda: os.environ.pop("AGENTBOX_RUNTIME_DIR") if old is None
+                        else os.environ.__setitem__("AGENTBOX_RUNTIME_DIR", old))
+        self.ws = workspace()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.extra = ("--host-uid", str(UID)) if ROOT else ()
+
+    def create(self, **kw):
+        try:
+            sb = agentbox.Sandbox.create(self.ws, detach=True, extra_args=self.extra, **kw)
+        except agentbox.SandboxError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1" or "user namespace" not in str(e):
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        self.addCleanup(subprocess.run, [BIN, "rm", "-f", sb.id], capture_output=True)
+        return sb
+
+    def test_create_connect_list_destroy(self):
+        sb = self.create(name="py1")
+        self.assertEqual(sb.id, "py1")
+        self.assertEqual(sb.execute("echo hi > f; cat f").output, "hi\n")
+        with self.assertRaises(agentbox.SandboxError) as cm:
+            agentbox.Sandbox.connect("py1")
+        self.assertIn("busy", str(cm.exception))
+        sb.close()  # a disconnect: the sandbox stays
+        (e,) = agentbox.Sandbox.list()
+        self.assertEqual((e["id"], e["state"]), ("py1", "running"))
+        sb2 = agentbox.Sandbox.connect("py1")
+        self.assertEqual(sb2.execute("cat f").output, "hi\n")
+        pid = e["pid"]
+        sb2.destroy()
+        self.assertEqual(agentbox.Sandbox.list(), [])
+        self.assertEqual(os.listdir(self.rt), [])
+        for _ in range(100):
+            if not os.path.exists("/proc/%d" % pid):
+                break
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists("/proc/%d/cmdline" % pid) and
+                         open("/proc/%d/cmdline" % pid).read())
+
+    def test_pause_resume(self):
+        sb = self.create(name="pz")
+        try:
+            sb.pause()
+        except agentbox.SandboxError as e:
+            if ROOT:
+                raise
+            self.assertIn("cannot be paused", str(e))  # refused, never pretended
+            self.assertEqual(agentbox.Sandbox.list()[0]["state"], "running")
+            self.skipTest("no cgroup to freeze: %s" % e)
+        self.assertEqual(agentbox.Sandbox.list()[0]["state"], "paused")
+        sb.resume()
+        self.assertEqual(agentbox.Sandbox.list()[0]["state"], "running")
+        self.assertEqual(sb.execute("echo on").output, "on\n")
+        sb.destroy()
+
+    def test_killed_client_result_is_replayed(self):
+        sb = self.create(name="py2")
+        sb.close()
+        code = ("import sys, agentbox; sb = agentbox.Sandbox.connect('py2'); "
+                "c = sb._s.send(dict(op='exec', command='sleep 0.5; echo late')); "
+                "print(c and 'sent', flush=True); import time; time.sleep(30)")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env)
+        self.assertEqual(p.stdout.readline().strip(), b"sent")
+        time.sleep(0.1)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        time.sleep(0.8)  # the command ends while no client is attached
+        for _ in range(50):
+            try:
+                sb = agentbox.Sandbox.connect("py2")
+                break
+            except agentbox.SandboxError as e:  # the bridge may still be ending
+                self.assertIn("busy", str(e))
+                time.sleep(0.1)
+        sb.execute("true")  # the replayed lines are read with the first reply
+        self.assertEqual(len(sb.replayed), 1, sb.replayed)
+        r = sb.replayed[0]
+        self.assertEqual((r["type"], r["stdout"], r["exit_code"]), ("result", "late\n", 0))
+        sb.destroy()
+
+
+class Provider(unittest.TestCase):
+    """deepagents-code's provider interface (agentbox.deepagents_code)."""
+
+    setUp = Detached.setUp
+
+    def test_get_or_create_reattach_delete(self):
+        from agentbox.deepagents_code import AgentboxProvider, SandboxNotFoundError
+        p = AgentboxProvider()
+        m = p.metadata
+        self.assertEqual((m.name, m.working_dir, m.supports_sandbox_id),
+                         ("agentbox", "/workspace", True))
+        cwd = os.getcwd()
+        os.chdir(self.ws)  # the provider's default workspace
+        self.addCleanup(os.chdir, cwd)
+        try:
+            sb = p.get_or_create(network="none", future_param=1)
+        except agentbox.SandboxError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1" or "user namespace" not in str(e):
+                raise
+            self.skipTest("agentbox cannot run here: %s" % e)
+        sid = sb.id
+        self.addCleanup(subprocess.run, [BIN, "rm", "-f", sid], capture_output=True)
+        sb.write("/workspace/note.txt", "kept\n")
+        sb.close()
+        again = p.get_or_create(sandbox_id=sid)
+        self.assertEqual(again.execute("cat note.txt").output, "kept\n")
+        again.close()
+        p.delete(sandbox_id=sid)
+        self.assertEqual(agentbox.Sandbox.list(), [])
+        with self.assertRaises(SandboxNotFoundError):
+            p.get_or_create(sandbox_id=sid)
+        with self.assertRaises(SandboxNotFoundError):
+            p.delete(sandbox_id=sid)
+
+
+if __name__ == "__main__":
+    unittest.main()

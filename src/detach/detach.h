@@ -1,0 +1,63 @@
+/* Detached sandboxes (docs/detached.md): agentbox create, exec, connect,
+ * ls, rm. No daemon: each sandbox's launcher is agentbox serve detached
+ * from its caller, serving the protocol on a unix socket in a directory
+ * only its owner can enter. */
+#ifndef AB_DETACH_H
+#define AB_DETACH_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentbox/agentbox.h"
+
+/* The commands (argv[0] is the command's name); each returns the exit
+ * status. */
+int detach_cli_create(int argc, char **argv);
+int detach_cli_exec(int argc, char **argv);
+int detach_cli_connect(int argc, char **argv);
+int detach_cli_ls(int argc, char **argv);
+int detach_cli_rm(int argc, char **argv);
+/* agentbox pause ID and agentbox resume ID (argv[0] says which). */
+int detach_cli_pause(int argc, char **argv);
+
+/* ---- where sandboxes live (detach_dir.c) ---- */
+
+/* Longest id (a name: letters, digits, '.', '_', '-', not first). */
+#define DETACH_ID_MAX 63
+
+/* The directory of the caller's sandboxes into root: $AGENTBOX_RUNTIME_DIR,
+ * else /run/agentbox for root, $XDG_RUNTIME_DIR/agentbox, or
+ * /tmp/agentbox-UID; made (0700) when create, and refused unless it is a
+ * directory of the caller's that no one else may enter. */
+int detach_root(char *root, size_t size, bool create, struct ab_error *err);
+bool detach_id_valid(const char *id);
+/* root/id/leaf into out, which holds a unix socket's path (108 bytes). */
+int detach_path(char *out, size_t size, const char *root, const char *id, const char *leaf,
+		struct ab_error *err);
+/* A socket connected to root/id/leaf ("sock" or "ctl"): -ENOENT no such
+ * sandbox, -ECONNREFUSED its launcher is gone (err says which). */
+int detach_dial(const char *root, const char *id, const char *leaf, struct ab_error *err);
+/* One control request (status, stop) and its reply (*reply, owned). */
+int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
+	       struct ab_error *err);
+/* The state file the launcher wrote (NULL: none). */
+json_object *detach_state_read(const char *root, const char *id);
+int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err);
+/* root/id and what is in it: the sockets, the state, the log. */
+void detach_remove(const char *root, const char *id);
+
+/* ---- agentbox create (detach_create.c) ---- */
+
+struct detach_opts {
+	const char *name;			    /* NULL: an id is made */
+	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
+	bool idle_pause;			    /* pause at the idle timeout */
+};
+
+/* Make the sandbox dir, start the launcher detached and wait until the
+ * sandbox is ready; its id into id. */
+int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, size_t size,
+		  struct ab_error *err);
+
+#endif

@@ -1,0 +1,331 @@
+/* A detached sandbox's clients on unix sockets (serve_int.h). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/signalfd.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve/serve_audit.h"
+#include "serve/serve_int.h"
+#include "session/result.h"
+#include "util/util.h"
+
+/* A control client has this long to send its word and read the reply:
+ * only our own uid can connect, and the CLI writes at once. */
+#define CTL_TIMEOUT_MS 500
+
+unsigned long long conn_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+static void conn_reply(int fd, json_object *o);
+
+static void refuse(int fd, const char *code, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "id", NULL);
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	conn_reply(fd, o);
+}
+
+/* A connection from listening socket lfd whose peer runs as our uid, or
+ * -1 (refused with an error line). */
+static int accept_own(int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != geteuid()) {
+		refuse(fd, "permission_denied",
+		       "this sandbox belongs to another user: only its owner may connect");
+		return -1;
+	}
+	return fd;
+}
+
+int conn_accept_client(int lfd, bool busy, const char *id)
+{
+	int fd = accept_own(lfd);
+	if (fd < 0 || !busy)
+		return fd;
+	char msg[256];
+	snprintf(msg, sizeof(msg),
+		 "another client is attached to sandbox %s: one client at a time (try again "
+		 "once it has disconnected)",
+		 id);
+	refuse(fd, "busy", msg);
+	return -1;
+}
+
+/* A control request waiting on ctl_fd: its socket, with its one word
+ * (status, stop) in word; -1 when none or refused. */
+static int conn_accept_ctl(struct serve_conn *c, char *word, size_t size)
+{
+	cleanup_fd int fd = accept_own(c->ctl_fd);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	unsigned long long end = conn_now_ms() + CTL_TIMEOUT_MS;
+	while (n < size - 1) {
+		ssize_t r = read(fd, word + n, size - 1 - n);
+		if (r > 0) {
+			n += (size_t)r;
+			if (memchr(word, '\n', n))
+				break;
+			continue;
+		}
+		if (r == 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		unsigned long long now = conn_now_ms();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			break;
+	}
+	word[n] = 0;
+	word[strcspn(word, "\r\n")] = 0;
+	return ab_steal_fd(&fd);
+}
+
+/* o as one line on fd, which is closed; consumes o. */
+static void conn_reply(int fd, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(s), off = 0;
+	unsigned long long end = conn_now_ms() + CTL_TIMEOUT_MS;
+	while (off <= len) {
+		ssize_t w = off < len ? write(fd, s + off, len - off) : write(fd, "\n", 1);
+		if (w > 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+		unsigned long long now = conn_now_ms();
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			break;
+	}
+	json_object_put(o);
+	close(fd);
+}
+
+void serve_client_attach(struct server *sv, int fd, json_object *hello, bool replay)
+{
+	out_free(&sv->out);
+	out_init(&sv->out, fd, true);
+	sv->conn.fd = sv->in_fd = fd;
+	sv->conn.hup = false;
+	sv->client_gen = ++sv->gen;
+	struct ab_error err = {0};
+	if (sv->frozen && serve_freeze(sv, false, &err) < 0) /* a client resumes it */
+		fprintf(stderr, "agentbox: resume: %s\n", err.msg);
+	out_json(&sv->out, hello, NULL);
+	if (replay) {
+		out_splice(&sv->out, &sv->kept);
+		out_init(&sv->kept, -1, false);
+	}
+	serve_audit_write(&sv->audit, serve_audit_entry("attach"));
+}
+
+void serve_client_detach(struct server *sv)
+{
+	close(sv->conn.fd);
+	sv->conn.fd = sv->in_fd = sv->out.fd = -1;
+	sv->in_len = 0;
+	sv->discarding = sv->stdin_eof = false;
+	sv->client_gen = 0;
+	out_client_gone(&sv->out);
+	out_splice(&sv->kept, &sv->out);
+	out_init(&sv->out, -1, false);
+	sv->conn.idle_since_ms = conn_now_ms();
+	serve_audit_write(&sv->audit, serve_audit_entry("detach"));
+}
+
+bool serve_client_done(struct server *sv)
+{
+	if (sv->out.broken || sv->conn.hup)
+		return true;
+	return sv->stdin_eof && !sv->head && !out_waiting(&sv->out);
+}
+
+json_object *serve_stats_json(struct server *sv, json_object *id)
+{
+	struct ab_session_stats st;
+	ab_session_stats(sv->s, &st);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("stats"));
+	json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
+	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
+	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "denied_syscalls", ab_denied_json(st.denied, st.n_denied));
+	json_object *cg = NULL;
+	if (st.have_cgroup) {
+		cg = json_object_new_object();
+#define OPT_INT(name, v)                                                                           \
+	json_object_object_add(cg, name, (v) >= 0 ? json_object_new_int64(v) : NULL)
+		OPT_INT("memory_current", st.memory_current);
+		OPT_INT("memory_peak", st.memory_peak);
+		OPT_INT("pids_current", st.pids_current);
+		OPT_INT("cpu_user_ms", st.cpu_user_ms);
+		OPT_INT("cpu_system_ms", st.cpu_system_ms);
+#undef OPT_INT
+	}
+	json_object_object_add(o, "cgroup", cg);
+	return o;
+}
+
+static json_object *status_json(struct server *sv)
+{
+	struct ab_session_stats st;
+	ab_session_stats(sv->s, &st);
+	unsigned long long now = conn_now_ms();
+	bool idle = no_client(sv) && !sv->head;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("status"));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
+	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+	json_object_object_add(o, "state",
+			       json_object_new_string(sv->frozen ? "paused" : "running"));
+	json_object_object_add(o, "attached", json_object_new_boolean(sv->conn.fd >= 0));
+	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
+	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
+	json_object_object_add(
+		o, "idle_ms",
+		json_object_new_int64(idle ? (int64_t)(now - sv->conn.idle_since_ms) : 0));
+	json_object_object_add(o, "memory",
+			       st.have_cgroup && st.memory_current >= 0
+				       ? json_object_new_int64(st.memory_current)
+				       : NULL);
+	return o;
+}
+
+int serve_freeze(struct server *sv, bool freeze, struct ab_error *err)
+{
+	if (sv->frozen == freeze)
+		return 0;
+	if (ab_session_freeze(sv->s, freeze, err) < 0)
+		return -1;
+	sv->frozen = freeze;
+	serve_audit_write(&sv->audit, serve_audit_entry(freeze ? "pause" : "resume"));
+	return 0;
+}
+
+void serve_control(struct server *sv)
+{
+	char word[32];
+	int fd = conn_accept_ctl(&sv->conn, word, sizeof(word));
+	if (fd < 0)
+		return;
+	struct ab_error err = {0};
+	bool pause = !strcmp(word, "pause");
+	if ((pause || !strcmp(word, "resume")) && serve_freeze(sv, pause, &err) < 0) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "type", json_object_new_string("error"));
+		json_object_object_add(e, "code", json_object_new_string("unsupported"));
+		json_object_object_add(e, "message", json_object_new_string(err.msg));
+		conn_reply(fd, e);
+		return;
+	}
+	json_object *o = status_json(sv);
+	if (pause || !strcmp(word, "resume")) {
+		/* answered with the status */
+	} else if (!strcmp(word, "stop")) {
+		sv->shutting_down = true;
+		json_object_object_add(o, "state", json_object_new_string("stopping"));
+	} else if (strcmp(word, "status") != 0) {
+		json_object_put(o);
+		o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("error"));
+		json_object_object_add(o, "code", json_object_new_string("unknown_op"));
+		json_object_object_add(o, "message",
+				       json_object_new_string("unknown control request"));
+	}
+	conn_reply(fd, o);
+}
+
+int serve_listen_wait_ms(struct server *sv)
+{
+	const struct ab_serve_listen *l = sv->listen;
+	unsigned long long now = conn_now_ms(), end = ~0ull;
+	if (!no_client(sv) || sv->head || sv->frozen)
+		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
+	if (l->idle_timeout_ms)
+		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
+	struct ab_error err = {0};
+	if (end <= now && l->idle_pause) {
+		if (serve_freeze(sv, true, &err) == 0)
+			end = ~0ull;
+		else /* it cannot pause: it ends, as an idle timeout does */
+			fprintf(stderr, "agentbox: idle pause: %s\n", err.msg);
+	}
+	if (l->ttl_ms && sv->conn.started_ms + l->ttl_ms < end)
+		end = sv->conn.started_ms + l->ttl_ms;
+	if (end == ~0ull)
+		return -1;
+	return end <= now ? 0 : end - now > 60000 ? 60000 : (int)(end - now);
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+/* The audit log, the signals that end the session, the sandbox. */
+int serve_open(struct server *sv, int *sigfd)
+{
+	struct ab_error err = {0};
+	signal(SIGPIPE, SIG_IGN);
+	if (sv->cfg->audit_log) {
+		sv->audit = open(sv->cfg->audit_log,
+				 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+		if (sv->audit < 0) {
+			snprintf(err.msg, sizeof(err.msg), "--audit-log: cannot write '%s': %s",
+				 sv->cfg->audit_log, strerror(errno));
+			goto fail;
+		}
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	*sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (*sigfd < 0)
+		snprintf(err.msg, sizeof(err.msg), "%s", strerror(errno));
+	sv->cfg->notice = sv->cfg->quiet ? NULL : print_notice;
+	if (*sigfd >= 0 && !sv->in)
+		snprintf(err.msg, sizeof(err.msg), "out of memory");
+	if (*sigfd < 0 || !sv->in || ab_session_open(sv->cfg, &sv->s, &err) < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "agentbox: %s\n", err.msg);
+	if (sv->listen && sv->listen->ready)
+		sv->listen->ready(sv->listen->arg, -1, err.msg);
+	if (sv->audit >= 0)
+		close(sv->audit);
+	if (*sigfd >= 0)
+		close(*sigfd);
+	free(sv->in);
+	return -1;
+}

@@ -1,0 +1,98 @@
+/* agentbox serve's state, shared by its loop (serve.c) and, for a
+ * detached sandbox (agentbox create, docs/detached.md), its clients on
+ * unix sockets (serve_conn.c): protocol clients on one listening socket,
+ * one at a time, each checked to run as the launcher's own uid; one-line
+ * control requests (status, stop) on another. */
+#ifndef AB_SERVE_INT_H
+#define AB_SERVE_INT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agentbox/agentbox.h"
+#include "serve/serve.h"
+#include "serve/serve_layer.h"
+#include "serve/serve_out.h"
+
+struct serve_conn {
+	int ctl_fd;				      /* listening for control requests */
+	int fd;					      /* the attached client's socket, or -1 */
+	bool hup;				      /* the attached client has hung up */
+	unsigned long long started_ms, idle_since_ms; /* conn_now_ms() */
+};
+
+struct request; /* serve.c's */
+
+struct server {
+	struct ab_config *cfg;
+	struct ab_session *s;
+	int audit;
+	struct request *head, *tail; /* queued and running, in arrival order */
+	size_t queued;
+	unsigned long long next_tag;
+	struct serve_out out; /* the replies on their way (serve_out.h) */
+	bool paused;	      /* ab_session_pause_output */
+	char *in;
+	size_t in_len;
+	bool discarding;
+	bool stdin_eof;
+	bool shutting_down;
+	json_object *shutdown_id;
+	int in_fd;			      /* the client's requests: stdin, or conn.fd */
+	const struct ab_serve_listen *listen; /* detached, or NULL */
+	struct serve_conn conn;
+	/* detached: the replies for requests of another client than the one
+	 * attached (client_gen, 0: none), kept for the next that replays */
+	struct serve_out kept;
+	struct serve_out *to; /* where replies go now: NULL, out */
+	unsigned gen, client_gen;
+	bool frozen;		  /* paused: ab_session_freeze */
+	struct serve_layer layer; /* a changes or commit running (lines wait) */
+};
+
+/* The sandbox's id: a detached one's is its name (agentbox create). */
+static inline const char *sandbox_id(const struct server *sv)
+{
+	return sv->listen && sv->listen->id ? sv->listen->id : ab_session_id(sv->s);
+}
+
+/* Detached and no client attached: replies wait for the next one. */
+static inline bool no_client(const struct server *sv)
+{
+	return sv->listen && sv->conn.fd < 0;
+}
+
+unsigned long long conn_now_ms(void);
+
+/* The audit log, the signals that end the session (signalfd into
+ * *sigfd), the sandbox; -1 after saying why (and freeing sv->in,
+ * NULL: out of memory). */
+int serve_open(struct server *sv, int *sigfd);
+
+/* The reply to {"op":"stats"} with id (NULL: none). */
+json_object *serve_stats_json(struct server *sv, json_object *id);
+
+/* A protocol client waiting on lfd: its socket (non-blocking), or -1
+ * when there is none or it was refused: another uid than ours, or busy
+ * (a client is attached already: id names the sandbox in the message);
+ * a refused client gets one error line and is closed. */
+int conn_accept_client(int lfd, bool busy, const char *id);
+
+/* The client on fd is attached: hello (consumed) first, then, with
+ * replay, what was kept for it. */
+void serve_client_attach(struct server *sv, int fd, json_object *hello, bool replay);
+/* The client is gone: what is kept waits for the next (out_client_gone). */
+void serve_client_detach(struct server *sv);
+/* The client is done with the connection: gone, or at the end of its
+ * requests with all its answers written. */
+bool serve_client_done(struct server *sv);
+/* Pause or resume the sandbox; 0, or -1 with err. */
+int serve_freeze(struct server *sv, bool freeze, struct ab_error *err);
+/* One control request, answered and closed at once. */
+void serve_control(struct server *sv);
+/* ms until the idle timeout or the ttl ends the sandbox (-1: never,
+ * 0: now). */
+int serve_listen_wait_ms(struct server *sv);
+
+#endif

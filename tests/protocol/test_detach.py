@@ -1,0 +1,438 @@
+"""Detached sandboxes (docs/detached.md): agentbox create, exec, connect,
+ls, rm; nothing lost across a client's end (even SIGKILL); one client at a
+time; another user refused at the socket; the idle timeout and the ttl; a
+launcher killed with SIGKILL reported dead and cleaned up by rm. Runs as
+root and as an unprivileged user; each test has its own sandboxes'
+directory (AGENTBOX_RUNTIME_DIR). AGENTBOX_BIN names the binary."""
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_fileops import BIN, make_dir  # noqa: E402
+
+ROOT = os.getuid() == 0
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+class Client:
+    """A protocol client on a sandbox's socket, every read bounded."""
+
+    def __init__(self, path, timeout=20):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.buf = b""
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError("the launcher hung up")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def send(self, **req):
+        self.s.sendall(json.dumps(req).encode() + b"\n")
+
+    def close(self):
+        self.s.close()
+
+
+class Detached(unittest.TestCase):
+    def setUp(self):
+        self.rt = tempfile.mkdtemp(prefix="ab-rt-")
+        os.chmod(self.rt, 0o700)
+        self.addCleanup(shutil.rmtree, self.rt, True)
+        self.ws = make_dir()
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.env = dict(os.environ, AGENTBOX_RUNTIME_DIR=self.rt)
+        self.made = []
+        self.addCleanup(self.remove_all)
+
+    def remove_all(self):
+        os.chmod(self.rt, 0o700)  # a test may have opened it
+        for sid in self.made:
+            if os.path.isdir(os.path.join(self.rt, sid)):
+                r = subprocess.run([BIN, "rm", "-f", sid], env=self.env, timeout=30,
+                                   capture_output=True)
+                if r.returncode != 0:  # never leave a launcher behind
+                    try:
+                        os.kill(self.state(sid)["pid"], signal.SIGKILL)
+                    except (OSError, ValueError, KeyError):
+                        pass
+
+    def ab(self, *args, **kw):
+        kw.setdefault("timeout", 60)
+        return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, **kw)
+
+    def create(self, *args):
+        r = self.ab("create", "--workspace", self.ws, *args)
+        if r.returncode != 0:
+            if os.environ.get("AGENTBOX_MUST_WORK") != "1" and "cannot" in r.stderr:
+                self.skipTest("agentbox cannot run here: " + r.stderr)
+            self.fail(r.stderr)
+        sid = r.stdout.strip()
+        self.made.append(sid)
+        return sid
+
+    def state(self, sid):
+        with open(os.path.join(self.rt, sid, "state.json")) as f:
+            return json.load(f)
+
+    def ls(self):
+        r = self.ab("ls", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {e["id"]: e for e in json.loads(r.stdout)}
+
+    def sock(self, sid):
+        return os.path.join(self.rt, sid, "sock")
+
+    def sandbox_pids(self, sid):
+        """The launcher and every process below it."""
+        top = self.state(sid)["pid"]
+        pids, todo = [top], [top]
+        while todo:
+            p = todo.pop()
+            try:
+                with open("/proc/%d/task/%d/children" % (p, p)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                kids = []
+            pids += kids
+            todo += kids
+        return pids
+
+    def cgroups(self, pid):
+        """The cgroup directories of pid other than the launcher's own."""
+        out = []
+        with open("/proc/%d/cgroup" % pid) as f:
+            for line in f:
+                _, ctrl, path = line.rstrip("\n").split(":", 2)
+                ctrl = ctrl.split(",")[0] or "unified"
+                if "agentbox-" in path:
+                    out.append("/sys/fs/cgroup/%s%s" % (ctrl.replace("name=", ""), path))
+        return out
+
+    # ---- the CLI ----
+
+    def test_create_exec_ls_rm(self):
+        sid = self.create("--name", "box1")
+        self.assertEqual(sid, "box1")
+        self.assertEqual(os.stat(self.rt).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(os.path.join(self.rt, sid)).st_mode & 0o777, 0o700)
+        r = self.ab("exec", sid, "--", "sh", "-c", "echo out; echo err >&2; echo x > f; exit 3")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, "out\n", "err\n"))
+        r = self.ab("exec", sid, "-c", "cat f; pwd")
+        self.assertEqual((r.returncode, r.stdout), (0, "x\n/workspace\n"), r.stderr)
+        r = self.ab("exec", "-i", sid, "--", "tr", "a-z", "A-Z", input="hello\n")
+        self.assertEqual(r.stdout, "HELLO\n", r.stderr)
+        r = self.ab("exec", "--timeout", "300ms", sid, "--", "sleep", "5")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        e = self.ls()[sid]
+        self.assertEqual((e["state"], e["name"], e["running"], e["attached"]),
+                         ("running", "box1", 0, False))
+        pids = self.sandbox_pids(sid)
+        self.assertGreaterEqual(len(pids), 2)  # the launcher and the init at least
+        cgs = self.cgroups(pids[1]) if ROOT else []
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
+        self.assertEqual(os.listdir(self.rt), [])
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), 5), pids)
+        for cg in cgs:
+            self.assertFalse(os.path.exists(cg), cg)
+        self.assertEqual(self.ls(), {})
+
+    def test_bad_input_is_refused_clearly(self):
+        sid = self.create("--name", "dup")
+        r = self.ab("create", "--workspace", self.ws, "--name", "dup")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("exists already", r.stderr)
+        r = self.ab("create", "--name", "../x")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--name", r.stderr)
+        r = self.ab("create", "--idle-timeout", "soon")
+        self.assertEqual(r.returncode, 125)
+        r = self.ab("create", "--idle-pause")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--idle-timeout", r.stderr)
+        r = self.ab("pause", "nosuch")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no sandbox nosuch", r.stderr)
+        r = self.ab("exec", "nosuch", "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no sandbox nosuch", r.stderr)
+        r = self.ab("exec", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no command", r.stderr)
+        r = self.ab("rm", "nosuch")
+        self.assertEqual(r.returncode, 125)
+        self.assertEqual(sorted(os.listdir(self.rt)), ["dup"])
+
+    def test_generated_id_and_hello(self):
+        sid = self.create()
+        self.assertRegex(sid, r"^ab-[0-9a-f]{10}$")
+        c = Client(self.sock(sid))
+        h = c.recv()
+        self.assertEqual((h["type"], h["sandbox_id"]), ("hello", sid))
+        c.send(op="ping", id=1)
+        self.assertEqual(c.recv(), {"type": "pong", "id": 1})
+        c.close()
+
+    # ---- nothing lost across a disconnect ----
+
+    def test_client_killed_mid_command_gets_the_result_on_reconnect(self):
+        sid = self.create("--name", "k")
+        p = subprocess.Popen([BIN, "connect", sid], env=self.env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+        self.assertEqual(json.loads(p.stdout.readline())["type"], "hello")
+        req = {"op": "exec", "id": "slow", "stream": True,
+               "command": "echo started; sleep 0.6; echo done; echo warn >&2"}
+        p.stdin.write(json.dumps(req).encode() + b"\n")
+        p.stdin.flush()
+        self.assertEqual(json.loads(p.stdout.readline())["type"], "output")
+        p.kill()
+        p.wait()
+        p.stdin.close()
+        p.stdout.close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 5))
+        self.assertEqual(self.ls()[sid]["running"], 1)  # not killed with its client
+        # the command ends while no client is attached; an exec in between
+        # does not take its result
+        time.sleep(0.8)
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t = time.monotonic()
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        m = c.recv()
+        took = time.monotonic() - t
+        self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "slow", 0), m)
+        self.assertEqual((m["stdout"], m["stderr"]), ("started\ndone\n", "warn\n"))
+        self.assertLess(took, 2.0)
+        # replayed once: the next client gets only its hello
+        c.close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 5))
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="ping", id="p")
+        self.assertEqual(c.recv(), {"type": "pong", "id": "p"})
+        c.close()
+
+    def test_background_process_lives_between_clients(self):
+        sid = self.create("--name", "bg")
+        c = Client(self.sock(sid))
+        c.recv()
+        c.send(op="exec", id=1, keep_background=True,
+               command="(sleep 0.5; echo late > bg.txt) >/dev/null 2>&1 &")
+        self.assertEqual(c.recv()["type"], "result")
+        c.close()
+        time.sleep(0.8)
+        r = self.ab("exec", sid, "--", "cat", "bg.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, "late\n"), r.stderr)
+
+    def test_end_of_input_keeps_the_connection_until_the_answers(self):
+        sid = self.create("--name", "eof")
+        req = {"op": "exec", "id": "e", "command": "sleep 0.3; echo ok"}
+        r = self.ab("connect", sid, input=json.dumps(req) + "\n")
+        lines = [json.loads(x) for x in r.stdout.splitlines()]
+        self.assertEqual([m["type"] for m in lines], ["hello", "result"], r.stdout)
+        self.assertEqual(lines[1]["stdout"], "ok\n")
+        self.assertEqual(self.ls()[sid]["state"], "running")  # the sandbox goes on
+
+    def test_one_client_at_a_time(self):
+        sid = self.create("--name", "one")
+        a = Client(self.sock(sid))
+        self.assertEqual(a.recv()["type"], "hello")
+        b = Client(self.sock(sid))
+        m = b.recv()
+        b.close()
+        self.assertEqual((m["type"], m["code"]), ("error", "busy"), m)
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("another client is attached", r.stderr)
+        a.send(op="ping", id=2)
+        self.assertEqual(a.recv()["type"], "pong")
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("rm -f", r.stderr)
+        a.close()
+
+    def test_shutdown_request_ends_it(self):
+        sid = self.create("--name", "sd")
+        pid = self.state(sid)["pid"]
+        c = Client(self.sock(sid))
+        c.recv()
+        c.send(op="shutdown", id="s")
+        self.assertEqual(c.recv()["type"], "ok")
+        c.close()
+        self.assertTrue(wait_until(lambda: not alive(pid), 10))
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
+
+    # ---- owners ----
+
+    @unittest.skipUnless(ROOT, "needs root to be another user")
+    def test_another_user_is_refused(self):
+        try:
+            pwd.getpwnam("tester")
+        except KeyError:
+            self.skipTest("no user 'tester'")
+        sid = self.create("--name", "mine")
+        env = dict(self.env)
+        # the directory stops them first
+        r = subprocess.run(["runuser", "-u", "tester", "--", BIN, "exec", sid, "--", "true"],
+                           env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("Permission denied", r.stderr)
+        # and with the directories opened, the launcher's peer check
+        os.chmod(self.rt, 0o711)
+        os.chmod(os.path.join(self.rt, sid), 0o711)
+        os.chmod(self.sock(sid), 0o777)
+        os.chmod(os.path.join(self.rt, sid, "exec"), 0o777)
+        code = ("import socket,sys; s=socket.socket(socket.AF_UNIX); s.settimeout(10); "
+                "s.connect(sys.argv[1]); sys.stdout.write(s.makefile().readline())")
+        r = subprocess.run(["runuser", "-u", "tester", "--", "/usr/bin/python3", "-c", code,
+                            self.sock(sid)], capture_output=True, text=True, timeout=30)
+        m = json.loads(r.stdout)
+        self.assertEqual((m["type"], m["code"]), ("error", "permission_denied"), r)
+        os.chmod(self.rt, 0o700)
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    # ---- pause and resume ----
+
+    def counter(self, sid):
+        """A background process of the sandbox writing a growing count."""
+        c = Client(self.sock(sid))
+        c.recv()
+        c.send(op="exec", id="bg", keep_background=True,
+               command="(i=0; while :; do i=$((i+1)); echo $i > ctr.new; mv ctr.new ctr; "
+                       "sleep 0.02; done) >/dev/null 2>&1 &")
+        self.assertEqual(c.recv()["type"], "result")
+        c.close()
+        path = os.path.join(self.ws, "ctr")
+        self.assertTrue(wait_until(lambda: os.path.exists(path), 5))
+
+        def count():
+            with open(path) as f:
+                return int(f.read() or 0)
+        return count
+
+    def pause_or_skip(self, sid):
+        r = self.ab("pause", sid)
+        if r.returncode != 0 and not ROOT:
+            # no cgroup v2 group for a plain user without delegation:
+            # refused, never a pause that does not hold
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("cannot be paused", r.stderr)
+            self.assertEqual(self.ls()[sid]["state"], "running")
+            self.skipTest("no cgroup to freeze: " + r.stderr.strip())
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_pause_and_resume(self):
+        sid = self.create("--name", "pz")
+        count = self.counter(sid)
+        self.pause_or_skip(sid)
+        self.assertEqual(self.ls()[sid]["state"], "paused")
+        a = count()
+        time.sleep(0.4)
+        self.assertEqual(count(), a)  # frozen: not one step
+        r = self.ab("resume", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ls()[sid]["state"], "running")
+        self.assertTrue(wait_until(lambda: count() > a + 3, 5))
+        # a client resumes it too
+        self.pause_or_skip(sid)
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ls()[sid]["state"], "running")
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_idle_pause(self):
+        sid = self.create("--name", "ip", "--idle-timeout", "500ms", "--idle-pause")
+        r = self.ab("pause", sid)  # can this sandbox be paused at all?
+        if r.returncode != 0:
+            self.pause_or_skip(sid)
+        self.ab("resume", sid)
+        count = self.counter(sid)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["state"] == "paused", 10))
+        a = count()
+        time.sleep(0.3)
+        self.assertEqual(count(), a)
+        self.assertTrue(alive(self.state(sid)["pid"]))  # paused, not ended
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: count() > a, 5))
+
+    # ---- ends ----
+
+    def test_idle_timeout(self):
+        sid = self.create("--name", "idle", "--idle-timeout", "400ms")
+        pid = self.state(sid)["pid"]
+        # a client attached or a command running is not idle
+        r = self.ab("exec", sid, "--", "sleep", "0.6")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(alive(pid))
+        self.assertTrue(wait_until(lambda: not alive(pid), 10))
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
+
+    def test_ttl(self):
+        sid = self.create("--name", "ttl", "--ttl", "500ms")
+        pid = self.state(sid)["pid"]
+        c = Client(self.sock(sid))
+        c.recv()
+        c.send(op="exec", id="long", command="sleep 30")
+        m = c.recv()
+        self.assertEqual((m["type"], m["code"]), ("error", "shutdown"), m)
+        self.assertTrue(wait_until(lambda: not alive(pid), 10))
+        c.close()
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
+
+    def test_killed_launcher_is_dead_and_rm_cleans_up(self):
+        sid = self.create("--name", "dead")
+        pids = self.sandbox_pids(sid)
+        cgs = self.cgroups(pids[1]) if ROOT else []
+        os.kill(pids[0], signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), 10), pids)
+        self.assertEqual(self.ls()[sid]["state"], "dead")
+        r = self.ab("exec", sid, "--", "true")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("dead", r.stderr)
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(self.rt), [])
+        for cg in cgs:
+            self.assertFalse(os.path.exists(cg), cg)
+
+
+if __name__ == "__main__":
+    unittest.main()
