@@ -240,6 +240,7 @@ enum {
 	OPT_RLIMIT,
 	OPT_REPORT,
 	OPT_CAPTURE,
+	OPT_TTY,
 	OPT_MERGE_OUTPUT,
 	OPT_MAX_OUTPUT,
 	OPT_OUTPUT_ENCODING,
@@ -284,6 +285,7 @@ static const struct option run_options[] = {
 	{"rlimit", required_argument, NULL, OPT_RLIMIT},
 	{"report", required_argument, NULL, OPT_REPORT},
 	{"capture", no_argument, NULL, OPT_CAPTURE},
+	{"tty", no_argument, NULL, OPT_TTY},
 	{"merge-output", no_argument, NULL, OPT_MERGE_OUTPUT},
 	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
 	{"output-encoding", required_argument, NULL, OPT_OUTPUT_ENCODING},
@@ -523,6 +525,10 @@ static int parse_output_option(struct ab_config *cfg, int c, const char *opt, co
 	case OPT_CAPTURE:
 		cfg->capture = true;
 		return 0;
+	case 't':
+	case OPT_TTY:
+		cfg->tty = true;
+		return 0;
 	case OPT_MERGE_OUTPUT:
 		cfg->merge_output = true;
 		return 0;
@@ -571,6 +577,10 @@ static const char *wrong_mode(int c, bool serve)
 		case OPT_REPORT:
 		case OPT_CAPTURE:
 			return "agentbox serve puts every result on stdout (docs/protocol.md)";
+		case 't':
+		case OPT_TTY:
+			return "in agentbox serve each exec request asks for its own terminal "
+			       "(\"pty\", docs/protocol.md)";
 		case OPT_MERGE_OUTPUT:
 		case OPT_OUTPUT_ENCODING:
 			return "in agentbox serve each exec request chooses this "
@@ -632,7 +642,7 @@ int ab_options_find_profile(int argc, char **argv, const char **profile, struct 
 	opterr = 0;
 	optind = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:c:h", run_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:c:ht", run_options, NULL)) != -1) {
 		if (c == 'h' || c == OPT_HELP) {
 			*profile = NULL; /* --help needs no profile, even a broken one */
 			return 0;
@@ -674,6 +684,10 @@ static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *er
 		return ab_error_plain(err, EINVAL,
 				      "--capture needs --report FILE or --report fd:N to put "
 				      "the output in");
+	if (cfg->tty && cfg->capture)
+		return ab_error_plain(err, EINVAL,
+				      "-t gives the command a terminal relayed to yours: it "
+				      "cannot be captured too; drop -t or --capture");
 	if ((cfg->merge_output || cfg->output_base64) && !cfg->capture)
 		return ab_error_plain(err, EINVAL, "%s applies to captured output: add --capture",
 				      cfg->merge_output ? "--merge-output" : "--output-encoding");
@@ -701,7 +715,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		int prev = optind ? optind : 1;
 		/* '+': stop at the first non-option, so the command's own
 		 * arguments are never taken for ours */
-		int c = getopt_long(argc, argv, "+:c:h", run_options, &longidx);
+		int c = getopt_long(argc, argv, "+:c:ht", run_options, &longidx);
 		if (c == -1)
 			break;
 		const char *opt = longidx >= 0 ? argv[prev] : NULL;

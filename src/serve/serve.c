@@ -33,6 +33,7 @@
 #include "serve/request.h"
 #include "session/result.h"
 #include "serve/serve_audit.h"
+#include "serve/serve_input.h"
 #include "serve/serve_out.h"
 
 #define PROTOCOL   "agentbox/1"
@@ -59,6 +60,7 @@ struct request {
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
+	json_object *stdin_id; /* a stdin op waiting for its data to be read */
 };
 
 struct server {
@@ -132,6 +134,7 @@ static void request_free(struct request *r)
 	if (!r)
 		return;
 	ab_request_clear(&r->q);
+	json_object_put(r->stdin_id);
 	free(r->id_json);
 	free(r);
 }
@@ -253,6 +256,19 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 	request_free(r);
 }
 
+/* stdin, resize, signal to a running command (serve_input.c) */
+static void op_input(struct server *sv, const struct ab_request *q)
+{
+	struct request *r = by_id(sv, q->target);
+	struct ab_error e = {0};
+	enum serve_target t = !r ? TARGET_NONE : r->running ? TARGET_RUNNING : TARGET_QUEUED;
+	int rc = serve_input(sv->s, q, t, r ? r->tag : 0, &e);
+	if (rc == 0)
+		r->stdin_id = json_object_get(q->id); /* answered at AB_EVENT_STDIN */
+	else
+		send_json(sv, rc < 0 ? error_reply(q->id, &e) : serve_input_ok(q->id, q->op));
+}
+
 static void op_stats(struct server *sv, json_object *id)
 {
 	struct ab_session_stats st;
@@ -302,6 +318,8 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		send_error(sv, q.id, e.kind, "%s", e.msg);
 	} else if (q.kind == AB_REQUEST_CANCEL) {
 		op_cancel(sv, &q);
+	} else if (serve_input_kind(q.kind)) {
+		op_input(sv, &q);
 	} else if (q.kind == AB_REQUEST_STATS) {
 		op_stats(sv, q.id);
 	} else if (q.kind == AB_REQUEST_PING) {
@@ -524,6 +542,11 @@ static void on_event(const struct ab_event *ev, void *arg)
 		on_output(sv, r, ev);
 		return;
 	}
+	if (ev->kind == AB_EVENT_STDIN) { /* a stdin op's answer, now its data is read */
+		if (r->stdin_id)
+			send_json(sv, serve_input_answer(&r->stdin_id, ev->error));
+		return;
+	}
 	flush_held(sv, r);
 	if (r->q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
@@ -579,6 +602,7 @@ static void send_hello(struct server *sv)
 	json_object_array_add(features, json_object_new_string("glob_files_only"));
 	json_object_array_add(features, json_object_new_string("grep_skip"));
 	json_object_array_add(features, json_object_new_string("workspace_mode"));
+	serve_input_features(features);
 	json_object_object_add(o, "features", features);
 	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
 	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
