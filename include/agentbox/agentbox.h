@@ -169,6 +169,7 @@ struct ab_config {
 	size_t n_rlimits;
 	char *report; /* FILE, or fd:N; NULL for none */
 	bool capture; /* output into the report instead of passing through */
+	bool tty;     /* run -t: a new terminal inside, relayed to the caller's */
 	bool merge_output;
 	bool output_base64;
 	unsigned long long max_output; /* bytes kept per stream */
@@ -348,11 +349,23 @@ struct ab_exec {
 	 * sandbox as they are: a terminal stays a terminal, and output that
 	 * goes there is neither captured nor counted. */
 	const int *fds;
+	/* stdin_stream: the command's stdin is a pipe kept open, written
+	 * with ab_session_stdin (stdin_data and fds[0] do not apply). */
+	bool stdin_stream;
+	/* pty: a new terminal made inside the sandbox (its own devpts), of
+	 * pty_rows x pty_cols, the command's controlling terminal and its
+	 * stdin, stdout and stderr; its master stays with the session:
+	 * output is one stream (1), stdin is written with ab_session_stdin,
+	 * the size changed with ab_session_resize (fds, stdin_data,
+	 * merge_output and keep_background do not apply). */
+	bool pty;
+	unsigned short pty_rows, pty_cols;
 };
 
 enum ab_event_kind {
 	AB_EVENT_OUTPUT, /* a chunk of a command's output (stream only) */
 	AB_EVENT_RESULT, /* a command ended: result, or error when it failed */
+	AB_EVENT_STDIN,	 /* ab_session_stdin's data written; error: why not */
 };
 
 struct ab_event {
@@ -394,6 +407,19 @@ int ab_session_cancel(struct ab_session *s, unsigned long long tag);
  * forwards SIGINT and the like. -ESRCH when no command has that tag. */
 int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig);
 size_t ab_session_running(const struct ab_session *s);
+/* Write len bytes to the stdin of a command started with stdin_stream or
+ * pty, then with eof close it (a pty: its EOF character, Ctrl-D, is
+ * written instead). The data is copied and written as the command reads
+ * it; an AB_EVENT_STDIN event says when all of it is (or why not). One
+ * write at a time per command: -EBUSY while one is in progress. -ESRCH
+ * when no command has that tag, -EINVAL (with err) when it has no
+ * streamed stdin, -EPIPE when its stdin is closed. */
+int ab_session_stdin(struct ab_session *s, unsigned long long tag, const char *data, size_t len,
+		     bool eof, struct ab_error *err);
+/* A pty command's terminal size (its foreground group gets SIGWINCH).
+ * -ESRCH, or -EINVAL (with err) when the command has no pty. */
+int ab_session_resize(struct ab_session *s, unsigned long long tag, unsigned rows, unsigned cols,
+		      struct ab_error *err);
 /* Backpressure for a slow reader of the OUTPUT events: while paused, the
  * output pipes of the commands started with stream are not read (a
  * command that fills its pipe blocks there); timeouts, cancels, signals

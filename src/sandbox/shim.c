@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -158,6 +159,7 @@ static struct warm shim_warm = {.object = -1, .devnull = -1, .ctl = -1, .disable
 
 struct spawn_args {
 	int in, out, err;
+	bool ctty; /* in is a pty's slave: the command's controlling terminal */
 	char **argv;
 	unsigned long long as_limit; /* RLIMIT_AS for --memory without a cgroup; 0: none */
 	int landlock_fd;	     /* to enforce (bare_landlock, command_layer), or -1 */
@@ -175,7 +177,8 @@ static int spawn_child(void *p)
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
 	}
-	if (setsid() < 0 || dup2(a->in, STDIN_FILENO) < 0 || dup2(a->out, STDOUT_FILENO) < 0 ||
+	if (setsid() < 0 || (a->ctty && ioctl(a->in, TIOCSCTTY, 0) < 0) ||
+	    dup2(a->in, STDIN_FILENO) < 0 || dup2(a->out, STDOUT_FILENO) < 0 ||
 	    dup2(a->err, STDERR_FILENO) < 0) {
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
@@ -185,6 +188,14 @@ static int spawn_child(void *p)
 		a->exec_errno = errno;
 		_exit(AB_EXIT_CANNOT_EXEC);
 	}
+	/* a new terminal's signals act as on any terminal, even when
+	 * agentbox's caller ignored them (a background job ignores SIGINT
+	 * and SIGQUIT, and exec keeps that): Ctrl-C, Ctrl-\, Ctrl-Z work */
+	static const int tty_signals[] = {SIGINT,  SIGQUIT, SIGTSTP, SIGTTIN,
+					  SIGTTOU, SIGHUP,  SIGWINCH};
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (size_t i = 0; a->ctty && i < sizeof(tty_signals) / sizeof(tty_signals[0]); i++)
+		sigaction(tty_signals[i], &dfl, NULL);
 	/* every fd of the shim but 0-2 is close-on-exec */
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execvp(a->argv[0], a->argv); /* the PATH of environ: the command's */
@@ -196,7 +207,8 @@ static int spawn_child(void *p)
  * but without its query of every signal's disposition (the shim has no handlers and no ignored
  * signals, so exec resets nothing). Its own session, an empty signal mask,
  * stdio, and only fds 0-2. Returns 0, or -errno of the exec. */
-static int spawn_command(struct shim *sh, int in, int out, int err, char **argv, char **envp)
+static int spawn_command(struct shim *sh, int in, int out, int err, bool ctty, char **argv,
+			 char **envp)
 {
 	enum { STACK = 256 << 10 };
 	static char *stack;
@@ -211,6 +223,7 @@ static int spawn_command(struct shim *sh, int in, int out, int err, char **argv,
 	struct spawn_args a = {.in = in,
 			       .out = out,
 			       .err = err,
+			       .ctty = ctty,
 			       .argv = argv,
 			       .as_limit = as_limit,
 			       .landlock_fd = bare_cfg ? bare_landlock : command_layer};
@@ -518,6 +531,33 @@ static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t
 	}
 }
 
+/* SHIM_PTY: a new pty pair of the sandbox's own devpts instance (never a
+ * terminal of the caller's), rows x cols. The slave is taken from the
+ * master (TIOCGPTPEER), not by a path in /dev/pts. */
+static int pty_open(const struct shim_spec *hdr, int *master, int *slave)
+{
+	*master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	int unlock = 0;
+	struct winsize ws = {.ws_row = hdr->rows, .ws_col = hdr->cols};
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (*slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		close_fd(master);
+		return -e;
+	}
+	return 0;
+}
+
+/* The master to the launcher, first on ctl; none is kept here. */
+static void pty_send(struct shim *sh, int *master)
+{
+	struct shim_msg m = {.type = SHIM_PTY_MASTER};
+	packet_send(sh->ctl, &m, sizeof(m), master, 1);
+	close_fd(master);
+}
+
 /* One command, from its fds to the last process reaped; every fd of it
  * closed on return. Returns true when its final SHIM_EXITED stands for
  * SYNC_READY (SHIM_IDLE_AT_FINAL). */
@@ -535,6 +575,7 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 	struct shim_spec hdr = {0};
 	char **argv = NULL, **envp, *cwd;
 	int rp[2][2] = {{-1, -1}, {-1, -1}};
+	int master = -1, slave = -1, e = 0;
 	int sigfd = shim_sigfd;
 	char *spec = read_spec(fds[EXEC_FD_SPEC], &hdr, &argv, &envp, &cwd);
 	close_fd(&fds[EXEC_FD_SPEC]);
@@ -577,26 +618,40 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 		shim_fail(&sh, shim_sigfd_errno, "cannot watch the command");
 		goto done;
 	}
+	bool pty = hdr.flags & SHIM_PTY;
+	if (pty && (e = -pty_open(&hdr, &master, &slave)) != 0) {
+		shim_fail(&sh, e, "cannot make the command's terminal in /dev/pts");
+		goto done;
+	}
 
 	/* `sh -c` to the warm child, if there is one: it is the command;
 	 * anything else is spawned, and then a warm child would count as a
 	 * process of the command: it goes first */
-	if (warm_fits(argv, envp))
+	if (!pty && warm_fits(argv, envp))
 		sh.cmd = warm_take(&shim_warm, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv[3], cwd,
 				   envp);
 	else
 		warm_end(&shim_warm);
-	int e = sh.cmd > 0 ? 0
-			   : -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, argv, envp);
+	if (pty)
+		e = -spawn_command(&sh, slave, slave, slave, true, argv, envp);
+	else if (sh.cmd <= 0)
+		e = -spawn_command(&sh, fds[EXEC_FD_STDIN], cmd_out, cmd_err, false, argv, envp);
 	if (e) {
 		/* as a shell says it, with its statuses */
-		dprintf(sh.err, "agentbox: cannot run '%s': %s\n", argv[0], strerror(e));
+		dprintf(pty ? slave : sh.err, "agentbox: cannot run '%s': %s\n", argv[0],
+			strerror(e));
 		sh.cmd = -1;
 		sh.cmd_done = true;
 		sh.status = (e == ENOENT || e == ENOTDIR ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC)
 			    << 8;
 	}
 	close_fd(&fds[EXEC_FD_STDIN]);
+	if (pty) {
+		/* the command holds the slave: the master's end of file (EIO)
+		 * is the end of its output */
+		close_fd(&slave);
+		pty_send(&sh, &master);
+	}
 	if (keep_bg) {
 		close_fd(&rp[0][1]);
 		close_fd(&rp[1][1]);
@@ -615,7 +670,8 @@ done:
 	close_fd(&fds[EXEC_FD_SPEC]);
 	close_fd(&fds[EXEC_FD_STDIN]);
 	close_output(&sh);
-	int mine[] = {sh.ctl, sh.relay_out, sh.relay_err, sh.log, rp[0][1], rp[1][1]};
+	int mine[] = {sh.ctl,	sh.relay_out, sh.relay_err, sh.log,
+		      rp[0][1], rp[1][1],     master,	    slave};
 	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 		close_fd(&mine[i]);
 	return (hdr.flags & SHIM_IDLE_AT_FINAL) && !(hdr.flags & SHIM_KEEP_BACKGROUND) &&

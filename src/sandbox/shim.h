@@ -15,7 +15,8 @@
  *   stdin   a sealed memfd with the request's data, or /dev/null
  *   stdout, stderr  write ends of the launcher's pipes (the same with merge)
  *
- * On ctl the shim sends SHIM_STARTED (with pidfds of itself and of the
+ * On ctl the shim sends SHIM_PTY_MASTER (with the master, SHIM_PTY only),
+ * SHIM_STARTED (with pidfds of itself and of the
  * command), then SHIM_EXITED when the command's main process has exited,
  * or SHIM_FAILED when it could not start it. SHIM_EXITED says "final"
  * when the command left no process behind (the shim, their subreaper, has
@@ -45,16 +46,28 @@
 /* SHIM_IDLE_AT_FINAL: after a final SHIM_EXITED (and no keep_background)
  * the shim says no SYNC_READY: the launcher takes that EXITED as its
  * READY, which saves it a wake-up per command */
-enum { SHIM_KEEP_BACKGROUND = 1, SHIM_MERGED = 2, SHIM_FILEOP = 4, SHIM_IDLE_AT_FINAL = 8 };
+/* SHIM_PTY: a new pty pair from the sandbox's devpts, rows x cols: the
+ * command's controlling terminal and stdio (the stdio fds are unused); the
+ * master goes to the launcher in SHIM_PTY_MASTER, sent before anything
+ * else on ctl, and the shim keeps no end of it */
+enum {
+	SHIM_KEEP_BACKGROUND = 1,
+	SHIM_MERGED = 2,
+	SHIM_FILEOP = 4,
+	SHIM_IDLE_AT_FINAL = 8,
+	SHIM_PTY = 16,
+};
 
 struct shim_spec {
 	uint32_t magic;
 	uint32_t flags;
 	uint32_t argc, envc;
-	uint64_t seq; /* the session's command number, for the background log's name */
+	uint64_t seq;	     /* the session's command number, for the background log's name */
+	uint16_t rows, cols; /* SHIM_PTY: the terminal's size */
+	uint32_t pad;
 };
 
-enum shim_msg_type { SHIM_STARTED = 1, SHIM_FAILED, SHIM_EXITED };
+enum shim_msg_type { SHIM_STARTED = 1, SHIM_FAILED, SHIM_EXITED, SHIM_PTY_MASTER };
 /* The launcher's bytes on ctl; a byte from 1 to SHIM_SIGNAL_MAX - 1 is a
  * signal the caller forwards to the command's process group. */
 enum { SHIM_TERM = 'T', SHIM_KILL = 'K', SHIM_SIGNAL_MAX = 65 };

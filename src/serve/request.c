@@ -5,6 +5,7 @@
 #include "serve/request.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "util/error.h"
 #include "files/fileop.h"
+#include "files/fileop_inside.h"
 #include "layer/layer.h"
 
 #define BAD(...) return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, __VA_ARGS__)
@@ -66,12 +68,60 @@ static int parse_timeout(json_object *req, const char *op, unsigned long long *m
 	return 0;
 }
 
+/* An integer field from lo to hi, into *out. */
+static bool int_field(json_object *o, const char *name, int64_t lo, int64_t hi, int64_t *out)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	*out = json_object_get_int64(v);
+	return *out >= lo && *out <= hi;
+}
+
+/* exec's "stdin": a string of data, or {"stream": true}; and "pty":
+ * {"rows": R, "cols": C}, whose input is always streamed. */
+static int parse_stdin_pty(struct ab_request *q, struct ab_error *e)
+{
+	json_object *v;
+	if (json_object_object_get_ex(q->req, "stdin", &v)) {
+		json_object *st;
+		if (json_object_is_type(v, json_type_object)) {
+			if (json_object_object_length(v) != 1 ||
+			    !json_object_object_get_ex(v, "stream", &st) ||
+			    !json_object_is_type(st, json_type_boolean) ||
+			    !json_object_get_boolean(st))
+				BAD("exec: 'stdin' must be a string or {\"stream\": true}");
+			q->x.stdin_stream = true;
+		} else if (json_object_is_type(v, json_type_string)) {
+			q->x.stdin_data = json_object_get_string(v);
+			q->x.stdin_len = (size_t)json_object_get_string_len(v);
+		} else {
+			BAD("exec: 'stdin' must be a string or {\"stream\": true}");
+		}
+	}
+	if (!json_object_object_get_ex(q->req, "pty", &v))
+		return 0;
+	int64_t rows, cols;
+	if (!json_object_is_type(v, json_type_object) || json_object_object_length(v) != 2 ||
+	    !int_field(v, "rows", 1, 65535, &rows) || !int_field(v, "cols", 1, 65535, &cols))
+		BAD("exec: 'pty' must be {\"rows\": R, \"cols\": C}, each from 1 to 65535");
+	if (q->x.stdin_data)
+		BAD("exec: a 'pty' command's input comes in 'stdin' ops: give no 'stdin' data");
+	if (json_object_object_get_ex(q->req, "keep_background", &v) && json_object_get_boolean(v))
+		BAD("exec: 'keep_background' does not apply to a 'pty' command");
+	q->x.pty = true;
+	q->x.pty_rows = (unsigned short)rows;
+	q->x.pty_cols = (unsigned short)cols;
+	q->x.stdin_stream = false; /* the terminal is its stdin */
+	return 0;
+}
+
 static int parse_exec(struct ab_request *q, struct ab_error *e)
 {
 	static const char *const fields[] = {
 		"command",  "argv",	  "cwd",	  "env",    "timeout",
 		"stdin",    "max_output", "merge_output", "stream", "keep_background",
-		"encoding", NULL,
+		"encoding", "pty",	  NULL,
 	};
 	json_object *req = q->req;
 	if (only_fields(req, "exec", fields, e) < 0)
@@ -138,12 +188,8 @@ static int parse_exec(struct ab_request *q, struct ab_error *e)
 	}
 	if (parse_timeout(req, "exec", &q->x.timeout_ms, e) < 0)
 		return -e->code;
-	if (json_object_object_get_ex(req, "stdin", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			BAD("exec: 'stdin' must be a string");
-		q->x.stdin_data = json_object_get_string(v);
-		q->x.stdin_len = (size_t)json_object_get_string_len(v);
-	}
+	if (parse_stdin_pty(q, e) < 0)
+		return -e->code;
 	if (json_object_object_get_ex(req, "max_output", &v)) {
 		int64_t m = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 		if (m < 1024 || m > (1LL << 30))
@@ -198,6 +244,85 @@ static int parse_cancel(struct ab_request *q, struct ab_error *e)
 	if (!json_object_object_get_ex(q->req, "target", &q->target) || !valid_id(q->target)) {
 		q->target = NULL;
 		BAD("cancel: 'target' must be the id of a running or queued command");
+	}
+	return 0;
+}
+
+/* stdin, resize, signal: a running command's input (docs/protocol.md,
+ * "Terminals and streamed stdin"); its target is looked up by serve.c. */
+static int parse_input(struct ab_request *q, struct ab_error *e)
+{
+	static const char *const stdin_f[] = {"target", "data", "encoding", "eof", NULL};
+	static const char *const resize_f[] = {"target", "rows", "cols", NULL};
+	static const char *const signal_f[] = {"target", "signal", NULL};
+	static const struct {
+		const char *name;
+		int n;
+	} sigs[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"HUP", SIGHUP},
+		    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"WINCH", SIGWINCH},
+		    {"CONT", SIGCONT}, {"STOP", SIGSTOP}};
+	const char *op = q->op;
+	const char *const *fields = q->kind == AB_REQUEST_STDIN	   ? stdin_f
+				    : q->kind == AB_REQUEST_RESIZE ? resize_f
+								   : signal_f;
+	if (only_fields(q->req, op, fields, e) < 0)
+		return -e->code;
+	if (!json_object_object_get_ex(q->req, "target", &q->target) || !valid_id(q->target)) {
+		q->target = NULL;
+		BAD("%s: 'target' must be the id of a running command", op);
+	}
+	json_object *v;
+	if (q->kind == AB_REQUEST_RESIZE) {
+		int64_t rows, cols;
+		if (!int_field(q->req, "rows", 1, 65535, &rows) ||
+		    !int_field(q->req, "cols", 1, 65535, &cols))
+			BAD("resize: 'rows' and 'cols' must be integers from 1 to 65535");
+		q->rows = (unsigned)rows;
+		q->cols = (unsigned)cols;
+	} else if (q->kind == AB_REQUEST_SIGNAL) {
+		const char *name = json_object_object_get_ex(q->req, "signal", &v) &&
+						   json_object_is_type(v, json_type_string)
+					   ? json_object_get_string(v)
+					   : "";
+		if (strncmp(name, "SIG", 3) == 0)
+			name += 3;
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !q->signo; i++)
+			if (strcmp(name, sigs[i].name) == 0)
+				q->signo = sigs[i].n;
+		if (!q->signo)
+			BAD("signal: 'signal' must be one of INT, TERM, KILL, HUP, QUIT, USR1, "
+			    "USR2, "
+			    "WINCH, CONT, STOP");
+	} else {
+		bool base64 = false;
+		if (json_object_object_get_ex(q->req, "encoding", &v)) {
+			const char *enc = json_object_is_type(v, json_type_string)
+						  ? json_object_get_string(v)
+						  : "";
+			base64 = strcmp(enc, "base64") == 0;
+			if (!base64 && strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0)
+				BAD("stdin: 'encoding' must be \"utf-8\" or \"base64\"");
+		}
+		if (json_object_object_get_ex(q->req, "eof", &v)) {
+			if (!json_object_is_type(v, json_type_boolean))
+				BAD("stdin: 'eof' must be true or false");
+			q->eof = json_object_get_boolean(v);
+		}
+		if (!json_object_object_get_ex(q->req, "data", &v)) {
+			if (!q->eof)
+				BAD("stdin: give 'data', 'eof': true, or both");
+			return 0;
+		}
+		if (!json_object_is_type(v, json_type_string))
+			BAD("stdin: 'data' must be a string");
+		q->data = json_object_get_string(v);
+		q->data_len = (size_t)json_object_get_string_len(v);
+		if (base64) {
+			q->data = q->data_owned =
+				fo_base64_decode(q->data, q->data_len, &q->data_len);
+			if (!q->data)
+				BAD("stdin: 'data' is not valid base64");
+		}
 	}
 	return 0;
 }
@@ -261,6 +386,17 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 		q->kind = AB_REQUEST_CANCEL;
 		return parse_cancel(q, e);
 	}
+	static const struct {
+		const char *name;
+		enum ab_request_op kind;
+	} input_ops[] = {{"stdin", AB_REQUEST_STDIN},
+			 {"resize", AB_REQUEST_RESIZE},
+			 {"signal", AB_REQUEST_SIGNAL}};
+	for (size_t i = 0; i < sizeof(input_ops) / sizeof(input_ops[0]); i++)
+		if (strcmp(op, input_ops[i].name) == 0) {
+			q->kind = input_ops[i].kind;
+			return parse_input(q, e);
+		}
 	if (strcmp(op, "stats") == 0)
 		q->kind = AB_REQUEST_STATS;
 	else if (strcmp(op, "ping") == 0)
@@ -287,6 +423,7 @@ void ab_request_clear(struct ab_request *q)
 		free(*v);
 	free(q->env);
 	free(q->inner);
+	free(q->data_owned);
 	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
 }
 

@@ -23,6 +23,9 @@ enum ab_request_op {
 	AB_REQUEST_SHUTDOWN,
 	AB_REQUEST_NET,	  /* src/net/netop.c */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
+	AB_REQUEST_STDIN, /* a running command's input (serve_input.c) */
+	AB_REQUEST_RESIZE,
+	AB_REQUEST_SIGNAL,
 	AB_REQUEST_UNKNOWN,
 };
 
@@ -38,7 +41,14 @@ struct ab_request {
 	bool base64, merged;
 	const char *file_op; /* the file operation's name (static), or NULL */
 	char *inner;	     /* its request for the sandbox (fileop_prepare) */
-	json_object *target; /* cancel: in req */
+	json_object *target; /* cancel, stdin, resize, signal: in req */
+	/* stdin: the bytes (decoded: data is owned, else in req) */
+	const char *data;
+	size_t data_len;
+	char *data_owned;
+	bool eof;
+	unsigned rows, cols; /* resize */
+	int signo;	     /* signal */
 };
 
 /* Parse the line of len bytes (without its newline) into q. Returns 1 for a

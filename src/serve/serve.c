@@ -35,11 +35,9 @@
 #include "serve/serve_audit.h"
 #include "serve/serve_int.h"
 #include "serve/serve_layer.h"
+#include "serve/serve_input.h"
 #include "serve/serve_out.h"
 
-#define PROTOCOL   "agentbox/1"
-#define MAX_LINE   (8u << 20)
-#define MAX_QUEUE  1024
 #define READ_CHUNK (256u << 10)
 /* Replies piling up unread beyond this (serve_out.h): stdin waits. */
 #define OUT_HIGH_WATER (1u << 20)
@@ -62,6 +60,7 @@ struct request {
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
+	json_object *stdin_id; /* a stdin op waiting for its data to be read */
 };
 
 /* ---- output ---- */
@@ -129,6 +128,7 @@ static void request_free(struct request *r)
 	if (!r)
 		return;
 	ab_request_clear(&r->q);
+	json_object_put(r->stdin_id);
 	free(r->id_json);
 	free(r);
 }
@@ -253,6 +253,19 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 	request_free(r);
 }
 
+/* stdin, resize, signal to a running command (serve_input.c) */
+static void op_input(struct server *sv, const struct ab_request *q)
+{
+	struct request *r = by_id(sv, q->target);
+	struct ab_error e = {0};
+	enum serve_target t = !r ? TARGET_NONE : r->running ? TARGET_RUNNING : TARGET_QUEUED;
+	int rc = serve_input(sv->s, q, t, r ? r->tag : 0, &e);
+	if (rc == 0)
+		r->stdin_id = json_object_get(q->id); /* answered at AB_EVENT_STDIN */
+	else
+		send_json(sv, rc < 0 ? error_reply(q->id, &e) : serve_input_ok(q->id, q->op));
+}
+
 /* A layer op's reply (serve_layer.h), result or error. */
 static void layer_done(struct server *sv, json_object *o)
 {
@@ -285,6 +298,8 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		send_error(sv, q.id, e.kind, "%s", e.msg);
 	} else if (q.kind == AB_REQUEST_CANCEL) {
 		op_cancel(sv, &q);
+	} else if (serve_input_kind(q.kind)) {
+		op_input(sv, &q);
 	} else if (q.kind == AB_REQUEST_STATS) {
 		send_json(sv, serve_stats_json(sv, q.id));
 	} else if (q.kind == AB_REQUEST_PING) {
@@ -516,6 +531,11 @@ static void on_event(const struct ab_event *ev, void *arg)
 		on_output(sv, r, ev);
 		return;
 	}
+	if (ev->kind == AB_EVENT_STDIN) { /* a stdin op's answer, now its data is read */
+		if (r->stdin_id)
+			send_json(sv, serve_input_answer(&r->stdin_id, ev->error));
+		return;
+	}
 	flush_held(sv, r);
 	sv->to = route(sv, r);
 	if (r->q.file_op && !ev->error) {
@@ -559,54 +579,6 @@ static void on_event(const struct ab_event *ev, void *arg)
 }
 
 /* ---- the session ---- */
-
-static json_object *hello_json(struct server *sv)
-{
-	const struct ab_result *lim = ab_session_limits(sv->s);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("hello"));
-	json_object_object_add(o, "protocol", json_object_new_string(PROTOCOL));
-	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
-	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
-	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
-	json_object *features = json_object_new_array();
-	json_object_array_add(features, json_object_new_string("file_chunks"));
-	json_object_array_add(features, json_object_new_string("glob_files_only"));
-	json_object_array_add(features, json_object_new_string("grep_skip"));
-	json_object_array_add(features, json_object_new_string("workspace_mode"));
-	json_object_object_add(o, "features", features);
-	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
-	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
-	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
-	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));
-	json_object_object_add(
-		o, "workspace_mode",
-		json_object_new_string(ab_session_layer(sv->s) ? "overlay" : "direct"));
-	json_object_object_add(o, "cwd", json_object_new_string(sv->cfg->cwd));
-	json_object *d = json_object_new_object();
-	json_object_object_add(d, "timeout_ms",
-			       lim->timeout_ms ? json_object_new_int64((int64_t)lim->timeout_ms)
-					       : NULL);
-	json_object_object_add(d, "max_timeout_ms",
-			       sv->cfg->max_timeout_ms
-				       ? json_object_new_int64((int64_t)sv->cfg->max_timeout_ms)
-				       : NULL);
-	json_object_object_add(d, "kill_after_ms",
-			       json_object_new_int64((int64_t)sv->cfg->kill_after_ms));
-	json_object_object_add(d, "max_output",
-			       json_object_new_int64((int64_t)sv->cfg->max_output));
-	json_object_object_add(o, "defaults", d);
-	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
-	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
-	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
-	/* "full" or what --isolation best dropped */
-	json_object_object_add(o, "isolation", ab_isolation_json(lim->isolation_missing));
-	json_object_object_add(o, "net",
-			       json_object_new_string(sv->cfg->net == AB_NET_HOST    ? "host"
-						      : sv->cfg->net == AB_NET_PROXY ? "proxy"
-										     : "none"));
-	return o;
-}
 
 /* The --audit-log line of the session's start. */
 static void audit_start(struct server *sv)
@@ -707,7 +679,7 @@ static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *
 			continue;
 		int fd = conn_accept_client(p[i].fd, sv->conn.fd >= 0, sandbox_id(sv));
 		if (fd >= 0)
-			serve_client_attach(sv, fd, hello_json(sv), i == 4);
+			serve_client_attach(sv, fd, serve_hello_json(sv), i == 4);
 	}
 	if (lst && p[5].revents)
 		serve_control(sv);
@@ -743,7 +715,7 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 			l->ready(l->arg, 0, NULL);
 	} else {
 		sv.out.nonblock = stdout_nonblock();
-		send_json(&sv, hello_json(&sv));
+		send_json(&sv, serve_hello_json(&sv));
 	}
 	int status = 0;
 	enum serve_end end;

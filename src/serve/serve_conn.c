@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files/fileop.h"
+#include "sandbox/isolation.h"
 #include "serve/serve_audit.h"
+#include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
 #include "util/util.h"
@@ -328,4 +331,53 @@ fail:
 		close(*sigfd);
 	free(sv->in);
 	return -1;
+}
+
+json_object *serve_hello_json(struct server *sv)
+{
+	const struct ab_result *lim = ab_session_limits(sv->s);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("hello"));
+	json_object_object_add(o, "protocol", json_object_new_string(PROTOCOL));
+	json_object_object_add(o, "version", json_object_new_string(AGENTBOX_VERSION));
+	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
+	json_object_object_add(o, "max_line", json_object_new_int64(MAX_LINE));
+	json_object *features = json_object_new_array();
+	json_object_array_add(features, json_object_new_string("file_chunks"));
+	json_object_array_add(features, json_object_new_string("glob_files_only"));
+	json_object_array_add(features, json_object_new_string("grep_skip"));
+	json_object_array_add(features, json_object_new_string("workspace_mode"));
+	serve_input_features(features);
+	json_object_object_add(o, "features", features);
+	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));
+	json_object_object_add(o, "max_concurrent", json_object_new_int64(sv->cfg->max_concurrent));
+	json_object_object_add(o, "max_queue", json_object_new_int64(MAX_QUEUE));
+	json_object_object_add(o, "workspace", json_object_new_string("/workspace"));
+	json_object_object_add(
+		o, "workspace_mode",
+		json_object_new_string(ab_session_layer(sv->s) ? "overlay" : "direct"));
+	json_object_object_add(o, "cwd", json_object_new_string(sv->cfg->cwd));
+	json_object *d = json_object_new_object();
+	json_object_object_add(d, "timeout_ms",
+			       lim->timeout_ms ? json_object_new_int64((int64_t)lim->timeout_ms)
+					       : NULL);
+	json_object_object_add(d, "max_timeout_ms",
+			       sv->cfg->max_timeout_ms
+				       ? json_object_new_int64((int64_t)sv->cfg->max_timeout_ms)
+				       : NULL);
+	json_object_object_add(d, "kill_after_ms",
+			       json_object_new_int64((int64_t)sv->cfg->kill_after_ms));
+	json_object_object_add(d, "max_output",
+			       json_object_new_int64((int64_t)sv->cfg->max_output));
+	json_object_object_add(o, "defaults", d);
+	json_object_object_add(o, "limits", ab_limits_json(sv->cfg, lim));
+	json_object_object_add(o, "seccomp", json_object_new_string(sv->cfg->seccomp));
+	json_object_object_add(o, "landlock_abi", json_object_new_int(lim->landlock_abi));
+	/* "full" or what --isolation best dropped */
+	json_object_object_add(o, "isolation", ab_isolation_json(lim->isolation_missing));
+	json_object_object_add(o, "net",
+			       json_object_new_string(sv->cfg->net == AB_NET_HOST    ? "host"
+						      : sv->cfg->net == AB_NET_PROXY ? "proxy"
+										     : "none"));
+	return o;
 }

@@ -24,6 +24,10 @@ struct serve_conn {
 
 struct request; /* serve.c's */
 
+#define PROTOCOL  "agentbox/1"
+#define MAX_LINE  (8u << 20)
+#define MAX_QUEUE 1024
+
 struct server {
 	struct ab_config *cfg;
 	struct ab_session *s;
@@ -94,5 +98,8 @@ void serve_control(struct server *sv);
 /* ms until the idle timeout or the ttl ends the sandbox (-1: never,
  * 0: now). */
 int serve_listen_wait_ms(struct server *sv);
+
+/* The hello: the protocol, the sandbox, its limits (serve_conn.c). */
+json_object *serve_hello_json(struct server *sv);
 
 #endif

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,7 +135,11 @@ static bool name_in(char *const *env, const char *name, size_t n)
 static int build_spec(struct ab_session *s, const struct ab_exec *x, const char *cwd,
 		      uint32_t flags, struct buf *b, struct ab_error *err)
 {
-	struct shim_spec hdr = {.magic = SHIM_SPEC_MAGIC, .flags = flags, .seq = s->seq};
+	struct shim_spec hdr = {.magic = SHIM_SPEC_MAGIC,
+				.flags = flags,
+				.seq = s->seq,
+				.rows = x->pty ? x->pty_rows : 0,
+				.cols = x->pty ? x->pty_cols : 0};
 	for (char *const *a = x->argv; *a; a++)
 		hdr.argc++;
 	buf_add(b, &hdr, sizeof(hdr));
@@ -214,17 +220,52 @@ static int passed_fd(const struct ab_exec *x, int n)
 	return fcntl(x->fds[n], F_DUPFD_CLOEXEC, 3);
 }
 
+static int command_ctl(struct cmd *c, int fds[SYNC_EXEC_FDS], struct ab_error *err)
+{
+	int ctl[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0)
+		return ab_error_set(err, errno, "cannot create the command's control channel");
+	fds[EXEC_FD_CTL] = ctl[1];
+	c->ctl = ctl[0];
+	return 0;
+}
+
+/* A pty command's: stdin /dev/null, stdout (and stderr, merged) a copy of
+ * it; its output comes on the master (SHIM_PTY_MASTER). */
+static int command_pty_fds(struct ab_session *s, struct cmd *c, int fds[SYNC_EXEC_FDS],
+			   struct ab_error *err)
+{
+	fds[EXEC_FD_STDIN] = s->devnull;
+	fds[EXEC_FD_STDOUT] = fds[EXEC_FD_STDERR] = fcntl(s->devnull, F_DUPFD_CLOEXEC, 3);
+	if (fds[EXEC_FD_STDOUT] < 0)
+		return ab_error_set(err, errno, "starting the command");
+	return command_ctl(c, fds, err);
+}
+
+/* A streamed stdin: a pipe whose write end c keeps, non-blocking; its read
+ * end for the shim, or -1 with errno. */
+static int stream_stdin(struct cmd *c)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	c->in_wr = p[1];
+	return p[0];
+}
+
 /* The fds of SYNC_EXEC into fds[]: the spec, stdin (the caller's, the
  * request's data or /dev/null), the control socket, and stdout and stderr
  * (the caller's own, or pipes whose read ends go to c). */
 static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec *x,
 		       const struct buf *spec, int fds[SYNC_EXEC_FDS], struct ab_error *err)
 {
-	int ctl[2];
 	fds[EXEC_FD_SPEC] = spec_fd(spec->p, spec->len);
 	if (fds[EXEC_FD_SPEC] < 0)
 		return ab_error_set(err, -fds[EXEC_FD_SPEC], "starting the command");
-	fds[EXEC_FD_STDIN] = passed_fd(x, 0);
+	if (c->pty) /* the shim's pty is the command's stdio: these go unused */
+		return command_pty_fds(s, c, fds, err);
+	fds[EXEC_FD_STDIN] = x->stdin_stream ? stream_stdin(c) : passed_fd(x, 0);
 	if (fds[EXEC_FD_STDIN] == -2) /* /dev/null is the session's: sent, never closed */
 		fds[EXEC_FD_STDIN] =
 			x->stdin_data ? sealed_memfd("agentbox-stdin", x->stdin_data, x->stdin_len)
@@ -243,11 +284,7 @@ static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec
 	}
 	if (c->merged)
 		fds[EXEC_FD_STDERR] = fds[EXEC_FD_STDOUT];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0)
-		return ab_error_set(err, errno, "cannot create the command's control channel");
-	fds[EXEC_FD_CTL] = ctl[1];
-	c->ctl = ctl[0];
-	return 0;
+	return command_ctl(c, fds, err);
 }
 
 /* The timeout in force for x: its own or the session's, clamped. */
@@ -316,12 +353,19 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 
 	struct cmd *c = &s->cmds[slot];
 	command_clear(c);
-	c->merged = x->merge_output;
-	c->stream = x->stream;
-	c->keep_bg = x->keep_background;
 	c->file_op = x == &fop;
+	c->pty = x->pty && !c->file_op;
+	c->stdin_stream = x->stdin_stream && !c->file_op && !c->pty;
+	c->merged = x->merge_output || c->pty; /* a terminal is one stream */
+	c->stream = x->stream;
+	c->keep_bg = x->keep_background && !c->pty;
+	c->rows = x->pty_rows;
+	c->cols = x->pty_cols;
+	if (c->pty && (c->rows < 1 || c->cols < 1))
+		return ab_error_plain(err, EINVAL, "a terminal's rows and cols are 1 to 65535");
 	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
-			 (c->file_op ? SHIM_FILEOP : 0) | SHIM_IDLE_AT_FINAL;
+			 (c->file_op ? SHIM_FILEOP : 0) | (c->pty ? SHIM_PTY : 0) |
+			 SHIM_IDLE_AT_FINAL;
 	struct buf spec = {0};
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
@@ -332,7 +376,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	if (r < 0)
 		goto out;
 	size_t max = x->max_output ? x->max_output : s->sb.cfg.max_output;
-	if (c->out_rd >= 0)
+	if (c->out_rd >= 0 || c->pty)
 		capture_init(&c->out, max);
 	if (c->err_rd >= 0)
 		capture_init(&c->err, max);
@@ -365,6 +409,7 @@ out:
 		    (i != EXEC_FD_STDIN || fds[i] != s->devnull))
 			ab_close_keep_errno(fds[i]);
 	if (r < 0 && !c->used) {
+		ab_close_keep_errno(c->in_wr);
 		ab_close_keep_errno(c->ctl);
 		ab_close_keep_errno(c->out_rd);
 		ab_close_keep_errno(c->err_rd);
@@ -553,6 +598,28 @@ static void orphan_grace(struct cmd *c)
 	c->grace_left_ms = ORPHAN_PIPE_GRACE_MS; /* should output be paused */
 }
 
+/* SHIM_PTY_MASTER's fd, checked to be a pty's master (the shim is not
+ * believed): the command's output, and its stdin through a copy. */
+static bool take_master(struct ab_session *s, struct cmd *c, int fd)
+{
+	struct stat st;
+	unsigned n;
+	size_t slot = (size_t)(c - s->cmds);
+	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || ioctl(fd, TIOCGPTN, &n) < 0)
+		return false;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	struct winsize ws = {.ws_row = c->rows, .ws_col = c->cols};
+	ioctl(fd, TIOCSWINSZ, &ws); /* a resize asked before it came */
+	c->pty_got = true;
+	c->out_rd = fd;
+	if (!c->stream || !s->out_paused)
+		session_watch(s, fd, slot, K_OUT);
+	c->in_wr = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (c->in_wr >= 0 && c->in_busy && session_watch_out(s, c->in_wr, slot, K_IN, true) == 0)
+		c->in_watched = true; /* written when there is room */
+	return true;
+}
+
 void command_on_ctl(struct ab_session *s, struct cmd *c)
 {
 	for (;;) {
@@ -598,7 +665,15 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 			shim_broke(c, "the command's supervisor sent a malformed message");
 			return;
 		}
-		if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0) {
+		if (m.type == SHIM_PTY_MASTER && nfds == 1 && c->pty && !c->pty_got &&
+		    c->shim_pidfd < 0 && !c->exited && !c->failed) {
+			if (!take_master(s, c, fds[0])) {
+				close(fds[0]);
+				shim_broke(c, "the command's supervisor sent something else than a "
+					      "terminal");
+				return;
+			}
+		} else if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0) {
 			c->shim_pidfd = fds[0];
 			c->cmd_pidfd = fds[1];
 		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0) {

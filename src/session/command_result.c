@@ -25,8 +25,9 @@ void command_clear(struct cmd *c)
 	net_report_free(&c->net);
 	capture_free(&c->out);
 	capture_free(&c->err);
+	free(c->in_buf);
 	memset(c, 0, sizeof(*c));
-	c->ctl = c->out_rd = c->err_rd = c->shim_pidfd = c->cmd_pidfd = -1;
+	c->ctl = c->out_rd = c->err_rd = c->shim_pidfd = c->cmd_pidfd = c->in_wr = -1;
 }
 
 void command_release(struct ab_session *s, struct cmd *c)
@@ -34,6 +35,7 @@ void command_release(struct ab_session *s, struct cmd *c)
 	session_unwatch(s, &c->ctl);
 	session_unwatch(s, &c->out_rd);
 	session_unwatch(s, &c->err_rd);
+	session_unwatch(s, &c->in_wr);
 	if (c->shim_pidfd >= 0)
 		close(c->shim_pidfd);
 	if (c->cmd_pidfd >= 0)
@@ -205,7 +207,15 @@ void command_finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *a
 		failure = &error;
 	}
 	unsigned long long tag = c->tag;
+	bool input_pending = c->in_busy;
 	command_release(s, c);
+	if (fn && input_pending) {
+		/* what the command never read: its write's answer, before the result */
+		struct ab_error gone = {0};
+		ab_error_plain(&gone, EPIPE, "the command ended before it read all of its stdin");
+		struct ab_event ev = {.kind = AB_EVENT_STDIN, .tag = tag, .error = &gone};
+		fn(&ev, arg);
+	}
 	s->commands_run++;
 	if (fn) {
 		struct ab_event ev = {

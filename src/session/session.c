@@ -373,6 +373,10 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			if (c && c->used && c->err_rd >= 0)
 				command_drain(s, c, &c->err_rd, 2, fn, arg);
 			break;
+		case K_IN:
+			if (c && c->used)
+				command_input_write(s, c, fn, arg);
+			break;
 		}
 	}
 	if (s->dead) {

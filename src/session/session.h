@@ -4,6 +4,7 @@
  *
  *   session.c         open (build the sandbox, wait for READY), the epoll
  *                     dispatch, the init's messages, stats, close
+ *   command_input.c   a command's streamed stdin and its pty's size
  *   command.c         one command's lifecycle: start, output, deadline,
  *                     TERM -> KILL escalation, the shim's messages
  *   command_result.c  its result: status, timeout, OOM, accounting,
@@ -41,7 +42,7 @@
 #define SETUP_TIMEOUT_MS     30000
 
 /* What an epoll event of the session is about (low byte of its data). */
-enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM, K_NET };
+enum { K_SYNC = 1, K_INIT, K_LISTENER, K_TIMER, K_CTL, K_OUT, K_ERR, K_SHIM, K_NET, K_IN };
 
 struct cmd {
 	bool used;
@@ -65,6 +66,15 @@ struct cmd {
 	unsigned long long pids_before; /* pids.events "max" at the start */
 	struct ab_denials denials;
 	struct ab_net_report net; /* --net allow=: its connections (netproxy.h) */
+	/* a streamed stdin or a pty (command_input.c): in_wr the pipe's
+	 * write end or a dup of the pty's master (-1: none yet, or closed);
+	 * out_rd is the master itself once the shim sent it (pty_got) */
+	bool pty, pty_got, stdin_stream;
+	unsigned short rows, cols; /* a pty's size: the last asked */
+	int in_wr;
+	char *in_buf; /* one ab_session_stdin's data, while in_busy */
+	size_t in_len, in_off;
+	bool in_busy, in_eof_after, in_closed, in_watched;
 };
 
 struct ab_session {
@@ -127,6 +137,8 @@ int session_ready(struct ab_session *s, struct ab_error *err);
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
 void session_unwatch(struct ab_session *s, int *fd);
+/* Interest in fd's room to write (EPOLLOUT), on or off; the fd stays open. */
+int session_watch_out(struct ab_session *s, int fd, size_t slot, int kind, bool on);
 
 /* shim_pool.c */
 /* A shim's socket into the pool, idle (closed when there is no room). */
@@ -143,6 +155,10 @@ void pool_idle_at_final(struct ab_session *s, const struct cmd *c);
 /* Which command's denials a denied process counts for (the command whose
  * shim is its ancestor), or NULL: the session's (an ab_denial_route). */
 struct ab_denials *command_route_denial(pid_t pid, void *arg);
+
+/* command_input.c: a command's streamed stdin, its pty's size */
+/* Room in its stdin: write more of the data waiting (K_IN). */
+void command_input_write(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg);
 
 /* command.c */
 void command_on_ctl(struct ab_session *s, struct cmd *c);

@@ -34,3 +34,9 @@ void session_unwatch(struct ab_session *s, int *fd)
 	close(*fd);
 	*fd = -1;
 }
+
+int session_watch_out(struct ab_session *s, int fd, size_t slot, int kind, bool on)
+{
+	struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = ev_data(slot, kind)};
+	return epoll_ctl(s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) < 0 ? -errno : 0;
+}

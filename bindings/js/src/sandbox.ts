@@ -7,6 +7,7 @@ import { open } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 
+import { Process } from "./process.js";
 import { CommitConflict, FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
 import type {
   CallOptions,
@@ -42,6 +43,7 @@ interface CallParams {
   signal?: AbortSignal;
   timeout?: number;
   onOutput?: (chunk: OutputChunk) => void;
+  onId?: (id: number) => void;
 }
 
 const FILE_OPS = new Set(["read", "write", "edit", "ls", "glob", "grep", "delete", "upload", "download"]);
@@ -296,6 +298,7 @@ export class Sandbox {
     if (this.#closed !== null) return Promise.reject(new SandboxClosed(this.#closed));
     if (params.signal?.aborted) return Promise.reject(new ProtocolError("cancelled", `${op}: aborted before it was sent`));
     const id = this.#nextId++;
+    params.onId?.(id);
     const req: Record<string, unknown> = { op, id, ...fields };
     if (params.timeout !== undefined) req.timeout = params.timeout;
     if (params.onOutput) req.stream = true;
@@ -419,6 +422,32 @@ export class Sandbox {
     if (options.encoding !== undefined) fields.encoding = options.encoding;
     const r = await this.request("exec", fields, options);
     return r as unknown as ExecResult;
+  }
+
+  /**
+   * Start a command and return it running (a Process): its stdin stays
+   * open for `write`, its output comes as it is written. With `pty`
+   * (`{ rows, cols }`), a new terminal inside the sandbox is its
+   * controlling terminal and stdio (one output stream).
+   */
+  spawn(
+    command: string | string[],
+    options: { cwd?: string; env?: Record<string, string>; timeout?: number; pty?: { rows: number; cols: number } } = {},
+  ): Process {
+    const fields: Record<string, unknown> = typeof command === "string" ? { command } : { argv: command };
+    if (options.cwd !== undefined) fields.cwd = options.cwd;
+    if (options.env !== undefined) fields.env = options.env;
+    if (options.pty !== undefined) fields.pty = { rows: options.pty.rows, cols: options.pty.cols };
+    else fields.stdin = { stream: true };
+    const request = (op: string, f: Record<string, unknown>) => this.request(op, f);
+    return new Process(request, (onOutput, onId) =>
+      this.request("exec", fields, { timeout: options.timeout, onOutput, onId }),
+    );
+  }
+
+  /** spawn with a terminal of rows x cols: a REPL, an editor, a prompt. */
+  pty(command: string | string[], rows = 24, cols = 80, options: { cwd?: string; env?: Record<string, string>; timeout?: number } = {}): Process {
+    return this.spawn(command, { ...options, pty: { rows, cols } });
   }
 
   /** deepagents' `execute`: stdout and stderr interleaved, the exit code (124 on timeout), whether output was cut. */

@@ -12,6 +12,7 @@ a request while the server's stdin is full (the server stops reading it
 while its replies pile up unread), and close(), to the output's end (the
 server's last writes would block on it)."""
 
+import base64
 import collections
 import itertools
 import json
@@ -62,10 +63,13 @@ FILE_OPS = frozenset({"read", "write", "edit", "ls", "glob", "grep", "delete", "
 
 
 class _Call:
-    __slots__ = ("done", "reply", "failure", "op")
+    __slots__ = ("done", "reply", "failure", "op", "output", "rid")
 
     def __init__(self, op: str):
         self.op = op
+        # an exec with "stream": its output chunks (bytes) as they come
+        self.output: Optional[collections.deque] = None
+        self.rid = 0  # the id send() chose
         self.done = threading.Event()
         self.reply = None  # the result or error message
         self.failure: Optional[Exception] = None  # raised instead of a reply
@@ -195,12 +199,12 @@ class Session:
             if not self._fill():
                 return b""
 
-    def _dispatch(self, call: Optional[_Call] = None):
+    def _dispatch(self, call: Optional[_Call] = None, until=None):
         """Hand each whole line in the buffer to its call, until call (if
-        any) is answered. A line leaves the buffer after it is handled: an
+        any) is answered (or until() says so). A line leaves the buffer after it is handled: an
         interrupt in between has it handled again, and a second reply to a
         call is dropped, where a lost one would leave its caller waiting."""
-        while call is None or not call.done.is_set():
+        while (call is None or not call.done.is_set()) and not (until and until()):
             i = self._line_end()
             if i < 0:
                 return
@@ -219,9 +223,16 @@ class Session:
                 "internal", "the server wrote a line that is not a JSON object: %r"
                 % bytes(line[:200])))
             return
-        if msg.get("type") == "output":
-            return  # this client does not ask for streaming
         rid = msg.get("id")
+        if msg.get("type") == "output":
+            with self._lock:  # to a streaming call (Process), else dropped
+                call = self._calls.get(rid) if isinstance(rid, int) else None
+                if call is not None and call.output is not None:
+                    data = msg.get("data") or ""
+                    call.output.append(base64.b64decode(data) if msg.get("encoding") == "base64"
+                                       else data.encode("utf-8", "surrogatepass"))
+                    self._turn.notify_all()
+            return
         if rid is None and msg.get("type") == "error":
             self._unattributed(msg)
             return
@@ -269,6 +280,34 @@ class Session:
                     break
         finally:
             self._leave_turn()
+
+    def pump_until(self, call: _Call, until, timeout: Optional[float]) -> None:
+        """Read the server's output until until() holds, call is answered
+        or timeout (None: no limit) has passed; another caller's reading
+        counts, as its lines are handed out the same way."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not call.done.is_set() and not until():
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            # another caller may be reading: it hands our lines out too,
+            # so until() is looked at again every 50 ms meanwhile
+            if not self._take_turn(call, 0.05 if left is None else min(left, 0.05)):
+                continue
+            try:
+                self._dispatch(call, until)
+                if call.done.is_set() or until():
+                    return
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                if not select.select([self._out], [], [], left)[0]:
+                    return
+                if not self._fill():
+                    self._ended()
+                    return
+            finally:
+                self._leave_turn()
 
     def _ended(self):
         """The server's output is at its end: it has exited (or is about
@@ -372,17 +411,19 @@ class Session:
 
     # ---- requests ----
 
-    def send(self, request: Dict[str, Any], data: Optional[bytes] = None) -> _Call:
+    def send(self, request: Dict[str, Any], data: Optional[bytes] = None,
+             call: Optional[_Call] = None) -> _Call:
         """Send one request (op first, then the id this chooses: the
         server finds them at the start of a line it cannot parse); data,
         base64 text, goes last as the field "data" without a copy through
         the JSON encoder."""
         op = request.pop("op")
-        call = _Call(op)
+        call = call or _Call(op)
         with self._lock:
             if self._closed is not None:
                 raise SandboxClosed(self._closed)
             rid = next(self._ids)
+        call.rid = rid
         line = json.dumps(dict(op=op, id=rid, **request), ensure_ascii=False).encode()
         line = line[:-1] + b',"data":"' + data + b'"}\n' if data is not None else line + b"\n"
         if len(line) - 1 > self.max_line:

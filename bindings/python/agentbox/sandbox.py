@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from . import types as T
 from ._session import FILE_ERRORS, PROTOCOL, ProtocolError, SandboxClosed, SandboxError, Session
+from ._process import Process
 from .types import FileInfo, GrepMatch, Result, make
 
 __all__ = ["Sandbox", "LegacySandbox", "SandboxError", "ProtocolError", "SandboxClosed",
@@ -333,6 +334,37 @@ class Sandbox(T.SandboxBackendProtocol):
             if known.get(k) is None:
                 known[k] = ""
         return Result(raw=r, **known)
+
+    def spawn(self, command: Union[str, Sequence[str]], *, timeout: Optional[float] = None,
+              env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+              pty: Optional[Tuple[int, int]] = None, merge_output: bool = False) -> Process:
+        """Start command and return it running (a Process): its stdin stays
+        open for Process.write, its output comes as it is written. With
+        pty=(rows, cols), a new terminal inside the sandbox is its
+        controlling terminal and stdio (one output stream)."""
+        req: Dict[str, Any] = {"op": "exec"}
+        if isinstance(command, str):
+            req["command"] = command
+        else:
+            req["argv"] = list(command)
+        if timeout is not None:
+            req["timeout"] = timeout
+        if env:
+            req["env"] = dict(env)
+        if cwd is not None:
+            req["cwd"] = cwd
+        if pty is not None:
+            req["pty"] = {"rows": int(pty[0]), "cols": int(pty[1])}
+        else:
+            req["stdin"] = {"stream": True}
+            req["merge_output"] = merge_output
+        return Process(self._s, req, pty is not None)
+
+    def pty(self, command: Union[str, Sequence[str]], rows: int = 24, cols: int = 80,
+            **kw) -> Process:
+        """spawn(command, pty=(rows, cols)): an interactive program (a REPL,
+        an editor, a prompt) driven through its own terminal."""
+        return self.spawn(command, pty=(rows, cols), **kw)
 
     def execute(self, command: str, *, timeout: Optional[int] = None) -> "T.ExecuteResponse":
         """stdout and stderr in one output, the exit code (124 when the

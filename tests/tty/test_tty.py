@@ -1,0 +1,154 @@
+"""`agentbox run -t` in a real terminal (tmux): the command sees a terminal
+sized like the caller's, a resize reaches it, Ctrl-C interrupts it (130),
+TIOCSTI from inside cannot type into the caller's terminal, and the
+caller's terminal modes are as they were after a SIGKILL of the command and
+after a timeout. Every wait is bounded; the tmux server is killed at the
+end. Skips without tmux unless AGENTBOX_MUST_WORK=1. AGENTBOX_BIN names the
+binary."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import uuid
+
+BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
+WAIT = 20
+
+
+class Tmux:
+    def __init__(self, tmp, cols, rows):
+        self.sock = os.path.join(tmp, "tmux.sock")
+        self.tmux(["-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows),
+                   "env", "PS1=$ ", "HOME=" + tmp, "sh"])
+        self.wait_for("$ ")
+
+    def tmux(self, args):
+        return subprocess.run(["tmux", "-S", self.sock, *args], check=True, timeout=WAIT,
+                              stdout=subprocess.PIPE, text=True).stdout
+
+    def send(self, *keys):
+        self.tmux(["send-keys", "-t", "0", *keys])
+
+    def line(self, text):
+        self.send("-l", text)
+        self.send("Enter")
+
+    def screen(self):
+        return self.tmux(["capture-pane", "-p", "-J", "-S", "-200", "-t", "0"])
+
+    def wait_for(self, text, timeout=WAIT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.screen()
+            if text in s:
+                return s
+            time.sleep(0.05)
+        raise AssertionError("%r never showed up; the screen:\n%s" % (text, self.screen()))
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], timeout=WAIT,
+                       stderr=subprocess.DEVNULL)
+
+
+class RunTty(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not shutil.which("tmux"):
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise AssertionError("tmux is missing (packaging/install-build-deps)")
+            raise unittest.SkipTest("tmux is not installed")
+        r = subprocess.run([BIN, "run", "--", "true"], stdin=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        if r.returncode != 0:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise AssertionError("agentbox cannot run here: " + r.stderr)
+            raise unittest.SkipTest("agentbox cannot run here: " + r.stderr)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentbox-tty-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.ws = os.path.join(self.tmp, "ws")
+        os.mkdir(self.ws)
+        self.t = Tmux(self.tmp, 91, 27)
+        self.addCleanup(self.t.close)
+        self.run_t = "%s run --workspace %s -t" % (BIN, self.ws)
+
+    def mark(self):
+        return "M" + uuid.uuid4().hex[:8]
+
+    def run_shell(self, cmd, timeout=WAIT):
+        """cmd in the tmux shell; its exit status and the screen."""
+        m = self.mark()
+        self.t.line('%s; echo %s"="$?' % (cmd, m))  # typed, it is not m=
+        s = self.t.wait_for(m + "=", timeout)
+        return int(s.split(m + "=")[1].split()[0]), s
+
+    def modes_kept(self, cmd):
+        """cmd between two `stty -g` of the caller's terminal: its status,
+        and whether the modes are the same after."""
+        before, after = (os.path.join(self.tmp, n) for n in ("before", "after"))
+        st, _ = self.run_shell("stty -g > %s; %s" % (before, cmd))
+        self.run_shell("stty -g > " + after)
+        with open(before) as a, open(after) as b:
+            return st, a.read() == b.read() and os.path.getsize(before) > 0
+
+    def test_size_and_resize(self):
+        m = self.mark()
+        self.t.line(self.run_t + " -- sh -c 'stty size; echo %s-re\"\"ady; "
+                    "trap \"stty size; exit 3\" WINCH; while :; do sleep 0.05; done'; "
+                    "echo %s\"=\"$?" % (m, m))
+        s = self.t.wait_for(m + "-ready")
+        self.assertIn("27 91", s)
+        self.t.tmux(["resize-window", "-t", "0", "-x", "100", "-y", "30"])
+        s = self.t.wait_for(m + "=")
+        self.assertIn("30 100", s)
+        self.assertIn(m + "=3", s)
+
+    def test_ctrl_c_interrupts(self):
+        # and when agentbox's caller ignores SIGINT (as a background job
+        # does): the command's new terminal still has its Ctrl-C
+        for prefix in ("", "trap '' INT; "):
+            m = self.mark()
+            self.t.line("(%s%s -- sh -c 'echo %s-re\"\"ady; exec sleep 30'); echo %s\"=\"$?"
+                        % (prefix, self.run_t, m, m))
+            self.t.wait_for(m + "-ready")
+            self.t.send("C-c")
+            s = self.t.wait_for(m + "=", 10)
+            self.assertIn(m + "=130", s, prefix)
+
+    def test_tiocsti_cannot_type_into_the_callers_terminal(self):
+        # with seccomp off too: the command's terminal is its own pty, so
+        # what it pushes in is its own input, never the caller's shell's
+        marker = os.path.join(self.tmp, "injected")
+        inject = ("import fcntl, termios\n"
+                  "for c in 'touch %s\\n':\n"
+                  "    try: fcntl.ioctl(0, termios.TIOCSTI, c.encode())\n"
+                  "    except OSError as e: print('denied', e.errno); break\n" % marker)
+        with open(os.path.join(self.ws, "inject.py"), "w") as f:
+            f.write(inject)
+        for seccomp in ("default", "none"):
+            st, s = self.run_shell(self.run_t + " --seccomp %s -- python3 inject.py" % seccomp)
+            self.assertEqual(st, 0, s)
+            if seccomp == "default":  # the shipped profile refuses TIOCSTI itself
+                self.assertIn("denied", s)
+            self.run_shell("true")  # anything typed in would have run by now
+            self.assertFalse(os.path.exists(marker), "TIOCSTI reached the caller's shell")
+
+    def test_modes_restored_after_sigkill_and_timeout(self):
+        st, same = self.modes_kept(self.run_t + " -- sh -c 'kill -9 $$'")
+        self.assertEqual((st, same), (137, True))
+        st, same = self.modes_kept(self.run_t + " --timeout 1s --kill-after 100ms -- sleep 30")
+        self.assertEqual((st, same), (124, True))
+
+    def test_not_a_terminal_is_refused(self):
+        r = subprocess.run([BIN, "run", "-t", "--", "true"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("stdin is not a terminal", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
