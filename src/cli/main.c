@@ -376,7 +376,8 @@ static int cmd_run(int argc, char **argv)
 	return code;
 }
 
-static int cmd_serve(int argc, char **argv)
+/* serve and mcp: one sandbox for a session front (fn) of their options */
+static int cmd_front(int argc, char **argv, const char *usage, int (*fn)(struct ab_config *))
 {
 	struct ab_config cfg;
 	struct ab_error err = {0};
@@ -384,7 +385,7 @@ static int cmd_serve(int argc, char **argv)
 	ab_config_init(&cfg);
 	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
 	if (r == 0 && help) {
-		fputs(usage_serve, stdout);
+		fputs(usage, stdout);
 		ab_config_free(&cfg);
 		return 0;
 	}
@@ -393,29 +394,7 @@ static int cmd_serve(int argc, char **argv)
 		ab_config_free(&cfg);
 		return AB_EXIT_FAILURE;
 	}
-	int status = ab_serve(&cfg);
-	ab_config_free(&cfg);
-	return status;
-}
-
-static int cmd_mcp(int argc, char **argv)
-{
-	struct ab_config cfg;
-	struct ab_error err = {0};
-	bool help = false;
-	ab_config_init(&cfg);
-	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
-	if (r == 0 && help) {
-		fputs(usage_mcp, stdout);
-		ab_config_free(&cfg);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, "agentbox: %s\n", err.msg);
-		ab_config_free(&cfg);
-		return AB_EXIT_FAILURE;
-	}
-	int status = ab_mcp(&cfg);
+	int status = fn(&cfg);
 	ab_config_free(&cfg);
 	return status;
 }
@@ -437,9 +416,9 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
-		return cmd_serve(argc - 1, argv + 1);
+		return cmd_front(argc - 1, argv + 1, usage_serve, ab_serve);
 	if (strcmp(argv[1], "mcp") == 0)
-		return cmd_mcp(argc - 1, argv + 1);
+		return cmd_front(argc - 1, argv + 1, usage_mcp, ab_mcp);
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);

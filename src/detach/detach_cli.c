@@ -19,6 +19,7 @@
 #include "detach/detach.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/signals.h"
 #include "util/util.h"
 
 /* A line from the launcher is at most this long (a result with both
@@ -440,14 +441,8 @@ int detach_cli_exec(int argc, char **argv)
 	}
 	char root[PATH_MAX];
 	cleanup_fd int fd = dial(id, "exec", root, sizeof(root));
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	cleanup_fd int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	cleanup_fd int sigfd = ab_ending_signals_fd();
 	struct lines l = {.fd = fd, .sigfd = sigfd};
 	int code = fd < 0 ? AB_EXIT_FAILURE : read_hello(&l, id);
 	if (code == 0 && send_line(fd, req) < 0)

@@ -33,6 +33,7 @@
 #include "serve/serve_out.h"
 #include "session/result.h"
 #include "util/error.h"
+#include "util/signals.h"
 
 #define MAX_LINE	 (16u << 20) /* a write_file of 6 MiB, escaped */
 #define READ_CHUNK	 (256u << 10)
@@ -661,13 +662,7 @@ int ab_mcp(struct ab_config *cfg)
 	struct mcp m = {.cfg = cfg, .log_level = N_LEVELS};
 	out_init(&m.out, STDOUT_FILENO, false);
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	int sigfd = ab_ending_signals_fd();
 	struct ab_error err = {0};
 	cfg->notice = print_notice;
 	if (sigfd < 0 || ab_session_open(cfg, &m.s, &err) < 0) {

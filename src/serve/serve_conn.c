@@ -19,6 +19,7 @@
 #include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
+#include "util/signals.h"
 #include "util/util.h"
 
 /* A control client has this long to send its word and read the reply:
@@ -306,13 +307,7 @@ int serve_open(struct server *sv, int *sigfd)
 			goto fail;
 		}
 	}
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	*sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	*sigfd = ab_ending_signals_fd();
 	if (*sigfd < 0)
 		snprintf(err.msg, sizeof(err.msg), "%s", strerror(errno));
 	sv->cfg->notice = sv->cfg->quiet ? NULL : print_notice;
