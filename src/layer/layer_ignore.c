@@ -294,10 +294,14 @@ static bool verdict(struct layer_ignore *ig, const char *path, bool is_dir)
 	base = base ? base + 1 : path;
 	size_t dir_len = (size_t)(base - path);
 	bool ignored = false;
-	/* the top's file, then each directory's down to path's own */
+	/* the top's file, then each directory's down to path's own (or to
+	 * AB_IGNORE_MAX_DEPTH) */
+	unsigned depth = 0;
 	for (size_t k = 0; k <= dir_len; k++) {
 		if (k && path[k - 1] != '/')
 			continue;
+		if (depth++ > AB_IGNORE_MAX_DEPTH)
+			break;
 		memcpy(dir, path, k ? k - 1 : 0);
 		dir[k ? k - 1 : 0] = '\0';
 		const struct dir_rules *d = rules_of(ig, dir);
@@ -319,7 +323,9 @@ bool layer_ignored(struct layer_ignore *ig, const char *rel, bool is_dir)
 	/* each directory on the way first: nothing beneath an ignored
 	 * directory is re-included */
 	char prefix[PATH_MAX];
-	for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+	unsigned depth = 0;
+	for (const char *s = strchr(rel, '/'); s && depth++ < AB_IGNORE_MAX_DEPTH;
+	     s = strchr(s + 1, '/')) {
 		memcpy(prefix, rel, (size_t)(s - rel));
 		prefix[s - rel] = '\0';
 		if (verdict(ig, prefix, true))

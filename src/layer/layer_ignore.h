@@ -11,6 +11,11 @@
 
 #define AB_IGNORE_MAX_FILE (1 << 20)
 #define AB_IGNORE_MAX_DIRS 4096
+/* .gitignore files deeper than this many directories are not read, and
+ * directories deeper are not matched as such (a path there is still judged
+ * by the files above): the cost of a path stays bounded however deep a
+ * command nests, and a bound only ever shows more, never hides. */
+#define AB_IGNORE_MAX_DEPTH 64
 
 struct layer_ignore;
 
