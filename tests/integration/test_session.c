@@ -221,7 +221,9 @@ Test(session, close_with_a_running_command_leaves_nothing)
 	char marker[64];
 	snprintf(marker, sizeof(marker), "agentbox-session-marker-%d", (int)getpid());
 	char script[128];
-	snprintf(script, sizeof(script), "exec -a %s sleep 30", marker);
+	/* quoted apart: only the exec'd sleep, never bash before it, names it */
+	snprintf(script, sizeof(script), "exec -a agentbox-session-''marker-%d sleep 30",
+		 (int)getpid());
 	char *argv[] = {"/bin/bash", "-c", script, NULL};
 	cr_assert_eq(ab_session_start(s, &(struct ab_exec){.argv = argv}, 1, &err), 0);
 	struct events e = {0};
