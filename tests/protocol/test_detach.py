@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_fileops import BIN, make_dir  # noqa: E402
+from test_fileops import BIN, any_user_bin, make_dir  # noqa: E402
 
 ROOT = os.getuid() == 0
 
@@ -308,8 +308,8 @@ class Detached(unittest.TestCase):
         sid = self.create("--name", "mine")
         env = dict(self.env)
         # the directory stops them first
-        r = subprocess.run(["runuser", "-u", "tester", "--", BIN, "exec", sid, "--", "true"],
-                           env=env, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(["runuser", "-u", "tester", "--", any_user_bin(), "exec", sid, "--",
+                            "true"], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 125)
         self.assertIn("Permission denied", r.stderr)
         # and with the directories opened, the launcher's peer check

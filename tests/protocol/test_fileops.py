@@ -21,6 +21,21 @@ ROOT = os.getuid() == 0
 # workspace's owner, the test's own user (root too, through the idmapping)
 HOST_OWNER = os.getuid()
 RECV_TIMEOUT = 30
+_ANY_USER_BIN = None
+
+
+def any_user_bin():
+    """BIN where any user may run it: the build may sit in a directory only
+    root may enter (a clone under /root), so a copy in a 0755 directory
+    (the shipped policy is built into the binary)."""
+    global _ANY_USER_BIN
+    if _ANY_USER_BIN is None:
+        d = tempfile.mkdtemp(prefix="agentbox-bin-")
+        os.chmod(d, 0o755)
+        unittest.addModuleCleanup(shutil.rmtree, d, True)
+        _ANY_USER_BIN = shutil.copy(shutil.which(BIN) or BIN, os.path.join(d, "agentbox"))
+        os.chmod(_ANY_USER_BIN, 0o755)
+    return _ANY_USER_BIN
 
 
 class Server:
@@ -535,14 +550,16 @@ class HostFds(unittest.TestCase):
         with open(self.log, "w") as f:
             f.write(self.LOGGED)
         kw = {}
+        binary = BIN
         if ROOT:  # an unprivileged session: nobody's, in directories nobody owns
+            binary = any_user_bin()
             for d in (self.tmp, self.ws, state, self.secret, self.log):
                 os.chown(d, 65534, 65534)
             kw = dict(user=65534, group=65534, extra_groups=[])
         env = dict(os.environ, HOME=self.tmp, XDG_STATE_HOME=state)
         log = open(self.log, "a")
         self.p = subprocess.Popen(
-            [BIN, "serve", "--workspace", self.ws, "--workspace-mode", "overlay",
+            [binary, "serve", "--workspace", self.ws, "--workspace-mode", "overlay",
              "--landlock", "off"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=log, env=env, **kw)
         log.close()
@@ -628,8 +645,8 @@ class OtherOwners(unittest.TestCase):
             os.chown(d, 65534, 65534)
         os.chown(path, 65534, 0)
         env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp)
-        p = subprocess.Popen([BIN, "serve", "--workspace", ws, "--workspace-mode", "overlay"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        p = subprocess.Popen([any_user_bin(), "serve", "--workspace", ws, "--workspace-mode",
+                              "overlay"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, env=env, user=65534, group=65534,
                              extra_groups=[])
         self.addCleanup(p.stdout.close)
