@@ -10,7 +10,8 @@
 
 /* Decode every %XX (hex of either case) of the len bytes at s into out,
  * which has room for len + 1 bytes; a '%' not followed by two hex digits
- * stays as it is. *outlen gets the decoded length; out is NUL-terminated.
+ * stays as it is; decoded bytes that are not UTF-8 stay too (Python would
+ * replace them with U+FFFD). *outlen gets the decoded length; out is NUL-terminated.
  * Returns 0, or -EINVAL when the result holds a NUL byte (no path can). */
 int ab_rtpath_unquote(const char *s, size_t len, char *out, size_t *outlen);
 
