@@ -5,6 +5,7 @@ method does and which deepagents releases each name serves."""
 
 import asyncio
 import base64
+import collections
 import io
 import json
 import os
@@ -41,6 +42,7 @@ _BINARY_EXTENSIONS = frozenset(
 EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents"
 _GREP_PAGE = 5000  # matches per grep request: a page of long lines stays a few MiB
 _WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
+_DOWNLOAD_AHEAD = 2  # download chunks asked for before the first has come
 _BINARY_READ_MAX = 6 << 20  # as the server's read of binary data
 
 
@@ -681,19 +683,57 @@ class Sandbox(T.SandboxBackendProtocol):
                 raise FileError(r.get("code"), r.get("message"))
             yield base64.b64decode(r["data"])
             return
-        offset = 0
+        r = self.request("download", path=path, offset=0)
         while True:
-            r = self.request("download", path=path, offset=offset)
             if r["type"] == "error":
                 raise FileError(r.get("code"), r.get("message"))
             if limit is not None and r["size"] > limit:
                 raise FileError("too_large", "%s has %d bytes: binary data is read up to %d; "
                                 "download_files takes any size" % (path, r["size"], limit))
             data = base64.b64decode(r["data"])
-            offset += len(data)
-            yield data
             if r["eof"] or not data:
+                yield data
                 return
+            # the rest asked for ahead: chunks are reads at offsets, run by
+            # several shims at once; in order, and at most _DOWNLOAD_AHEAD
+            # in memory
+            offset, size = r["offset"] + len(data), r["size"]
+            yield data
+            r = yield from self._download_ahead(path, offset, size)
+            if r is None:
+                return
+
+    def _download_ahead(self, path: str, offset: int, size: int):
+        """Chunks from offset to size, _DOWNLOAD_AHEAD requests in flight,
+        yielded in order; returns None at the end of the file, or, when the
+        file changed size meanwhile (or a chunk failed), the reply of one
+        request at the offset reached, for the caller to go on from. Calls
+        still in flight when it stops are waited for, never abandoned."""
+        chunk = self._s.max_chunk
+        pending: collections.deque = collections.deque()
+        nxt = offset
+        try:
+            while True:
+                while len(pending) < _DOWNLOAD_AHEAD and nxt < size:
+                    pending.append(self._s.send({"op": "download", "path": path,
+                                                 "offset": nxt}))
+                    nxt += chunk
+                if not pending:
+                    return self.request("download", path=path, offset=offset)
+                r = self._s.wait(pending.popleft())
+                if r["type"] == "error" or r["size"] != size or r["offset"] != offset:
+                    return self.request("download", path=path, offset=offset)
+                data = base64.b64decode(r["data"])
+                offset += len(data)
+                yield data
+                if r["eof"] or not data:
+                    return None
+        finally:
+            for call in pending:
+                try:
+                    self._s.wait(call)
+                except (ProtocolError, SandboxClosed):
+                    pass
 
     def download_files(self, paths: List[str]) -> "List[T.FileDownloadResponse]":
         """The bytes of each path, in order: content, or error as a code

@@ -90,6 +90,26 @@ class Large(Base):
         self.assertEqual(hashlib.sha256(down.content).hexdigest(), digest)
         self.server_hwm_below(96 << 10)
 
+    def test_download_asked_ahead_follows_a_file_that_changes_size(self):
+        # chunks after the first are asked for ahead at offsets the first
+        # reply's size gave: a file that shrinks or grows meanwhile still
+        # comes out as it is then, and no reply is left behind
+        chunk = self.sb._s.max_chunk
+        path = os.path.join(self.ws, "moving.bin")
+        for after in (chunk + chunk // 2, 5 * chunk + 7):
+            first = pattern(4 * chunk)
+            with open(path, "wb") as f:
+                f.write(first)
+            it = self.sb._download_chunks("/workspace/moving.bin")
+            got = [next(it)]
+            rest = pattern(after)
+            with open(path, "r+b") as f:
+                f.truncate(0)
+                f.write(first[:chunk] + rest[chunk:])
+            got.extend(it)
+            self.assertEqual(b"".join(got), first[:chunk] + rest[chunk:], after)
+            self.assertEqual(self.sb.execute("echo on").output.strip(), "on")
+
     def test_file_errors_of_the_streaming_calls(self):
         with self.assertRaises(FileError) as cm:
             self.sb.download_file("/workspace/none", os.path.join(self.ws, "x"))
