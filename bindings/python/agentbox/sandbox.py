@@ -513,22 +513,27 @@ class Sandbox(T.SandboxBackendProtocol):
     # ---- files: reading ----
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> "T.ReadResult":
-        """Up to limit raw lines from line offset (0-based): file_data is
-        {content, encoding}; a negative offset reads from the start, a
-        limit of 0 or less reads nothing (no_lines_requested); binary data
-        (and images, audio, video, documents by extension) comes whole as
-        base64 without line fields; an empty file has empty content."""
+        """Up to limit raw lines from line offset (0-based), joined by LF
+        with none after the last: file_data is {content, encoding}; a
+        negative offset reads from the start, a limit of 0 or less reads
+        nothing (no_lines_requested); binary data (and images, audio,
+        video, documents by extension) comes whole as base64 without line
+        fields; an empty file has deepagents' empty-file reminder as its
+        content, a missing one the error "File 'PATH' not found"."""
         offset, limit = max(int(offset), 0), int(limit)
         if PurePosixPath(file_path).suffix.lower() in _BINARY_EXTENSIONS:
             return self._read_binary(file_path)
         r = self.request("read", path=file_path, offset=offset if limit > 0 else 0,
                          limit=max(limit, 1))
+        if r.get("type") == "error" and r.get("code") == "file_not_found":
+            return make(T.ReadResult, error="File '%s' not found" % file_path)
         if self._err(r):
             return make(T.ReadResult, error=self._err(r))
         if r["encoding"] == "base64":
             return make(T.ReadResult, file_data={"content": r["content"], "encoding": "base64"})
-        if not r["total_lines"]:
-            return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"})
+        if not r["total_lines"]:  # deepagents' BaseSandbox: the reminder as the content
+            return make(T.ReadResult,
+                        file_data={"content": EMPTY_CONTENT_WARNING, "encoding": "utf-8"})
         if limit <= 0:
             return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"},
                         no_lines_requested=True)
@@ -536,6 +541,8 @@ class Sandbox(T.SandboxBackendProtocol):
             return make(T.ReadResult, error="Line offset %d exceeds file length (%d lines)"
                         % (offset, r["total_lines"]))
         text = r["content"].replace("\r\n", "\n").replace("\r", "\n")
+        if text.endswith("\n"):  # lines joined by LF, as BaseSandbox pages them
+            text = text[:-1]
         data = {"content": text, "encoding": "utf-8"}
         try:
             return make(T.ReadResult, file_data=data, total_lines=r["total_lines"],
@@ -566,11 +573,10 @@ class Sandbox(T.SandboxBackendProtocol):
         content = r.file_data["content"]
         if r.file_data["encoding"] == "base64":
             return "Error: %s is binary data (%d bytes as base64)" % (file_path, len(content))
-        if not content.strip():
+        if not content.strip() or (content == EMPTY_CONTENT_WARNING
+                                      and not getattr(r, "start_line", None)):
             return EMPTY_CONTENT_WARNING
         lines = content.split("\n")
-        if lines[-1] == "":
-            lines.pop()
         first = getattr(r, "start_line", None) or max(int(offset), 0) + 1
         return "\n".join("%6d\t%s" % (first + i, t[:2000]) for i, t in enumerate(lines))
 
@@ -609,14 +615,16 @@ class Sandbox(T.SandboxBackendProtocol):
                              new_string=new_string.replace("\r\n", "\n").replace("\n", "\r\n"),
                              replace_all=replace_all)
             code = r.get("code") if r.get("type") == "error" else None
+        if code == "file_not_found":
+            return make(T.EditResult, error="Error: File '%s' not found" % file_path)
         if code == "not_found":
             return make(T.EditResult, error="Error: String not found in file: '%s'" % old_string)
-        if code == "not_unique":
+        if code == "not_unique":  # BaseSandbox's words, and the count
             n = re.search(r"occurs (\d+) times", r.get("message", ""))
             return make(T.EditResult, error=(
-                "Error: String '%s' appears %s times in file. Use replace_all=True to replace "
-                "all instances, or provide a more specific string with surrounding context."
-                % (old_string, n.group(1) if n else "several")))
+                "Error: String '%s' appears multiple times%s. Use replace_all=True to replace "
+                "all occurrences, or provide a more specific string with surrounding context."
+                % (old_string, " (%s)" % n.group(1) if n else "")))
         if code:
             return make(T.EditResult, error=r.get("message"))
         return make(T.EditResult, path=r["path"], occurrences=r["occurrences"])
