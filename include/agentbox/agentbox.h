@@ -122,6 +122,9 @@ struct ab_config {
 	 * directory, the caller's home or one of its ancestors */
 	bool allow_broad_workspace;
 	char *skills; /* host directory, bound read-only at /skills, or NULL */
+	/* --rootfs: host directory whose tree is the view's system (read-only)
+	 * instead of the host's /usr, /bin, /lib*, /etc; NULL for the host's */
+	char *rootfs;
 	enum ab_workspace_mode workspace_mode;
 	char *keep_changes; /* overlay: the layer's directory, kept after the sandbox */
 	char *cwd;	    /* working directory inside the view */

@@ -59,7 +59,7 @@ static void trial(struct check_facts *f)
 		rmdir(ws);
 		return;
 	}
-	char *argv[16];
+	char *argv[24];
 	int argc = 0;
 	/* best: what each limit becomes, where full would refuse the run */
 	char *common[] = {"run", "--workspace", ws,    "--memory", "64M", "--cpus", "1", "--pids",
@@ -70,8 +70,20 @@ static void trial(struct check_facts *f)
 		argv[argc++] = "--cgroup-parent";
 		argv[argc++] = f->cgroup_parent;
 	}
+	if (f->rootfs[0]) {
+		argv[argc++] = "--rootfs";
+		argv[argc++] = f->rootfs;
+	}
+	/* a root tree need not have /bin/true; its shell it must have */
+	const char *what = f->rootfs[0] ? "/bin/sh -c :" : "/bin/true";
 	argv[argc++] = "--";
-	argv[argc++] = "/bin/true";
+	if (f->rootfs[0]) {
+		argv[argc++] = "/bin/sh";
+		argv[argc++] = "-c";
+		argv[argc++] = ":";
+	} else {
+		argv[argc++] = "/bin/true";
+	}
 	argv[argc] = NULL;
 	struct ab_config cfg;
 	struct ab_result res = {0};
@@ -85,7 +97,7 @@ static void trial(struct check_facts *f)
 		snprintf(f->trial_error, sizeof(f->trial_error), "%s", err.msg);
 	} else if (res.exit_code != 0) {
 		snprintf(f->trial_error, sizeof(f->trial_error),
-			 "the sandbox started, but /bin/true exited with %d", res.exit_code);
+			 "the sandbox started, but %s exited with %d", what, res.exit_code);
 	} else {
 		f->trial_ok = true;
 		snprintf(f->cgroup_version, sizeof(f->cgroup_version), "%s",
@@ -107,9 +119,15 @@ void check_gather(struct check_facts *f)
 
 void check_gather_in(struct check_facts *f, const char *cgroup_parent)
 {
+	check_gather_on(f, cgroup_parent, NULL);
+}
+
+void check_gather_on(struct check_facts *f, const char *cgroup_parent, const char *rootfs)
+{
 	memset(f, 0, sizeof(*f));
 	snprintf(f->cgroup_parent, sizeof(f->cgroup_parent), "%s",
 		 cgroup_parent ? cgroup_parent : "");
+	snprintf(f->rootfs, sizeof(f->rootfs), "%s", rootfs ? rootfs : "");
 	struct utsname u;
 	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
 	f->root = geteuid() == 0;
@@ -342,11 +360,16 @@ static void assess_idmap(const struct check_facts *f, struct check_item *it)
 
 static void assess_trial(const struct check_facts *f, struct check_item *it)
 {
-	if (f->trial_ok)
-		item(it, "trial", CHECK_OK, "agentbox run -- /bin/true worked");
+	char run[200];
+	if (f->rootfs[0])
+		snprintf(run, sizeof(run),
+			 "agentbox run --rootfs %.120s -- /bin/sh -c :", f->rootfs);
 	else
-		item(it, "trial", CHECK_FAIL, "agentbox run -- /bin/true failed: %s",
-		     f->trial_error);
+		snprintf(run, sizeof(run), "agentbox run -- /bin/true");
+	if (f->trial_ok)
+		item(it, "trial", CHECK_OK, "%s worked", run);
+	else
+		item(it, "trial", CHECK_FAIL, "%s failed: %s", run, f->trial_error);
 }
 
 /* The "isolation" item from the probe's answer. */

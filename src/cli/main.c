@@ -69,6 +69,11 @@ static const char usage_run[] =
 	"                       agentbox changes/commit/discard DIR\n"
 	"  --cwd PATH           working directory in the view (default /workspace)\n"
 	"  --skills DIR         bind DIR read-only at /skills\n"
+	"  --rootfs DIR         the view's system from the root tree DIR, read-only,\n"
+	"                       instead of the host's /usr, /bin, /lib*, /etc; it\n"
+	"                       must hold the command (/bin/sh for -c and serve),\n"
+	"                       its libraries, for this machine, and etc/passwd\n"
+	"                       (docs/rootfs.md)\n"
 	"  --ro-bind SRC[:DST]  bind SRC read-only at DST (default: SRC's path)\n"
 	"  --bind SRC[:DST]     bind SRC read-write at DST\n"
 	"  --tmpfs DST          a fresh tmpfs at DST\n"
@@ -198,7 +203,7 @@ static const char usage_mcp[] =
 	"or dies.\n";
 
 static const char usage_check[] =
-	"Usage: agentbox check [--json] [--cgroup-parent PATH]\n"
+	"Usage: agentbox check [--json] [--cgroup-parent PATH] [--rootfs DIR]\n"
 	"\n"
 	"Tell whether this host can run agentbox and what will be limited: the\n"
 	"kernel, user namespaces (and what restricts them: sysctls, AppArmor, a\n"
@@ -209,6 +214,8 @@ static const char usage_check[] =
 	"  --json               the same as one JSON object\n"
 	"  --cgroup-parent PATH make the trial's cgroup below PATH, as run and\n"
 	"                       serve would: whether a delegated group works\n"
+	"  --rootfs DIR         make the trial run /bin/sh -c : on the root tree DIR\n"
+	"                       (agentbox run --rootfs): whether it can be a view\n"
 	"\n"
 	"Exit status: 0 when agentbox can run here, 1 when it cannot, 125 on bad\n"
 	"options.\n";
@@ -216,7 +223,7 @@ static const char usage_check[] =
 static int cmd_check(int argc, char **argv)
 {
 	bool json = false;
-	const char *parent = NULL;
+	const char *parent = NULL, *rootfs = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
@@ -230,6 +237,8 @@ static int cmd_check(int argc, char **argv)
 					parent, parent);
 				return AB_EXIT_FAILURE;
 			}
+		} else if (strcmp(argv[i], "--rootfs") == 0 && i + 1 < argc) {
+			rootfs = argv[++i];
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(usage_check, stdout);
 			return 0;
@@ -242,7 +251,7 @@ static int cmd_check(int argc, char **argv)
 		}
 	}
 	struct check_facts f;
-	check_gather_in(&f, parent);
+	check_gather_on(&f, parent, rootfs);
 	return check_print(&f, json);
 }
 

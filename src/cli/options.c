@@ -24,6 +24,7 @@
 enum {
 	OPT_WORKSPACE = 256,
 	OPT_SKILLS,
+	OPT_ROOTFS,
 	OPT_WORKSPACE_MODE,
 	OPT_KEEP_CHANGES,
 	OPT_CWD,
@@ -73,6 +74,7 @@ enum {
 static const struct option run_options[] = {
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"skills", required_argument, NULL, OPT_SKILLS},
+	{"rootfs", required_argument, NULL, OPT_ROOTFS},
 	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
 	{"keep-changes", required_argument, NULL, OPT_KEEP_CHANGES},
 	{"cwd", required_argument, NULL, OPT_CWD},
@@ -150,6 +152,10 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--skills: empty path");
 		return set_string(&cfg->skills, arg);
+	case OPT_ROOTFS:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--rootfs: empty path");
+		return set_string(&cfg->rootfs, arg);
 	case OPT_WORKSPACE_MODE:
 	case OPT_KEEP_CHANGES:
 		return layer_parse_option(cfg, opt, arg, err);

@@ -40,8 +40,8 @@ static const struct {
 };
 
 /* Keys whose value is (or, for binds, starts with) a host path. */
-static const char *const host_path_keys[] = {"workspace", "skills",    "ro-bind",     "bind",
-					     "seccomp",	  "audit-log", "keep-changes"};
+static const char *const host_path_keys[] = {"workspace", "skills",  "rootfs",	  "ro-bind",
+					     "bind",	  "seccomp", "audit-log", "keep-changes"};
 
 struct loader {
 	struct ab_config *cfg;

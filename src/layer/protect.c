@@ -242,6 +242,35 @@ char **protect_created(const struct ab_config *cfg, const struct protect_state *
 	return out;
 }
 
+char **protect_created_layer(const char *workspace, const char *layer_dir, char *const *changed)
+{
+	char upper[PATH_MAX];
+	if (snprintf(upper, sizeof(upper), "%s/upper", layer_dir) >= (int)sizeof(upper))
+		return NULL;
+	cleanup_fd int ws = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cleanup_fd int up = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws < 0 || up < 0)
+		return NULL;
+	char **out = NULL;
+	size_t n = 0;
+	for (char *const *p = changed; p && *p; p++) {
+		/* absent from the host workspace, the layer's lower */
+		int fd = ab_open_beneath(ws, *p);
+		if (fd >= 0)
+			close(fd);
+		if (fd != -ENOENT || !as_git_init_made_it(up, *p))
+			continue;
+		char **grown = realloc(out, (n + 2) * sizeof(char *));
+		if (!grown)
+			break;
+		out = grown;
+		if (!(out[n] = strdup(*p)))
+			break;
+		out[++n] = NULL;
+	}
+	return out;
+}
+
 void protect_state_free(struct protect_state *st)
 {
 	free(st->e);

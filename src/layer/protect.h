@@ -45,6 +45,10 @@ char **protect_changes(const struct ab_config *cfg, const struct protect_state *
  * (NULL-terminated heap array, NULL when none). Read as hostile files. */
 char **protect_created(const struct ab_config *cfg, const struct protect_state *before,
 		       char *const *changed);
+/* The same for an overlay workspace: of the protected paths changed in the
+ * layer DIR (layer_protected_changes), those the host workspace does not
+ * have and that hold what git init makes. */
+char **protect_created_layer(const char *workspace, const char *layer_dir, char *const *changed);
 void protect_state_free(struct protect_state *st);
 
 #endif

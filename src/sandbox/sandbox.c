@@ -434,8 +434,11 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	if (!ab_config_idmaps(cfg))
 		return 0;
 	int r = idmap_plan_trees(&sb->plan, cfg->host_uid, cfg->host_gid, notices, err);
+	/* a --rootfs's own are planned with it (rootfs.c) */
 	if (r == 0)
-		return idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
+		return cfg->rootfs
+			       ? 0
+			       : idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
 	struct ab_error why = *err;
 	/* EPERM: no CAP_SYS_ADMIN (root in a container), whatever the filesystem */
 	if ((r != -EOPNOTSUPP && r != -EPERM) || ab_config_run_as_owner(cfg, err) < 0) {

@@ -84,7 +84,7 @@ int denials_collect(const struct ab_denials *d, struct ab_denied_syscall **out, 
  * command that ends first after it. */
 /* In an overlay workspace: the protected paths the layer holds (layer.h),
  * each reported once, by the first command to end after it got there. */
-static char **layer_protected_once(struct ab_session *s)
+static char **layer_protected_once(struct ab_session *s, char ***created)
 {
 	char **all = layer_protected_changes(s->sb.plan.layer);
 	size_t n_new = 0, n_seen = 0;
@@ -109,13 +109,14 @@ static char **layer_protected_once(struct ab_session *s)
 		return NULL;
 	}
 	all[n_new] = NULL;
+	*created = protect_created_layer(s->sb.plan.layer->workspace, s->sb.plan.layer->dir, all);
 	return all;
 }
 
 static char **protected_changes(struct ab_session *s, char ***created)
 {
 	if (s->sb.plan.layer)
-		return layer_protected_once(s);
+		return layer_protected_once(s, created);
 	const struct protect_state *base = s->have_seen ? &s->seen : &s->sb.protect;
 	char **changed = protect_changes(&s->sb.cfg, base);
 	if (!changed)

@@ -56,6 +56,7 @@ void ab_config_free(struct ab_config *cfg)
 {
 	free(cfg->workspace);
 	free(cfg->skills);
+	free(cfg->rootfs);
 	free(cfg->keep_changes);
 	free(cfg->cwd);
 	free(cfg->hostname);
@@ -273,6 +274,19 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 			return -err->code;
 		free(cfg->skills);
 		cfg->skills = sk;
+	}
+	if (cfg->rootfs) {
+		char *rf;
+		if (ab_resolve_mount_source("--rootfs", cfg->rootfs, false, true, &rf, err) < 0)
+			return -err->code;
+		free(cfg->rootfs);
+		cfg->rootfs = rf;
+		if (strcmp(rf, "/") == 0)
+			return ab_error_plain(
+				err, EINVAL,
+				"--rootfs /: that is the host's own root, with every "
+				"user's files; leave --rootfs out for the host's system "
+				"directories, or name a root tree");
 	}
 	if (!cfg->cwd && !(cfg->cwd = strdup("/workspace")))
 		return ab_error_set(err, ENOMEM, "configuring the sandbox");

@@ -340,59 +340,15 @@ static char *read_small(const char *path)
 	return buf;
 }
 
-/* Whether a line of an /etc/passwd or /etc/group text has this name (field
- * 1) or this id (field 3). */
-static bool has_entry(const char *text, const char *name, unsigned id)
-{
-	size_t nl = strlen(name);
-	for (const char *l = text; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n')) {
-		if (strncmp(l, name, nl) == 0 && l[nl] == ':')
-			return true;
-		const char *f = l;
-		for (int i = 0; i < 2 && f; i++) {
-			f = memchr(f, ':', strcspn(f, "\n"));
-			f = f ? f + 1 : NULL;
-		}
-		char *end;
-		if (f && *f >= '0' && *f <= '9' && strtoul(f, &end, 10) == id && *end == ':')
-			return true;
-	}
-	return false;
-}
-
-/* text with line appended (after a newline it may lack), or NULL. */
-static char *append_line(const char *text, const char *line)
-{
-	size_t n = strlen(text);
-	bool nl = n > 0 && text[n - 1] != '\n';
-	char *out = malloc(n + nl + strlen(line) + 1);
-	if (out)
-		sprintf(out, "%s%s%s", text, nl ? "\n" : "", line);
-	return out;
-}
-
 int idmap_plan_id_files(struct view_plan *plan, uid_t uid, gid_t gid, const char *home,
 			struct ab_error *err)
 {
 	struct stat st;
 	if (lstat("/etc", &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0; /* no /etc of the host's own in the view */
-	static const char name[] = "agent";
-	char line[4200];
 	cleanup_free char *passwd = read_small("/etc/passwd");
-	if (passwd && !has_entry(passwd, name, uid)) {
-		snprintf(line, sizeof(line), "%s:x:%u:%u:agentbox sandbox user:%s:/bin/sh\n", name,
-			 (unsigned)uid, (unsigned)gid, home);
-		if (!(plan->passwd = append_line(passwd, line)))
-			return ab_error_set(err, ENOMEM, "making the sandbox's /etc/passwd");
-	}
 	cleanup_free char *group = read_small("/etc/group");
-	if (group && !has_entry(group, name, gid)) {
-		snprintf(line, sizeof(line), "%s:x:%u:\n", name, (unsigned)gid);
-		if (!(plan->group = append_line(group, line)))
-			return ab_error_set(err, ENOMEM, "making the sandbox's /etc/group");
-	}
-	return 0;
+	return view_plan_id_texts(plan, passwd, group, uid, gid, home, err);
 }
 
 int idmap_probe(const char *dir, struct ab_error *err)

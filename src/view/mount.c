@@ -27,6 +27,7 @@
 #include "util/error.h"
 #include "layer/layer.h"
 #include "view/overlay.h"
+#include "view/rootfs.h"
 #include "util/parse.h"
 #include "util/util.h"
 
@@ -40,55 +41,10 @@ static const char *const dev_nodes[] = {
 
 /* ---- host side: the plan ---- */
 
-static struct view_entry *plan_add(struct view_plan *plan, enum view_kind kind, const char *src,
-				   const char *dst)
-{
-	struct view_entry *e = realloc(plan->e, (plan->n + 1) * sizeof(*e));
-	if (!e)
-		return NULL;
-	plan->e = e;
-	e = &plan->e[plan->n];
-	*e = (struct view_entry){.kind = kind, .src_fd = -1, .tree_fd = -1};
-	e->dst = strdup(dst);
-	e->src = src ? strdup(src) : NULL;
-	if (!e->dst || (src && !e->src)) {
-		free(e->dst);
-		free(e->src);
-		return NULL;
-	}
-	plan->n++;
-	return e;
-}
-
-static int plan_add_bind(struct view_plan *plan, const char *opt, const char *src, const char *dst,
-			 bool rw, bool user, struct ab_error *err)
-{
-	struct stat st;
-	if (stat(src, &st) < 0)
-		return ab_error_set(err, errno, "%s: cannot bind '%s' at %s", opt, src, dst);
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		return ab_error_plain(err, EINVAL,
-				      "%s: cannot bind '%s' at %s: only directories and regular "
-				      "files can be bound",
-				      opt, src, dst);
-	struct view_entry *e = plan_add(plan, VIEW_BIND, src, dst);
-	if (!e)
-		return ab_error_set(err, ENOMEM, "planning the view");
-	e->rw = rw;
-	e->user = user;
-	e->host_open = true;
-	e->owner_uid = st.st_uid;
-	e->owner_gid = st.st_gid;
-	e->is_dir = S_ISDIR(st.st_mode);
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
-	return 0;
-}
-
 static int plan_add_tmpfs(struct view_plan *plan, const char *dst, unsigned mode, bool user,
 			  unsigned long long size, struct ab_error *err)
 {
-	struct view_entry *e = plan_add(plan, VIEW_TMPFS, NULL, dst);
+	struct view_entry *e = view_plan_add(plan, VIEW_TMPFS, NULL, dst);
 	if (!e)
 		return ab_error_set(err, ENOMEM, "planning the view");
 	e->rw = true;
@@ -112,10 +68,11 @@ static int plan_add_system(struct view_plan *plan, struct ab_error *err)
 			if (n < 0)
 				return ab_error_set(err, errno, "cannot read the link %s", d);
 			target[n] = '\0';
-			if (!plan_add(plan, VIEW_SYMLINK, target, d))
+			if (!view_plan_add(plan, VIEW_SYMLINK, target, d))
 				return ab_error_set(err, ENOMEM, "planning the view");
 		} else if (S_ISDIR(st.st_mode)) {
-			int r = plan_add_bind(plan, "system directory", d, d, false, false, err);
+			int r = view_plan_add_bind(plan, "system directory", d, d, false, false,
+						   err);
 			if (r < 0)
 				return r;
 			/* the host's own, readable by anyone: bound as they are */
@@ -180,7 +137,7 @@ static int plan_protect_parents(struct view_plan *plan, const char *ws,
 		if (plan_has_dst(plan, dst) || protect_binds(protect, parent))
 			continue;
 		snprintf(src, sizeof(src), "%s/%s", ws, parent);
-		int r = plan_add_bind(plan, "--protect", src, dst, true, false, err);
+		int r = view_plan_add_bind(plan, "--protect", src, dst, true, false, err);
 		if (r < 0)
 			return r;
 	}
@@ -194,10 +151,11 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 	view_plan_init(plan);
 	plan->bind_proc = cfg->isolation_missing & AB_MISSING_OWN_PROC;
 
-	if ((r = plan_add_system(plan, err)) < 0)
+	/* --rootfs: its tree instead of the host's system directories */
+	if ((r = cfg->rootfs ? rootfs_plan(cfg, plan, err) : plan_add_system(plan, err)) < 0)
 		return r;
-	if ((r = plan_add_bind(plan, "--workspace", cfg->workspace, "/workspace", true, false,
-			       err)) < 0)
+	if ((r = view_plan_add_bind(plan, "--workspace", cfg->workspace, "/workspace", true, false,
+				    err)) < 0)
 		return r;
 	for (size_t i = 0; protect && i < protect->n; i++) {
 		const struct protect_entry *p = &protect->e[i];
@@ -208,11 +166,11 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		char src[8192], dst[4200];
 		snprintf(src, sizeof(src), "%s/%s", cfg->workspace, p->rel);
 		snprintf(dst, sizeof(dst), "/workspace/%s", p->rel);
-		if ((r = plan_add_bind(plan, "--protect", src, dst, false, false, err)) < 0)
+		if ((r = view_plan_add_bind(plan, "--protect", src, dst, false, false, err)) < 0)
 			return r;
 	}
-	if (cfg->skills &&
-	    (r = plan_add_bind(plan, "--skills", cfg->skills, "/skills", false, false, err)) < 0)
+	if (cfg->skills && (r = view_plan_add_bind(plan, "--skills", cfg->skills, "/skills", false,
+						   false, err)) < 0)
 		return r;
 	if ((r = check_user_dst(plan, "--home", cfg->home, err)) < 0)
 		return r;
@@ -221,7 +179,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 	if (strcmp(cfg->home, "/tmp") != 0 &&
 	    (r = plan_add_tmpfs(plan, cfg->home, 0755, false, cfg->tmpfs_size, err)) < 0)
 		return r;
-	if (!plan_add(plan, VIEW_PROC, NULL, "/proc") || !plan_add(plan, VIEW_DEV, NULL, "/dev"))
+	if (!view_plan_add(plan, VIEW_PROC, NULL, "/proc") ||
+	    !view_plan_add(plan, VIEW_DEV, NULL, "/dev"))
 		return ab_error_set(err, ENOMEM, "planning the view");
 
 	for (size_t i = 0; i < cfg->n_mounts; i++) {
@@ -243,8 +202,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 		const char *dst = m->dst ? m->dst : real;
 		if ((r = check_user_dst(plan, opt, dst, err)) < 0)
 			return r;
-		if ((r = plan_add_bind(plan, opt, real, dst, m->kind == AB_MOUNT_BIND, true, err)) <
-		    0)
+		if ((r = view_plan_add_bind(plan, opt, real, dst, m->kind == AB_MOUNT_BIND, true,
+					    err)) < 0)
 			return r;
 	}
 	return overlay_plan(cfg, protect, plan, err);

@@ -66,6 +66,17 @@ void view_plan_close_trees(struct view_plan *plan);
  * all of them, or (!wait) those that have exited. */
 void view_plan_reap_helpers(struct view_plan *plan, bool wait);
 
+/* Launcher, for the plan's makers (plan.c): one more entry, or NULL
+ * when out of memory; a bind of a host path checked with stat(2). */
+struct view_entry *view_plan_add(struct view_plan *plan, enum view_kind kind, const char *src,
+				 const char *dst);
+int view_plan_add_bind(struct view_plan *plan, const char *opt, const char *src, const char *dst,
+		       bool rw, bool user, struct ab_error *err);
+/* plan->passwd and plan->group: these texts (NULL: no such file) with a
+ * line "agent" more each, where they have no line for uid, gid (plan.c). */
+int view_plan_id_texts(struct view_plan *plan, const char *passwd, const char *group, uid_t uid,
+		       gid_t gid, const char *home, struct ab_error *err);
+
 /* Open e->src beneath root (O_PATH, no symlink followed) into e->src_fd and
  * check it is the file the plan checked. */
 int view_open_source(int root, struct view_entry *e, struct ab_error *err);

@@ -214,8 +214,11 @@ class Detached(unittest.TestCase):
         p = subprocess.Popen([BIN, "connect", sid], env=self.env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE)
         self.assertEqual(json.loads(p.stdout.readline())["type"], "hello")
+        # it ends when the test says so (a file in the workspace), not on a
+        # clock a loaded machine may outrun
         req = {"op": "exec", "id": "slow", "stream": True,
-               "command": "echo started; sleep 0.6; echo done; echo warn >&2"}
+               "command": "echo started; until [ -e go ]; do sleep 0.05; done; "
+                          "echo done; echo warn >&2"}
         p.stdin.write(json.dumps(req).encode() + b"\n")
         p.stdin.flush()
         self.assertEqual(json.loads(p.stdout.readline())["type"], "output")
@@ -227,7 +230,8 @@ class Detached(unittest.TestCase):
         self.assertEqual(self.ls()[sid]["running"], 1)  # not killed with its client
         # the command ends while no client is attached; an exec in between
         # does not take its result
-        time.sleep(0.8)
+        open(os.path.join(self.ws, "go"), "w").close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 0, 10))
         r = self.ab("exec", sid, "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
         t = time.monotonic()
@@ -396,17 +400,18 @@ class Detached(unittest.TestCase):
     # ---- ends ----
 
     def test_idle_timeout(self):
-        sid = self.create("--name", "idle", "--idle-timeout", "400ms")
+        # long enough for the exec below to start on a loaded machine
+        sid = self.create("--name", "idle", "--idle-timeout", "2s")
         pid = self.state(sid)["pid"]
         # a client attached or a command running is not idle
-        r = self.ab("exec", sid, "--", "sleep", "0.6")
+        r = self.ab("exec", sid, "--", "sleep", "2.5")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(alive(pid))
         self.assertTrue(wait_until(lambda: not alive(pid), 10))
         self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
 
     def test_ttl(self):
-        sid = self.create("--name", "ttl", "--ttl", "500ms")
+        sid = self.create("--name", "ttl", "--ttl", "2s")  # time to connect, under load
         pid = self.state(sid)["pid"]
         c = Client(self.sock(sid))
         c.recv()

@@ -142,13 +142,13 @@ class PlantedReport(Attacks):
     def test_git_init_is_reported_without_a_warning(self):
         # what `git init` makes is in the report, not on stderr; one hook
         # or one config key more and the warning is back
-        if "overlay" in harness.EXTRA_OPTIONS:
-            self.skipTest("an overlay workspace warns about every protected path in its layer")
         p, rep = self.run_report("git init -q")
         self.assertEqual(p.returncode, 0, p)
         self.assertEqual(sorted(rep["protected_paths_changed"]), [".git/config", ".git/hooks"], rep)
         self.assertEqual(p.stderr, "", p)
-        shutil.rmtree(os.path.join(self.ws, ".git"))
+        # in an overlay workspace, .git went with the run's layer
+        if "overlay" not in harness.EXTRA_OPTIONS:
+            shutil.rmtree(os.path.join(self.ws, ".git"))
         p, rep = self.run_report("git init -q && git config core.hooksPath /tmp && "
                                  "echo 'echo pwned' > .git/hooks/post-checkout")
         self.assertEqual(sorted(rep["protected_paths_changed"]), [".git/config", ".git/hooks"], rep)

@@ -76,6 +76,7 @@ export function serveArgs(options: SandboxOptions): string[] {
   args.push("--isolation", options.isolation ?? "full");
   if (options.profile !== undefined) args.push("--profile", options.profile);
   if (options.skills !== undefined) args.push("--skills", options.skills);
+  if (options.rootfs !== undefined) args.push("--rootfs", options.rootfs);
   for (const [name, value] of Object.entries(options.env ?? {})) args.push("--env", `${name}=${value}`);
   if (options.memory !== undefined) args.push("--memory", String(options.memory));
   if (options.cpus !== undefined) args.push("--cpus", String(options.cpus));

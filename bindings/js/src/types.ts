@@ -24,6 +24,8 @@ export interface SandboxOptions {
   workspace?: string;
   /** Host directory seen read-only at /skills. */
   skills?: string;
+  /** Host root tree (read-only) that is the view's system instead of the host's `/usr`, `/etc`, `/lib*` (`--rootfs`, docs/rootfs.md). */
+  rootfs?: string;
   /** The agentbox binary (default: `$AGENTBOX_BIN`, then `agentbox` in PATH). */
   binary?: string;
   /** Variables every command gets (`--env NAME=VALUE`). */

@@ -26,6 +26,8 @@ describe("session", () => {
     assert.deepEqual(args, ["serve", "--workspace", "/w", "--net", "none", "--seccomp", "default", "--timeout", "2500ms",
       "--isolation", "full", "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--limits", "best", "--tmpfs", "/a", "--tmpfs", "/b", "--host-uid", "7"]);
     assert.ok(serveArgs({ timeout: null }).includes("none"));
+    const rootfs = serveArgs({ rootfs: "/srv/root" });
+    assert.equal(rootfs[rootfs.indexOf("--rootfs") + 1], "/srv/root");
     const best = serveArgs({ isolation: "best" });
     assert.equal(best[best.indexOf("--isolation") + 1], "best");
   });

@@ -26,7 +26,9 @@ describe("process", () => {
     assert.match(first, /33 101\r\n/);
     await p.resize(40, 120);
     await p.write("typed\n");
-    await p.readUntil("typed\r\ntyped\r\n"); // echoed, then cat's
+    // echoed, then cat's; the WINCH trap's line may come between them
+    await p.readUntil("typed\r\n");
+    await p.readUntil("typed\r\n");
     await p.closeStdin(); // Ctrl-D: cat ends
     await p.readUntil("cat=0");
     const r = await p.wait();

@@ -5,6 +5,7 @@ method does and which deepagents releases each name serves."""
 
 import asyncio
 import base64
+import collections
 import io
 import json
 import os
@@ -41,6 +42,7 @@ _BINARY_EXTENSIONS = frozenset(
 EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents"
 _GREP_PAGE = 5000  # matches per grep request: a page of long lines stays a few MiB
 _WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
+_DOWNLOAD_AHEAD = 2  # download chunks asked for before the first has come
 _BINARY_READ_MAX = 6 << 20  # as the server's read of binary data
 
 
@@ -127,6 +129,7 @@ def _cli(args: Sequence[str]) -> "subprocess.CompletedProcess":
 
 
 def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
+                rootfs: Union[str, os.PathLike, None] = None,
                 env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 120,
                 memory: Union[str, int, None] = None, cpus: Optional[float] = None,
                 pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
@@ -146,6 +149,9 @@ def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
             "--isolation", isolation]
     if skills is not None:
         args += ["--skills", os.fspath(skills)]
+    # the view's system from this root tree, not the host's (docs/rootfs.md)
+    if rootfs is not None:
+        args += ["--rootfs", os.fspath(rootfs)]
     if workspace_mode != "direct":
         args += ["--workspace-mode", workspace_mode]
     if keep_changes is not None:
@@ -173,6 +179,7 @@ class Sandbox(T.SandboxBackendProtocol):
     same isolated view of `workspace` (read-write at /workspace)."""
 
     def __init__(self, workspace: Union[str, os.PathLike], *, skills=None,
+                 rootfs: Union[str, os.PathLike, None] = None,
                  env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 120,
                  memory: Union[str, int, None] = None, cpus: Optional[float] = None,
                  pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
@@ -506,22 +513,27 @@ class Sandbox(T.SandboxBackendProtocol):
     # ---- files: reading ----
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> "T.ReadResult":
-        """Up to limit raw lines from line offset (0-based): file_data is
-        {content, encoding}; a negative offset reads from the start, a
-        limit of 0 or less reads nothing (no_lines_requested); binary data
-        (and images, audio, video, documents by extension) comes whole as
-        base64 without line fields; an empty file has empty content."""
+        """Up to limit raw lines from line offset (0-based), joined by LF
+        with none after the last: file_data is {content, encoding}; a
+        negative offset reads from the start, a limit of 0 or less reads
+        nothing (no_lines_requested); binary data (and images, audio,
+        video, documents by extension) comes whole as base64 without line
+        fields; an empty file has deepagents' empty-file reminder as its
+        content, a missing one the error "File 'PATH' not found"."""
         offset, limit = max(int(offset), 0), int(limit)
         if PurePosixPath(file_path).suffix.lower() in _BINARY_EXTENSIONS:
             return self._read_binary(file_path)
         r = self.request("read", path=file_path, offset=offset if limit > 0 else 0,
                          limit=max(limit, 1))
+        if r.get("type") == "error" and r.get("code") == "file_not_found":
+            return make(T.ReadResult, error="File '%s' not found" % file_path)
         if self._err(r):
             return make(T.ReadResult, error=self._err(r))
         if r["encoding"] == "base64":
             return make(T.ReadResult, file_data={"content": r["content"], "encoding": "base64"})
-        if not r["total_lines"]:
-            return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"})
+        if not r["total_lines"]:  # deepagents' BaseSandbox: the reminder as the content
+            return make(T.ReadResult,
+                        file_data={"content": EMPTY_CONTENT_WARNING, "encoding": "utf-8"})
         if limit <= 0:
             return make(T.ReadResult, file_data={"content": "", "encoding": "utf-8"},
                         no_lines_requested=True)
@@ -529,6 +541,8 @@ class Sandbox(T.SandboxBackendProtocol):
             return make(T.ReadResult, error="Line offset %d exceeds file length (%d lines)"
                         % (offset, r["total_lines"]))
         text = r["content"].replace("\r\n", "\n").replace("\r", "\n")
+        if text.endswith("\n"):  # lines joined by LF, as BaseSandbox pages them
+            text = text[:-1]
         data = {"content": text, "encoding": "utf-8"}
         try:
             return make(T.ReadResult, file_data=data, total_lines=r["total_lines"],
@@ -559,11 +573,10 @@ class Sandbox(T.SandboxBackendProtocol):
         content = r.file_data["content"]
         if r.file_data["encoding"] == "base64":
             return "Error: %s is binary data (%d bytes as base64)" % (file_path, len(content))
-        if not content.strip():
+        if not content.strip() or (content == EMPTY_CONTENT_WARNING
+                                      and not getattr(r, "start_line", None)):
             return EMPTY_CONTENT_WARNING
         lines = content.split("\n")
-        if lines[-1] == "":
-            lines.pop()
         first = getattr(r, "start_line", None) or max(int(offset), 0) + 1
         return "\n".join("%6d\t%s" % (first + i, t[:2000]) for i, t in enumerate(lines))
 
@@ -602,14 +615,16 @@ class Sandbox(T.SandboxBackendProtocol):
                              new_string=new_string.replace("\r\n", "\n").replace("\n", "\r\n"),
                              replace_all=replace_all)
             code = r.get("code") if r.get("type") == "error" else None
+        if code == "file_not_found":
+            return make(T.EditResult, error="Error: File '%s' not found" % file_path)
         if code == "not_found":
             return make(T.EditResult, error="Error: String not found in file: '%s'" % old_string)
-        if code == "not_unique":
+        if code == "not_unique":  # BaseSandbox's words, and the count
             n = re.search(r"occurs (\d+) times", r.get("message", ""))
             return make(T.EditResult, error=(
-                "Error: String '%s' appears %s times in file. Use replace_all=True to replace "
-                "all instances, or provide a more specific string with surrounding context."
-                % (old_string, n.group(1) if n else "several")))
+                "Error: String '%s' appears multiple times%s. Use replace_all=True to replace "
+                "all occurrences, or provide a more specific string with surrounding context."
+                % (old_string, " (%s)" % n.group(1) if n else "")))
         if code:
             return make(T.EditResult, error=r.get("message"))
         return make(T.EditResult, path=r["path"], occurrences=r["occurrences"])
@@ -676,19 +691,57 @@ class Sandbox(T.SandboxBackendProtocol):
                 raise FileError(r.get("code"), r.get("message"))
             yield base64.b64decode(r["data"])
             return
-        offset = 0
+        r = self.request("download", path=path, offset=0)
         while True:
-            r = self.request("download", path=path, offset=offset)
             if r["type"] == "error":
                 raise FileError(r.get("code"), r.get("message"))
             if limit is not None and r["size"] > limit:
                 raise FileError("too_large", "%s has %d bytes: binary data is read up to %d; "
                                 "download_files takes any size" % (path, r["size"], limit))
             data = base64.b64decode(r["data"])
-            offset += len(data)
-            yield data
             if r["eof"] or not data:
+                yield data
                 return
+            # the rest asked for ahead: chunks are reads at offsets, run by
+            # several shims at once; in order, and at most _DOWNLOAD_AHEAD
+            # in memory
+            offset, size = r["offset"] + len(data), r["size"]
+            yield data
+            r = yield from self._download_ahead(path, offset, size)
+            if r is None:
+                return
+
+    def _download_ahead(self, path: str, offset: int, size: int):
+        """Chunks from offset to size, _DOWNLOAD_AHEAD requests in flight,
+        yielded in order; returns None at the end of the file, or, when the
+        file changed size meanwhile (or a chunk failed), the reply of one
+        request at the offset reached, for the caller to go on from. Calls
+        still in flight when it stops are waited for, never abandoned."""
+        chunk = self._s.max_chunk
+        pending: collections.deque = collections.deque()
+        nxt = offset
+        try:
+            while True:
+                while len(pending) < _DOWNLOAD_AHEAD and nxt < size:
+                    pending.append(self._s.send({"op": "download", "path": path,
+                                                 "offset": nxt}))
+                    nxt += chunk
+                if not pending:
+                    return self.request("download", path=path, offset=offset)
+                r = self._s.wait(pending.popleft())
+                if r["type"] == "error" or r["size"] != size or r["offset"] != offset:
+                    return self.request("download", path=path, offset=offset)
+                data = base64.b64decode(r["data"])
+                offset += len(data)
+                yield data
+                if r["eof"] or not data:
+                    return None
+        finally:
+            for call in pending:
+                try:
+                    self._s.wait(call)
+                except (ProtocolError, SandboxClosed):
+                    pass
 
     def download_files(self, paths: List[str]) -> "List[T.FileDownloadResponse]":
         """The bytes of each path, in order: content, or error as a code

@@ -21,6 +21,35 @@ def workspace():
     return d
 
 
+def root_tree():
+    """A minimal root tree for --rootfs (docs/rootfs.md): the host's dash
+    as /bin/sh, cat and the libraries ldd names, an etc/passwd; no other
+    host tool. The caller removes it."""
+    import shutil
+    import subprocess
+    d = tempfile.mkdtemp(prefix="agentbox-py-root-")
+    os.chmod(d, 0o755)
+    for sub in ("bin", "etc", "opt"):
+        os.mkdir(os.path.join(d, sub))
+    shutil.copy("/bin/dash", os.path.join(d, "bin", "sh"))
+    shutil.copy("/bin/cat", os.path.join(d, "bin", "cat"))
+    out = subprocess.run(["ldd", "/bin/dash", "/bin/cat"], capture_output=True, text=True,
+                         check=True).stdout
+    for word in out.split():
+        if word.startswith("/") and os.path.exists(word):
+            dst = d + word
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(word, dst)
+    with open(os.path.join(d, "etc", "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/sh\n")
+    with open(os.path.join(d, "opt", "marker"), "w") as f:
+        f.write("from-tree\n")
+    for base, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.chmod(os.path.join(base, n), 0o755)
+    return d
+
+
 def sandbox(ws, module=None, cls="Sandbox", **kw):
     import agentbox
     module = module or agentbox

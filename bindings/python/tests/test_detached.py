@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import ROOT, UID, workspace  # noqa: E402
+from support import ROOT, UID, root_tree, workspace  # noqa: E402
 
 import agentbox  # noqa: E402
 
@@ -64,6 +64,14 @@ class Detached(unittest.TestCase):
             time.sleep(0.05)
         self.assertFalse(os.path.exists("/proc/%d/cmdline" % pid) and
                          open("/proc/%d/cmdline" % pid).read())
+
+    def test_a_detached_sandbox_on_a_root_tree(self):
+        tree = root_tree()
+        self.addCleanup(shutil.rmtree, tree, True)
+        sb = self.create(name="pyroot", rootfs=tree)
+        r = sb.execute("cat /opt/marker; test -e /usr/bin/env || echo no-host-env")
+        self.assertEqual(r.output, "from-tree\nno-host-env\n")
+        sb.destroy()
 
     def test_pause_resume(self):
         sb = self.create(name="pz")

@@ -90,6 +90,26 @@ class Large(Base):
         self.assertEqual(hashlib.sha256(down.content).hexdigest(), digest)
         self.server_hwm_below(96 << 10)
 
+    def test_download_asked_ahead_follows_a_file_that_changes_size(self):
+        # chunks after the first are asked for ahead at offsets the first
+        # reply's size gave: a file that shrinks or grows meanwhile still
+        # comes out as it is then, and no reply is left behind
+        chunk = self.sb._s.max_chunk
+        path = os.path.join(self.ws, "moving.bin")
+        for after in (chunk + chunk // 2, 5 * chunk + 7):
+            first = pattern(4 * chunk)
+            with open(path, "wb") as f:
+                f.write(first)
+            it = self.sb._download_chunks("/workspace/moving.bin")
+            got = [next(it)]
+            rest = pattern(after)
+            with open(path, "r+b") as f:
+                f.truncate(0)
+                f.write(first[:chunk] + rest[chunk:])
+            got.extend(it)
+            self.assertEqual(b"".join(got), first[:chunk] + rest[chunk:], after)
+            self.assertEqual(self.sb.execute("echo on").output.strip(), "on")
+
     def test_file_errors_of_the_streaming_calls(self):
         with self.assertRaises(FileError) as cm:
             self.sb.download_file("/workspace/none", os.path.join(self.ws, "x"))
@@ -112,7 +132,7 @@ class WhereDeepagentsWrites(Base):
         self.assertEqual(self.sb.write(f, text).path, f)
         r = self.sb.read(f, 100, 5)
         self.assertEqual(r.file_data["content"],
-                         "".join("result line %d\n" % i for i in range(100, 105)))
+                         "\n".join("result line %d" % i for i in range(100, 105)))
         self.assertEqual((r.total_lines, r.next_offset), (50000, 105))
         self.assertEqual([m["line"] for m in self.sb.grep("line 4999", "/large_tool_results")
                           .matches], [5000] + list(range(49991, 50001)))
@@ -192,7 +212,7 @@ class Concurrency(Base):
                 for i in range(5):
                     p = "/workspace/t%d/%d.txt" % (n, i)
                     self.assertIsNone(self.sb.write(p, "%d-%d\n" % (n, i)).error)
-                    self.assertEqual(self.sb.read(p).file_data["content"], "%d-%d\n" % (n, i))
+                    self.assertEqual(self.sb.read(p).file_data["content"], "%d-%d" % (n, i))
                     self.assertEqual(self.sb.execute("cat %s" % p).output, "%d-%d\n" % (n, i))
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
@@ -216,7 +236,7 @@ class Concurrency(Base):
             th.join(60)
         self.assertEqual(errors, [])
         # "async 1" is in a1.txt, a10.txt and a11.txt
-        self.assertEqual(results, [("async %d\n" % n, "async %d\n" % n, 3 if n == 1 else 1)
+        self.assertEqual(results, [("async %d" % n, "async %d\n" % n, 3 if n == 1 else 1)
                                    for n in range(12)])
 
 

@@ -13,7 +13,7 @@ import unittest
 
 import agentbox
 from agentbox import ProtocolError, Sandbox, SandboxClosed, SandboxError
-from support import ROOT, UID, sandbox, workspace
+from support import ROOT, UID, root_tree, sandbox, workspace
 
 
 class Base(unittest.TestCase):
@@ -22,6 +22,37 @@ class Base(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.ws, True)
         self.sb = sandbox(self.ws)
         self.addCleanup(self.sb.close)
+
+
+class RootTree(unittest.TestCase):
+    """rootfs=: the session's commands and file operations on a root tree
+    of its own (docs/rootfs.md), not the host's system."""
+
+    def test_commands_and_files_on_a_root_tree(self):
+        ws, tree = workspace(), root_tree()
+        self.addCleanup(shutil.rmtree, ws, True)
+        self.addCleanup(shutil.rmtree, tree, True)
+        sb = sandbox(ws, rootfs=tree)
+        self.addCleanup(sb.close)
+        self.assertTrue(os.path.exists("/usr/bin/env"))
+        for _ in range(3):  # a fresh shell, then the warm ones
+            r = sb.execute("cat /opt/marker; test -e /usr/bin/env && echo host-env; "
+                           "(echo x > /opt/x) 2>/dev/null || echo ro")
+            self.assertEqual((r.output, r.exit_code), ("from-tree\nro\n", 0))
+        sb.write("/workspace/a.txt", "written\n")
+        self.assertEqual(sb.execute("cat a.txt").output, "written\n")
+        with open(os.path.join(ws, "a.txt")) as f:
+            self.assertEqual(f.read(), "written\n")
+        self.assertIn("agent:x:%d:" % UID, sb.execute("cat /etc/passwd").output)
+
+    def test_a_tree_without_a_shell_is_refused(self):
+        ws, tree = workspace(), root_tree()
+        self.addCleanup(shutil.rmtree, ws, True)
+        self.addCleanup(shutil.rmtree, tree, True)
+        os.unlink(os.path.join(tree, "bin", "sh"))
+        with self.assertRaises(SandboxError) as cm:
+            sandbox(ws, rootfs=tree)
+        self.assertIn("has no /bin/sh", str(cm.exception))
 
 
 class Commands(Base):
