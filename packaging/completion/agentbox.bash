@@ -23,7 +23,7 @@ _agentbox()
 		--cgroup-parent --require-limits --timeout --kill-after --max-timeout --tmpfs-size
 		--rlimit --max-output --seccomp --landlock --protect --unprotect --help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "run serve mcp check changes commit discard --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "run serve mcp runtime check changes commit discard --help --version" -- "$cur"))
 		return
 	fi
 	case $prev in
@@ -41,6 +41,7 @@ _agentbox()
 	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
 	serve) opts="$common --max-concurrent --audit-log" ;;
 	mcp) opts="$common --max-concurrent" ;;
+	runtime) opts="$common --max-concurrent --listen --http-port --http-timeout --drain-timeout" ;;
 	check) opts="--json --cgroup-parent --help" ;;
 	changes) opts="--json --diff --max-diff-bytes --ignored --help" ;;
 	commit) opts="--force --help" ;;

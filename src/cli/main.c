@@ -1,6 +1,8 @@
 /* agentbox: the command-line front. Parses the subcommand, calls the
  * library, prints the one error line and picks the exit status. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -9,8 +11,10 @@
 #include "detach/detach.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
+#include "runtime/runtime.h"
 #include "net/netreport.h"
 #include "serve/serve.h"
+#include "util/error.h"
 
 static const char usage_main[] =
 	"Usage: agentbox COMMAND [OPTIONS]\n"
@@ -23,6 +27,8 @@ static const char usage_main[] =
 	"            (agentbox serve --help, docs/protocol.md)\n"
 	"  mcp       one sandbox as MCP tools (execute, read_file, write_file, ...)\n"
 	"            for an MCP host, over stdio (agentbox mcp --help, docs/mcp.md)\n"
+	"  runtime   one sandbox behind agent-sandbox's runtime HTTP API, for\n"
+	"            Kubernetes (agentbox runtime --help, docs/kubernetes.md)\n"
 	"  create    a sandbox that outlives its caller, reached by id (docs/detached.md):\n"
 	"  exec      run a command in it\n"
 	"  connect   bridge stdin and stdout to its protocol (over ssh, kubectl exec)\n"
@@ -201,6 +207,34 @@ static const char usage_mcp[] =
 	"\n"
 	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
 	"or dies.\n";
+
+static const char usage_runtime[] =
+	"Usage: agentbox runtime [OPTIONS] [--listen ADDR] [--http-port N]\n"
+	"\n"
+	"kubernetes-sigs/agent-sandbox's legacy in-pod runtime API over HTTP, as\n"
+	"its examples/python-runtime-sandbox/main.py serves it (GET /, POST\n"
+	"/execute, POST /upload, GET /download/PATH, /list/PATH, /exists/PATH),\n"
+	"on one sandbox built as agentbox serve builds it, for the server's\n"
+	"lifetime: commands run there (split as shlex.split splits them, no\n"
+	"shell, from /workspace), paths are below /workspace. GET / answers 503\n"
+	"once the sandbox is gone. SIGTERM, SIGINT or SIGHUP stop taking\n"
+	"connections, let the requests in flight finish, then end it all\n"
+	"(exit 0). docs/kubernetes.md says how to run it.\n"
+	"\n"
+	"  --listen ADDR        the IPv4 or IPv6 address to listen on (default\n"
+	"                       127.0.0.1: this host only; 0.0.0.0 in a pod)\n"
+	"  --http-port N        the port (default 8888, as agent-sandbox expects)\n"
+	"  --http-timeout SEC   close a connection idle this long (default 30)\n"
+	"  --drain-timeout SEC  after SIGTERM, how long requests may finish\n"
+	"                       (default 20)\n"
+	"  Other options: those of agentbox serve --help (but --audit-log).\n"
+	"\n"
+	"An /execute command times out after SANDBOX_EXEC_TIMEOUT_SECONDS (default\n"
+	"300, clamped to --max-timeout). Bodies: /execute's JSON at most 1 MiB,\n"
+	"an upload or download at most 6 MiB (413 beyond).\n"
+	"\n"
+	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
+	"or the address cannot be listened on.\n";
 
 static const char usage_check[] =
 	"Usage: agentbox check [--json] [--cgroup-parent PATH] [--rootfs DIR]\n"
@@ -408,6 +442,27 @@ static int cmd_front(int argc, char **argv, const char *usage, int (*fn)(struct 
 	return status;
 }
 
+static int cmd_runtime(int argc, char **argv)
+{
+	struct ab_runtime_opts o;
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	int n = 0, status = AB_EXIT_FAILURE;
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	ab_config_init(&cfg);
+	if (!rest)
+		ab_error_plain(&err, ENOMEM, "out of memory");
+	else if (ab_runtime_options(argc, argv, &o, rest, &n, &err) == 0 &&
+		 ab_config_parse_serve(&cfg, n, rest, &help, &err) == 0)
+		status = help ? (fputs(usage_runtime, stdout), 0) : ab_runtime(&cfg, &o);
+	if (err.msg[0] && status == AB_EXIT_FAILURE)
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+	ab_config_free(&cfg);
+	free(rest);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -428,6 +483,8 @@ int main(int argc, char **argv)
 		return cmd_front(argc - 1, argv + 1, usage_serve, ab_serve);
 	if (strcmp(argv[1], "mcp") == 0)
 		return cmd_front(argc - 1, argv + 1, usage_mcp, ab_mcp);
+	if (strcmp(argv[1], "runtime") == 0)
+		return cmd_runtime(argc - 1, argv + 1);
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);

@@ -1,0 +1,68 @@
+/* agentbox runtime's own options (runtime.h): where it listens, its
+ * connections' bounds; the rest are agentbox serve's. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "util/error.h"
+
+int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **rest, int *n_rest,
+		       struct ab_error *err)
+{
+	*o = (struct ab_runtime_opts){.listen = "127.0.0.1",
+				      .port = 8888,
+				      .conn_timeout_s = 30,
+				      .drain_timeout_s = 20,
+				      .exec_timeout_s = 300};
+	const char *env = getenv("SANDBOX_EXEC_TIMEOUT_SECONDS");
+	if (env) { /* as main.py: a bad value is the default, with a warning */
+		char *end;
+		double v = strtod(env, &end);
+		if (*env && !*end && isfinite(v) && v > 0)
+			o->exec_timeout_s = v;
+		else
+			fprintf(stderr,
+				"agentbox: runtime: ignoring SANDBOX_EXEC_TIMEOUT_SECONDS=%s; "
+				"using "
+				"300 seconds\n",
+				env);
+	}
+	int n = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool ours = !strcmp(a, "--listen") || !strcmp(a, "--http-port") ||
+			    !strcmp(a, "--http-timeout") || !strcmp(a, "--drain-timeout");
+		if (!ours || i == 0) {
+			rest[n++] = argv[i];
+			continue;
+		}
+		if (i + 1 >= argc)
+			return ab_error_plain(err, EINVAL, "runtime: %s needs a value", a);
+		const char *v = argv[++i];
+		char *end;
+		unsigned long u = strtoul(v, &end, 10);
+		if (!strcmp(a, "--listen")) {
+			if (strlen(v) >= sizeof(o->listen))
+				return ab_error_plain(err, EINVAL,
+						      "runtime: --listen %s is too long", v);
+			snprintf(o->listen, sizeof(o->listen), "%s", v);
+		} else if (!*v || *end || u < 1 || u > (!strcmp(a, "--http-port") ? 65535 : 3600)) {
+			return ab_error_plain(err, EINVAL,
+					      "runtime: %s %s: expected a number from 1 to %s", a,
+					      v, !strcmp(a, "--http-port") ? "65535" : "3600");
+		} else if (!strcmp(a, "--http-port")) {
+			o->port = (unsigned)u;
+		} else if (!strcmp(a, "--http-timeout")) {
+			o->conn_timeout_s = (unsigned)u;
+		} else {
+			o->drain_timeout_s = (unsigned)u;
+		}
+	}
+	rest[n] = NULL;
+	*n_rest = n;
+	return 0;
+}

@@ -1,0 +1,643 @@
+/* agentbox runtime: agent-sandbox's legacy runtime API (rt_reply.h for its
+ * bodies) over HTTP with libmicrohttpd, on one session of the session API
+ * as serve.c and mcp.c are. One thread: the daemon runs in the loop below
+ * (its epoll fd polled beside the session's and the signals'); a request
+ * that needs the sandbox starts a command or file operation there and its
+ * connection is suspended until the session's event answers it. A file
+ * route first resolves its path inside the sandbox (realpath), so that a
+ * symlink out of /workspace is refused as main.py refuses it (403); the
+ * operation itself runs in the view, which is the guard. */
+#include "runtime/runtime.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include "runtime/rt_mhd.h"
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "files/fileop.h"
+#include "files/fileop_inside.h"
+#include "runtime/rt_reply.h"
+#include "runtime/rtpath.h"
+#include "runtime/shlex.h"
+#include "serve/request.h"
+#include "util/error.h"
+#include "util/output.h"
+#include "util/signals.h"
+
+#include "runtime/rt_int.h"
+
+/* ---- answers ---- */
+
+void rt_answer(struct req *r, unsigned status, char *body)
+{
+	free(r->answer);
+	free(r->data); /* a download's bytes are not what it answers */
+	r->data = NULL;
+	r->data_len = 0;
+	r->status = body ? status : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	r->answer = body;
+	r->ctype = "application/json";
+	r->step = S_DONE;
+}
+
+void rt_answer_msg(struct req *r, unsigned status, const char *msg)
+{
+	rt_answer(r, status, rt_message(msg));
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
+{
+	struct MHD_Response *resp;
+	if (r->data) {
+		resp = MHD_create_response_from_buffer(r->data_len, r->data, MHD_RESPMEM_MUST_FREE);
+		r->data = NULL;
+		if (resp) {
+			MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+			if (r->disposition)
+				MHD_add_response_header(resp, "Content-Disposition",
+							r->disposition);
+		}
+	} else {
+		const char *b = r->answer ? r->answer : "{\"message\":\"Internal error\"}";
+		resp = MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", r->ctype);
+	}
+	if (!resp)
+		return MHD_NO;
+	if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, "Allow", r->route == R_HEALTH ? "GET" : "POST");
+	enum MHD_Result ret = MHD_queue_response(c, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* ---- the session's side ---- */
+
+static void unlink_req(struct rt *rt, struct req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		rt->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+	rt->in_flight--;
+}
+
+static void req_free(struct req *r)
+{
+	if (!r)
+		return;
+	if (r->pp)
+		MHD_destroy_post_processor(r->pp);
+	ab_request_clear(&r->q);
+	ab_shlex_free(&r->sh);
+	free(r->body);
+	free(r->name);
+	free(r->answer);
+	free(r->disposition);
+	free(r->data);
+	free(r);
+}
+
+/* Start the session request line (JSON) for r; suspended until its event.
+ * False (r answered) when it could not start. */
+static bool start(struct rt *rt, struct req *r, json_object *line)
+{
+	ab_request_clear(&r->q);
+	size_t len;
+	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
+	struct ab_error e = {0};
+	int rc = ab_request_parse(s, len, &r->q, &e);
+	json_object_put(line);
+	if (rc == 0) {
+		r->tag = ++rt->next_tag;
+		rc = ab_session_start(rt->s, &r->q.x, r->tag, &e);
+		if (rc == -EBUSY)
+			ab_error_plain(&e, EBUSY, "%u commands are running already",
+				       rt->cfg->max_concurrent);
+	}
+	if (rc != 0) {
+		if (r->route == R_EXECUTE)
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e.msg));
+		else
+			rt_answer_msg(r,
+				      rc == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      e.msg);
+		return false;
+	}
+	r->prev = NULL;
+	r->next = rt->head;
+	if (rt->head)
+		rt->head->prev = r;
+	rt->head = r;
+	rt->in_flight++;
+	return true;
+}
+
+static json_object *request_line(const char *op, unsigned long long id)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
+	return o;
+}
+
+bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout)
+{
+	json_object *o = request_line("exec", rt->next_tag + 1);
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_object_array_add(a, json_object_new_string(argv[i]));
+	json_object_object_add(o, "argv", a);
+	if (set_timeout)
+		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
+	return start(rt, r, o);
+}
+
+/* The file operation a route does once its path is known to be inside. */
+bool rt_start_op(struct rt *rt, struct req *r)
+{
+	const char *op = r->route == R_UPLOAD ? "upload" : r->route == R_LIST ? "ls" : "download";
+	json_object *o = request_line(op, rt->next_tag + 1);
+	json_object_object_add(o, "path", json_object_new_string(r->view));
+	if (r->route != R_LIST) /* in chunks: a file over one line's bound */
+		json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
+	if (r->route == R_UPLOAD) {
+		size_t n = r->len - r->off < CHUNK ? r->len - r->off : CHUNK;
+		r->chunk = n;
+		char *b64 = base64_encode(r->body ? r->body + r->off : "", n);
+		if (!b64) {
+			json_object_put(o);
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      "File upload failed: out of memory");
+			return false;
+		}
+		json_object_object_add(o, "data", json_object_new_string(b64));
+		free(b64);
+	}
+	r->step = S_OP;
+	return start(rt, r, o);
+}
+
+static void on_event(const struct ab_event *ev, void *arg)
+{
+	struct rt *rt = arg;
+	struct req *r = rt->head;
+	while (r && r->tag != ev->tag)
+		r = r->next;
+	if (!r || ev->kind != AB_EVENT_RESULT)
+		return;
+	unlink_req(rt, r);
+	if (!r->conn) { /* the client went away */
+		req_free(r);
+		return;
+	}
+	if (ev->error) {
+		if (r->route == R_EXECUTE)
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(ev->error->msg));
+		else
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, ev->error->msg);
+	} else if (r->route == R_EXECUTE) {
+		rt_answer(r, MHD_HTTP_OK, rt_execute_result(ev->result, r->sh.argv));
+	} else if (r->step == S_GUARD) {
+		rt_guard_done(rt, r, ev->result);
+	} else {
+		rt_op_done(r, ev->result);
+	}
+	if (r->step == S_DONE)
+		MHD_resume_connection(r->conn);
+}
+
+/* ---- requests ---- */
+
+/* The path of a file route: the URL decoded once more (the server decoded
+ * it once, as uvicorn does), kept in /workspace lexically. */
+static bool path_of(struct req *r, const char *rest)
+{
+	size_t n = strlen(rest);
+	char *dec = malloc(n + 1);
+	size_t dl;
+	char rel[4096];
+	if (!dec) {
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return false;
+	}
+	int rc = ab_rtpath_unquote(rest, n, dec, &dl);
+	free(r->name);
+	r->name = dec;
+	if (rc == 0)
+		rc = ab_rtpath_within(BASE, dec, rel, sizeof(rel));
+	if (rc == -EACCES) {
+		rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
+		return false;
+	}
+	if (rc < 0) {
+		rt_answer_msg(r, r->route == R_DOWNLOAD ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
+			      r->route == R_DOWNLOAD ? "File not found" : "Invalid path");
+		return false;
+	}
+	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
+	return true;
+}
+
+/* The guard for a file route's path, then its operation. */
+static void file_route(struct rt *rt, struct req *r)
+{
+	char *argv[] = {"sh", "-c", GUARD_SCRIPT, "sh", r->view, NULL};
+	r->step = S_GUARD;
+	rt_start_exec(rt, r, argv, false);
+}
+
+static void execute(struct rt *rt, struct req *r)
+{
+	char *err_body = NULL;
+	char *cmd = rt_execute_command(r->body ? r->body : "", r->len, &err_body);
+	if (!cmd) {
+		rt_answer(r, MHD_HTTP_UNPROCESSABLE_CONTENT, err_body);
+		return;
+	}
+	const char *why = NULL;
+	int rc = ab_shlex_split(cmd, strlen(cmd), MAX_ARGS, &r->sh, &why);
+	free(cmd);
+	if (rc == 0 && r->sh.argc == 0)
+		why = "list index out of range"; /* Popen([]) */
+	else if (rc == -E2BIG)
+		why = "too many arguments";
+	else if (rc < 0 && !why)
+		why = strerror(-rc);
+	if (why) {
+		rt_answer(r, MHD_HTTP_OK, rt_execute_failed(why));
+		return;
+	}
+	r->step = S_OP;
+	rt_start_exec(rt, r, r->sh.argv, true);
+}
+
+/* What a request asks, once its body is in. */
+static void dispatch(struct rt *rt, struct req *r, const char *rest)
+{
+	if (r->too_large) {
+		char m[128];
+		snprintf(m, sizeof(m), "Request body too large (at most %u bytes)",
+			 r->route == R_UPLOAD ? UPLOAD_MAX : EXEC_BODY_MAX);
+		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE, m);
+		return;
+	}
+	if (r->route == R_HEALTH) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "status",
+				       json_object_new_string(rt->gone ? "error" : "ok"));
+		json_object_object_add(
+			o, "message",
+			json_object_new_string(rt->gone ? rt->gone_why
+							: "Sandbox Runtime is active."));
+		rt_answer(r, rt->gone ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+			  strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)));
+		json_object_put(o);
+		return;
+	}
+	if (r->route == R_UPLOAD && !r->have_file) {
+		rt_answer(r, MHD_HTTP_UNPROCESSABLE_CONTENT,
+			  strdup("{\"detail\":[{\"type\":\"missing\",\"loc\":[\"body\",\"file\"],"
+				 "\"msg\":\"Field required\",\"input\":null}]}"));
+		return;
+	}
+	if (rt->gone) {
+		if (r->route == R_EXECUTE)
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(rt->gone_why));
+		else
+			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+		return;
+	}
+	if (r->route == R_EXECUTE) {
+		execute(rt, r);
+		return;
+	}
+	if (r->route == R_UPLOAD) { /* its filename is not percent-decoded */
+		char rel[4096];
+		int rc = ab_rtpath_within(BASE, r->name, rel, sizeof(rel));
+		if (rc < 0) {
+			rt_answer_msg(r,
+				      rc == -EACCES ? MHD_HTTP_FORBIDDEN
+						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      rc == -EACCES ? "Access denied"
+						    : "File upload failed: invalid path");
+			return;
+		}
+		snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
+	}
+	bool ok = r->route == R_UPLOAD || path_of(r, rest);
+	if (ok)
+		file_route(rt, r);
+}
+
+static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *filename, const char *content_type,
+				   const char *transfer_encoding, const char *data, uint64_t off,
+				   size_t size)
+{
+	struct req *r = cls;
+	if (!key || strcmp(key, "file") || !filename)
+		return MHD_YES;
+	if (off == 0 && r->parts++) /* a second "file" part: the first is taken */
+		return MHD_YES;
+	if (r->parts > 1)
+		return MHD_YES;
+	if (!r->have_file) {
+		free(r->name);
+		r->name = strdup(filename);
+		r->have_file = r->name != NULL;
+	}
+	if (r->len + size > UPLOAD_MAX) {
+		r->too_large = true;
+		return MHD_YES;
+	}
+	char *b = realloc(r->body, r->len + size + 1);
+	if (!b) {
+		r->too_large = true;
+		return MHD_YES;
+	}
+	r->body = b;
+	memcpy(r->body + r->len, data, size);
+	r->len += size;
+	return MHD_YES;
+}
+
+static bool route_of(const char *url, const char *method, struct req *r, const char **rest,
+		     unsigned *bad)
+{
+	static const struct {
+		const char *prefix;
+		bool exact, post;
+		enum route route;
+	} routes[] = {
+		{"/", true, false, R_HEALTH},	   {"/execute", true, true, R_EXECUTE},
+		{"/upload", true, true, R_UPLOAD}, {"/download/", false, false, R_DOWNLOAD},
+		{"/list/", false, false, R_LIST},  {"/exists/", false, false, R_EXISTS},
+	};
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		size_t n = strlen(routes[i].prefix);
+		if (routes[i].exact ? strcmp(url, routes[i].prefix)
+				    : strncmp(url, routes[i].prefix, n))
+			continue;
+		r->route = routes[i].route;
+		*rest = url + n;
+		if (strcmp(method, routes[i].post ? "POST" : "GET")) {
+			*bad = MHD_HTTP_METHOD_NOT_ALLOWED;
+			return false;
+		}
+		return true;
+	}
+	*bad = MHD_HTTP_NOT_FOUND;
+	return false;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *data,
+			       size_t *data_size, void **con_cls)
+{
+	struct rt *rt = cls;
+	struct req *r = *con_cls;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->rt = rt;
+		r->conn = c;
+		*con_cls = r;
+		const char *rest;
+		unsigned bad = 0;
+		/* url is as sent (no unescaping by the daemon): decoded here once */
+		size_t ul = strlen(url), dl;
+		char *dec = malloc(ul + 1);
+		if (!dec || ab_rtpath_unquote(url, ul, dec, &dl) < 0) {
+			free(dec);
+			rt_answer(r, MHD_HTTP_NOT_FOUND, rt_detail("Not Found"));
+			return MHD_YES;
+		}
+		if (!route_of(dec, method, r, &rest, &bad))
+			rt_answer(r, bad,
+				  rt_detail(bad == MHD_HTTP_NOT_FOUND ? "Not Found"
+								      : "Method Not Allowed"));
+		else if (r->route != R_UPLOAD)
+			r->name = strdup(rest);
+		free(dec);
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		unsigned long long limit =
+			r->route == R_UPLOAD ? UPLOAD_MAX + 65536 : EXEC_BODY_MAX;
+		if (r->step != S_DONE && cl && strtoull(cl, NULL, 10) > limit)
+			r->too_large = true;
+		if (r->step != S_DONE && r->route == R_UPLOAD && !r->too_large)
+			r->pp = MHD_create_post_processor(c, 65536, upload_part, r);
+		return MHD_YES;
+	}
+	if (*data_size) {
+		if (r->step == S_DONE || r->too_large) {
+			*data_size = 0; /* read and dropped: the answer is known */
+			return MHD_YES;
+		}
+		if (r->route == R_UPLOAD) {
+			if (!r->pp || MHD_post_process(r->pp, data, *data_size) != MHD_YES)
+				r->have_file = false;
+		} else if (r->len + *data_size > EXEC_BODY_MAX) {
+			r->too_large = true;
+		} else {
+			char *b = realloc(r->body, r->len + *data_size + 1);
+			if (!b)
+				return MHD_NO;
+			r->body = b;
+			memcpy(b + r->len, data, *data_size);
+			r->len += *data_size;
+		}
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (r->step == S_NONE) {
+		char *rest = r->route == R_UPLOAD ? NULL : r->name;
+		if (rest)
+			r->name = NULL;
+		/* upload_part left the filename in name; the others their path */
+		dispatch(rt, r, rest ? rest : "");
+		free(rest);
+		if (r->step != S_DONE) {
+			MHD_suspend_connection(c);
+			return MHD_YES;
+		}
+	}
+	if (r->step != S_DONE) /* resumed early: still waiting */
+		return MHD_YES;
+	return queue(c, r);
+}
+
+/* The connection ended (answered, timed out, reset, or the daemon stops). */
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode why)
+{
+	struct rt *rt = cls;
+	struct req *r = *con_cls;
+	*con_cls = NULL;
+	if (!r)
+		return;
+	for (struct req *w = rt->head; w; w = w->next)
+		if (w == r) { /* still running: ended with its client */
+			r->conn = NULL;
+			if (rt->s)
+				ab_session_cancel(rt->s, r->tag);
+			return;
+		}
+	req_free(r);
+}
+
+/* The URL as it came: decoded by the handler (twice for a path, as
+ * uvicorn and main.py do), never by the daemon. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *uri)
+{
+	return strlen(uri);
+}
+
+static struct MHD_Daemon *listen_on(struct rt *rt, struct ab_error *err)
+{
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(rt->o->port)};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(rt->o->port)};
+	bool v6 = strchr(rt->o->listen, ':') != NULL;
+	if (v6 ? inet_pton(AF_INET6, rt->o->listen, &a6.sin6_addr) != 1
+	       : inet_pton(AF_INET, rt->o->listen, &a4.sin_addr) != 1) {
+		ab_error_plain(err, EINVAL, "runtime: --listen %s is not an IPv4 or IPv6 address",
+			       rt->o->listen);
+		return NULL;
+	}
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0);
+	struct MHD_Daemon *d = MHD_start_daemon(
+		flags, rt->o->port, NULL, NULL, handler, rt, MHD_OPTION_SOCK_ADDR,
+		v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_CONNECTION_TIMEOUT,
+		rt->o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, rt, MHD_OPTION_UNESCAPE_CALLBACK,
+		no_unescape, NULL, MHD_OPTION_END);
+	if (!d)
+		ab_error_set(err, errno ? errno : EADDRINUSE,
+			     "runtime: cannot listen on %s port %u", rt->o->listen, rt->o->port);
+	return d;
+}
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* The loop: the daemon, the session and the signals until a signal and
+ * the drain after it (requests in flight finish, for drain_timeout_s at
+ * most; no new connection is taken). */
+static void serve_loop(struct rt *rt, int sigfd)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(rt->d, MHD_DAEMON_INFO_EPOLL_FD);
+	int dfd = info ? info->epoll_fd : -1;
+	unsigned long long drain_until = 0;
+	for (;;) {
+		if (drain_until && (!rt->in_flight || now_ms() >= drain_until))
+			return;
+		MHD_UNSIGNED_LONG_LONG t = 0;
+		int wait =
+			MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
+		struct pollfd p[3] = {
+			{.fd = dfd, .events = POLLIN},
+			{.fd = drain_until ? -1 : sigfd, .events = POLLIN},
+			{.fd = rt->gone ? -1 : ab_session_fd(rt->s), .events = POLLIN},
+		};
+		if (poll(p, 3, wait) < 0 && errno != EINTR)
+			return;
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) > 0)
+				;
+			fprintf(stderr, "agentbox: runtime: %s: finishing %zu requests\n",
+				strsignal((int)si.ssi_signo), rt->in_flight);
+			int lfd = (int)MHD_quiesce_daemon(rt->d);
+			if (lfd >= 0)
+				close(lfd);
+			drain_until = now_ms() + rt->o->drain_timeout_s * 1000ull;
+		}
+		struct ab_error err = {0};
+		if (!rt->gone && p[2].revents &&
+		    ab_session_dispatch(rt->s, 0, on_event, rt, &err) < 0) {
+			rt->gone = true;
+			snprintf(rt->gone_why, sizeof(rt->gone_why),
+				 "The sandbox has ended: %.200s", err.msg);
+			fprintf(stderr, "agentbox: %s\n", err.msg);
+		}
+		MHD_run(rt->d);
+	}
+}
+
+static void print_notice(const char *line)
+{
+	fprintf(stderr, "agentbox: %s\n", line);
+}
+
+int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
+{
+	if (cfg->audit_log) {
+		fputs("agentbox: runtime: --audit-log is not supported by agentbox runtime (use "
+		      "agentbox serve for an audit log)\n",
+		      stderr);
+		return AB_EXIT_FAILURE;
+	}
+	struct rt rt = {.cfg = cfg, .o = o};
+	signal(SIGPIPE, SIG_IGN);
+	int sigfd = ab_ending_signals_fd();
+	struct ab_error err = {0};
+	cfg->notice = print_notice;
+	if (sigfd < 0) {
+		fprintf(stderr, "agentbox: runtime: %s\n", strerror(errno));
+		return AB_EXIT_FAILURE;
+	}
+	char why[256];
+	if (!rt_mhd_load(why, sizeof(why))) {
+		fprintf(stderr, "agentbox: runtime: %s\n", why);
+		close(sigfd);
+		return AB_EXIT_FAILURE;
+	}
+	rt.d = listen_on(&rt, &err);
+	if (!rt.d || ab_session_open(cfg, &rt.s, &err) < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		if (rt.d)
+			MHD_stop_daemon(rt.d);
+		close(sigfd);
+		return AB_EXIT_FAILURE;
+	}
+	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
+		strchr(o->listen, ':') ? "[" : "", o->listen, strchr(o->listen, ':') ? "]" : "",
+		o->port, ab_session_id(rt.s));
+	serve_loop(&rt, sigfd);
+	ab_session_close(rt.s); /* what still runs is killed; its requests end with the daemon */
+	rt.s = NULL;
+	for (struct req *r = rt.head; r; r = r->next)
+		if (r->conn) {
+			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
+			MHD_resume_connection(r->conn);
+		}
+	MHD_run(rt.d);
+	while (rt.head) {
+		struct req *r = rt.head;
+		unlink_req(&rt, r);
+		if (!r->conn) /* its client is gone: nothing will free it */
+			req_free(r);
+	}
+	MHD_stop_daemon(rt.d);
+	close(sigfd);
+	return 0;
+}

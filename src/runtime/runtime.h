@@ -1,0 +1,30 @@
+/* agentbox runtime: kubernetes-sigs/agent-sandbox's legacy in-pod runtime
+ * API (its examples/python-runtime-sandbox/main.py: GET /, POST /execute,
+ * POST /upload, GET /download/, /list/, /exists/) over HTTP, backed by one
+ * session for the server's lifetime (docs/kubernetes.md). */
+#ifndef AB_RUNTIME_H
+#define AB_RUNTIME_H
+
+#include "agentbox/agentbox.h"
+
+struct ab_runtime_opts {
+	char listen[64];	  /* the address to listen on (default 127.0.0.1) */
+	unsigned port;		  /* --http-port (default 8888) */
+	unsigned conn_timeout_s;  /* --http-timeout: an idle connection's bound */
+	unsigned drain_timeout_s; /* after SIGTERM, how long requests may finish */
+	double exec_timeout_s;	  /* SANDBOX_EXEC_TIMEOUT_SECONDS, as main.py reads it */
+};
+
+/* Take the runtime's own options out of argv (argv[0] is "runtime"):
+ * opts gets them, rest (room for argc + 1) the others, for
+ * ab_config_parse_serve. Returns 0, or -EINVAL with err naming the bad
+ * option or value. */
+int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *opts, char **rest,
+		       int *n_rest, struct ab_error *err);
+
+/* Serve until SIGTERM, SIGINT or SIGHUP. Returns the exit status: 0 after a
+ * clean end (a drain), AB_EXIT_FAILURE when the sandbox could not be built
+ * or the address cannot be listened on. */
+int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *opts);
+
+#endif
