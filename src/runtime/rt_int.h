@@ -28,6 +28,9 @@ enum route { R_HEALTH, R_EXECUTE, R_UPLOAD, R_DOWNLOAD, R_LIST, R_EXISTS };
 enum step { S_NONE, S_GUARD, S_OP, S_DONE };
 
 struct req {
+	struct req *wnext; /* waiting for a free slot (waiting) */
+	bool waiting;
+	bool announced;		 /* the body has a Content-Length */
 	struct req *next, *prev; /* in flight: waiting for the session */
 	struct rt *rt;
 	struct MHD_Connection *conn; /* NULL once the client is gone */
@@ -58,6 +61,7 @@ struct rt {
 	struct ab_session *s;
 	struct MHD_Daemon *d;
 	struct req *head;
+	struct req *wait_head, *wait_tail; /* in head too: not started, no slot free */
 	size_t in_flight;
 	unsigned long long next_tag;
 	bool gone; /* the sandbox died */

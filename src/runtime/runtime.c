@@ -123,10 +123,17 @@ static bool start(struct rt *rt, struct req *r, json_object *line)
 	json_object_put(line);
 	if (rc == 0) {
 		r->tag = ++rt->next_tag;
-		rc = ab_session_start(rt->s, &r->q.x, r->tag, &e);
-		if (rc == -EBUSY)
-			ab_error_plain(&e, EBUSY, "%u commands are running already",
-				       rt->cfg->max_concurrent);
+		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, &e);
+	}
+	if (rc == -EBUSY) { /* started in turn as slots free (start_waiting) */
+		r->waiting = true;
+		r->wnext = NULL;
+		if (rt->wait_tail)
+			rt->wait_tail->wnext = r;
+		else
+			rt->wait_head = r;
+		rt->wait_tail = r;
+		rc = 0;
 	}
 	if (rc != 0) {
 		if (r->route == R_EXECUTE)
@@ -219,6 +226,36 @@ static void on_event(const struct ab_event *ev, void *arg)
 	}
 	if (r->step == S_DONE)
 		MHD_resume_connection(r->conn);
+}
+
+/* The requests waiting for a slot, in order, while slots are free. */
+static void start_waiting(struct rt *rt)
+{
+	while (rt->wait_head) {
+		struct req *r = rt->wait_head;
+		struct ab_error e = {0};
+		int rc = !r->conn   ? -ECANCELED
+			 : rt->gone ? ab_error_plain(&e, EPIPE, "%s", rt->gone_why)
+				    : ab_session_start(rt->s, &r->q.x, r->tag, &e);
+		if (rc == -EBUSY)
+			return;
+		rt->wait_head = r->wnext;
+		if (!rt->wait_head)
+			rt->wait_tail = NULL;
+		r->waiting = false;
+		if (rc == 0)
+			continue;
+		unlink_req(rt, r);
+		if (!r->conn) {
+			req_free(r);
+			continue;
+		}
+		if (r->route == R_EXECUTE)
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e.msg));
+		else
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
+		MHD_resume_connection(r->conn);
+	}
 }
 
 /* ---- requests ---- */
@@ -438,10 +475,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		unsigned long long limit =
 			r->route == R_UPLOAD ? UPLOAD_MAX + 65536 : EXEC_BODY_MAX;
-		if (r->step != S_DONE && cl && strtoull(cl, NULL, 10) > limit)
-			r->too_large = true;
+		unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+		r->too_large = r->step != S_DONE && n > limit;
+		r->announced = cl != NULL;
 		if (r->step != S_DONE && r->route == R_UPLOAD && !r->too_large)
 			r->pp = MHD_create_post_processor(c, 65536, upload_part, r);
+		/* a body up to twice the bound is read (and dropped) before the 413,
+		 * which a client that sends it all first then reads; past that it
+		 * is not read: answered now, the connection closed after */
+		if (r->too_large && n > 2 * limit)
+			dispatch(rt, r, "");
+		if (r->step == S_DONE) /* known before the body: not read */
+			return queue(c, r);
 		return MHD_YES;
 	}
 	if (*data_size) {
@@ -463,7 +508,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			r->len += *data_size;
 		}
 		*data_size = 0;
-		return MHD_YES;
+		/* past the bound: a body of an announced length (within the bound
+		 * and a slack) is read to its end and answered 413; one without
+		 * (chunked) is cut off here: the connection closes */
+		return r->too_large && !r->announced ? MHD_NO : MHD_YES;
 	}
 	if (r->step == S_NONE) {
 		char *rest = r->route == R_UPLOAD ? NULL : r->name;
@@ -580,6 +628,7 @@ static void serve_loop(struct rt *rt, int sigfd)
 			fprintf(stderr, "agentbox: %s\n", err.msg);
 		}
 		MHD_run(rt->d);
+		start_waiting(rt);
 	}
 }
 

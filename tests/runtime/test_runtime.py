@@ -238,6 +238,53 @@ class Connections(unittest.TestCase):
             with s:
                 self.assert_closed_within(s, 5)
 
+    def test_bodies_past_the_bound_are_not_read(self):
+        # announced: answered before the body (which never comes)
+        s = socket.create_connection(("127.0.0.1", self.rt.port))
+        with s:
+            s.sendall(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
+                      b"boundary=b\r\nContent-Length: 10000000000\r\n\r\n--b\r\n")
+            s.settimeout(5)
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 413"))
+        # chunked, no length: cut off at the bound, not read to its end
+        s = socket.create_connection(("127.0.0.1", self.rt.port))
+        with s:
+            s.sendall(b"POST /execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+            got = b""
+            s.settimeout(5)
+            try:
+                for _ in range(64):  # 4 MiB offered, 1 MiB allowed
+                    s.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            try:
+                got = s.recv(4096)
+            except (ConnectionResetError, socket.timeout):
+                pass
+            self.assertTrue(got in (b"",) or got.startswith(b"HTTP/1.1 413"), got[:100])
+        self.assertEqual(self.rt.request("GET", "/")[0], 200)
+
+    def test_requests_past_max_concurrent_wait_their_turn(self):
+        rt = Runtime("--max-concurrent", "2")
+        self.addCleanup(rt.close)
+        out = {}
+
+        def one(i):
+            out[i] = rt.request("POST", "/execute",
+                                json.dumps({"command": "sh -c 'sleep 0.3; echo %d'" % i}).encode())
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+        t = time.monotonic()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        self.assertGreaterEqual(time.monotonic() - t, 0.85)  # three turns of two
+        for i in range(6):
+            self.assertEqual(out[i][0], 200)
+            self.assertEqual(json.loads(out[i][2]), {"stdout": "%d\n" % i, "stderr": "", "exit_code": 0})
+
     def test_slow_client_is_bounded(self):
         s = socket.create_connection(("127.0.0.1", self.rt.port))
         with s:
