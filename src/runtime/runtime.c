@@ -277,13 +277,24 @@ static bool path_of(struct req *r, const char *rest)
 	r->name = dec;
 	if (rc == 0)
 		rc = ab_rtpath_within(BASE, dec, rel, sizeof(rel));
-	if (rc == -EACCES) {
-		rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
+	if (rc == -ENAMETOOLONG) { /* main.py: realpath gives up, the file is not there */
+		if (r->route == R_EXISTS) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "path", json_object_new_string(dec));
+			json_object_object_add(o, "exists", json_object_new_boolean(false));
+			rt_answer(r, MHD_HTTP_OK,
+				  strdup(json_object_to_json_string_ext(
+					  o, JSON_C_TO_STRING_PLAIN |
+						     JSON_C_TO_STRING_NOSLASHESCAPE)));
+			json_object_put(o);
+		} else
+			rt_answer_msg(r, MHD_HTTP_NOT_FOUND,
+				      r->route == R_LIST ? "Path is not a directory"
+							 : "File not found");
 		return false;
 	}
-	if (rc < 0) {
-		rt_answer_msg(r, r->route == R_DOWNLOAD ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
-			      r->route == R_DOWNLOAD ? "File not found" : "Invalid path");
+	if (rc < 0) { /* out of the base, or a NUL byte: main.py's ValueError */
+		rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
 		return false;
 	}
 	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
@@ -460,9 +471,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		/* url is as sent (no unescaping by the daemon): decoded here once */
 		size_t ul = strlen(url), dl;
 		char *dec = malloc(ul + 1);
-		if (!dec || ab_rtpath_unquote(url, ul, dec, &dl) < 0) {
+		if (!dec || ab_rtpath_unquote(url, ul, dec, &dl) < 0) { /* a NUL byte */
 			free(dec);
-			rt_answer(r, MHD_HTTP_NOT_FOUND, rt_detail("Not Found"));
+			bool file = !strcmp(method, "GET") &&
+				    (!strncmp(url, "/download/", 10) ||
+				     !strncmp(url, "/list/", 6) || !strncmp(url, "/exists/", 8));
+			if (file) /* main.py: realpath's ValueError */
+				rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
+			else
+				rt_answer(r, MHD_HTTP_NOT_FOUND, rt_detail("Not Found"));
 			return MHD_YES;
 		}
 		if (!route_of(dec, method, r, &rest, &bad))

@@ -188,6 +188,20 @@ class Routes(unittest.TestCase):
                 self.assertEqual(self.upload(name, b"x")[::2], denied)
         self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.rt.ws), "unsafe.txt")))
 
+    def test_nul_bytes_and_overlong_paths_as_main_py(self):
+        denied = (403, b'{"message":"Access denied"}')
+        for path in ["a%00b", "a%2500b"]:  # realpath's ValueError: 403
+            for route in ("download", "list", "exists"):
+                with self.subTest(route=route, path=path):
+                    self.assertEqual(self.rt.request("GET", "/%s/%s" % (route, path))[::2], denied)
+        long = "a/" * 3000  # past PATH_MAX: realpath gives up, nothing is there
+        self.assertEqual(self.rt.request("GET", "/download/" + q(long))[::2],
+                         (404, b'{"message":"File not found"}'))
+        self.assertEqual(self.rt.request("GET", "/list/" + q(long))[::2],
+                         (404, b'{"message":"Path is not a directory"}'))
+        self.assertEqual(json.loads(self.rt.request("GET", "/exists/" + q(long))[2]),
+                         {"path": long, "exists": False})
+
     def test_absolute_paths_are_rerooted(self):
         # main.py strips leading slashes: /etc/passwd is WORKSPACE/etc/passwd
         self.assertEqual(json.loads(self.rt.request("GET", "/exists/" + q("/etc/passwd"))[2]),
