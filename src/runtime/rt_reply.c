@@ -200,7 +200,7 @@ char *rt_pyrepr_list(char *const *argv)
 /* Python's repr() of a float: the shortest form that reads back. */
 static void pyrepr_float(char *buf, size_t n, double v)
 {
-	if (v == floor(v) && fabs(v) < 1e16) {
+	if (v > -1e16 && v < 1e16 && v == (double)(long long)v) { /* no libm */
 		snprintf(buf, n, "%.1f", v);
 		return;
 	}
