@@ -38,7 +38,7 @@ struct req {
 	enum step step;
 	unsigned long long tag;
 	char *body; /* /execute's JSON, or the upload's file */
-	size_t len;
+	size_t len, cap;
 	bool too_large, have_file;
 	unsigned parts;	   /* /upload: "file" parts seen */
 	size_t off, chunk; /* /upload, /download: where the next chunk starts, its size */

@@ -212,14 +212,23 @@ static void pyrepr_float(char *buf, size_t n, double v)
 }
 
 /* "agentbox: cannot run 'NAME': WHY\n", the session's word for a program
- * that could not be executed, as Python's OSError prints it. */
+ * that could not be executed (the last line of stderr: a sanitizer build
+ * may have warned before it), as Python's OSError prints it. */
 static char *not_run(const struct ab_result *res)
 {
 	static const char pre[] = "agentbox: cannot run '";
 	const char *e = res->err.data;
-	if (!e || res->err.len <= sizeof(pre) || memcmp(e, pre, sizeof(pre) - 1))
+	size_t len = res->err.len;
+	if (!e || len < 2 || e[len - 1] != '\n')
 		return NULL;
-	char *copy = strndup(e, res->err.len);
+	const char *nl = memrchr(e, '\n', len - 1);
+	if (nl) {
+		len -= (size_t)(nl + 1 - e);
+		e = nl + 1;
+	}
+	if (len <= sizeof(pre) || memcmp(e, pre, sizeof(pre) - 1))
+		return NULL;
+	char *copy = strndup(e, len);
 	char *name = copy ? copy + sizeof(pre) - 1 : NULL;
 	char *end = name ? strstr(name, "': ") : NULL;
 	if (!end) {
@@ -233,8 +242,8 @@ static char *not_run(const struct ab_result *res)
 		  : !strcmp(why, "Permission denied")	    ? EACCES
 							    : 0;
 	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
 	if (f) {
 		if (num)
 			fprintf(f, "[Errno %d] ", num);

@@ -392,6 +392,25 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 		file_route(rt, r);
 }
 
+/* size bytes more of the body, its buffer grown by halves (not a copy of
+ * the whole for each piece the daemon hands over) */
+static int body_append(struct req *r, const char *data, size_t size)
+{
+	if (r->len + size + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap + r->cap / 2 : 65536;
+		if (cap < r->len + size + 1)
+			cap = r->len + size + 1;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return -ENOMEM;
+		r->body = b;
+		r->cap = cap;
+	}
+	memcpy(r->body + r->len, data, size);
+	r->len += size;
+	return 0;
+}
+
 static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const char *key,
 				   const char *filename, const char *content_type,
 				   const char *transfer_encoding, const char *data, uint64_t off,
@@ -413,14 +432,8 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
 		r->too_large = true;
 		return MHD_YES;
 	}
-	char *b = realloc(r->body, r->len + size + 1);
-	if (!b) {
+	if (body_append(r, data, size) < 0)
 		r->too_large = true;
-		return MHD_YES;
-	}
-	r->body = b;
-	memcpy(r->body + r->len, data, size);
-	r->len += size;
 	return MHD_YES;
 }
 
@@ -517,12 +530,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		} else if (r->len + *data_size > EXEC_BODY_MAX) {
 			r->too_large = true;
 		} else {
-			char *b = realloc(r->body, r->len + *data_size + 1);
-			if (!b)
+			if (body_append(r, data, *data_size) < 0)
 				return MHD_NO;
-			r->body = b;
-			memcpy(b + r->len, data, *data_size);
-			r->len += *data_size;
 		}
 		*data_size = 0;
 		/* past the bound: a body of an announced length (within the bound

@@ -13,6 +13,8 @@ import urllib.error
 import urllib.request
 
 BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
+# a request's bound: longer for a sanitizer build, several times slower
+TIMEOUT = 120 if os.environ.get("AGENTBOX_SANITIZED") == "1" else 30
 
 
 def free_port():
@@ -48,9 +50,10 @@ class Runtime:
             self.close()
             raise AssertionError("agentbox runtime did not start: " + "".join(self.err))
 
-    def request(self, method, path, body=None, headers=None, timeout=30):
+    def request(self, method, path, body=None, headers=None, timeout=None):
         """(status, headers, body bytes) of one request; never raises on a
         status."""
+        timeout = timeout or TIMEOUT
         req = urllib.request.Request(self.url + path, data=body, method=method,
                                      headers=headers or {})
         try:
@@ -72,6 +75,9 @@ class Runtime:
         self.p.stderr.close()
         if self.own_ws:
             shutil.rmtree(self.ws, ignore_errors=True)
+        text = "".join(self.err)
+        if "Sanitizer" in text or "runtime error:" in text:  # a sanitizer build's report
+            raise AssertionError("agentbox runtime: " + text)
 
 
 def multipart(filename, data, field="file"):
