@@ -52,6 +52,17 @@ async function reconnect(id) {
   }
 }
 
+/** Wait (at most 10 s) until the sandbox id has `running` commands running. */
+async function running(id, count) {
+  let entry;
+  for (let i = 0; i < 200; i++) {
+    entry = await listed(id);
+    if (entry?.running === count && entry?.queued === 0) return;
+    await sleep(50);
+  }
+  assert.fail(`sandbox ${id} never had ${count} commands running: ${JSON.stringify(entry)}`);
+}
+
 /** Wait until process pid is gone (at most 5 s). */
 async function gone(pid) {
   for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await sleep(50);
@@ -137,14 +148,13 @@ describe("detached sandboxes (Sandbox)", () => {
     const ws = workspace(t);
     const sb = await Sandbox.create(base({ workspace: ws, detach: true, name: "kill" }));
     await sb.close();
-    const { child, firstLine } = clientThatSends("kill", { command: "sleep 0.6; echo late" });
+    const { child, firstLine } = clientThatSends("kill", { command: "sleep 1; echo late" });
     const sentId = Number(await firstLine);
     assert.ok(sentId >= 2 ** 40, `a detached client's ids start high, not at ${sentId}`);
-    await sleep(100); // the command is running
-    assert.equal((await listed("kill")).running, 1);
+    await running("kill", 1);
     child.kill("SIGKILL");
     await new Promise((resolve) => child.once("exit", resolve));
-    await sleep(900); // the command ends while no client is attached
+    await running("kill", 0); // the command ends while no client is attached
 
     const next = await reconnect("kill");
     assert.equal((await next.execute("echo mine")).output, "mine\n"); // replayed lines come before it
@@ -162,11 +172,11 @@ describe("detached sandboxes (Sandbox)", () => {
     const raw = spawn(BIN, ["connect", "ids"], { stdio: ["pipe", "pipe", "inherit"] });
     const hello = await new Promise((resolve) => createInterface({ input: raw.stdout }).once("line", resolve));
     assert.equal(JSON.parse(hello).type, "hello");
-    raw.stdin.write('{"op":"exec","id":1,"command":"sleep 0.4; echo earlier"}\n{"op":"exec","id":2,"command":"sleep 0.4; exit 3"}\n');
-    await sleep(150);
+    raw.stdin.write('{"op":"exec","id":1,"command":"sleep 1; echo earlier"}\n{"op":"exec","id":2,"command":"sleep 1; exit 3"}\n');
+    await running("ids", 2);
     raw.kill("SIGKILL");
     await new Promise((resolve) => raw.once("exit", resolve));
-    await sleep(600);
+    await running("ids", 0);
 
     const next = await reconnect("ids");
     const [a, b] = await Promise.all([next.exec("echo first"), next.exec("echo second")]);
