@@ -180,6 +180,39 @@ class Detached(unittest.TestCase):
             self.assertFalse(os.path.exists(cg), cg)
         self.assertEqual(self.ls(), {})
 
+    def test_pty_command_on_the_exec_socket(self):
+        # what agentbox exec -t speaks (tests/tty has the terminal side)
+        sid = self.create("--name", "pty")
+        c = Client(os.path.join(self.rt, sid, "exec"))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="exec", id="exec", pty={"rows": 20, "cols": 70}, stream=True,
+               argv=["sh", "-c", "stty size; read x; echo got-$x; "
+                     "trap 'stty size; exit 4' WINCH; echo ready; "
+                     "while :; do sleep 0.05; done"])
+        out, oks, m = "", set(), None
+
+        def until(text):
+            nonlocal out, m
+            while text not in out:
+                m = c.recv()
+                if m["type"] == "output":
+                    self.assertEqual((m["id"], m["stream"]), ("exec", "stdout"))
+                    out += m["data"]
+                elif m["type"] == "ok":
+                    oks.add(m["id"])
+                else:
+                    return m
+        until("20 70")
+        c.send(op="stdin", id="in", target="exec", data="aGkK", encoding="base64")  # hi\n
+        until("ready")
+        c.send(op="resize", id="size", target="exec", rows=33, cols=99)
+        m = until("never")
+        self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "exec", 4), m)
+        self.assertIn("got-hi", out)
+        self.assertIn("33 99", out)
+        self.assertEqual(oks, {"in", "size"})
+        c.close()
+
     def test_bad_input_is_refused_clearly(self):
         sid = self.create("--name", "dup")
         r = self.ab("create", "--workspace", self.ws, "--name", "dup")
