@@ -222,7 +222,7 @@ export class AgentboxSandbox extends BaseSandbox {
 
   /**
    * Pause a detached sandbox: every process in it frozen (`agentbox pause`,
-   * the cgroup v2 freezer), requests wait until `start()`. Rejects with
+   * the cgroup freezer), requests wait until `start()`. Rejects with
    * agentbox's reason where it has no cgroup to freeze.
    */
   async stop(): Promise<void> {

@@ -298,8 +298,8 @@ export class Sandbox {
 
   /**
    * Freeze every process of this detached sandbox (`agentbox pause`, the
-   * cgroup v2 freezer); requests wait until `resume`. Where the sandbox has
-   * no cgroup v2 group to freeze, this rejects with agentbox's reason, and
+   * cgroup freezer, v1 or v2); requests wait until `resume`. Where the
+   * sandbox has no freezer cgroup, this rejects with agentbox's reason, and
    * nothing is paused.
    */
   async pause(): Promise<void> {

@@ -188,7 +188,7 @@ describe("detached sandboxes (Sandbox)", () => {
     await next.destroy();
   });
 
-  it("pauses and resumes where the sandbox has a cgroup v2 group, and refuses where it has none", async (t) => {
+  it("pauses and resumes where the sandbox has a freezer cgroup, and refuses where it has none", async (t) => {
     const ws = workspace(t);
     const sb = await Sandbox.create(base({ workspace: ws, detach: true, name: "pz" }));
     let refusal = null;
@@ -201,7 +201,7 @@ describe("detached sandboxes (Sandbox)", () => {
       // a plain user without a delegated v2 parent: refused with the reason, never pretended
       assert.ok(!ROOT, `root could not pause: ${refusal.message}`);
       assert.ok(refusal instanceof SandboxError);
-      assert.match(refusal.message, /pause: sandbox pz: this sandbox has no cgroup v2 group, so it cannot be paused/);
+      assert.match(refusal.message, /pause: sandbox pz: this sandbox has no freezer cgroup, so it cannot be paused/);
       assert.equal((await listed("pz")).state, "running");
       assert.equal((await sb.execute("echo on")).output, "on\n");
     } else {
