@@ -339,13 +339,25 @@ static int add_stdin(json_object *req)
 	return 0;
 }
 
+/* The id of this exec's command: its own, so that a command a killed
+ * client left running (its result kept for replay) never takes it. */
+static char exec_id[48];
+
+static void exec_id_init(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(exec_id, sizeof(exec_id), "exec-%ld-%lld%09ld", (long)getpid(),
+		 (long long)ts.tv_sec, ts.tv_nsec);
+}
+
 /* The request of exec's command line from argv[i] on (after ID). */
 static json_object *exec_request(int argc, char **argv, int i, const char *timeout,
 				 const struct winsize *pty)
 {
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("exec"));
-	json_object_object_add(req, "id", json_object_new_string("exec"));
+	json_object_object_add(req, "id", json_object_new_string(exec_id));
 	if (i + 2 == argc && !strcmp(argv[i], "-c")) {
 		json_object_object_add(req, "command", json_object_new_string(argv[i + 1]));
 	} else {
@@ -426,8 +438,10 @@ static int exec_relay(struct lines *l, const char *id)
 		if (!m && l->sig && !cancelled) {
 			l->sig = false;
 			cancelled = true;
-			json_object *c = json_tokener_parse(
-				"{\"op\":\"cancel\",\"id\":\"cancel\",\"target\":\"exec\"}");
+			json_object *c = json_object_new_object();
+			json_object_object_add(c, "op", json_object_new_string("cancel"));
+			json_object_object_add(c, "id", json_object_new_string("cancel"));
+			json_object_object_add(c, "target", json_object_new_string(exec_id));
 			send_line(l->fd, c);
 			json_object_put(c);
 			continue;
@@ -438,7 +452,7 @@ static int exec_relay(struct lines *l, const char *id)
 			return fail("sandbox %s: its launcher hung up before the result", id);
 		const char *type = str_of(m, "type"), *mid = str_of(m, "id");
 		int code = -1;
-		if (!mid || strcmp(mid, "exec") != 0) {
+		if (!mid || strcmp(mid, exec_id) != 0) {
 			/* another request's (the cancel's ok) */
 		} else if (!strcmp(type, "output")) {
 			write_output(m);
@@ -479,7 +493,7 @@ static json_object *tty_op(const char *op, const char *id)
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "op", json_object_new_string(op));
 	json_object_object_add(o, "id", json_object_new_string(id));
-	json_object_object_add(o, "target", json_object_new_string("exec"));
+	json_object_object_add(o, "target", json_object_new_string(exec_id));
 	return o;
 }
 
@@ -538,7 +552,7 @@ static void tty_message(struct tty_relay *t, json_object *m)
 	bool busy = type && !strcmp(type, "error") && code && !strcmp(code, "busy");
 	if (!type || !mid)
 		return;
-	if (!strcmp(mid, "exec")) {
+	if (!strcmp(mid, exec_id)) {
 		if (!strcmp(type, "output"))
 			write_output(m);
 		else if (!strcmp(type, "result"))
@@ -662,6 +676,7 @@ int detach_cli_exec(int argc, char **argv)
 	if (tty && ab_term_check(&err) < 0)
 		return fail("exec: %s", err.msg);
 	struct winsize ws = ab_term_size();
+	exec_id_init();
 	json_object *req = exec_request(argc, argv, i, timeout, tty ? &ws : NULL);
 	if (!req || (in && add_stdin(req) < 0)) {
 		json_object_put(req);

@@ -514,6 +514,23 @@ class Detached(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(wait_until(lambda: count() > a, 5))
 
+    def test_exec_after_a_killed_exec_is_not_refused(self):
+        # each agentbox exec names its command with an id of its own: the
+        # next one does not meet the killed one's, kept for replay
+        sid = self.create("--name", "kx")
+        p = subprocess.Popen([BIN, "exec", sid, "--", "sh", "-c",
+                              "until [ -e go ]; do sleep 0.05; done"], env=self.env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 1, 10))
+        p.kill()
+        p.wait()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 5))
+        r = self.ab("exec", sid, "--", "echo", "next")
+        self.assertEqual((r.returncode, r.stdout), (0, "next\n"), r.stderr)
+        self.assertEqual(self.ls()[sid]["running"], 1)  # the killed one's goes on
+        open(os.path.join(self.ws, "go"), "w").close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 0, 10))
+
     # ---- ends ----
 
     def test_idle_timeout(self):
