@@ -13,7 +13,8 @@
  *    cpu.max, pids.max; unprivileged users get one beneath their own
  *    (systemd-delegated) cgroup, or in a scope systemd makes for them
  *    (cgroup_delegate.c); the init is cloned straight into it.
- *  - v1 or hybrid: a directory in each of memory, cpu, cpuacct and pids,
+ *  - v1 or hybrid: a directory in each of memory, cpu, cpuacct and pids
+ *    (and freezer, for a session: pause and resume, cgroup_freeze.c),
  *    plus one in a controller-less cgroup2 mount when there is one, which
  *    tracks every process for kill and CPU accounting.
  *  - none: no cgroup can be written; memory falls back to RLIMIT_AS, the
@@ -46,7 +47,8 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-static const char *const h_names[H_COUNT] = {"memory", "cpu", "cpuacct", "pids", "unified"};
+static const char *const h_names[H_COUNT] = {"freezer", "memory", "cpu",
+					     "cpuacct", "pids",	  "unified"};
 
 /* "key value" lines: the value of key, or -1. */
 static long long keyed(const char *buf, const char *key)
@@ -389,10 +391,16 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 		 * without --cpus would limit nothing */
 		if (cg->lim.init_leaves && (h == H_CPUACCT || (h == H_CPU && !cg->lim.cpu_millis)))
 			continue;
+		/* one command is never paused; a session that cannot have a
+		 * freezer group is refused a pause, and that alone */
+		if (h == H_FREEZER && cg->lim.init_leaves)
+			continue;
 		int r = ab_cg_make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name,
 				       &cg->lock_fd[h]);
-		if (r == 0)
+		if (r == 0 && h != H_FREEZER)
 			any = true;
+		else if (h == H_FREEZER)
+			continue;
 		else
 			snprintf(cg->why, sizeof(cg->why),
 				 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h], rel,
@@ -449,7 +457,7 @@ size_t ab_cgroup_leave_fds(const struct ab_cgroup *cg, int *fds)
 }
 
 /* the init's tasks files to leave by (a process of its own: a copy) */
-static int held_leave[H_COUNT] = {-1, -1, -1, -1, -1};
+static int held_leave[H_COUNT] = {-1, -1, -1, -1, -1, -1};
 static size_t n_held_leave;
 
 void ab_cgroup_hold_leave(const int *fds, size_t n)
@@ -524,7 +532,7 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
  * controller-less mount) where there is one, else pids or memory. */
 static const char *procs_dir(const struct ab_cgroup *cg)
 {
-	static const int order[] = {H_UNIFIED, H_PIDS, H_MEMORY, H_CPU};
+	static const int order[] = {H_UNIFIED, H_PIDS, H_MEMORY, H_CPU, H_FREEZER};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(order); i++)
 		if (cg->dir[order[i]][0])
 			return cg->dir[order[i]];
@@ -710,6 +718,9 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 	}
 	if (procs_dir(cg)) {
 		cgroup_signal_all(cg, SIGKILL);
+		/* a v1-frozen process dies of SIGKILL only once thawed */
+		if (cg->dir[H_FREEZER][0])
+			ab_cgfs_write(cg->dir[H_FREEZER], "freezer.state", "THAWED");
 		remove_dirs(cg->dir);
 	}
 	/* after the rmdirs: one left behind is then stale for any reaper */

@@ -73,10 +73,11 @@ const struct ab_cgroup_status *ab_cgroup_status(const struct ab_cgroup *cg);
  * unified hierarchy's), or NULL when it has none. */
 const char *ab_cgroup_v2_dir(const struct ab_cgroup *cg);
 
-/* Freeze (or thaw) every process of the sandbox with the cgroup v2
- * freezer, and wait (1 s at most) until the kernel says it is done;
- * -ENOTSUP (with err saying how to get one) where the sandbox has no
- * cgroup v2 directory. */
+/* Freeze (or thaw) every process of the sandbox with the v1 freezer
+ * hierarchy's group (v1 and hybrid hosts, where it has one) or the cgroup
+ * v2 freezer, and wait (1 s at most) until the kernel says it is done;
+ * -ENOTSUP (with err saying how to get one) where the sandbox has
+ * neither. */
 int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err);
 
 /* A cgroup fd to create the sandbox's init in directly

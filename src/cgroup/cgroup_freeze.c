@@ -1,36 +1,64 @@
-/* Pause and resume: the cgroup v2 freezer (cgroup.freeze, Linux 5.2),
- * which also exists without any controller in a hybrid host's unified
- * hierarchy. */
+/* Pause and resume. On v1 and hybrid hosts the v1 freezer hierarchy's
+ * group (freezer.state), where the sandbox has one; else the cgroup v2
+ * freezer (cgroup.freeze, Linux 5.2), which also exists without any
+ * controller in a hybrid host's unified hierarchy. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
 #include "cgroup/cgroup.h"
+#include "cgroup/cgroup_int.h"
 #include "cgroup/cgroupfs.h"
 #include "util/error.h"
 
+/* Wait (1 s at most) until dir/file reads want; false if it never did. */
+static bool wait_for(const char *dir, const char *file, const char *want)
+{
+	for (int i = 0; i < 200; i++) {
+		char buf[256] = {0};
+		if (ab_cgfs_read(dir, file, buf, sizeof(buf)) == 0 && strstr(buf, want))
+			return true;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+/* The v1 freezer: FREEZING until every task is in the refrigerator, then
+ * FROZEN (Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst). One
+ * that stays FREEZING is thawed again: never a half-paused sandbox. */
+static int freeze_v1(const char *dir, bool freeze, struct ab_error *err)
+{
+	int r = ab_cgfs_write(dir, "freezer.state", freeze ? "FROZEN" : "THAWED");
+	if (r < 0)
+		return ab_error_set(err, -r, "cannot write %s/freezer.state", dir);
+	if (wait_for(dir, "freezer.state", freeze ? "FROZEN" : "THAWED"))
+		return 0;
+	if (freeze)
+		ab_cgfs_write(dir, "freezer.state", "THAWED");
+	return ab_error_plain(err, ETIMEDOUT,
+			      "the sandbox's freezer cgroup %s did not %s within 1 s%s", dir,
+			      freeze ? "freeze" : "thaw", freeze ? "; it was thawed again" : "");
+}
+
 int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err)
 {
+	if (cg && !cg->v2 && cg->dir[H_FREEZER][0])
+		return freeze_v1(cg->dir[H_FREEZER], freeze, err);
 	const char *dir = ab_cgroup_v2_dir(cg);
 	if (!dir)
 		return ab_error_plain(err, ENOTSUP,
-				      "this sandbox has no cgroup v2 group, so it cannot be "
-				      "paused: the freezer used is cgroup v2's (on a hybrid host "
-				      "the unified hierarchy's, where root makes one; a plain "
-				      "user needs a delegated v2 parent, --cgroup-parent), not "
-				      "the v1 freezer");
+				      "this sandbox has no freezer cgroup, so it cannot be paused: "
+				      "neither a group in the v1 freezer hierarchy nor a cgroup v2 "
+				      "group could be made for it (root makes them; a plain user "
+				      "needs a delegated parent, --cgroup-parent, with the freezer "
+				      "hierarchy delegated too on a v1 or hybrid host)");
 	int r = ab_cgfs_write(dir, "cgroup.freeze", freeze ? "1" : "0");
 	if (r < 0)
 		return ab_error_set(err, -r, "cannot write %s/cgroup.freeze", dir);
 	/* cgroup.events says "frozen 1" once every task is stopped */
-	const char *want = freeze ? "frozen 1" : "frozen 0";
-	for (int i = 0; i < 200; i++) {
-		char buf[256] = {0};
-		if (ab_cgfs_read(dir, "cgroup.events", buf, sizeof(buf)) == 0 && strstr(buf, want))
-			return 0;
-		struct timespec ts = {0, 5 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
+	if (wait_for(dir, "cgroup.events", freeze ? "frozen 1" : "frozen 0"))
+		return 0;
 	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 1 s", dir,
 			      freeze ? "freeze" : "thaw");
 }

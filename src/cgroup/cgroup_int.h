@@ -10,7 +10,9 @@
 
 #include "cgroup/cgroup.h"
 
-enum { H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
+/* the freezer first: a stale group's processes are thawed to die before
+ * the other hierarchies' groups are removed (cgroup_stale.c) */
+enum { H_FREEZER, H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
 
 struct ab_cgroup {
 	struct ab_cgroup_status st;

@@ -60,6 +60,10 @@ static void remove_stale(const char *dir, const char *name)
 	/* kill whatever is still in it, then remove it */
 	if (!leaf && ab_cgfs_write(path, "cgroup.kill", "1") < 0)
 		kill_listed(path);
+	/* a v1-frozen process dies of SIGKILL only once thawed (the freezer
+	 * hierarchy is reaped first, so the others' groups are empty then) */
+	if (!leaf)
+		ab_cgfs_write(path, "freezer.state", "THAWED");
 	for (int tries = 0; tries < 100 && rmdir(path) < 0 && errno == EBUSY && !leaf; tries++) {
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);

@@ -17,9 +17,11 @@
 #include <unistd.h>
 
 #include "detach/detach.h"
+#include "sandbox/init.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/signals.h"
+#include "util/term.h"
 #include "util/util.h"
 
 /* A line from the launcher is at most this long (a result with both
@@ -134,28 +136,57 @@ struct lines {
 	bool eof;
 };
 
+/* A whole line in the buffer as JSON, or NULL (none yet; or one that is
+ * not an object: *bad then). Never blocks. */
+static json_object *take_line(struct lines *l, bool *bad)
+{
+	*bad = false;
+	char *nl = l->len ? memchr(l->buf, '\n', l->len) : NULL;
+	if (!nl)
+		return NULL;
+	*nl = 0;
+	json_object *o = json_tokener_parse(l->buf);
+	size_t used = (size_t)(nl + 1 - l->buf);
+	memmove(l->buf, nl + 1, l->len - used);
+	l->len -= used;
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		*bad = true;
+		return NULL;
+	}
+	return o;
+}
+
+/* One read from the launcher into the buffer (l->eof at its end); false
+ * when a line would be over LINE_MAX_BYTES. */
+static bool fill_lines(struct lines *l)
+{
+	if (l->cap - l->len < 65536) {
+		size_t cap = l->cap ? l->cap * 2 : 1 << 20;
+		char *q = cap <= LINE_MAX_BYTES ? realloc(l->buf, cap) : NULL;
+		if (!q)
+			return false;
+		l->buf = q;
+		l->cap = cap;
+	}
+	ssize_t r = read(l->fd, l->buf + l->len, l->cap - l->len);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (r <= 0)
+		l->eof = true;
+	else
+		l->len += (size_t)r;
+	return true;
+}
+
 /* The next line as JSON (NULL at the end, or on a line that is not an
  * object: *bad then). Blocks: the launcher answers or hangs up. */
 static json_object *next_line(struct lines *l, bool *bad)
 {
-	*bad = false;
 	for (;;) {
-		char *nl = l->len ? memchr(l->buf, '\n', l->len) : NULL;
-		if (nl) {
-			*nl = 0;
-			json_object *o = json_tokener_parse(l->buf);
-			size_t used = (size_t)(nl + 1 - l->buf);
-			memmove(l->buf, nl + 1, l->len - used);
-			l->len -= used;
-			if (!o || !json_object_is_type(o, json_type_object)) {
-				json_object_put(o);
-				*bad = true;
-				return NULL;
-			}
+		json_object *o = take_line(l, bad);
+		if (o || *bad || l->eof)
 			return o;
-		}
-		if (l->eof)
-			return NULL;
 		struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN},
 				      {.fd = l->sigfd, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -166,25 +197,10 @@ static json_object *next_line(struct lines *l, bool *bad)
 			l->sig = true;
 			return NULL;
 		}
-		if (!p[0].revents)
-			continue;
-		if (l->cap - l->len < 65536) {
-			size_t cap = l->cap ? l->cap * 2 : 1 << 20;
-			char *q = cap <= LINE_MAX_BYTES ? realloc(l->buf, cap) : NULL;
-			if (!q) {
-				*bad = true;
-				return NULL;
-			}
-			l->buf = q;
-			l->cap = cap;
+		if (p[0].revents && !fill_lines(l)) {
+			*bad = true;
+			return NULL;
 		}
-		ssize_t r = read(l->fd, l->buf + l->len, l->cap - l->len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			l->eof = true;
-		else
-			l->len += (size_t)r;
 	}
 }
 
@@ -240,8 +256,8 @@ static int dial(const char *id, const char *leaf, char *root, size_t size)
 /* ---- exec ---- */
 
 static const char usage_exec[] =
-	"Usage: agentbox exec [-i] [--timeout DURATION] ID [--] COMMAND [ARG...]\n"
-	"       agentbox exec [-i] [--timeout DURATION] ID -c 'SHELL STRING'\n"
+	"Usage: agentbox exec [-i|-t] [--timeout DURATION] ID [--] COMMAND [ARG...]\n"
+	"       agentbox exec [-i|-t] [--timeout DURATION] ID -c 'SHELL STRING'\n"
 	"\n"
 	"Run COMMAND in sandbox ID (agentbox create) as agentbox run would: its\n"
 	"stdout and stderr pass through, the exit status is the command's (124 timed\n"
@@ -251,6 +267,12 @@ static const char usage_exec[] =
 	"  -i                  pass stdin (read to its end first, UTF-8 text, at\n"
 	"                      most 6 MiB); without it the command's stdin is\n"
 	"                      /dev/null\n"
+	"  -t                  give the command a new terminal inside the sandbox,\n"
+	"                      sized as yours and resized with it; yours is in raw\n"
+	"                      mode meanwhile (Ctrl-C is the command's: 130) and\n"
+	"                      restored after; SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
+	"                      SIGUSR1 and SIGUSR2 go to the command instead of\n"
+	"                      cancelling it. stdin must be a terminal (else 125)\n"
 	"  --timeout DURATION  the command's timeout (default: the sandbox's)\n";
 
 static int b64val(int c)
@@ -317,12 +339,25 @@ static int add_stdin(json_object *req)
 	return 0;
 }
 
+/* The id of this exec's command: its own, so that a command a killed
+ * client left running (its result kept for replay) never takes it. */
+static char exec_id[48];
+
+static void exec_id_init(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(exec_id, sizeof(exec_id), "exec-%ld-%lld%09ld", (long)getpid(),
+		 (long long)ts.tv_sec, ts.tv_nsec);
+}
+
 /* The request of exec's command line from argv[i] on (after ID). */
-static json_object *exec_request(int argc, char **argv, int i, const char *timeout)
+static json_object *exec_request(int argc, char **argv, int i, const char *timeout,
+				 const struct winsize *pty)
 {
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("exec"));
-	json_object_object_add(req, "id", json_object_new_string("exec"));
+	json_object_object_add(req, "id", json_object_new_string(exec_id));
 	if (i + 2 == argc && !strcmp(argv[i], "-c")) {
 		json_object_object_add(req, "command", json_object_new_string(argv[i + 1]));
 	} else {
@@ -338,6 +373,12 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 		for (; i < argc; i++)
 			json_object_array_add(a, json_object_new_string(argv[i]));
 		json_object_object_add(req, "argv", a);
+	}
+	if (pty) {
+		json_object *size = json_object_new_object();
+		json_object_object_add(size, "rows", json_object_new_int(pty->ws_row));
+		json_object_object_add(size, "cols", json_object_new_int(pty->ws_col));
+		json_object_object_add(req, "pty", size);
 	}
 	json_object_object_add(req, "stream", json_object_new_boolean(true));
 	json_object_object_add(req, "encoding", json_object_new_string("base64"));
@@ -362,6 +403,32 @@ static int send_line(int fd, json_object *o)
 	return r;
 }
 
+/* An output message's data to our stdout or stderr (to a terminal in
+ * raw mode, -t: written whole). */
+static void write_output(json_object *m)
+{
+	json_object *d;
+	if (!json_object_object_get_ex(m, "data", &d))
+		return;
+	char *data = strdup(json_object_get_string(d));
+	const char *st = str_of(m, "stream");
+	if (!data)
+		return;
+	size_t n = b64_decode(data);
+	if (st && !strcmp(st, "stderr"))
+		write_all(STDERR_FILENO, data, n);
+	else
+		ab_term_write_out(data, n);
+	free(data);
+}
+
+static int result_code(json_object *m)
+{
+	json_object *e;
+	return json_object_object_get_ex(m, "exit_code", &e) ? json_object_get_int(e)
+							     : AB_EXIT_FAILURE;
+}
+
 /* Output to our stdout and stderr until the result: its exit code. */
 static int exec_relay(struct lines *l, const char *id)
 {
@@ -371,8 +438,10 @@ static int exec_relay(struct lines *l, const char *id)
 		if (!m && l->sig && !cancelled) {
 			l->sig = false;
 			cancelled = true;
-			json_object *c = json_tokener_parse(
-				"{\"op\":\"cancel\",\"id\":\"cancel\",\"target\":\"exec\"}");
+			json_object *c = json_object_new_object();
+			json_object_object_add(c, "op", json_object_new_string("cancel"));
+			json_object_object_add(c, "id", json_object_new_string("cancel"));
+			json_object_object_add(c, "target", json_object_new_string(exec_id));
 			send_line(l->fd, c);
 			json_object_put(c);
 			continue;
@@ -383,24 +452,12 @@ static int exec_relay(struct lines *l, const char *id)
 			return fail("sandbox %s: its launcher hung up before the result", id);
 		const char *type = str_of(m, "type"), *mid = str_of(m, "id");
 		int code = -1;
-		if (!mid || strcmp(mid, "exec") != 0) {
+		if (!mid || strcmp(mid, exec_id) != 0) {
 			/* another request's (the cancel's ok) */
 		} else if (!strcmp(type, "output")) {
-			json_object *d;
-			if (json_object_object_get_ex(m, "data", &d)) {
-				char *data = strdup(json_object_get_string(d));
-				const char *st = str_of(m, "stream");
-				if (data) {
-					size_t n = b64_decode(data);
-					write_all(st && !strcmp(st, "stderr") ? 2 : 1, data, n);
-				}
-				free(data);
-			}
+			write_output(m);
 		} else if (!strcmp(type, "result")) {
-			json_object *e;
-			code = json_object_object_get_ex(m, "exit_code", &e)
-				       ? json_object_get_int(e)
-				       : AB_EXIT_FAILURE;
+			code = result_code(m);
 		} else if (!strcmp(type, "error")) {
 			code = fail("sandbox %s: %s", id, str_of(m, "message"));
 		}
@@ -410,9 +467,188 @@ static int exec_relay(struct lines *l, const char *id)
 	}
 }
 
+/* ---- exec -t: the caller's terminal relayed to a new one inside ---- */
+
+/* What relays the caller's terminal to the command's: the stdin op in
+ * flight (one at a time, as the protocol wants; kept to send again while
+ * the command is still queued) and a resize to send again likewise. */
+struct tty_relay {
+	struct lines *l;
+	int code;		  /* the result's exit status; -1 until it came */
+	char why[512];		  /* why there is none, said once the modes are back */
+	bool in_open, in_busy;	  /* stdin read; a stdin op waits for its answer */
+	char *in_line;		  /* that op, to send again on busy */
+	bool retry, resize_again; /* busy: send again in a moment */
+};
+
+static void tty_send(struct tty_relay *t, json_object *o)
+{
+	if (send_line(t->l->fd, o) < 0 && !t->why[0])
+		snprintf(t->why, sizeof(t->why), "cannot send to the sandbox: %s", strerror(errno));
+	json_object_put(o);
+}
+
+static json_object *tty_op(const char *op, const char *id)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "target", json_object_new_string(exec_id));
+	return o;
+}
+
+static void tty_resize(struct tty_relay *t)
+{
+	struct winsize ws = ab_term_size();
+	json_object *o = tty_op("resize", "size");
+	json_object_object_add(o, "rows", json_object_new_int(ws.ws_row));
+	json_object_object_add(o, "cols", json_object_new_int(ws.ws_col));
+	tty_send(t, o);
+}
+
+/* Each signal that came: SIGWINCH a resize, the others to the command's
+ * process group, as agentbox run -t passes them on. */
+static void tty_signals(struct tty_relay *t, int sigfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGWINCH) {
+			tty_resize(t);
+			continue;
+		}
+		const char *name = sigabbrev_np((int)si.ssi_signo);
+		json_object *o = tty_op("signal", "sig");
+		json_object_object_add(o, "signal", json_object_new_string(name ? name : "TERM"));
+		tty_send(t, o);
+	}
+}
+
+/* What the caller typed, to the command's terminal: one op at a time. */
+static void tty_stdin(struct tty_relay *t)
+{
+	char buf[4096];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		t->in_open = false; /* the caller's terminal is gone */
+		return;
+	}
+	char *data = base64_encode(buf, (size_t)n);
+	json_object *o = tty_op("stdin", "in");
+	json_object_object_add(o, "data", json_object_new_string(data ? data : ""));
+	json_object_object_add(o, "encoding", json_object_new_string("base64"));
+	free(data);
+	free(t->in_line);
+	t->in_line = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	t->in_busy = true;
+	tty_send(t, o);
+}
+
+/* One message from the launcher. */
+static void tty_message(struct tty_relay *t, json_object *m)
+{
+	const char *type = str_of(m, "type"), *mid = str_of(m, "id"), *code = str_of(m, "code");
+	bool busy = type && !strcmp(type, "error") && code && !strcmp(code, "busy");
+	if (!type || !mid)
+		return;
+	if (!strcmp(mid, exec_id)) {
+		if (!strcmp(type, "output"))
+			write_output(m);
+		else if (!strcmp(type, "result"))
+			t->code = result_code(m);
+		else if (!strcmp(type, "error"))
+			snprintf(t->why, sizeof(t->why), "%s", str_of(m, "message"));
+	} else if (!strcmp(mid, "in") && busy) {
+		t->retry = true; /* the command is still queued */
+	} else if (!strcmp(mid, "in")) {
+		/* taken; or refused: the command's terminal is closed */
+		t->in_busy = false;
+		t->in_open = t->in_open && !strcmp(type, "ok");
+	} else if (!strcmp(mid, "size") && busy) {
+		t->retry = t->resize_again = true;
+	}
+}
+
+/* Sends again what came back busy (the command was still queued). */
+static void tty_retry(struct tty_relay *t)
+{
+	t->retry = false;
+	if (t->in_busy && t->in_line) {
+		json_object *o = json_tokener_parse(t->in_line);
+		if (o)
+			tty_send(t, o);
+	}
+	if (t->resize_again) {
+		t->resize_again = false;
+		tty_resize(t);
+	}
+}
+
+/* exec -t: the caller's terminal (in raw mode: raw) relayed to the
+ * command's until its result: its exit status. */
+static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize sent,
+		    struct ab_raw_tty *raw)
+{
+	struct tty_relay t = {.l = l, .code = -1, .in_open = true};
+	struct winsize now = ab_term_size();
+	if (now.ws_row != sent.ws_row || now.ws_col != sent.ws_col)
+		tty_resize(&t); /* resized before SIGWINCH was watched */
+	while (t.code < 0 && !t.why[0]) {
+		bool bad;
+		json_object *m;
+		while (t.code < 0 && (m = take_line(l, &bad))) {
+			tty_message(&t, m);
+			json_object_put(m);
+		}
+		if (t.code >= 0 || t.why[0])
+			break;
+		if (bad || l->eof) {
+			snprintf(t.why, sizeof(t.why), "%s",
+				 bad ? "its launcher sent what is not a protocol line"
+				     : "its launcher hung up before the result");
+			break;
+		}
+		struct pollfd p[3] = {
+			{.fd = l->fd, .events = POLLIN},
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = t.in_open && !t.in_busy ? STDIN_FILENO : -1, .events = POLLIN},
+		};
+		int n = poll(p, 3, t.retry ? 20 : -1);
+		if (n < 0 && errno != EINTR)
+			snprintf(t.why, sizeof(t.why), "poll: %s", strerror(errno));
+		if (n == 0)
+			tty_retry(&t);
+		if (p[0].revents && !fill_lines(l))
+			snprintf(t.why, sizeof(t.why), "a line from its launcher is too long");
+		if (p[1].revents)
+			tty_signals(&t, sigfd);
+		if (p[2].revents)
+			tty_stdin(&t);
+	}
+	free(t.in_line);
+	ab_term_raw_restore(raw); /* before anything is said */
+	if (t.code >= 0)
+		return t.code;
+	return fail("sandbox %s: %s", id, t.why);
+}
+
+/* exec -t: SIGWINCH and every signal agentbox run -t passes on, taken
+ * through a signalfd. */
+static int tty_signals_fd(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
+		sigaddset(&mask, ab_forwarded_signals[i]);
+	sigaddset(&mask, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
 int detach_cli_exec(int argc, char **argv)
 {
-	bool in = false;
+	bool in = false, tty = false;
 	const char *timeout = NULL;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -424,8 +660,7 @@ int detach_cli_exec(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			timeout = argv[++i];
 		} else if (!strcmp(argv[i], "-t")) {
-			return fail("exec: -t: agentbox exec has no terminal mode yet; run the "
-				    "command without -t");
+			tty = true;
 		} else {
 			return fail("exec: unknown option '%s' (try 'agentbox exec --help')",
 				    argv[i]);
@@ -434,7 +669,15 @@ int detach_cli_exec(int argc, char **argv)
 	if (i >= argc)
 		return fail("exec: which sandbox? (agentbox exec ID -- COMMAND)");
 	const char *id = argv[i++];
-	json_object *req = exec_request(argc, argv, i, timeout);
+	struct ab_error err = {0};
+	if (in && tty)
+		return fail("exec: -i and -t: with -t the command's stdin is its terminal, "
+			    "which your terminal types into; give one of them");
+	if (tty && ab_term_check(&err) < 0)
+		return fail("exec: %s", err.msg);
+	struct winsize ws = ab_term_size();
+	exec_id_init();
+	json_object *req = exec_request(argc, argv, i, timeout, tty ? &ws : NULL);
 	if (!req || (in && add_stdin(req) < 0)) {
 		json_object_put(req);
 		return AB_EXIT_FAILURE;
@@ -442,13 +685,20 @@ int detach_cli_exec(int argc, char **argv)
 	char root[PATH_MAX];
 	cleanup_fd int fd = dial(id, "exec", root, sizeof(root));
 	signal(SIGPIPE, SIG_IGN);
-	cleanup_fd int sigfd = ab_ending_signals_fd();
+	cleanup_fd int sigfd = tty ? tty_signals_fd() : ab_ending_signals_fd();
 	struct lines l = {.fd = fd, .sigfd = sigfd};
 	int code = fd < 0 ? AB_EXIT_FAILURE : read_hello(&l, id);
-	if (code == 0 && send_line(fd, req) < 0)
+	/* raw before the command starts: no command is left without its
+	 * terminal for a mode that could not be set */
+	ab_cleanup_raw_tty struct ab_raw_tty raw = {0};
+	if (code == 0 && tty && ab_term_raw_enter(&raw, &err) < 0)
+		code = fail("exec: %s", err.msg);
+	if (code == 0 && send_line(fd, req) < 0) {
+		ab_term_raw_restore(&raw);
 		code = fail("sandbox %s: cannot send the request: %s", id, strerror(errno));
+	}
 	if (code == 0)
-		code = exec_relay(&l, id);
+		code = tty ? exec_tty(&l, id, sigfd, ws, &raw) : exec_relay(&l, id);
 	json_object_put(req);
 	free(l.buf);
 	return code;

@@ -260,8 +260,9 @@ static const char usage_pause[] =
 	"\n"
 	"Pause every process of sandbox ID with the cgroup freezer, or resume them.\n"
 	"A client that connects resumes it too. Timeouts keep running while it is\n"
-	"paused. Where the sandbox has no cgroup v2 group (a plain user without a\n"
-	"delegated cgroup) it cannot be paused, and says so (125).\n";
+	"paused. The v1 freezer hierarchy's group on a v1 or hybrid host, else the\n"
+	"cgroup v2 freezer; where the sandbox has neither (a plain user without a\n"
+	"delegated --cgroup-parent) it cannot be paused, and says so (125).\n";
 
 int detach_cli_pause(int argc, char **argv)
 {

@@ -10,15 +10,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/signalfd.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "util/error.h"
 #include "sandbox/init.h"
 #include "sandbox/isolation.h"
 #include "session/session.h"
+#include "util/term.h"
 #include "util/util.h"
 
 #define RUN_TAG 1
@@ -32,32 +31,13 @@ struct run_wait {
 	bool stdin_busy; /* -t: a write to the terminal waits for room */
 };
 
-/* -t: all of the terminal's output to the caller's stdout, waiting while
- * it is full (a non-blocking one); dropped once it is gone. */
-static void write_out(const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-		if (w < 0 && errno == EAGAIN) {
-			poll(&(struct pollfd){.fd = STDOUT_FILENO, .events = POLLOUT}, 1, 1000);
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 static void run_event(const struct ab_event *ev, void *arg)
 {
 	struct run_wait *w = arg;
 	if (ev->tag != RUN_TAG)
 		return;
 	if (ev->kind == AB_EVENT_OUTPUT && w->tty)
-		write_out(ev->data, ev->len);
+		ab_term_write_out(ev->data, ev->len);
 	if (ev->kind == AB_EVENT_STDIN)
 		w->stdin_busy = false;
 	if (ev->kind != AB_EVENT_RESULT)
@@ -73,15 +53,6 @@ static void run_event(const struct ab_event *ev, void *arg)
 	memset(ev->result, 0, sizeof(*ev->result)); /* ownership moves to the caller */
 }
 
-/* -t: the caller's terminal size, 24x80 when it says none. */
-static struct winsize caller_size(void)
-{
-	struct winsize ws = {0};
-	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
-		ws = (struct winsize){.ws_row = 24, .ws_col = 80};
-	return ws;
-}
-
 /* Each signal that came, to the command's process group; with -t a
  * SIGWINCH is the caller's terminal resized: the command's follows. */
 static void forward_signals(struct ab_session *s, int sigfd)
@@ -92,37 +63,10 @@ static void forward_signals(struct ab_session *s, int sigfd)
 			ab_session_signal(s, RUN_TAG, (int)si.ssi_signo);
 			continue;
 		}
-		struct winsize ws = caller_size();
+		struct winsize ws = ab_term_size();
 		struct ab_error ignored;
 		ab_session_resize(s, RUN_TAG, ws.ws_row, ws.ws_col, &ignored);
 	}
-}
-
-/* -t: the caller's terminal in raw mode while the command runs (every
- * key goes to the command's terminal, whose line discipline makes Ctrl-C
- * a SIGINT inside), and back as it was on every way out. */
-struct raw_tty {
-	bool set;
-	struct termios saved;
-};
-
-static void raw_restore(struct raw_tty *t)
-{
-	if (t->set)
-		tcsetattr(STDIN_FILENO, TCSADRAIN, &t->saved);
-	t->set = false;
-}
-
-static int raw_enter(struct raw_tty *t, struct ab_error *err)
-{
-	if (tcgetattr(STDIN_FILENO, &t->saved) < 0)
-		return ab_error_set(err, errno, "-t: cannot read the terminal's modes");
-	struct termios raw = t->saved;
-	cfmakeraw(&raw);
-	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0)
-		return ab_error_set(err, errno, "-t: cannot put the terminal in raw mode");
-	t->set = true;
-	return 0;
 }
 
 /* -t: what the caller typed, to the command's terminal; one write at a
@@ -169,7 +113,7 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 		.merge_output = cfg->merge_output,
 		.fds = fds,
 	};
-	struct winsize ws = caller_size();
+	struct winsize ws = ab_term_size();
 	if (cfg->tty) {
 		/* a new terminal inside: the caller's is never passed in */
 		x = (struct ab_exec){.argv = cfg->argv, .stream = true, .pty = true};
@@ -177,7 +121,7 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 		x.pty_cols = ws.ws_col;
 	}
 	struct run_wait w = {.res = res, .err = err, .tty = cfg->tty};
-	__attribute__((cleanup(raw_restore))) struct raw_tty raw = {0};
+	ab_cleanup_raw_tty struct ab_raw_tty raw = {0};
 	bool stdin_open = cfg->tty;
 	/* given to the init while it builds the view: it runs the command as
 	 * soon as it is ready, and says why not when it cannot be */
@@ -191,7 +135,7 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 		return ready;
 	}
 	if (r == 0 && cfg->tty)
-		r = raw_enter(&raw, err);
+		r = ab_term_raw_enter(&raw, err);
 	/* the first round arms the timer of the deadline */
 	if (r == 0)
 		r = ab_session_dispatch(s, 0, run_event, &w, err);
@@ -215,10 +159,8 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 
 int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 {
-	if (cfg->tty && !isatty(STDIN_FILENO))
-		return ab_error_plain(err, ENOTTY,
-				      "-t: stdin is not a terminal, so there is no terminal to "
-				      "relay; run from a terminal, or without -t");
+	if (cfg->tty && ab_term_check(err) < 0)
+		return -ENOTTY;
 	sigset_t mask, old;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)

@@ -1,9 +1,13 @@
 """Detached sandboxes (docs/detached.md): agentbox create, exec, connect,
 ls, rm; nothing lost across a client's end (even SIGKILL); one client at a
 time; another user refused at the socket; the idle timeout and the ttl; a
-launcher killed with SIGKILL reported dead and cleaned up by rm. Runs as
-root and as an unprivileged user; each test has its own sandboxes'
-directory (AGENTBOX_RUNTIME_DIR). AGENTBOX_BIN names the binary."""
+launcher killed with SIGKILL reported dead and cleaned up by rm; pause and
+resume by the cgroup freezer (the kernel's word that every process is
+frozen; a paused sandbox removed leaves no group in any hierarchy), or a
+clear refusal where there is no freezer. Runs as root and as an
+unprivileged user, with AGENTBOX_TEST_DELEGATED_PARENT (tests/setup-delegation)
+as its --cgroup-parent; each test has its own sandboxes' directory
+(AGENTBOX_RUNTIME_DIR). AGENTBOX_BIN names the binary."""
 
 import json
 import os
@@ -21,6 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_fileops import BIN, any_user_bin, make_dir  # noqa: E402
 
 ROOT = os.getuid() == 0
+# a parent the caller may divide (tests/setup-delegation USER): sandboxes
+# are made under it, and pausing them must work (.ci/run)
+DELEGATED = os.environ.get("AGENTBOX_TEST_DELEGATED_PARENT")
 
 
 def alive(pid):
@@ -94,6 +101,8 @@ class Detached(unittest.TestCase):
         return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, **kw)
 
     def create(self, *args):
+        if DELEGATED:
+            args = ("--cgroup-parent", DELEGATED, *args)
         r = self.ab("create", "--workspace", self.ws, *args)
         if r.returncode != 0:
             if os.environ.get("AGENTBOX_MUST_WORK") != "1" and "cannot" in r.stderr:
@@ -170,6 +179,39 @@ class Detached(unittest.TestCase):
         for cg in cgs:
             self.assertFalse(os.path.exists(cg), cg)
         self.assertEqual(self.ls(), {})
+
+    def test_pty_command_on_the_exec_socket(self):
+        # what agentbox exec -t speaks (tests/tty has the terminal side)
+        sid = self.create("--name", "pty")
+        c = Client(os.path.join(self.rt, sid, "exec"))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="exec", id="exec", pty={"rows": 20, "cols": 70}, stream=True,
+               argv=["sh", "-c", "stty size; read x; echo got-$x; "
+                     "trap 'stty size; exit 4' WINCH; echo ready; "
+                     "while :; do sleep 0.05; done"])
+        out, oks, m = "", set(), None
+
+        def until(text):
+            nonlocal out, m
+            while text not in out:
+                m = c.recv()
+                if m["type"] == "output":
+                    self.assertEqual((m["id"], m["stream"]), ("exec", "stdout"))
+                    out += m["data"]
+                elif m["type"] == "ok":
+                    oks.add(m["id"])
+                else:
+                    return m
+        until("20 70")
+        c.send(op="stdin", id="in", target="exec", data="aGkK", encoding="base64")  # hi\n
+        until("ready")
+        c.send(op="resize", id="size", target="exec", rows=33, cols=99)
+        m = until("never")
+        self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "exec", 4), m)
+        self.assertIn("got-hi", out)
+        self.assertIn("33 99", out)
+        self.assertEqual(oks, {"in", "size"})
+        c.close()
 
     def test_bad_input_is_refused_clearly(self):
         sid = self.create("--name", "dup")
@@ -352,26 +394,54 @@ class Detached(unittest.TestCase):
 
     def pause_or_skip(self, sid):
         r = self.ab("pause", sid)
-        if r.returncode != 0 and not ROOT:
-            # no cgroup v2 group for a plain user without delegation:
-            # refused, never a pause that does not hold
-            self.assertEqual(r.returncode, 125, r.stderr)
-            self.assertIn("cannot be paused", r.stderr)
-            self.assertEqual(self.ls()[sid]["state"], "running")
+        if r.returncode != 0 and not ROOT and not DELEGATED:
+            # no freezer for a plain user without delegation
+            # (test_pause_refused_without_a_freezer)
             self.skipTest("no cgroup to freeze: " + r.stderr.strip())
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def init_pid(self, sid):
+        pids = self.sandbox_pids(sid)
+        self.assertGreaterEqual(len(pids), 2, "no init below the launcher")
+        return pids[1]
+
+    def assert_frozen(self, cgs, frozen):
+        """The kernel's word: the v1 freezer's state and each process's
+        state in /proc (D: in the refrigerator), else cgroup v2's events."""
+        v1 = [c for c in cgs if "/freezer/" in c]
+        if v1:
+            with open(os.path.join(v1[0], "freezer.state")) as f:
+                self.assertEqual(f.read().strip(), "FROZEN" if frozen else "THAWED")
+            with open(os.path.join(v1[0], "cgroup.procs")) as f:
+                procs = [int(p) for p in f.read().split()]
+            self.assertGreaterEqual(len(procs), 2, v1)  # the init and the counter
+            for p in procs:
+                with open("/proc/%d/stat" % p) as f:
+                    st = f.read().rsplit(")", 1)[1].split()[0]
+                if frozen:
+                    self.assertEqual(st, "D", p)
+                else:
+                    self.assertNotEqual(st, "D", p)
+            return
+        v2 = [c for c in cgs if "/unified/" in c or "/sys/fs/cgroup/agentbox" in c]
+        self.assertTrue(v2, "the sandbox has no freezer group: %s" % cgs)
+        with open(os.path.join(v2[0], "cgroup.events")) as f:
+            self.assertIn("frozen %d" % frozen, f.read())
 
     def test_pause_and_resume(self):
         sid = self.create("--name", "pz")
         count = self.counter(sid)
+        cgs = self.cgroups(self.init_pid(sid))
         self.pause_or_skip(sid)
         self.assertEqual(self.ls()[sid]["state"], "paused")
+        self.assert_frozen(cgs, True)
         a = count()
         time.sleep(0.4)
         self.assertEqual(count(), a)  # frozen: not one step
         r = self.ab("resume", sid)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.ls()[sid]["state"], "running")
+        self.assert_frozen(cgs, False)
         self.assertTrue(wait_until(lambda: count() > a + 3, 5))
         # a client resumes it too
         self.pause_or_skip(sid)
@@ -380,6 +450,53 @@ class Detached(unittest.TestCase):
         self.assertEqual(self.ls()[sid]["state"], "running")
         r = self.ab("rm", sid)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_rm_of_a_paused_sandbox_leaves_nothing(self):
+        sid = self.create("--name", "pzrm")
+        self.counter(sid)
+        pids = self.sandbox_pids(sid)
+        cgs = self.cgroups(pids[1])
+        self.pause_or_skip(sid)
+        self.assertTrue(cgs)
+        r = self.ab("rm", "-f", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), 5), pids)
+        for cg in cgs:  # in every hierarchy, the freezer's too
+            self.assertTrue(wait_until(lambda: not os.path.exists(cg), 5), cg)
+        self.assertEqual(os.listdir(self.rt), [])
+
+    def test_paused_sandbox_whose_launcher_was_killed_is_cleaned_by_rm(self):
+        # frozen processes die of SIGKILL only once thawed (the v1
+        # freezer): rm's reaping of the dead launcher's cgroups thaws them
+        sid = self.create("--name", "pzdead")
+        self.counter(sid)
+        pids = self.sandbox_pids(sid)
+        cgs = self.cgroups(pids[1])
+        self.pause_or_skip(sid)
+        os.kill(pids[0], signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: not alive(pids[0]), 5))
+        self.assertEqual(self.ls()[sid]["state"], "dead")
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), 5), pids)
+        for cg in cgs:
+            self.assertTrue(wait_until(lambda: not os.path.exists(cg), 5), cg)
+
+    def test_pause_refused_without_a_freezer(self):
+        if ROOT or DELEGATED:
+            self.skipTest("root and a delegated parent have a freezer")
+        sid = self.create("--name", "pzno")
+        count = self.counter(sid)
+        r = self.ab("pause", sid)
+        if r.returncode == 0:
+            self.skipTest("this user has a freezer cgroup (a delegated v2 subtree)")
+        # refused, never a pause that does not hold
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("cannot be paused", r.stderr)
+        self.assertIn("--cgroup-parent", r.stderr)
+        self.assertEqual(self.ls()[sid]["state"], "running")
+        a = count()
+        self.assertTrue(wait_until(lambda: count() > a + 3, 5))
 
     def test_idle_pause(self):
         sid = self.create("--name", "ip", "--idle-timeout", "500ms", "--idle-pause")
@@ -396,6 +513,23 @@ class Detached(unittest.TestCase):
         r = self.ab("exec", sid, "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(wait_until(lambda: count() > a, 5))
+
+    def test_exec_after_a_killed_exec_is_not_refused(self):
+        # each agentbox exec names its command with an id of its own: the
+        # next one does not meet the killed one's, kept for replay
+        sid = self.create("--name", "kx")
+        p = subprocess.Popen([BIN, "exec", sid, "--", "sh", "-c",
+                              "until [ -e go ]; do sleep 0.05; done"], env=self.env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 1, 10))
+        p.kill()
+        p.wait()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 5))
+        r = self.ab("exec", sid, "--", "echo", "next")
+        self.assertEqual((r.returncode, r.stdout), (0, "next\n"), r.stderr)
+        self.assertEqual(self.ls()[sid]["running"], 1)  # the killed one's goes on
+        open(os.path.join(self.ws, "go"), "w").close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 0, 10))
 
     # ---- ends ----
 

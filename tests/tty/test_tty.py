@@ -1,13 +1,16 @@
-"""`agentbox run -t` in a real terminal (tmux): the command sees a terminal
-sized like the caller's, a resize reaches it, Ctrl-C interrupts it (130),
+"""`agentbox run -t` and `agentbox exec -t` (a detached sandbox) in a real
+terminal (tmux): the command sees a terminal sized like the caller's, a
+resize reaches it, what is typed reaches it, Ctrl-C interrupts it (130),
 TIOCSTI from inside cannot type into the caller's terminal, and the
-caller's terminal modes are as they were after a SIGKILL of the command and
-after a timeout. Every wait is bounded; the tmux server is killed at the
+caller's terminal modes are as they were after a SIGKILL of the command,
+after a timeout and (exec) after a signal to agentbox itself. Every wait is
+bounded; the tmux server is killed, the detached sandbox removed at the
 end. Skips without tmux unless AGENTBOX_MUST_WORK=1. AGENTBOX_BIN names the
 binary."""
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -53,7 +56,7 @@ class Tmux:
                        stderr=subprocess.DEVNULL)
 
 
-class RunTty(unittest.TestCase):
+class TtyCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not shutil.which("tmux"):
@@ -95,6 +98,8 @@ class RunTty(unittest.TestCase):
         with open(before) as a, open(after) as b:
             return st, a.read() == b.read() and os.path.getsize(before) > 0
 
+
+class RunTty(TtyCase):
     def test_size_and_resize(self):
         m = self.mark()
         self.t.line(self.run_t + " -- sh -c 'stty size; echo %s-re\"\"ady; "
@@ -148,6 +153,96 @@ class RunTty(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         self.assertEqual(r.returncode, 125)
         self.assertIn("stdin is not a terminal", r.stderr)
+
+
+class ExecTty(TtyCase):
+    """agentbox exec -t in a sandbox made by agentbox create."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ctmp = tempfile.mkdtemp(prefix="agentbox-tty-exec-")
+        cls.rt = os.path.join(cls.ctmp, "rt")
+        cls.cws = os.path.join(cls.ctmp, "ws")
+        os.mkdir(cls.rt, 0o700)
+        os.mkdir(cls.cws)
+        cls.env = dict(os.environ, AGENTBOX_RUNTIME_DIR=cls.rt)
+        r = subprocess.run([BIN, "create", "--workspace", cls.cws, "--name", "tty"],
+                           env=cls.env, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode != 0:
+            shutil.rmtree(cls.ctmp, True)
+            raise AssertionError("agentbox create failed: " + r.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        r = subprocess.run([BIN, "rm", "-f", "tty"], env=cls.env, capture_output=True,
+                           text=True, timeout=60)
+        shutil.rmtree(cls.ctmp, True)
+        assert r.returncode == 0, r.stderr
+
+    def setUp(self):
+        super().setUp()
+        self.exec_t = "env AGENTBOX_RUNTIME_DIR=%s %s exec -t tty" % (self.rt, BIN)
+
+    def test_size_resize_and_typing(self):
+        m = self.mark()
+        self.t.line(self.exec_t + " -- sh -c 'stty size; read x; echo got-$x; "
+                    "echo %s-re\"\"ady; trap \"stty size; exit 3\" WINCH; "
+                    "while :; do sleep 0.05; done'; echo %s\"=\"$?" % (m, m))
+        s = self.t.wait_for("27 91")
+        self.t.line("hello")  # through stdin ops to the command's terminal
+        self.t.wait_for("got-hello")
+        self.t.wait_for(m + "-ready")
+        self.t.tmux(["resize-window", "-t", "0", "-x", "100", "-y", "30"])
+        s = self.t.wait_for(m + "=")
+        self.assertIn("30 100", s)
+        self.assertIn(m + "=3", s)
+
+    def test_ctrl_c_interrupts(self):
+        for prefix in ("", "trap '' INT; "):
+            m = self.mark()
+            self.t.line("(%s%s -- sh -c 'echo %s-re\"\"ady; exec sleep 30'); echo %s\"=\"$?"
+                        % (prefix, self.exec_t, m, m))
+            self.t.wait_for(m + "-ready")
+            self.t.send("C-c")
+            s = self.t.wait_for(m + "=", 10)
+            self.assertIn(m + "=130", s, prefix)
+        # the sandbox lives on: only the command was interrupted
+        st, s = self.run_shell(self.exec_t + " -- sh -c 'exit 7'")
+        self.assertEqual(st, 7, s)
+
+    def test_modes_restored_after_sigkill_timeout_and_signal(self):
+        st, same = self.modes_kept(self.exec_t + " -- sh -c 'kill -9 $$'")
+        self.assertEqual((st, same), (137, True))
+        st, same = self.modes_kept(self.exec_t.replace(" -t tty", " -t --timeout 1s tty")
+                                   + " -- sleep 30")
+        self.assertEqual((st, same), (124, True))
+        # a SIGTERM to agentbox exec goes to the command, as run -t does
+        m = self.mark()
+        before, after, pidfile = (os.path.join(self.tmp, n) for n in ("b", "a", "pid"))
+        self.t.line("stty -g > %s; sh -c 'echo $$ > %s; exec %s -- sh -c \"echo %s-re\"\"ady; "
+                    "exec sleep 30\"'; echo %s\"=\"$?" % (before, pidfile, self.exec_t, m, m))
+        self.t.wait_for(m + "-ready")
+        with open(pidfile) as f:
+            os.kill(int(f.read()), signal.SIGTERM)
+        s = self.t.wait_for(m + "=", 10)
+        self.assertIn(m + "=143", s)
+        self.run_shell("stty -g > " + after)
+        with open(before) as a, open(after) as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_not_a_terminal_is_refused(self):
+        r = subprocess.run([BIN, "exec", "-t", "tty", "--", "true"], env=self.env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("stdin is not a terminal", r.stderr)
+        r = subprocess.run([BIN, "exec", "-t", "-i", "tty", "--", "true"], env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("-i and -t", r.stderr)
 
 
 if __name__ == "__main__":

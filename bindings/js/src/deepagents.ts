@@ -5,6 +5,7 @@ import { posix } from "node:path";
 
 import { BaseSandbox, SandboxError as DeepAgentsSandboxError } from "deepagents";
 import type {
+  BackendFactory,
   DeleteResult,
   EditResult,
   ExecuteResponse,
@@ -21,7 +22,7 @@ import type {
 
 import { ProtocolError } from "./errors.js";
 import { Sandbox } from "./sandbox.js";
-import type { SandboxOptions } from "./types.js";
+import type { ConnectOptions, DetachedSandboxInfo, SandboxOptions } from "./types.js";
 
 export interface AgentboxSandboxOptions extends SandboxOptions {
   /**
@@ -104,6 +105,10 @@ function failure(e: unknown): ProtocolError {
  *
  * Paths are paths in the sandbox: `/workspace/...` (the host workspace),
  * `/skills/...` (read-only), relative ones are under /workspace.
+ *
+ * With `detach: true` the sandbox outlives this process (docs/detached.md):
+ * `close()` disconnects, `AgentboxSandbox.fromId(id)` attaches again,
+ * `stop()`/`start()` pause and resume it, `destroy()` removes it.
  */
 export class AgentboxSandbox extends BaseSandbox {
   #options: AgentboxSandboxOptions;
@@ -136,13 +141,47 @@ export class AgentboxSandbox extends BaseSandbox {
           await sandbox.upload(path, new TextEncoder().encode(text));
         }
       } catch (e) {
-        await sandbox.close();
+        await sandbox.destroy(); // a detached one too: nothing half made stays
         throw e;
       }
       this.#sandbox = sandbox;
     } finally {
       this.#starting = false;
     }
+  }
+
+  /**
+   * Attach to the detached sandbox `sandboxId` (`agentbox connect`), here
+   * or through `options.via` (`["ssh", "host"]`). A sandbox that does not
+   * exist rejects with deepagents' SandboxError `SANDBOX_NOT_FOUND`; one
+   * with another client attached with agentbox's SandboxError `busy: ...`.
+   */
+  static async fromId(sandboxId: string, options: ConnectOptions = {}): Promise<AgentboxSandbox> {
+    let sandbox: Sandbox;
+    try {
+      sandbox = await Sandbox.connect(sandboxId, options);
+    } catch (e) {
+      if (e instanceof Error && /: no sandbox /.test(e.message)) {
+        throw new DeepAgentsSandboxError(`Sandbox not found: ${sandboxId} (${e.message})`, "SANDBOX_NOT_FOUND", e);
+      }
+      throw e;
+    }
+    const backend = new AgentboxSandbox({ binary: options.binary });
+    backend.#sandbox = sandbox;
+    return backend;
+  }
+
+  /**
+   * Attach to the detached sandbox created with `name` (a named sandbox's
+   * id is its name, so this is `fromId(name)`).
+   */
+  static async fromName(name: string, options: ConnectOptions = {}): Promise<AgentboxSandbox> {
+    return AgentboxSandbox.fromId(name, options);
+  }
+
+  /** Your detached sandboxes (`agentbox ls --json`): id, name, state, created, idle time, commands, memory. */
+  static async list(options: ConnectOptions = {}): Promise<DetachedSandboxInfo[]> {
+    return Sandbox.list(options);
   }
 
   /** The client of the session, for what deepagents' interface does not say (streaming, cancel, stats). */
@@ -162,9 +201,37 @@ export class AgentboxSandbox extends BaseSandbox {
     return this.#sandbox !== null && !this.#sandbox.closed;
   }
 
-  /** End the session: commands still running are killed and the sandbox is removed. */
+  /** Whether the sandbox is detached (outlives this client). */
+  get detached(): boolean {
+    return this.#sandbox?.detached ?? this.#options.detach ?? false;
+  }
+
+  /**
+   * End the session: commands still running are killed and the sandbox is
+   * removed. A detached sandbox stays (with what runs in it): this only
+   * disconnects; `destroy()` removes it.
+   */
   async close(): Promise<void> {
     await this.#sandbox?.close();
+  }
+
+  /** Remove the sandbox, detached or not, whatever runs in it (`agentbox rm -f`), leaving nothing. */
+  async destroy(): Promise<void> {
+    await this.#sandbox?.destroy();
+  }
+
+  /**
+   * Pause a detached sandbox: every process in it frozen (`agentbox pause`,
+   * the cgroup freezer), requests wait until `start()`. Rejects with
+   * agentbox's reason where it has no cgroup to freeze.
+   */
+  async stop(): Promise<void> {
+    await this.sandbox.pause();
+  }
+
+  /** Resume a paused detached sandbox (`agentbox resume`). */
+  async start(): Promise<void> {
+    await this.sandbox.resume();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -397,4 +464,25 @@ export class AgentboxSandbox extends BaseSandbox {
       }),
     );
   }
+}
+
+/** What `createAgentboxSandboxFactory` returns: each call makes a new sandbox. */
+export type AsyncAgentboxSandboxFactory = () => Promise<AgentboxSandbox>;
+
+/**
+ * An async factory that creates and initializes a new sandbox on each call
+ * (`AgentboxSandbox.create(options)`), as `createDaytonaSandboxFactory` and
+ * `createModalSandboxFactory` do; the caller closes (or destroys) each.
+ */
+export function createAgentboxSandboxFactory(options?: AgentboxSandboxOptions): AsyncAgentboxSandboxFactory {
+  return async () => AgentboxSandbox.create(options);
+}
+
+/**
+ * A deepagents `BackendFactory` that always gives this sandbox, for
+ * middleware that takes a synchronous factory
+ * (`createFilesystemMiddleware({ backend })`); the caller closes it.
+ */
+export function createAgentboxSandboxFactoryFromSandbox(sandbox: AgentboxSandbox): BackendFactory {
+  return () => sandbox;
 }

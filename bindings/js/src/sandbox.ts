@@ -2,17 +2,18 @@
 // (docs/protocol.md) with any number of calls in flight.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { accessSync, constants as fsConstants } from "node:fs";
 import { open } from "node:fs/promises";
-import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 
+import { agentboxBinary, runAgentbox } from "./detached.js";
 import { Process } from "./process.js";
 import { CommitConflict, FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
 import type {
   CallOptions,
   Change,
   CommitResult,
+  ConnectOptions,
+  DetachedSandboxInfo,
   ExecOptions,
   ExecResult,
   ExecuteResponse,
@@ -48,20 +49,6 @@ interface CallParams {
 
 const FILE_OPS = new Set(["read", "write", "edit", "ls", "glob", "grep", "delete", "upload", "download"]);
 
-function findInPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
 function seconds(value: number | null | undefined): string {
   if (value === null) return "none";
   return `${Math.max(1, Math.round((value ?? 120) * 1000))}ms`;
@@ -92,6 +79,31 @@ export function serveArgs(options: SandboxOptions): string[] {
   return args;
 }
 
+/** The command line of `agentbox create` (without the binary) for these options. */
+export function createArgs(options: SandboxOptions): string[] {
+  const args = serveArgs(options);
+  args[0] = "create";
+  if (options.name !== undefined) args.push("--name", options.name);
+  if (options.idleTimeout !== undefined) args.push("--idle-timeout", seconds(options.idleTimeout));
+  if (options.ttl !== undefined) args.push("--ttl", seconds(options.ttl));
+  return args;
+}
+
+/**
+ * Request ids of a detached sandbox's client: from a random base, so that
+ * they are not those of an earlier client whose results the sandbox
+ * replays after the hello (as the Python client).
+ */
+const DETACHED_ID_MIN = 2 ** 40;
+const DETACHED_ID_SPAN = 2 ** 52 - 2 ** 40;
+const DETACHED_IDS = 2 ** 32; // ids one client may use
+
+/** Where a detached sandbox is: its id, how it was reached, for pause, resume and rm. */
+interface Detached {
+  via: string[];
+  binary: string;
+}
+
 /**
  * A sandbox for one conversation: commands and file operations in the same
  * isolated view of the workspace (read-write at /workspace). Every method
@@ -106,9 +118,16 @@ export class Sandbox {
   #stderr: string[] = [];
   #exited: Promise<void>;
   #started: Promise<Hello>;
+  #detached: Detached | null;
+  #firstId = 1;
+  #replayed: Record<string, unknown>[] = [];
 
-  private constructor(proc: ChildProcessWithoutNullStreams, binary: string) {
+  private constructor(proc: ChildProcessWithoutNullStreams, binary: string, detached: Detached | null = null) {
     this.#proc = proc;
+    this.#detached = detached;
+    if (detached !== null) this.#firstId = DETACHED_ID_MIN + Math.floor(Math.random() * DETACHED_ID_SPAN);
+    this.#nextId = this.#firstId;
+    const command = detached ? "agentbox connect" : "agentbox serve";
     let helloResolve!: (h: Hello) => void;
     let helloReject!: (e: Error) => void;
     this.#started = new Promise((res, rej) => {
@@ -126,7 +145,7 @@ export class Sandbox {
       // the server is gone: fail whatever still waits, and every later call
       const why = `the agentbox server ended (${exitStatus})${this.#stderrText() ? ": " + this.#stderrText() : ""}`;
       if (this.#hello === null) {
-        helloReject(new SandboxError(`agentbox serve did not start (${exitStatus}): ${this.#stderrText() || "no message"}`));
+        helloReject(new SandboxError(`${command} did not start (${exitStatus}): ${this.#stderrText() || "no message"}`));
       }
       this.#failAll(why);
       resolveExited();
@@ -160,21 +179,31 @@ export class Sandbox {
     });
     errLines.on("close", streamEnded);
     const lines = createInterface({ input: proc.stdout, crlfDelay: Infinity });
+    let refused = false; // the first line was not a hello: nothing after it is read
     lines.on("line", (line) => {
+      if (refused) return;
       if (this.#hello === null) {
-        let hello: Hello | null = null;
+        let hello: Message | null = null;
         try {
-          hello = JSON.parse(line) as Hello;
+          hello = JSON.parse(line) as Message;
         } catch {
           hello = null;
         }
-        if (hello?.type !== "hello") {
+        if (hello?.type === "error") {
+          // refused: busy (another client is attached), permission_denied
+          refused = true;
           proc.kill("SIGKILL");
-          helloReject(new SandboxError(`agentbox serve did not say hello: ${line.slice(0, 200)}`));
+          helloReject(new SandboxError(`${String(hello.code)}: ${String(hello.message ?? "")}`));
           return;
         }
-        this.#hello = hello;
-        helloResolve(hello);
+        if (hello?.type !== "hello") {
+          refused = true;
+          proc.kill("SIGKILL");
+          helloReject(new SandboxError(`${command} did not say hello: ${line.slice(0, 200)}`));
+          return;
+        }
+        this.#hello = hello as unknown as Hello;
+        helloResolve(this.#hello);
         return;
       }
       this.#dispatch(line);
@@ -182,16 +211,33 @@ export class Sandbox {
     lines.on("close", streamEnded);
   }
 
-  /** Start `agentbox serve` and wait for its hello. */
+  /**
+   * Start `agentbox serve` and wait for its hello; with `detach: true`,
+   * make a detached sandbox (`agentbox create`, which returns once it is
+   * ready) and connect to it.
+   */
   static async create(options: SandboxOptions = {}): Promise<Sandbox> {
-    const binary = options.binary ?? process.env.AGENTBOX_BIN ?? findInPath("agentbox");
-    if (!binary) {
-      throw new SandboxError(
-        "agentbox is not installed: no agentbox in PATH, and neither the binary option nor $AGENTBOX_BIN names one",
-      );
+    if (!options.detach) {
+      for (const key of ["name", "idleTimeout", "ttl"] as const) {
+        if (options[key] !== undefined) throw new SandboxError(`${key} is an option of a detached sandbox: add detach: true`);
+      }
     }
-    const proc = spawn(binary, serveArgs(options), { stdio: ["pipe", "pipe", "pipe"] });
-    const sandbox = new Sandbox(proc, binary);
+    const binary = agentboxBinary(options.binary);
+    if (options.detach) {
+      const id = (await runAgentbox([binary, ...createArgs(options)])).trim();
+      try {
+        return await Sandbox.connect(id, { binary });
+      } catch (e) {
+        // made but not reachable: nothing of it is left behind
+        await runAgentbox([binary, "rm", "-f", id]).catch(() => undefined);
+        throw e;
+      }
+    }
+    return Sandbox.#start(spawn(binary, serveArgs(options), { stdio: ["pipe", "pipe", "pipe"] }), binary, null);
+  }
+
+  static async #start(proc: ChildProcessWithoutNullStreams, binary: string, detached: Detached | null): Promise<Sandbox> {
+    const sandbox = new Sandbox(proc, binary, detached);
     const hello = await sandbox.#started;
     if (hello.protocol !== PROTOCOL) {
       proc.kill("SIGKILL");
@@ -199,6 +245,82 @@ export class Sandbox {
       throw new SandboxError(`agentbox speaks ${JSON.stringify(hello.protocol)}, this client ${PROTOCOL}`);
     }
     return sandbox;
+  }
+
+  /**
+   * Attach to the detached sandbox `idOrName` (`agentbox connect`), here
+   * or through `via` (`["ssh", "host"]`). One client at a time: while
+   * another is attached, this rejects with a SandboxError `busy: ...`.
+   * Results of requests whose client went away are replayed to this one
+   * right after the hello: `replayed` holds them.
+   */
+  static async connect(idOrName: string, options: ConnectOptions = {}): Promise<Sandbox> {
+    const via = options.via ?? [];
+    const binary = agentboxBinary(options.binary, via.length > 0);
+    const argv = [...via, binary, "connect", idOrName];
+    const proc = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+    return Sandbox.#start(proc, argv[0]!, { via, binary });
+  }
+
+  /**
+   * Your detached sandboxes (`agentbox ls --json`), here or through `via`:
+   * id, name, state (`running`, `paused`, `dead`), created, idle time,
+   * commands running and queued, whether a client is attached, memory.
+   */
+  static async list(options: ConnectOptions = {}): Promise<DetachedSandboxInfo[]> {
+    const via = options.via ?? [];
+    const out = await runAgentbox([...via, agentboxBinary(options.binary, via.length > 0), "ls", "--json"]);
+    return JSON.parse(out) as DetachedSandboxInfo[];
+  }
+
+  /** Whether this is a detached sandbox (`create` with `detach`, `connect`). */
+  get detached(): boolean {
+    return this.#detached !== null;
+  }
+
+  /**
+   * What the sandbox kept for this client: the results (and errors) of
+   * requests an earlier client sent and did not see answered, with their
+   * original ids, in order. They come right after the hello: all of them
+   * are here once this client's first reply has come.
+   */
+  get replayed(): Record<string, unknown>[] {
+    return this.#replayed;
+  }
+
+  async #control(command: "pause" | "resume"): Promise<void> {
+    if (this.#detached === null) {
+      throw new SandboxError(`${command}: only a detached sandbox (create with detach: true, connect) can be paused and resumed`);
+    }
+    const { via, binary } = this.#detached;
+    await runAgentbox([...via, binary, command, this.id]);
+  }
+
+  /**
+   * Freeze every process of this detached sandbox (`agentbox pause`, the
+   * cgroup freezer, v1 or v2); requests wait until `resume`. Where the
+   * sandbox has no freezer cgroup, this rejects with agentbox's reason, and
+   * nothing is paused.
+   */
+  async pause(): Promise<void> {
+    await this.#control("pause");
+  }
+
+  /** Thaw a paused sandbox (`agentbox resume`). */
+  async resume(): Promise<void> {
+    await this.#control("resume");
+  }
+
+  /**
+   * End the sandbox, detached or not, leaving nothing: for a detached one
+   * `agentbox rm -f` (whatever runs in it), after disconnecting.
+   */
+  async destroy(): Promise<void> {
+    await this.close();
+    if (this.#detached !== null && this.#hello !== null) {
+      const { via, binary } = this.#detached;
+      await runAgentbox([...via, binary, "rm", "-f", this.id]);
+    }
   }
 
   /** The server's hello. */
@@ -259,9 +381,14 @@ export class Sandbox {
       this.#outOfStep(`the server answered a request it could not name (${msg.code}: ${msg.message})`);
       return;
     }
-    if (typeof msg.id !== "number") return; // not ours ("close")
-    const call = this.#pending.get(msg.id);
-    if (!call) return;
+    if (typeof msg.id !== "number" || !this.#pending.has(msg.id)) {
+      // not ours ("close"), a call failed already, or, in a detached
+      // sandbox, a reply kept for whichever client came next
+      const ours = typeof msg.id === "number" && msg.id >= this.#firstId && msg.id < this.#firstId + DETACHED_IDS;
+      if (this.#detached !== null && !ours && msg.type !== "output") this.#replayed.push(msg);
+      return;
+    }
+    const call = this.#pending.get(msg.id)!;
     if (msg.type === "output") {
       call.onOutput?.({ stream: String(msg.stream), data: String(msg.data), encoding: String(msg.encoding) });
       return;
@@ -386,9 +513,19 @@ export class Sandbox {
   /**
    * End the session: running commands are killed (their calls reject with
    * `shutdown`), the sandbox and everything agentbox made are removed.
-   * Idempotent.
+   * Idempotent. For a detached sandbox: disconnect only; the sandbox and
+   * what runs in it stay, calls still pending reject with SandboxClosed and
+   * their results are kept for the next client (`destroy` ends it).
    */
   async close(): Promise<void> {
+    if (this.#detached !== null) {
+      this.#closed ??= "the client disconnected from the sandbox";
+      this.#proc.kill("SIGTERM"); // agentbox connect: the bridge ends, never the sandbox
+      const killer = setTimeout(() => this.#proc.kill("SIGKILL"), 15000);
+      await this.#exited;
+      clearTimeout(killer);
+      return;
+    }
     if (this.#closed === null) {
       this.#closed = "the sandbox was closed";
       this.#proc.stdin.write('{"op":"shutdown","id":"close"}\n');

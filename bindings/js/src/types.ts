@@ -72,6 +72,53 @@ export interface SandboxOptions {
   keepChanges?: string;
   /** Any other options of `agentbox serve --help`. */
   extraArgs?: string[];
+  /**
+   * A detached sandbox (`agentbox create`, docs/detached.md): it outlives
+   * this client, `close()` only disconnects, and `Sandbox.connect` reaches
+   * it again by id. Default false (`agentbox serve`, gone with the client).
+   */
+  detach?: boolean;
+  /** Detached: its name, which is then its id (`--name`; unique among your sandboxes). */
+  name?: string;
+  /** Detached: end it after so many seconds with no client and no command (`--idle-timeout`). */
+  idleTimeout?: number;
+  /** Detached: end it so many seconds after it was made, whatever runs (`--ttl`). */
+  ttl?: number;
+}
+
+/** How to reach detached sandboxes: `Sandbox.connect`, `Sandbox.list`. */
+export interface ConnectOptions {
+  /**
+   * A command that runs agentbox elsewhere, put in front of its command
+   * line: `["ssh", "host"]`, `["kubectl", "exec", "-i", "pod", "--"]`.
+   * Default none (this machine).
+   */
+  via?: string[];
+  /** The agentbox binary (default: `$AGENTBOX_BIN`, then `agentbox` in PATH; `agentbox` with `via`). */
+  binary?: string;
+}
+
+/** One detached sandbox of `agentbox ls --json` (`Sandbox.list`). */
+export interface DetachedSandboxInfo {
+  id: string;
+  name: string | null;
+  /** `"running"`, `"paused"`, or `"dead"` (its launcher is gone: `rm` cleans it up). */
+  state: string;
+  /** When it was made, in seconds since the epoch. */
+  created: number;
+  /** The launcher's pid. */
+  pid: number;
+  /** The host workspace. */
+  workspace: string;
+  idle_ms: number;
+  /** Commands running, and queued. */
+  running: number;
+  queued: number;
+  /** Whether a client is attached (one at a time). */
+  attached: boolean;
+  /** Its cgroup's memory in bytes, null where it has none. */
+  memory: number | null;
+  [field: string]: unknown;
 }
 
 /** One path the overlay's layer changes (docs/workspace.md). */
