@@ -246,7 +246,20 @@ int fo_read_all(const char *path, size_t max, char **out, size_t *len)
 			return -ENOMEM;
 		}
 		if (n == cap - 1) {
-			/* the file grew while being read */
+			/* the buffer is full: at the end of the file (of exactly
+			 * max bytes, say), or the file grew while being read */
+			char c;
+			ssize_t k = read(fd, &c, 1);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k == 0)
+				break;
+			if (k < 0) {
+				int e = errno;
+				free(buf);
+				close(fd);
+				return -e;
+			}
 			if (cap - 1 >= max) {
 				free(buf);
 				close(fd);
@@ -256,6 +269,8 @@ int fo_read_all(const char *path, size_t max, char **out, size_t *len)
 			char *p = realloc(buf, cap);
 			if (!p)
 				free(buf);
+			else
+				p[n++] = c; /* cap grew: there is room */
 			buf = p;
 			continue;
 		}

@@ -390,6 +390,9 @@ class FileOps(unittest.TestCase):
         self.assertEqual((base64.b64decode(m["data"]), m["size"]), (data, len(data)))
         self.host_write("u/huge", size=(6 << 20) + 1)
         self.err("too_large", op="download", path="u/huge")
+        self.host_write("u/limit", size=6 << 20)  # exactly the limit: carried
+        m = self.ok(op="download", path="u/limit")
+        self.assertEqual((len(base64.b64decode(m["data"])), m["size"]), (6 << 20, 6 << 20))
 
     def test_chunked_upload_and_download(self):
         chunk = self.sv.hello["max_chunk"]
