@@ -231,7 +231,7 @@ static const char usage_runtime[] =
 	"\n"
 	"An /execute command times out after SANDBOX_EXEC_TIMEOUT_SECONDS (default\n"
 	"300, clamped to --max-timeout). Bodies: /execute's JSON at most 1 MiB,\n"
-	"an upload or download at most 6 MiB (413 beyond).\n"
+	"an upload or download at most 32 MiB (413 beyond).\n"
 	"\n"
 	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
 	"or the address cannot be listened on.\n";
