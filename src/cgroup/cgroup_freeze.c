@@ -11,10 +11,11 @@
 #include "cgroup/cgroupfs.h"
 #include "util/error.h"
 
-/* Wait (1 s at most) until dir/file reads want; false if it never did. */
+/* Wait (5 s at most: a loaded machine freezes slowly) until dir/file reads
+ * want; false if it never did. */
 static bool wait_for(const char *dir, const char *file, const char *want)
 {
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 1000; i++) {
 		char buf[256] = {0};
 		if (ab_cgfs_read(dir, file, buf, sizeof(buf)) == 0 && strstr(buf, want))
 			return true;
@@ -37,7 +38,7 @@ static int freeze_v1(const char *dir, bool freeze, struct ab_error *err)
 	if (freeze)
 		ab_cgfs_write(dir, "freezer.state", "THAWED");
 	return ab_error_plain(err, ETIMEDOUT,
-			      "the sandbox's freezer cgroup %s did not %s within 1 s%s", dir,
+			      "the sandbox's freezer cgroup %s did not %s within 5 s%s", dir,
 			      freeze ? "freeze" : "thaw", freeze ? "; it was thawed again" : "");
 }
 
@@ -59,6 +60,6 @@ int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err)
 	/* cgroup.events says "frozen 1" once every task is stopped */
 	if (wait_for(dir, "cgroup.events", freeze ? "frozen 1" : "frozen 0"))
 		return 0;
-	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 1 s", dir,
+	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 5 s", dir,
 			      freeze ? "freeze" : "thaw");
 }

@@ -276,10 +276,17 @@ int serve_listen_wait_ms(struct server *sv)
 		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
 	struct ab_error err = {0};
 	if (end <= now && l->idle_pause) {
-		if (serve_freeze(sv, true, &err) == 0)
+		if (serve_freeze(sv, true, &err) == 0) {
 			end = ~0ull;
-		else /* it cannot pause: it ends, as an idle timeout does */
+		} else if (err.code != ENOTSUP) {
+			/* it did not freeze in time (a loaded machine), and was
+			 * thawed: it tries again after another idle period */
+			fprintf(stderr, "agentbox: idle pause: %s; trying again later\n", err.msg);
+			sv->conn.idle_since_ms = now;
+			end = now + l->idle_timeout_ms;
+		} else { /* it cannot pause: it ends, as an idle timeout does */
 			fprintf(stderr, "agentbox: idle pause: %s\n", err.msg);
+		}
 	}
 	if (l->ttl_ms && sv->conn.started_ms + l->ttl_ms < end)
 		end = sv->conn.started_ms + l->ttl_ms;
