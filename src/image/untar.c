@@ -197,8 +197,10 @@ static int walk(struct ctx *c, char **comps, int n, bool create, const char *ent
 	int fd = fcntl(c->root, F_DUPFD_CLOEXEC, 3);
 	for (int i = 0; i < n && fd >= 0; i++) {
 		int next = openat(fd, comps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* a directory the tar did not list: 0755 whatever the umask */
 		if (next < 0 && errno == ENOENT && create &&
-		    (mkdirat(fd, comps[i], 0755) == 0 || errno == EEXIST))
+		    ((mkdirat(fd, comps[i], 0755) == 0 && fchmodat(fd, comps[i], 0755, 0) == 0) ||
+		     errno == EEXIST))
 			next = openat(fd, comps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
 		close(fd);

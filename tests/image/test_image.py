@@ -147,6 +147,15 @@ class ImageTest(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("no manifest tagged 'v3' (its tags: v1, v2)", r.stderr)
 
+    def test_modes_are_the_tars_whatever_the_umask(self):
+        img = self.layout()
+        r = subprocess.run([BIN, "run", "--workspace", self.ws, "--image", "oci:" + img, "--",
+                            "/bin/sh", "-c", "cat /opt/new /opt/d/upper-file"],
+                           capture_output=True, text=True, env=self.env, timeout=120, umask=0o077)
+        self.assertEqual(r.stdout, "new\nup\n", r)
+        st = os.stat(os.path.join(self.cache, "layers", self.digests[1], "opt"))
+        self.assertEqual(st.st_mode & 0o777, 0o755)
+
     def test_plain_tar_layers(self):
         img = self.layout(compress=False)
         self.assertEqual(self.sh("oci:" + img, "cat /opt/new").stdout, "new\n")
