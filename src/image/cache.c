@@ -237,6 +237,12 @@ static int record_image(struct image_use *u)
 			      u->img.layers[i].hex);
 	snprintf(text + n, sizeof(text) - (size_t)n, "\n");
 	snprintf(p, sizeof(p), "%s/images/%s", u->base, u->img.manifest_hex);
+	/* unchanged: not written again (a start would pay a journal commit) */
+	char old[sizeof(text)];
+	cleanup_fd int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, old, sizeof(old) - 1);
+	if (got == (ssize_t)strlen(text) && memcmp(old, text, (size_t)got) == 0)
+		return 0;
 	return write_text(p, text);
 }
 
@@ -439,7 +445,7 @@ int image_cache_list(FILE *out, bool json, struct ab_error *err)
 		}
 	}
 	if (!json)
-		fprintf(out, "\n%-14s %10s %-6s %s\n", "LAYER", "SIZE", "IN USE", "ENTRIES");
+		fprintf(out, "\n%-14s %10s %s\n", "LAYER", "SIZE", "IN USE");
 	for (size_t i = 0; i < nl; i++) {
 		char p[PATH_MAX + 200];
 		snprintf(p, sizeof(p), "%s/layers/%.64s", base, layers[i]);
@@ -455,7 +461,7 @@ int image_cache_list(FILE *out, bool json, struct ab_error *err)
 			json_object_object_add(e, "in_use", json_object_new_boolean(used));
 			json_object_array_add(jl, e);
 		} else {
-			fprintf(out, "%.12s   %9.1fM %-6s\n", layers[i], (double)size / (1 << 20),
+			fprintf(out, "%.12s   %9.1fM %s\n", layers[i], (double)size / (1 << 20),
 				used ? "yes" : "no");
 		}
 	}

@@ -94,7 +94,7 @@ struct ctx {
 		char *path;
 		mode_t mode;
 	} * dirs;
-	size_t n_dirs;
+	size_t n_dirs, dir_bytes;
 };
 
 static int bad(struct ctx *c, int code, const char *entry, const char *why)
@@ -355,6 +355,8 @@ static int remember_dir(struct ctx *c, char **comps, int n, mode_t mode)
 	for (int i = 0; i < n; i++)
 		len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "/" : "",
 					comps[i]);
+	if ((c->dir_bytes += len + 1 + sizeof(struct dir_mode)) > UNTAR_MAX_DIR_BYTES)
+		return ab_error_plain(c->err, E2BIG, "%s: over 64 MiB of directory names", c->what);
 	struct dir_mode *d = realloc(c->dirs, (c->n_dirs + 1) * sizeof(*d));
 	if (!d || !(d[c->n_dirs].path = strdup(path))) {
 		if (d)

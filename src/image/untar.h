@@ -9,9 +9,10 @@
 #include "agentbox/agentbox.h"
 #include "image/oci.h"
 
-#define UNTAR_MAX_ENTRIES 1000000
-#define UNTAR_MAX_BYTES	  (64ULL << 30) /* a layer's files, unpacked */
-#define UNTAR_MAX_DEPTH	  128
+#define UNTAR_MAX_ENTRIES   1000000
+#define UNTAR_MAX_BYTES	    (64ULL << 30) /* a layer's files, unpacked */
+#define UNTAR_MAX_DEPTH	    128
+#define UNTAR_MAX_DIR_BYTES (64 << 20) /* directory names kept to set their modes */
 
 struct untar_stats {
 	unsigned long long bytes; /* of the regular files written */

@@ -238,6 +238,18 @@ class ImageTest(unittest.TestCase):
                          "o\nfrom-base\n")
         self.assertEqual(os.stat(probe).st_ino, ino)
 
+    def test_sandboxes_starting_together_share_one_unpacking(self):
+        img = self.layout()
+        procs = [subprocess.Popen([BIN, "run", "--workspace", self.ws, "--image", "oci:" + img,
+                                   "--", "/bin/sh", "-c", "cat /opt/new"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=self.env) for _ in range(4)]
+        for p in procs:
+            out, errs = p.communicate(timeout=120)
+            self.assertEqual((p.returncode, out), (0, "new\n"), errs)
+        self.assertEqual(os.listdir(os.path.join(self.cache, "tmp")), [])
+        self.assertEqual(len(os.listdir(os.path.join(self.cache, "layers"))), 6)
+
     def images(self, *args):
         return subprocess.run([BIN, "images"] + list(args), capture_output=True, text=True,
                               env=self.env, timeout=60)
