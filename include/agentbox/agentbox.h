@@ -125,6 +125,12 @@ struct ab_config {
 	/* --rootfs: host directory whose tree is the view's system (read-only)
 	 * instead of the host's /usr, /bin, /lib*, /etc; NULL for the host's */
 	char *rootfs;
+	/* --image oci:DIR[:TAG]: an OCI image layout whose layers, unpacked
+	 * into the image cache, are the view's system as overlay lower
+	 * layers; NULL for none. image_use: the layers in use (image/cache.h),
+	 * made by ab_config_finish */
+	char *image;
+	struct image_use *image_use;
 	enum ab_workspace_mode workspace_mode;
 	char *keep_changes; /* overlay: the layer's directory, kept after the sandbox */
 	char *cwd;	    /* working directory inside the view */

@@ -74,10 +74,15 @@ static void trial(struct check_facts *f)
 		argv[argc++] = "--rootfs";
 		argv[argc++] = f->rootfs;
 	}
-	/* a root tree need not have /bin/true; its shell it must have */
-	const char *what = f->rootfs[0] ? "/bin/sh -c :" : "/bin/true";
+	if (f->image[0]) {
+		argv[argc++] = "--image";
+		argv[argc++] = f->image;
+	}
+	/* a root tree or an image need not have /bin/true; its shell it must */
+	bool tree = f->rootfs[0] || f->image[0];
+	const char *what = tree ? "/bin/sh -c :" : "/bin/true";
 	argv[argc++] = "--";
-	if (f->rootfs[0]) {
+	if (tree) {
 		argv[argc++] = "/bin/sh";
 		argv[argc++] = "-c";
 		argv[argc++] = ":";
@@ -119,15 +124,17 @@ void check_gather(struct check_facts *f)
 
 void check_gather_in(struct check_facts *f, const char *cgroup_parent)
 {
-	check_gather_on(f, cgroup_parent, NULL);
+	check_gather_on(f, cgroup_parent, NULL, NULL);
 }
 
-void check_gather_on(struct check_facts *f, const char *cgroup_parent, const char *rootfs)
+void check_gather_on(struct check_facts *f, const char *cgroup_parent, const char *rootfs,
+		     const char *image)
 {
 	memset(f, 0, sizeof(*f));
 	snprintf(f->cgroup_parent, sizeof(f->cgroup_parent), "%s",
 		 cgroup_parent ? cgroup_parent : "");
 	snprintf(f->rootfs, sizeof(f->rootfs), "%s", rootfs ? rootfs : "");
+	snprintf(f->image, sizeof(f->image), "%s", image ? image : "");
 	struct utsname u;
 	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
 	f->root = geteuid() == 0;
@@ -364,6 +371,8 @@ static void assess_trial(const struct check_facts *f, struct check_item *it)
 	if (f->rootfs[0])
 		snprintf(run, sizeof(run),
 			 "agentbox run --rootfs %.120s -- /bin/sh -c :", f->rootfs);
+	else if (f->image[0])
+		snprintf(run, sizeof(run), "agentbox run --image %.120s -- /bin/sh -c :", f->image);
 	else
 		snprintf(run, sizeof(run), "agentbox run -- /bin/true");
 	if (f->trial_ok)

@@ -32,6 +32,7 @@ struct check_facts {
 	char cgroup_path[512];	 /* the trial sandbox's cgroup, "" for none */
 	char cgroup_parent[512]; /* the trial's --cgroup-parent, "" for none */
 	char rootfs[4096];	 /* the trial's --rootfs, "" for the host's system */
+	char image[4096];	 /* the trial's --image, "" for none */
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED, CHECK_IDMAP_NO_CAP } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */
@@ -56,9 +57,11 @@ void check_gather(struct check_facts *f);
 /* The same with the trial's cgroup made below cgroup_parent (NULL: where
  * agentbox makes it by default), as --cgroup-parent: a delegation checked. */
 void check_gather_in(struct check_facts *f, const char *cgroup_parent);
-/* The same with the trial run on the root tree rootfs (--rootfs; NULL: on
- * the host's system): `/bin/sh -c :` there instead of /bin/true. */
-void check_gather_on(struct check_facts *f, const char *cgroup_parent, const char *rootfs);
+/* The same with the trial run on the root tree rootfs (--rootfs) or the
+ * image (--image; both NULL: on the host's system): `/bin/sh -c :` there
+ * instead of /bin/true. */
+void check_gather_on(struct check_facts *f, const char *cgroup_parent, const char *rootfs,
+		     const char *image);
 
 /* What the facts mean, item by item; returns how many items. */
 size_t check_assess(const struct check_facts *f, struct check_item *items);

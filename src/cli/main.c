@@ -9,6 +9,7 @@
 #include "agentbox/agentbox.h"
 #include "cli/check.h"
 #include "detach/detach.h"
+#include "image/cache.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
 #include "runtime/runtime.h"
@@ -36,6 +37,7 @@ static const char usage_main[] =
 	"  pause     freeze one (cgroup freezer); resume: thaw it\n"
 	"  rm        end one, leaving nothing\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
+	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
 	"  commit    apply a kept layer's changes to the workspace\n"
 	"  discard   remove a kept layer\n"
@@ -80,6 +82,13 @@ static const char usage_run[] =
 	"                       must hold the command (/bin/sh for -c and serve),\n"
 	"                       its libraries, for this machine, and etc/passwd\n"
 	"                       (docs/rootfs.md)\n"
+	"  --image oci:DIR[:TAG]\n"
+	"                       the view's system from an OCI image layout (skopeo\n"
+	"                       copy ... oci:DIR:TAG): its layers, unpacked once\n"
+	"                       into the image cache, as read-only overlay layers;\n"
+	"                       TAG defaults to latest or the only manifest. Its\n"
+	"                       Env, WorkingDir and User apply unless --env NAME=,\n"
+	"                       --cwd, --uid/--gid say otherwise (docs/images.md)\n"
 	"  --ro-bind SRC[:DST]  bind SRC read-only at DST (default: SRC's path)\n"
 	"  --bind SRC[:DST]     bind SRC read-write at DST\n"
 	"  --tmpfs DST          a fresh tmpfs at DST\n"
@@ -238,6 +247,7 @@ static const char usage_runtime[] =
 
 static const char usage_check[] =
 	"Usage: agentbox check [--json] [--cgroup-parent PATH] [--rootfs DIR]\n"
+	"                      [--image oci:DIR[:TAG]]\n"
 	"\n"
 	"Tell whether this host can run agentbox and what will be limited: the\n"
 	"kernel, user namespaces (and what restricts them: sysctls, AppArmor, a\n"
@@ -250,14 +260,45 @@ static const char usage_check[] =
 	"                       serve would: whether a delegated group works\n"
 	"  --rootfs DIR         make the trial run /bin/sh -c : on the root tree DIR\n"
 	"                       (agentbox run --rootfs): whether it can be a view\n"
+	"  --image IMAGE        the same on the OCI image IMAGE (agentbox run --image)\n"
 	"\n"
 	"Exit status: 0 when agentbox can run here, 1 when it cannot, 125 on bad\n"
 	"options.\n";
 
+static const char usage_images[] =
+	"Usage: agentbox images [--json]\n"
+	"       agentbox images prune\n"
+	"\n"
+	"The image cache (--image): the images seen and the layers unpacked, their\n"
+	"sizes and whether a running sandbox uses them. prune removes every layer\n"
+	"no sandbox uses, and the images that named them (docs/images.md).\n";
+
+static int cmd_images(int argc, char **argv)
+{
+	struct ab_error err = {0};
+	int r;
+	if (argc == 1 || (argc == 2 && strcmp(argv[1], "--json") == 0))
+		r = image_cache_list(stdout, argc == 2, &err);
+	else if (argc == 2 && strcmp(argv[1], "prune") == 0)
+		r = image_cache_prune(stdout, &err);
+	else if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage_images, stdout);
+		return 0;
+	} else {
+		fputs(usage_images, stderr);
+		return AB_EXIT_FAILURE;
+	}
+	if (r < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		return AB_EXIT_FAILURE;
+	}
+	return 0;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	bool json = false;
-	const char *parent = NULL, *rootfs = NULL;
+	const char *parent = NULL, *rootfs = NULL, *image = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
@@ -273,6 +314,8 @@ static int cmd_check(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--rootfs") == 0 && i + 1 < argc) {
 			rootfs = argv[++i];
+		} else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
+			image = argv[++i];
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(usage_check, stdout);
 			return 0;
@@ -285,7 +328,7 @@ static int cmd_check(int argc, char **argv)
 		}
 	}
 	struct check_facts f;
-	check_gather_on(&f, parent, rootfs);
+	check_gather_on(&f, parent, rootfs, image);
 	return check_print(&f, json);
 }
 
@@ -497,6 +540,8 @@ int main(int argc, char **argv)
 			return detached[i].fn(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "images") == 0)
+		return cmd_images(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||
 	    !strcmp(argv[1], "discard"))
 		return layer_cli(argc - 1, argv + 1);

@@ -25,6 +25,7 @@ enum {
 	OPT_WORKSPACE = 256,
 	OPT_SKILLS,
 	OPT_ROOTFS,
+	OPT_IMAGE,
 	OPT_WORKSPACE_MODE,
 	OPT_KEEP_CHANGES,
 	OPT_CWD,
@@ -75,6 +76,7 @@ static const struct option run_options[] = {
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"skills", required_argument, NULL, OPT_SKILLS},
 	{"rootfs", required_argument, NULL, OPT_ROOTFS},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
 	{"keep-changes", required_argument, NULL, OPT_KEEP_CHANGES},
 	{"cwd", required_argument, NULL, OPT_CWD},
@@ -156,6 +158,10 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--rootfs: empty path");
 		return set_string(&cfg->rootfs, arg);
+	case OPT_IMAGE:
+		if (!*arg)
+			return ab_error_plain(err, EINVAL, "--image: empty value (oci:DIR[:TAG])");
+		return set_string(&cfg->image, arg);
 	case OPT_WORKSPACE_MODE:
 	case OPT_KEEP_CHANGES:
 		return layer_parse_option(cfg, opt, arg, err);

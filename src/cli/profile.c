@@ -40,8 +40,9 @@ static const struct {
 };
 
 /* Keys whose value is (or, for binds, starts with) a host path. */
-static const char *const host_path_keys[] = {"workspace", "skills",  "rootfs",	  "ro-bind",
-					     "bind",	  "seccomp", "audit-log", "keep-changes"};
+static const char *const host_path_keys[] = {"workspace", "skills",    "rootfs",
+					     "image",	  "ro-bind",   "bind",
+					     "seccomp",	  "audit-log", "keep-changes"};
 
 struct loader {
 	struct ab_config *cfg;
@@ -106,6 +107,14 @@ static int resolve_path(struct loader *l, const char *label, const char *key, co
 	if (value[0] == '~')
 		return fail(l, EINVAL, "%s: '%s': '~' is not expanded in a profile; write the path",
 			    label, value);
+	/* image: oci:DIR[:TAG], DIR the host path */
+	const char *prefix = "";
+	if (strcmp(key, "image") == 0) {
+		if (strncmp(value, "oci:", 4) != 0)
+			return 0; /* the option's error to give */
+		prefix = "oci:";
+		value += 4;
+	}
 	if (!l->base || !value[0] || value[0] == '/')
 		return 0;
 	/* SRC[:DST], split at the last ':' as the option is: only SRC is a
@@ -113,7 +122,7 @@ static int resolve_path(struct loader *l, const char *label, const char *key, co
 	if ((strcmp(key, "ro-bind") == 0 || strcmp(key, "bind") == 0) &&
 	    strrchr(value, ':') == value)
 		return 0;
-	if (asprintf(out, "%s/%s", l->base, value) < 0) {
+	if (asprintf(out, "%s%s/%s", prefix, l->base, value) < 0) {
 		*out = NULL;
 		return ab_error_set(l->err, ENOMEM, "profile %s", l->source);
 	}

@@ -197,6 +197,7 @@ int ab_isolation_decide(struct ab_config *cfg, struct ab_error *err)
 		const char *no = geteuid() == 0	 ? "as root (the command would keep uid 0)"
 				 : cfg->skills	 ? "with --skills (no mount puts it at /skills)"
 				 : cfg->rootfs	 ? "with --rootfs (no mount makes it the root)"
+				 : cfg->image	 ? "with --image (no mount makes it the root)"
 				 : cfg->n_mounts ? "with --bind, --ro-bind or --tmpfs (no mounts)"
 						 : NULL;
 		if (no)

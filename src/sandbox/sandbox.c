@@ -436,7 +436,7 @@ static int plan_idmaps(struct sandbox *sb, char **notices, struct ab_error *err)
 	int r = idmap_plan_trees(&sb->plan, cfg->host_uid, cfg->host_gid, notices, err);
 	/* a --rootfs's own are planned with it (rootfs.c) */
 	if (r == 0)
-		return cfg->rootfs
+		return cfg->rootfs || cfg->image
 			       ? 0
 			       : idmap_plan_id_files(&sb->plan, cfg->uid, cfg->gid, cfg->home, err);
 	struct ab_error why = *err;

@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/cache.h"
 #include "util/error.h"
+#include "view/image.h"
 #include "view/idmap.h"
 #include "util/parse.h"
 #include "util/util.h"
@@ -57,6 +59,8 @@ void ab_config_free(struct ab_config *cfg)
 	free(cfg->workspace);
 	free(cfg->skills);
 	free(cfg->rootfs);
+	free(cfg->image);
+	image_use_free(cfg->image_use);
 	free(cfg->keep_changes);
 	free(cfg->cwd);
 	free(cfg->hostname);
@@ -287,6 +291,18 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 				"--rootfs /: that is the host's own root, with every "
 				"user's files; leave --rootfs out for the host's system "
 				"directories, or name a root tree");
+	}
+	if (cfg->image && cfg->rootfs)
+		return ab_error_plain(err, EINVAL,
+				      "--image and --rootfs both name the view's system; give one");
+	/* the layers unpacked (once) and locked; the config's Env, WorkingDir
+	 * and User where options did not set them */
+	if (cfg->image && !cfg->image_use) {
+		int r = image_use_open(cfg->image, &cfg->image_use, err);
+		if (r == 0)
+			r = image_apply_config(cfg, err);
+		if (r < 0)
+			return r;
 	}
 	if (!cfg->cwd && !(cfg->cwd = strdup("/workspace")))
 		return ab_error_set(err, ENOMEM, "configuring the sandbox");

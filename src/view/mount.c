@@ -27,6 +27,7 @@
 #include "util/error.h"
 #include "layer/layer.h"
 #include "view/overlay.h"
+#include "view/image.h"
 #include "view/rootfs.h"
 #include "util/parse.h"
 #include "util/util.h"
@@ -152,7 +153,9 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 	plan->bind_proc = cfg->isolation_missing & AB_MISSING_OWN_PROC;
 
 	/* --rootfs: its tree instead of the host's system directories */
-	if ((r = cfg->rootfs ? rootfs_plan(cfg, plan, err) : plan_add_system(plan, err)) < 0)
+	if ((r = cfg->rootfs  ? rootfs_plan(cfg, plan, err)
+		 : cfg->image ? image_plan(cfg, plan, err)
+			      : plan_add_system(plan, err)) < 0)
 		return r;
 	if ((r = view_plan_add_bind(plan, "--workspace", cfg->workspace, "/workspace", true, false,
 				    err)) < 0)
@@ -256,6 +259,7 @@ void view_plan_free(struct view_plan *plan)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(plan->dev_fds); i++)
 		ab_close_keep_errno(plan->dev_fds[i]);
 	layer_release(plan->layer);
+	image_close_layers(plan);
 	view_plan_init(plan);
 }
 
@@ -292,7 +296,7 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
-		if (e->kind != VIEW_BIND || e->tree_fd >= 0 || e->from_view)
+		if (e->kind != VIEW_BIND || e->tree_fd >= 0 || e->from_view || e->image_mask)
 			continue;
 		int r = view_open_source(root, e, err);
 		if (r < 0)
@@ -311,6 +315,9 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 			}
 		}
 	}
+	int r = image_open_layers(plan, err);
+	if (r < 0)
+		return r;
 	return plan->layer ? layer_open_dirs(plan->layer, err) : 0;
 }
 
@@ -587,6 +594,16 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 			return overlay_mount_workspace(root, e, plan->layer, err);
 		if (e->from_view)
 			return overlay_bind_from_view(root, e, err);
+		if (e->image_mask && e->tree_fd < 0) {
+			/* made here: the layers' overlay (image.h) */
+			cleanup_fd int mnt = image_mount_entry(plan, e, err);
+			if (mnt < 0)
+				return mnt;
+			cleanup_fd int target = make_target(root, e->dst, true, err);
+			if (target < 0)
+				return target;
+			return attach(mnt, target, e->dst, err);
+		}
 		if (e->tree_fd >= 0) {
 			/* made by the launcher with these flags (idmap.c) */
 			cleanup_fd int target = make_target(root, e->dst, e->is_dir, err);
@@ -694,6 +711,7 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		plan->dev_fds[i] = -1;
 	}
 	/* no host path stays open in the init, nor in a shim it forks */
+	image_close_layers(plan);
 	if (plan->layer)
 		layer_close_dirs(plan->layer);
 	int r = mount_id_files(root, plan, err);

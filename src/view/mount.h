@@ -5,6 +5,7 @@
 #define AB_MOUNT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <linux/filter.h>
 #include <sys/types.h>
 
@@ -34,9 +35,10 @@ struct view_entry {
 	bool host_open;		 /* named by the caller: the launcher may open it (idmap.h) */
 	uid_t owner_uid;	 /* src's owner, what an idmapping maps */
 	gid_t owner_gid;
-	int tree_fd;	/* detached mount the launcher made of src (idmap.h), or -1 */
-	bool overlay;	/* the workspace, mounted as an overlay (layer.h) */
-	bool from_view; /* bound from the view's overlay /workspace, not the host */
+	int tree_fd;	     /* detached mount the launcher made of src (idmap.h), or -1 */
+	bool overlay;	     /* the workspace, mounted as an overlay (layer.h) */
+	bool from_view;	     /* bound from the view's overlay /workspace, not the host */
+	uint64_t image_mask; /* --image: an overlay of these layers' src (view/image.h) */
 };
 
 struct view_plan {
@@ -47,8 +49,11 @@ struct view_plan {
 	char *passwd, *group;		/* idmap.h: bound read-only over /etc/passwd, /etc/group */
 	pid_t idmap_helpers[16];	/* idmap.c: exited children, reaped by view_plan_free */
 	size_t n_idmap_helpers;
-	bool bind_proc;		/* --isolation best without own-proc */
-	struct ab_layer *layer; /* layer.h: the overlay workspace's, or NULL */
+	bool bind_proc;		       /* --isolation best without own-proc */
+	struct ab_layer *layer;	       /* layer.h: the overlay workspace's, or NULL */
+	const struct image_use *image; /* --image's layers (view/image.h), or NULL */
+	int image_fds[64];	       /* image.c: the layers' directories, then empty/ */
+	size_t n_image_fds;
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they

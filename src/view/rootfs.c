@@ -53,6 +53,15 @@ static int open_in_root(int root, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* "--rootfs DIR" or "--image oci:DIR", what messages name the tree by. */
+static const char *label(const struct ab_config *cfg)
+{
+	static __thread char buf[4200];
+	snprintf(buf, sizeof(buf), "%s %s", cfg->rootfs ? "--rootfs" : "--image",
+		 cfg->rootfs ? cfg->rootfs : cfg->image);
+	return buf;
+}
+
 struct elf_facts {
 	unsigned char cls, data;
 	unsigned machine;
@@ -164,9 +173,9 @@ static int check_elf(const struct ab_config *cfg, int root, int fd, const char *
 	if (!runs_here(&self, &f)) {
 		char b1[32], b2[32];
 		return ab_error_plain(err, ENOEXEC,
-				      "--rootfs %s: %s (%s) is built for %s, and this machine is "
+				      "%s: %s (%s) is built for %s, and this machine is "
 				      "%s; use a root tree of this machine's architecture",
-				      cfg->rootfs, path, what,
+				      label(cfg), path, what,
 				      arch_name(f.machine, f.cls, b1, sizeof(b1)),
 				      arch_name(self.machine, self.cls, b2, sizeof(b2)));
 	}
@@ -187,18 +196,17 @@ static int check_exec(const struct ab_config *cfg, int root, const char *path, c
 	if (fd == -ENOSYS || fd == -EPERM || fd == -EACCES)
 		return 0; /* cannot look: the exec will say what is wrong */
 	if (fd == -ENOENT || fd == -ENOTDIR)
-		return ab_error_plain(err, ENOENT, "--rootfs %s has no %s (%s); add it to the tree",
-				      cfg->rootfs, path, what);
+		return ab_error_plain(err, ENOENT, "%s has no %s (%s); add it to the tree",
+				      label(cfg), path, what);
 	if (fd < 0)
-		return ab_error_set(err, -fd, "--rootfs %s: cannot open %s (%s)", cfg->rootfs, path,
-				    what);
+		return ab_error_set(err, -fd, "%s: cannot open %s (%s)", label(cfg), path, what);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return ab_error_set(err, errno, "--rootfs %s: cannot stat %s", cfg->rootfs, path);
+		return ab_error_set(err, errno, "%s: cannot stat %s", label(cfg), path);
 	if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111))
-		return ab_error_plain(
-			err, EACCES, "--rootfs %s: %s (%s) is not an executable file; fix the tree",
-			cfg->rootfs, path, what);
+		return ab_error_plain(err, EACCES,
+				      "%s: %s (%s) is not an executable file; fix the tree",
+				      label(cfg), path, what);
 	/* reopened for reading only now that it is known to be a regular
 	 * file: opening a device node of the tree could have effects */
 	char proc[64];
@@ -278,7 +286,7 @@ static int read_etc(int root, const char *name, char **out, struct ab_error *err
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
 	if (st.st_size > MAX_ID_FILE)
-		return ab_error_plain(err, EFBIG, "--rootfs: etc/%s is over 4 MiB", name);
+		return ab_error_plain(err, EFBIG, "the root tree's etc/%s is over 4 MiB", name);
 	char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return ab_error_set(err, ENOMEM, "reading the rootfs's etc/%s", name);
@@ -303,11 +311,18 @@ static int plan_accounts(const struct ab_config *cfg, int root, struct view_plan
 		return r;
 	if (!passwd)
 		return ab_error_plain(err, ENOENT,
-				      "--rootfs %s has no etc/passwd (a regular file, not a link): "
+				      "%s has no etc/passwd (a regular file, not a link): "
 				      "the sandbox user, uid %u, needs an account; add that file "
 				      "(agentbox adds the user's line to it in the view)",
-				      cfg->rootfs, (unsigned)cfg->uid);
+				      label(cfg), (unsigned)cfg->uid);
 	return view_plan_id_texts(plan, passwd, group, cfg->uid, cfg->gid, cfg->home, err);
+}
+
+int rootfs_check_tree(const struct ab_config *cfg, int root, struct view_plan *plan,
+		      struct ab_error *err)
+{
+	int r = check_command(cfg, root, err);
+	return r < 0 ? r : plan_accounts(cfg, root, plan, err);
 }
 
 /* ---- the tree's top-level entries ---- */
@@ -315,7 +330,7 @@ static int plan_accounts(const struct ab_config *cfg, int root, struct view_plan
 /* Whether DIR's top-level entry name stays out of the view (*skip): where
  * the view mounts its own at /name, or $HOME below it that the tree lacks
  * (the tree is read-only: no mount point can be made in it). */
-static int top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
+int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
 			     struct ab_error *err)
 {
 	const char *fixed[] = {
@@ -345,9 +360,9 @@ static int top_level_skipped(const struct ab_config *cfg, int root, const char *
 				  : m->kind == AB_MOUNT_BIND ? "--bind"
 							     : "--ro-bind";
 		return ab_error_plain(err, ENOENT,
-				      "%s: cannot mount at %s: --rootfs %s has no %s, and its /%s "
+				      "%s: cannot mount at %s: %s has no %s, and its /%s "
 				      "is read-only; make %s in the tree, or mount elsewhere",
-				      opt, dst, cfg->rootfs, dst, name, dst);
+				      opt, dst, label(cfg), dst, name, dst);
 	}
 	return 0;
 }
@@ -357,7 +372,7 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
+int rootfs_read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
 			  struct ab_error *err)
 {
 	*names = NULL;
@@ -366,7 +381,7 @@ static int read_top_level(const struct ab_config *cfg, int root, char ***names, 
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		ab_close_keep_errno(fd);
-		return ab_error_set(err, errno, "--rootfs: cannot list '%s'", cfg->rootfs);
+		return ab_error_set(err, errno, "%s: cannot list it", label(cfg));
 	}
 	int r = 0;
 	struct dirent *de;
@@ -375,9 +390,9 @@ static int read_top_level(const struct ab_config *cfg, int root, char ***names, 
 			continue;
 		if (*n == MAX_TOP_ENTRIES) {
 			r = ab_error_plain(err, E2BIG,
-					   "--rootfs %s has over %d entries at its top: is it a "
+					   "%s has over %d entries at its top: is it a "
 					   "root tree?",
-					   cfg->rootfs, MAX_TOP_ENTRIES);
+					   label(cfg), MAX_TOP_ENTRIES);
 			break;
 		}
 		char **v = realloc(*names, (*n + 1) * sizeof(*v));
@@ -426,7 +441,7 @@ static int plan_entry(const struct ab_config *cfg, int root, const char *name,
 		      struct view_plan *plan, struct ab_error *err)
 {
 	bool skip;
-	int r = top_level_skipped(cfg, root, name, &skip, err);
+	int r = rootfs_top_level_skipped(cfg, root, name, &skip, err);
 	if (r < 0 || skip)
 		return r;
 	struct stat st;
@@ -460,13 +475,11 @@ int rootfs_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_e
 	cleanup_fd int root = open(cfg->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0)
 		return ab_error_set(err, errno, "--rootfs: cannot open '%s'", cfg->rootfs);
-	int r = check_command(cfg, root, err);
-	if (r == 0)
-		r = plan_accounts(cfg, root, plan, err);
+	int r = rootfs_check_tree(cfg, root, plan, err);
 	char **names = NULL;
 	size_t n = 0;
 	if (r == 0)
-		r = read_top_level(cfg, root, &names, &n, err);
+		r = rootfs_read_top_level(cfg, root, &names, &n, err);
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0 && strlen(names[i]) < 256)
 			r = plan_entry(cfg, root, names[i], plan, err);

@@ -14,4 +14,16 @@
  * /etc/passwd and /etc/group. */
 int rootfs_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err);
 
+/* The checks of rootfs_plan on the tree at root (an O_PATH fd; an image's
+ * layers merged, view/image.c), and the sandbox user's account lines. */
+int rootfs_check_tree(const struct ab_config *cfg, int root, struct view_plan *plan,
+		      struct ab_error *err);
+/* Whether the tree's top-level entry name stays out of the view (*skip):
+ * where the view mounts its own. */
+int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
+			     struct ab_error *err);
+/* The tree's top-level names, sorted (at most 512). */
+int rootfs_read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
+			  struct ab_error *err);
+
 #endif

@@ -412,7 +412,8 @@ Test(parse_run, workspace_value_is_kept_as_given)
 	struct ab_config cfg;
 	ab_config_init(&cfg);
 	PARSE_OK(&cfg, "run", "--workspace", "some/dir", "--skills", "/opt/skills", "--rootfs",
-		 "trees/deb", "true");
+		 "trees/deb", "--image", "oci:imgs/deb:v1", "true");
+	cr_assert_str_eq(cfg.image, "oci:imgs/deb:v1");
 	cr_assert_str_eq(cfg.workspace, "some/dir");
 	cr_assert_str_eq(cfg.skills, "/opt/skills");
 	cr_assert_str_eq(cfg.rootfs, "trees/deb");
@@ -421,6 +422,7 @@ Test(parse_run, workspace_value_is_kept_as_given)
 	PARSE_FAILS("--workspace", "run", "--workspace", "", "true");
 	PARSE_FAILS("--skills", "run", "--skills", "", "true");
 	PARSE_FAILS("--rootfs: empty path", "run", "--rootfs", "", "true");
+	PARSE_FAILS("--image: empty value", "run", "--image", "", "true");
 }
 
 Test(parse_run, defaults_after_parse)

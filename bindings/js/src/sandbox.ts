@@ -64,6 +64,7 @@ export function serveArgs(options: SandboxOptions): string[] {
   if (options.profile !== undefined) args.push("--profile", options.profile);
   if (options.skills !== undefined) args.push("--skills", options.skills);
   if (options.rootfs !== undefined) args.push("--rootfs", options.rootfs);
+  if (options.image !== undefined) args.push("--image", options.image);
   for (const [name, value] of Object.entries(options.env ?? {})) args.push("--env", `${name}=${value}`);
   if (options.memory !== undefined) args.push("--memory", String(options.memory));
   if (options.cpus !== undefined) args.push("--cpus", String(options.cpus));

@@ -26,6 +26,8 @@ export interface SandboxOptions {
   skills?: string;
   /** Host root tree (read-only) that is the view's system instead of the host's `/usr`, `/etc`, `/lib*` (`--rootfs`, docs/rootfs.md). */
   rootfs?: string;
+  /** OCI image layout, `oci:DIR[:TAG]`, whose layers are the view's system (`--image`, docs/images.md). */
+  image?: string;
   /** The agentbox binary (default: `$AGENTBOX_BIN`, then `agentbox` in PATH). */
   binary?: string;
   /** Variables every command gets (`--env NAME=VALUE`). */

@@ -28,6 +28,8 @@ describe("session", () => {
     assert.ok(serveArgs({ timeout: null }).includes("none"));
     const rootfs = serveArgs({ rootfs: "/srv/root" });
     assert.equal(rootfs[rootfs.indexOf("--rootfs") + 1], "/srv/root");
+    const image = serveArgs({ image: "oci:/srv/img:v1" });
+    assert.equal(image[image.indexOf("--image") + 1], "oci:/srv/img:v1");
     const best = serveArgs({ isolation: "best" });
     assert.equal(best[best.indexOf("--isolation") + 1], "best");
   });

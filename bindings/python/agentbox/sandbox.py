@@ -129,7 +129,7 @@ def _cli(args: Sequence[str]) -> "subprocess.CompletedProcess":
 
 
 def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
-                rootfs: Union[str, os.PathLike, None] = None,
+                rootfs: Union[str, os.PathLike, None] = None, image: Optional[str] = None,
                 env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 120,
                 memory: Union[str, int, None] = None, cpus: Optional[float] = None,
                 pids: Optional[int] = None, network: str = "none", seccomp: str = "default",
@@ -152,6 +152,9 @@ def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
     # the view's system from this root tree, not the host's (docs/rootfs.md)
     if rootfs is not None:
         args += ["--rootfs", os.fspath(rootfs)]
+    # or from an OCI image layout, "oci:DIR[:TAG]" (docs/images.md)
+    if image is not None:
+        args += ["--image", image]
     if workspace_mode != "direct":
         args += ["--workspace-mode", workspace_mode]
     if keep_changes is not None:
@@ -179,7 +182,7 @@ class Sandbox(T.SandboxBackendProtocol):
     same isolated view of `workspace` (read-write at /workspace)."""
 
     def __init__(self, workspace: Union[str, os.PathLike], *, skills=None,
-                 rootfs: Union[str, os.PathLike, None] = None,
+                 rootfs: Union[str, os.PathLike, None] = None, image: Optional[str] = None,
                  env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 120,
                  memory: Union[str, int, None] = None, cpus: Optional[float] = None,
                  pids: Optional[int] = None, network: str = "none", seccomp: str = "default",

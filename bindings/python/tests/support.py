@@ -50,6 +50,20 @@ def root_tree():
     return d
 
 
+def oci_image(tree):
+    """An OCI image layout (docs/images.md) of tree plus a layer that adds
+    /opt/layered and deletes /opt/marker, built by tests/image/ocigen.py;
+    its Env sets IMGVAR. The caller removes it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "..", "tests", "image"))
+    from ocigen import Entry, layer_from_tree, write_layout
+    d = tempfile.mkdtemp(prefix="agentbox-py-oci-")
+    os.chmod(d, 0o755)
+    top = [Entry.file("opt/layered", b"layered\n"), Entry.file("opt/.wh.marker", b"")]
+    write_layout(d, [layer_from_tree(tree), top], env=["IMGVAR=fromimage"])
+    return d
+
+
 def sandbox(ws, module=None, cls="Sandbox", **kw):
     import agentbox
     module = module or agentbox

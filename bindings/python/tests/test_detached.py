@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import ROOT, UID, root_tree, workspace  # noqa: E402
+from support import ROOT, UID, oci_image, root_tree, workspace  # noqa: E402
 
 import agentbox  # noqa: E402
 
@@ -71,6 +71,18 @@ class Detached(unittest.TestCase):
         sb = self.create(name="pyroot", rootfs=tree)
         r = sb.execute("cat /opt/marker; test -e /usr/bin/env || echo no-host-env")
         self.assertEqual(r.output, "from-tree\nno-host-env\n")
+        sb.destroy()
+
+    def test_a_detached_sandbox_on_an_image(self):
+        tree = root_tree()
+        img, cache = oci_image(tree), tempfile.mkdtemp(prefix="agentbox-py-cache-")
+        for d in (tree, img, cache):
+            self.addCleanup(shutil.rmtree, d, True)
+        os.environ["AGENTBOX_IMAGE_CACHE"] = cache
+        self.addCleanup(os.environ.pop, "AGENTBOX_IMAGE_CACHE", None)
+        sb = self.create(name="pyimage", image="oci:" + img)
+        r = sb.execute("cat /opt/layered; test -e /opt/marker || echo deleted")
+        self.assertEqual(r.output, "layered\ndeleted\n")
         sb.destroy()
 
     def test_pause_resume(self):

@@ -13,7 +13,7 @@ import unittest
 
 import agentbox
 from agentbox import ProtocolError, Sandbox, SandboxClosed, SandboxError
-from support import ROOT, UID, root_tree, sandbox, workspace
+from support import ROOT, UID, oci_image, root_tree, sandbox, workspace
 
 
 class Base(unittest.TestCase):
@@ -53,6 +53,26 @@ class RootTree(unittest.TestCase):
         with self.assertRaises(SandboxError) as cm:
             sandbox(ws, rootfs=tree)
         self.assertIn("has no /bin/sh", str(cm.exception))
+
+
+class Image(unittest.TestCase):
+    """image=: the session on an OCI image layout's layers (docs/images.md)."""
+
+    def test_commands_and_files_on_an_image(self):
+        ws, tree = workspace(), root_tree()
+        img, cache = oci_image(tree), tempfile.mkdtemp(prefix="agentbox-py-cache-")
+        for d in (ws, tree, img, cache):
+            self.addCleanup(shutil.rmtree, d, True)
+        os.environ["AGENTBOX_IMAGE_CACHE"] = cache
+        self.addCleanup(os.environ.pop, "AGENTBOX_IMAGE_CACHE", None)
+        sb = sandbox(ws, image="oci:" + img)
+        self.addCleanup(sb.close)
+        r = sb.execute("cat /opt/layered; test -e /opt/marker || echo deleted; echo $IMGVAR; "
+                       "test -e /usr/bin/env && echo host-env; true")
+        self.assertEqual((r.output, r.exit_code), ("layered\ndeleted\nfromimage\n", 0))
+        sb.write("/workspace/a.txt", "written\n")
+        self.assertEqual(sb.execute("cat /workspace/a.txt").output, "written\n")
+        self.assertEqual(len(os.listdir(os.path.join(cache, "layers"))), 6)  # 2 x dir, info, lock
 
 
 class Commands(Base):

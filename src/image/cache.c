@@ -1,0 +1,536 @@
+/* The image layer cache (cache.h). Layout of its directory:
+ *   lock               flock: exclusive while layers are unpacked or pruned
+ *   layers/HEX/        a layer's tree, complete (renamed from tmp/)
+ *   layers/HEX.lock    shared-locked by every sandbox that uses the layer
+ *   layers/HEX.info    what unpacking it found: bytes, entries, devices
+ *   images/HEX         an image seen (HEX: its manifest's sha256): its
+ *                      source, tag and layers, for agentbox images
+ *   tmp/               layers being unpacked (stale ones removed)
+ *   empty/             an empty directory, the overlays' bottom layer */
+#include "image/cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "image/untar.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#define LOCK_WAIT_MS (10 * 60 * 1000)
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *s = strchr(buf + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		if (!s)
+			return 0;
+		*s = '/';
+	}
+}
+
+/* Where the cache is, made when missing: $AGENTBOX_IMAGE_CACHE when set
+ * (an absolute path), else the state directory's. */
+static int cache_base(char *buf, size_t n, struct ab_error *err)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *own = getenv("AGENTBOX_IMAGE_CACHE");
+	if (own && own[0] == '/')
+		snprintf(buf, n, "%s", own);
+	else if (geteuid() == 0)
+		snprintf(buf, n, "/var/lib/agentbox/images");
+	else if (xdg && xdg[0] == '/')
+		snprintf(buf, n, "%s/agentbox/images", xdg);
+	else {
+		const char *home = getenv("HOME");
+		struct passwd *pw = home && home[0] == '/' ? NULL : getpwuid(geteuid());
+		if (pw)
+			home = pw->pw_dir;
+		if (!home || home[0] != '/')
+			return ab_error_plain(err, ENOENT,
+					      "--image: no home directory for the image cache; set "
+					      "XDG_STATE_HOME");
+		snprintf(buf, n, "%s/.local/state/agentbox/images", home);
+	}
+	if (strpbrk(buf, ":,\\\n"))
+		return ab_error_plain(err, EINVAL,
+				      "--image: the image cache %s has a ':', ',' or '\\' in its "
+				      "path, which overlay's options cannot name; set "
+				      "XDG_STATE_HOME elsewhere",
+				      buf);
+	const char *subs[] = {"", "/layers", "/images", "/tmp", "/empty"};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(subs); i++) {
+		char p[PATH_MAX + 200];
+		snprintf(p, sizeof(p), "%s%s", buf, subs[i]);
+		int r = mkdir_p(p, i == 0 ? 0700 : 0755);
+		if (r < 0)
+			return ab_error_set(err, -r, "cannot create the image cache %s", p);
+	}
+	return 0;
+}
+
+/* The cache's lock, exclusive: waited for (another agentbox unpacking) at
+ * most LOCK_WAIT_MS. */
+static int lock_cache(const char *base, struct ab_error *err)
+{
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/lock", base);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ab_error_set(err, errno, "cannot open %s", p);
+	for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 50) {
+		if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS) {
+			close(fd);
+			return ab_error_set(err, errno == EWOULDBLOCK ? ETIMEDOUT : errno,
+					    "cannot lock the image cache %s (another agentbox has "
+					    "held it for 10 minutes)",
+					    base);
+		}
+		nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+	}
+	return fd;
+}
+
+/* oci:DIR[:TAG] into dir and tag (a last ':' followed by no '/'). */
+static int parse_spec(const char *spec, char **dir, char **tag, struct ab_error *err)
+{
+	if (strncmp(spec, "containers-storage:", 19) == 0)
+		return ab_error_plain(err, ENOTSUP,
+				      "--image %s: containers-storage is not supported; copy the "
+				      "image to a layout with skopeo copy containers-storage:%s "
+				      "oci:DIR:TAG and use --image oci:DIR:TAG",
+				      spec, spec + 19);
+	if (strncmp(spec, "oci:", 4) != 0 || !spec[4])
+		return ab_error_plain(err, EINVAL,
+				      "--image '%s': expected oci:DIR[:TAG], an OCI image layout "
+				      "directory",
+				      spec);
+	cleanup_free char *d = strdup(spec + 4);
+	if (!d)
+		return ab_error_set(err, ENOMEM, "--image");
+	char *colon = strrchr(d, ':');
+	if (colon && !strchr(colon, '/')) {
+		*colon = '\0';
+		if (!colon[1] || !d[0])
+			return ab_error_plain(err, EINVAL,
+					      "--image '%s': an empty directory or tag", spec);
+		if (!(*tag = strdup(colon + 1)))
+			return ab_error_set(err, ENOMEM, "--image");
+	}
+	*dir = realpath(d, NULL);
+	if (!*dir)
+		return ab_error_set(err, errno, "--image %s: cannot find the directory '%s'", spec,
+				    d);
+	return 0;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	cleanup_fd int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	size_t len = strlen(text);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000LL + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Layer i into layers/HEX through a temporary directory. */
+static int unpack(struct image_use *u, size_t i, struct ab_error *err)
+{
+	const struct oci_layer *l = &u->img.layers[i];
+	char what[PATH_MAX + 200], tmp[PATH_MAX], p[PATH_MAX];
+	snprintf(what, sizeof(what), "--image %s: layer %zu (sha256:%.12s)", u->spec, i + 1,
+		 l->hex);
+	cleanup_fd int blob = oci_open_blob(u->img.dir, l->hex);
+	if (blob < 0)
+		return ab_error_set(err, -blob, "%s: cannot open its blob blobs/sha256/%s", what,
+				    l->hex);
+	struct stat st;
+	if (fstat(blob, &st) < 0 || (l->size && (unsigned long long)st.st_size != l->size))
+		return ab_error_plain(err, EBADMSG,
+				      "%s: the blob has %lld bytes, the manifest says %llu: the "
+				      "layout is corrupt",
+				      what, (long long)st.st_size, l->size);
+	snprintf(tmp, sizeof(tmp), "%s/tmp/%s.XXXXXX", u->base, l->hex);
+	if (!mkdtemp(tmp))
+		return ab_error_set(err, errno, "cannot make a directory in %s/tmp", u->base);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct untar_stats stats = {0};
+	cleanup_fd int root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = root < 0 ? ab_error_set(err, errno, "cannot open %s", tmp)
+			 : untar_layer(blob, l, what, root, &stats, err);
+	/* the tree reaches the disk before its name says it is complete */
+	if (r == 0 && (fchmod(root, 0755) < 0 || syncfs(root) < 0))
+		r = ab_error_set(err, errno, "cannot write %s", tmp);
+	if (r == 0) {
+		char info[256];
+		snprintf(info, sizeof(info),
+			 "bytes=%llu\nentries=%lu\ndevices=%lu\nunpack_ms=%lld\n", stats.bytes,
+			 stats.entries, stats.devices, ms_since(&t0));
+		snprintf(p, sizeof(p), "%s/layers/%s.info", u->base, l->hex);
+		int w = write_text(p, info);
+		snprintf(p, sizeof(p), "%s/layers/%s", u->base, l->hex);
+		if (w < 0 || rename(tmp, p) < 0)
+			r = ab_error_set(err, w < 0 ? -w : errno, "cannot put the layer at %s", p);
+	}
+	if (r < 0) {
+		cleanup_fd int t = open(u->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		char rel[PATH_MAX];
+		snprintf(rel, sizeof(rel), "tmp/%s", strrchr(tmp, '/') + 1);
+		if (t >= 0)
+			untar_remove(t, rel, UNTAR_MAX_DEPTH + 4);
+		return r;
+	}
+	u->unpacked++;
+	return 0;
+}
+
+/* Every directory in tmp/: left by an agentbox that died unpacking (the
+ * cache's lock is held). */
+static void sweep_tmp(const char *base)
+{
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/tmp", base);
+	cleanup_fd int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d)
+		return;
+	fd = -1;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			untar_remove(dirfd(d), de->d_name, UNTAR_MAX_DEPTH + 4);
+	closedir(d);
+}
+
+static int record_image(struct image_use *u)
+{
+	char text[PATH_MAX + OCI_MAX_LAYERS * 66 + 128], p[PATH_MAX];
+	int n = snprintf(text, sizeof(text), "source=%s\ntag=%s\nlayers=", u->img.dir,
+			 u->img.tag ? u->img.tag : "");
+	for (size_t i = 0; i < u->img.n_layers; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "%s%s", i ? " " : "",
+			      u->img.layers[i].hex);
+	snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+	snprintf(p, sizeof(p), "%s/images/%s", u->base, u->img.manifest_hex);
+	/* unchanged: not written again (a start would pay a journal commit) */
+	char old[sizeof(text)];
+	cleanup_fd int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, old, sizeof(old) - 1);
+	if (got == (ssize_t)strlen(text) && memcmp(old, text, (size_t)got) == 0)
+		return 0;
+	return write_text(p, text);
+}
+
+static int use_layers(struct image_use *u, struct ab_error *err)
+{
+	cleanup_fd int lock = lock_cache(u->base, err);
+	if (lock < 0)
+		return lock;
+	sweep_tmp(u->base);
+	for (size_t i = 0; i < u->img.n_layers; i++) {
+		const char *hex = u->img.layers[i].hex;
+		char p[PATH_MAX + 200];
+		snprintf(p, sizeof(p), "%s/layers/%s", u->base, hex);
+		struct stat st;
+		int r = 0;
+		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			r = unpack(u, i, err);
+		if (r == 0 && !(u->layer_dirs[i] = strdup(p)))
+			r = ab_error_set(err, ENOMEM, "--image");
+		if (r < 0)
+			return r;
+		snprintf(p, sizeof(p), "%s/layers/%s.lock", u->base, hex);
+		u->lock_fds[i] = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		/* not waited on: only prune takes it exclusively, under the
+		 * cache's lock, which is held here */
+		if (u->lock_fds[i] < 0 || flock(u->lock_fds[i], LOCK_SH | LOCK_NB) < 0)
+			return ab_error_set(err, errno, "cannot lock %s", p);
+	}
+	record_image(u); /* only for agentbox images */
+	return 0;
+}
+
+int image_use_open(const char *spec, struct image_use **out, struct ab_error *err)
+{
+	struct image_use *u = calloc(1, sizeof(*u));
+	if (!u)
+		return ab_error_set(err, ENOMEM, "--image");
+	for (size_t i = 0; i < OCI_MAX_LAYERS; i++)
+		u->lock_fds[i] = -1;
+	char base[PATH_MAX], empty[PATH_MAX + 8];
+	cleanup_free char *dir = NULL, *tag = NULL;
+	int r = (u->spec = strdup(spec)) ? 0 : ab_error_set(err, ENOMEM, "--image");
+	if (r == 0)
+		r = parse_spec(spec, &dir, &tag, err);
+	if (r == 0)
+		r = oci_open(dir, tag, &u->img, err);
+	if (r == 0)
+		r = cache_base(base, sizeof(base), err);
+	if (r == 0) {
+		snprintf(empty, sizeof(empty), "%s/empty", base);
+		if (!(u->base = strdup(base)) || !(u->empty = strdup(empty)))
+			r = ab_error_set(err, ENOMEM, "--image");
+	}
+	if (r == 0)
+		r = use_layers(u, err);
+	if (r < 0) {
+		image_use_free(u);
+		return r;
+	}
+	*out = u;
+	return 0;
+}
+
+void image_use_free(struct image_use *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < OCI_MAX_LAYERS; i++) {
+		free(u->layer_dirs[i]);
+		ab_close_keep_errno(u->lock_fds[i]);
+	}
+	oci_free(&u->img);
+	free(u->spec);
+	free(u->base);
+	free(u->empty);
+	free(u);
+}
+
+/* ---- agentbox images ---- */
+
+static unsigned long long info_bytes(const char *base, const char *hex)
+{
+	char p[PATH_MAX + 200], buf[256] = "";
+	snprintf(p, sizeof(p), "%s/layers/%s.info", base, hex);
+	cleanup_fd int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+		return 0;
+	const char *b = strstr(buf, "bytes=");
+	return b ? strtoull(b + 6, NULL, 10) : 0;
+}
+
+/* Whether a sandbox holds the layer's lock (the cache's lock held). */
+static bool layer_in_use(const char *base, const char *hex)
+{
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/layers/%s.lock", base, hex);
+	cleanup_fd int fd = open(p, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	flock(fd, LOCK_UN);
+	return false;
+}
+
+/* The names in base/sub that are 64 hex digits (with suffix). */
+static size_t list_hex(const char *base, const char *sub, char (*out)[65], size_t max)
+{
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/%s", base, sub);
+	DIR *d = opendir(p);
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < max) {
+		if (strlen(de->d_name) == 64 && oci_is_hex(de->d_name))
+			memcpy(out[n++], de->d_name, 65);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+#define MAX_LIST 4096
+
+static char *read_record(const char *base, const char *hex)
+{
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/images/%s", base, hex);
+	cleanup_fd int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char *buf = calloc(1, PATH_MAX + OCI_MAX_LAYERS * 66 + 128);
+	if (fd < 0 || !buf || read(fd, buf, PATH_MAX + OCI_MAX_LAYERS * 66 + 127) < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static const char *field(const char *rec, const char *key, char *out, size_t n)
+{
+	const char *p = strstr(rec, key);
+	out[0] = '\0';
+	if (p) {
+		p += strlen(key);
+		snprintf(out, n, "%.*s", (int)strcspn(p, "\n"), p);
+	}
+	return out;
+}
+
+int image_cache_list(FILE *out, bool json, struct ab_error *err)
+{
+	char base[PATH_MAX];
+	if (cache_base(base, sizeof(base), err) < 0)
+		return -err->code;
+	/* held: a sandbox takes its layers' locks under it (layer_in_use) */
+	cleanup_fd int lock = lock_cache(base, err);
+	if (lock < 0)
+		return lock;
+	static char layers[MAX_LIST][65], images[MAX_LIST][65];
+	size_t nl = list_hex(base, "layers", layers, MAX_LIST);
+	size_t ni = list_hex(base, "images", images, MAX_LIST);
+	json_object *jo = json_object_new_object(), *ja = json_object_new_array(),
+		    *jl = json_object_new_array();
+	if (!json)
+		fprintf(out, "%-14s %10s %-6s %s\n", "IMAGE", "SIZE", "IN USE", "SOURCE");
+	for (size_t i = 0; i < ni; i++) {
+		cleanup_free char *rec = read_record(base, images[i]);
+		if (!rec)
+			continue;
+		char src[PATH_MAX], tag[256], lay[OCI_MAX_LAYERS * 66];
+		field(rec, "source=", src, sizeof(src));
+		field(rec, "tag=", tag, sizeof(tag));
+		field(rec, "layers=", lay, sizeof(lay));
+		unsigned long long size = 0;
+		bool used = false, complete = true;
+		json_object *ll = json_object_new_array();
+		for (char *save, *h = strtok_r(lay, " ", &save); h;
+		     h = strtok_r(NULL, " ", &save)) {
+			char p[PATH_MAX + 200];
+			snprintf(p, sizeof(p), "%s/layers/%s", base, h);
+			complete &= access(p, F_OK) == 0;
+			size += info_bytes(base, h);
+			used |= layer_in_use(base, h);
+			json_object_array_add(ll, json_object_new_string(h));
+		}
+		if (json) {
+			json_object *e = json_object_new_object();
+			json_object_object_add(e, "manifest", json_object_new_string(images[i]));
+			json_object_object_add(e, "source", json_object_new_string(src));
+			json_object_object_add(e, "tag", json_object_new_string(tag));
+			json_object_object_add(e, "layers", ll);
+			json_object_object_add(e, "bytes", json_object_new_int64((int64_t)size));
+			json_object_object_add(e, "in_use", json_object_new_boolean(used));
+			json_object_object_add(e, "complete", json_object_new_boolean(complete));
+			json_object_array_add(ja, e);
+		} else {
+			json_object_put(ll);
+			fprintf(out, "%.12s   %9.1fM %-6s oci:%s%s%s%s\n", images[i],
+				(double)size / (1 << 20), used ? "yes" : "no", src,
+				tag[0] ? ":" : "", tag, complete ? "" : " (layers pruned)");
+		}
+	}
+	if (!json)
+		fprintf(out, "\n%-14s %10s %s\n", "LAYER", "SIZE", "IN USE");
+	for (size_t i = 0; i < nl; i++) {
+		char p[PATH_MAX + 200];
+		snprintf(p, sizeof(p), "%s/layers/%.64s", base, layers[i]);
+		struct stat st;
+		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		unsigned long long size = info_bytes(base, layers[i]);
+		bool used = layer_in_use(base, layers[i]);
+		if (json) {
+			json_object *e = json_object_new_object();
+			json_object_object_add(e, "digest", json_object_new_string(layers[i]));
+			json_object_object_add(e, "bytes", json_object_new_int64((int64_t)size));
+			json_object_object_add(e, "in_use", json_object_new_boolean(used));
+			json_object_array_add(jl, e);
+		} else {
+			fprintf(out, "%.12s   %9.1fM %s\n", layers[i], (double)size / (1 << 20),
+				used ? "yes" : "no");
+		}
+	}
+	json_object_object_add(jo, "cache", json_object_new_string(base));
+	json_object_object_add(jo, "images", ja);
+	json_object_object_add(jo, "layers", jl);
+	if (json)
+		fprintf(out, "%s\n", json_object_to_json_string_ext(jo, JSON_C_TO_STRING_PLAIN));
+	json_object_put(jo);
+	return 0;
+}
+
+int image_cache_prune(FILE *out, struct ab_error *err)
+{
+	char base[PATH_MAX];
+	if (cache_base(base, sizeof(base), err) < 0)
+		return -err->code;
+	cleanup_fd int lock = lock_cache(base, err);
+	if (lock < 0)
+		return lock;
+	sweep_tmp(base);
+	static char layers[MAX_LIST][65], images[MAX_LIST][65];
+	size_t nl = list_hex(base, "layers", layers, MAX_LIST);
+	cleanup_fd int dir = -1;
+	char p[PATH_MAX + 200];
+	snprintf(p, sizeof(p), "%s/layers", base);
+	dir = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return ab_error_set(err, errno, "cannot open %s", p);
+	size_t removed = 0, kept = 0;
+	unsigned long long bytes = 0;
+	for (size_t i = 0; i < nl; i++) {
+		char name[80];
+		snprintf(name, sizeof(name), "%.64s.lock", layers[i]);
+		cleanup_fd int lk =
+			openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0) {
+			kept++; /* a sandbox uses it */
+			continue;
+		}
+		bytes += info_bytes(base, layers[i]);
+		int r = untar_remove(dir, layers[i], UNTAR_MAX_DEPTH + 4);
+		if (r < 0)
+			return ab_error_set(err, -r, "cannot remove %s/%s", p, layers[i]);
+		snprintf(name, sizeof(name), "%.64s.info", layers[i]);
+		unlinkat(dir, name, 0);
+		snprintf(name, sizeof(name), "%.64s.lock", layers[i]);
+		unlinkat(dir, name, 0);
+		removed++;
+	}
+	/* the images whose layers are gone */
+	size_t ni = list_hex(base, "images", images, MAX_LIST), gone = 0;
+	for (size_t i = 0; i < ni; i++) {
+		cleanup_free char *rec = read_record(base, images[i]);
+		char lay[OCI_MAX_LAYERS * 66];
+		bool complete = rec != NULL;
+		field(rec ? rec : "", "layers=", lay, sizeof(lay));
+		for (char *save, *h = strtok_r(lay, " ", &save); h && complete;
+		     h = strtok_r(NULL, " ", &save)) {
+			struct stat st;
+			complete = fstatat(dir, h, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		}
+		if (complete)
+			continue;
+		snprintf(p, sizeof(p), "%s/images/%.64s", base, images[i]);
+		if (unlink(p) == 0)
+			gone++;
+	}
+	fprintf(out, "removed %zu layers (%.1f MiB) and %zu images; %zu layers in use kept\n",
+		removed, (double)bytes / (1 << 20), gone, kept);
+	return 0;
+}
