@@ -105,16 +105,26 @@ class Detached(unittest.TestCase):
         sb = self.create(name="py2")
         sb.close()
         code = ("import sys, agentbox; sb = agentbox.Sandbox.connect('py2'); "
-                "c = sb._s.send(dict(op='exec', command='sleep 0.5; echo late')); "
+                "c = sb._s.send(dict(op='exec', command='until [ -e go ]; do sleep 0.05; done; "
+                "echo late')); "
                 "print(c and 'sent', flush=True); import time; time.sleep(30)")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env)
         self.assertEqual(p.stdout.readline().strip(), b"sent")
-        time.sleep(0.1)
+        def running():
+            return [e for e in agentbox.Sandbox.list() if e["name"] == "py2"][0]["running"]
+        deadline = time.monotonic() + 10
+        while running() != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         p.stdout.close()
-        time.sleep(0.8)  # the command ends while no client is attached
+        # the command ends while no client is attached
+        open(os.path.join(self.ws, "go"), "w").close()
+        deadline = time.monotonic() + 10
+        while running() != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(running(), 0)
         for _ in range(50):
             try:
                 sb = agentbox.Sandbox.connect("py2")
