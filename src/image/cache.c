@@ -29,44 +29,17 @@
 
 #define LOCK_WAIT_MS (10 * 60 * 1000)
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *s = strchr(buf + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		if (!s)
-			return 0;
-		*s = '/';
-	}
-}
-
 /* Where the cache is, made when missing: $AGENTBOX_IMAGE_CACHE when set
  * (an absolute path), else the state directory's. */
 static int cache_base(char *buf, size_t n, struct ab_error *err)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *own = getenv("AGENTBOX_IMAGE_CACHE");
+	const char *own = getenv("AGENTBOX_IMAGE_CACHE");
 	if (own && own[0] == '/')
 		snprintf(buf, n, "%s", own);
-	else if (geteuid() == 0)
-		snprintf(buf, n, "/var/lib/agentbox/images");
-	else if (xdg && xdg[0] == '/')
-		snprintf(buf, n, "%s/agentbox/images", xdg);
-	else {
-		const char *home = getenv("HOME");
-		struct passwd *pw = home && home[0] == '/' ? NULL : getpwuid(geteuid());
-		if (pw)
-			home = pw->pw_dir;
-		if (!home || home[0] != '/')
-			return ab_error_plain(err, ENOENT,
-					      "--image: no home directory for the image cache; set "
-					      "XDG_STATE_HOME");
-		snprintf(buf, n, "%s/.local/state/agentbox/images", home);
-	}
+	else if (ab_state_dir("images", buf, n) < 0)
+		return ab_error_plain(err, ENOENT,
+				      "--image: no home directory for the image cache; set "
+				      "XDG_STATE_HOME");
 	if (strpbrk(buf, ":,\\\n"))
 		return ab_error_plain(err, EINVAL,
 				      "--image: the image cache %s has a ':', ',' or '\\' in its "
@@ -77,7 +50,7 @@ static int cache_base(char *buf, size_t n, struct ab_error *err)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(subs); i++) {
 		char p[PATH_MAX + 200];
 		snprintf(p, sizeof(p), "%s%s", buf, subs[i]);
-		int r = mkdir_p(p, i == 0 ? 0700 : 0755);
+		int r = ab_mkdir_p(p, i == 0 ? 0700 : 0755);
 		if (r < 0)
 			return ab_error_set(err, -r, "cannot create the image cache %s", p);
 	}

@@ -47,44 +47,15 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
 	return 0;
 }
 
-/* mkdir -p of an absolute path, each new directory with mode. */
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *s = strchr(buf + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		if (!s)
-			return 0;
-		*s = '/';
-	}
-}
-
 /* $XDG_STATE_HOME/agentbox/layers, ~/.local/state/agentbox/layers, or
  * /var/lib/agentbox/layers for root. */
 static int state_base(char *buf, size_t n, struct ab_error *err)
 {
-	const char *xdg = getenv("XDG_STATE_HOME");
-	if (geteuid() == 0)
-		snprintf(buf, n, "/var/lib/agentbox/layers");
-	else if (xdg && xdg[0] == '/')
-		snprintf(buf, n, "%s/agentbox/layers", xdg);
-	else {
-		const char *home = getenv("HOME");
-		struct passwd *pw = home && home[0] == '/' ? NULL : getpwuid(geteuid());
-		if (pw)
-			home = pw->pw_dir;
-		if (!home || home[0] != '/')
-			return ab_error_plain(err, ENOENT,
-					      "--workspace-mode overlay: no home directory for the "
-					      "layer; name one with --keep-changes DIR");
-		snprintf(buf, n, "%s/.local/state/agentbox/layers", home);
-	}
-	int r = mkdir_p(buf, geteuid() == 0 ? 0711 : 0700);
+	if (ab_state_dir("layers", buf, n) < 0)
+		return ab_error_plain(err, ENOENT,
+				      "--workspace-mode overlay: no home directory for the "
+				      "layer; name one with --keep-changes DIR");
+	int r = ab_mkdir_p(buf, geteuid() == 0 ? 0711 : 0700);
 	if (r < 0)
 		return ab_error_set(err, -r, "cannot create the layer directory %s", buf);
 	return 0;

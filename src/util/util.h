@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define cleanup_free __attribute__((cleanup(ab_cleanup_freep)))
@@ -68,5 +69,14 @@ static inline int ab_read_int(const char *path)
 }
 
 #define AB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* mkdir -p of an absolute path, each new directory with mode: 0 or -errno
+ * (util/paths.c). */
+int ab_mkdir_p(const char *path, mode_t mode);
+
+/* Where agentbox keeps its state NAME (layers, images): /var/lib/agentbox/NAME
+ * for root, else $XDG_STATE_HOME/agentbox/NAME or
+ * ~/.local/state/agentbox/NAME; -ENOENT when there is no home. Not made. */
+int ab_state_dir(const char *name, char *buf, size_t n);
 
 #endif
