@@ -212,8 +212,9 @@ static void pyrepr_float(char *buf, size_t n, double v)
 }
 
 /* "agentbox: cannot run 'NAME': WHY\n", the session's word for a program
- * that could not be executed (the last line of stderr: a sanitizer build
- * may have warned before it), as Python's OSError prints it. */
+ * that could not be executed (in the last line of stderr: a sanitizer build
+ * may have warned before it, on that line too), as Python's OSError prints
+ * it. */
 static char *not_run(const struct ab_result *res)
 {
 	static const char pre[] = "agentbox: cannot run '";
@@ -226,7 +227,14 @@ static char *not_run(const struct ab_result *res)
 		len -= (size_t)(nl + 1 - e);
 		e = nl + 1;
 	}
-	if (len <= sizeof(pre) || memcmp(e, pre, sizeof(pre) - 1))
+	/* within that line: ASan's "cannot open the report file" notice, from
+	 * the sandbox's side where its log path is not, ends with no newline */
+	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
+	if (!at)
+		return NULL;
+	len -= (size_t)(at - e);
+	e = at;
+	if (len <= sizeof(pre))
 		return NULL;
 	char *copy = strndup(e, len);
 	char *name = copy ? copy + sizeof(pre) - 1 : NULL;
