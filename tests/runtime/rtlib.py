@@ -68,8 +68,12 @@ class Runtime:
         return self.p.wait(timeout)
 
     def close(self):
-        if self.p.poll() is None:
-            self.p.kill()
+        if self.p.poll() is None:  # SIGTERM: it removes its sandbox's cgroups
+            self.p.terminate()
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
         self.p.wait(30)
         self.reader.join(10)
         self.p.stderr.close()
