@@ -60,6 +60,9 @@ int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err)
 	/* cgroup.events says "frozen 1" once every task is stopped */
 	if (wait_for(dir, "cgroup.events", freeze ? "frozen 1" : "frozen 0"))
 		return 0;
-	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 5 s", dir,
-			      freeze ? "freeze" : "thaw");
+	if (freeze) /* never a half-paused sandbox, as with v1 */
+		ab_cgfs_write(dir, "cgroup.freeze", "0");
+	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 5 s%s",
+			      dir, freeze ? "freeze" : "thaw",
+			      freeze ? "; it was thawed again" : "");
 }
