@@ -75,9 +75,11 @@ const char *ab_cgroup_v2_dir(const struct ab_cgroup *cg);
 
 /* Freeze (or thaw) every process of the sandbox with the v1 freezer
  * hierarchy's group (v1 and hybrid hosts, where it has one) or the cgroup
- * v2 freezer, and wait (1 s at most) until the kernel says it is done;
- * -ENOTSUP (with err saying how to get one) where the sandbox has
- * neither. */
+ * v2 freezer, and wait (AB_FREEZE_WAIT_MS at most: a loaded machine
+ * freezes slowly; whoever waits for a pause's answer waits longer) until
+ * the kernel says it is done; -ENOTSUP (with err saying how to get one)
+ * where the sandbox has neither. */
+#define AB_FREEZE_WAIT_MS 5000
 int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err);
 
 /* A cgroup fd to create the sandbox's init in directly

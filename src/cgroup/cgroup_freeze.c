@@ -11,18 +11,27 @@
 #include "cgroup/cgroupfs.h"
 #include "util/error.h"
 
-/* Wait (5 s at most: a loaded machine freezes slowly) until dir/file reads
- * want; false if it never did. */
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Wait (AB_FREEZE_WAIT_MS at most, by the clock) until dir/file reads want;
+ * false if it never did. */
 static bool wait_for(const char *dir, const char *file, const char *want)
 {
-	for (int i = 0; i < 1000; i++) {
+	long long end = now_ms() + AB_FREEZE_WAIT_MS;
+	for (;;) {
 		char buf[256] = {0};
 		if (ab_cgfs_read(dir, file, buf, sizeof(buf)) == 0 && strstr(buf, want))
 			return true;
+		if (now_ms() >= end)
+			return false;
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	return false;
 }
 
 /* The v1 freezer: FREEZING until every task is in the refrigerator, then
@@ -38,8 +47,9 @@ static int freeze_v1(const char *dir, bool freeze, struct ab_error *err)
 	if (freeze)
 		ab_cgfs_write(dir, "freezer.state", "THAWED");
 	return ab_error_plain(err, ETIMEDOUT,
-			      "the sandbox's freezer cgroup %s did not %s within 5 s%s", dir,
-			      freeze ? "freeze" : "thaw", freeze ? "; it was thawed again" : "");
+			      "the sandbox's freezer cgroup %s did not %s within %d s%s", dir,
+			      freeze ? "freeze" : "thaw", AB_FREEZE_WAIT_MS / 1000,
+			      freeze ? "; it was thawed again" : "");
 }
 
 int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err)
@@ -62,7 +72,7 @@ int ab_cgroup_freeze(struct ab_cgroup *cg, bool freeze, struct ab_error *err)
 		return 0;
 	if (freeze) /* never a half-paused sandbox, as with v1 */
 		ab_cgfs_write(dir, "cgroup.freeze", "0");
-	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within 5 s%s",
-			      dir, freeze ? "freeze" : "thaw",
+	return ab_error_plain(err, ETIMEDOUT, "the sandbox's cgroup %s did not %s within %d s%s",
+			      dir, freeze ? "freeze" : "thaw", AB_FREEZE_WAIT_MS / 1000,
 			      freeze ? "; it was thawed again" : "");
 }

@@ -11,13 +11,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "detach/detach.h"
 #include "util/error.h"
 #include "util/util.h"
 
-/* A control request's reply is this long at most, and this quick. */
+/* A control request's reply is this long at most, and this quick: a pause
+ * may take the freezer's whole wait before its answer, so more than that. */
 #define CTL_REPLY_MAX  4096
-#define CTL_TIMEOUT_MS 2000
+#define CTL_TIMEOUT_MS (AB_FREEZE_WAIT_MS + 5000)
 
 /* base: a directory (NULL: none) in which to make the sandboxes' own. */
 static int root_of(char *root, size_t size, struct ab_error *err)
