@@ -51,8 +51,7 @@ void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
 	rt_start_op(rt, r);
 }
 
-/* A download's chunk appended; the next one started until its end. */
-static void download_chunk(struct req *r, json_object *reply)
+void rt_download_chunk(struct req *r, json_object *reply)
 {
 	const char *b64 = json_object_get_string(json_object_object_get(reply, "data"));
 	int64_t size = json_object_get_int64(json_object_object_get(reply, "size"));
@@ -82,7 +81,8 @@ static void download_chunk(struct req *r, json_object *reply)
 	}
 	r->status = MHD_HTTP_OK;
 	r->step = S_DONE;
-	r->disposition = rt_disposition(r->name);
+	if (r->route != R_V1_FILE)
+		r->disposition = rt_disposition(r->name);
 }
 
 /* The file operation's reply into the route's answer. */
@@ -130,7 +130,7 @@ void rt_op_done(struct req *r, const struct ab_result *res)
 			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, m);
 		}
 	} else if (ok) {
-		download_chunk(r, reply);
+		rt_download_chunk(r, reply);
 	} else if (code && !strcmp(code, "too_large")) {
 		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE,
 			      "File too large to download (at most 32 MiB)");

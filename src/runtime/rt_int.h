@@ -7,6 +7,7 @@
 #include "runtime/rt_mhd.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "agentbox/agentbox.h"
 #include "files/fileop.h"
@@ -24,8 +25,18 @@
 #define GUARD_SCRIPT                                                                               \
 	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$1\" || exit 1"
 
-enum route { R_HEALTH, R_EXECUTE, R_UPLOAD, R_DOWNLOAD, R_LIST, R_EXISTS };
-enum step { S_NONE, S_GUARD, S_OP, S_DONE };
+enum route {
+	R_HEALTH,
+	R_EXECUTE,
+	R_UPLOAD,
+	R_DOWNLOAD,
+	R_LIST,
+	R_EXISTS,
+	R_V1_FILE, /* sandboxd's REST API (rt_v1.c) from here on */
+	R_V1_HEALTH,
+	R_V1_META,
+};
+enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
 struct req {
 	struct req *wnext; /* waiting for a free slot (waiting) */
@@ -53,6 +64,15 @@ struct req {
 	char *disposition;
 	char *data; /* a download's bytes */
 	size_t data_len;
+	/* sandboxd's routes (rt_v1.c) */
+	bool head, put, del, multipart, is_dir;
+	const char *mode_arg, *recursive_arg; /* the query's, owned by the connection */
+	unsigned mode;			      /* a PUT's */
+	int recursive;			      /* a DELETE's */
+	unsigned long long size;	      /* a file's, for HEAD */
+	char target[4200];		      /* a PUT's file; view is its temp file */
+	char *after;			      /* a failed PUT's answer, once cleaned up */
+	unsigned after_status;
 };
 
 struct rt {
@@ -65,6 +85,7 @@ struct rt {
 	size_t in_flight;
 	unsigned long long next_tag;
 	bool gone; /* the sandbox died */
+	time_t started;
 	char gone_why[256];
 };
 
@@ -76,10 +97,28 @@ void rt_answer_msg(struct req *r, unsigned status, const char *msg);
  * operation of r's route; false when r was answered instead. */
 bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout);
 bool rt_start_op(struct rt *rt, struct req *r);
+/* Start the session request line (taken) for r; false when r was answered
+ * instead. */
+bool rt_start_json(struct rt *rt, struct req *r, json_object *line);
+/* size bytes more of r's body; -ENOMEM */
+int rt_body_append(struct req *r, const char *data, size_t size);
 
 /* rt_files.c: the path guard's result (realpath inside the sandbox) and a
  * file operation's, into r's next step or its answer. */
 void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res);
 void rt_op_done(struct req *r, const struct ab_result *res);
+/* A download's chunk appended to r's bytes; the next one started until its
+ * end. */
+void rt_download_chunk(struct req *r, json_object *reply);
+
+/* rt_v1.c: sandboxd's REST API. rt_v1_route takes a URL under /v1/
+ * (true), setting r's route, its rest (the path of /v1/files/) or its
+ * answer (404, 405); rt_v1_dispatch starts a request whose body is in,
+ * rt_v1_event goes on with the session's answer. */
+bool rt_v1_route(const char *url, const char *method, struct req *r, const char **rest);
+void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest);
+void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
+/* sandboxd's error body: {"code","message"} and a newline. */
+char *rt_v1_error(unsigned status, const char *msg);
 
 #endif

@@ -16,6 +16,7 @@
 	X(MHD_add_response_header)                                                                 \
 	X(MHD_create_post_processor)                                                               \
 	X(MHD_create_response_from_buffer)                                                         \
+	X(MHD_create_response_from_callback)                                                       \
 	X(MHD_destroy_post_processor)                                                              \
 	X(MHD_destroy_response)                                                                    \
 	X(MHD_get_daemon_info)                                                                     \
@@ -41,22 +42,23 @@ extern struct rt_mhd rt_mhd;
 bool rt_mhd_load(char *why, size_t len);
 
 #ifndef RT_MHD_LOADER
-#define MHD_add_response_header		(*rt_mhd.MHD_add_response_header)
-#define MHD_create_post_processor	(*rt_mhd.MHD_create_post_processor)
-#define MHD_create_response_from_buffer (*rt_mhd.MHD_create_response_from_buffer)
-#define MHD_destroy_post_processor	(*rt_mhd.MHD_destroy_post_processor)
-#define MHD_destroy_response		(*rt_mhd.MHD_destroy_response)
-#define MHD_get_daemon_info		(*rt_mhd.MHD_get_daemon_info)
-#define MHD_get_timeout			(*rt_mhd.MHD_get_timeout)
-#define MHD_lookup_connection_value	(*rt_mhd.MHD_lookup_connection_value)
-#define MHD_post_process		(*rt_mhd.MHD_post_process)
-#define MHD_queue_response		(*rt_mhd.MHD_queue_response)
-#define MHD_quiesce_daemon		(*rt_mhd.MHD_quiesce_daemon)
-#define MHD_resume_connection		(*rt_mhd.MHD_resume_connection)
-#define MHD_run				(*rt_mhd.MHD_run)
-#define MHD_start_daemon		(*rt_mhd.MHD_start_daemon)
-#define MHD_stop_daemon			(*rt_mhd.MHD_stop_daemon)
-#define MHD_suspend_connection		(*rt_mhd.MHD_suspend_connection)
+#define MHD_add_response_header		  (*rt_mhd.MHD_add_response_header)
+#define MHD_create_post_processor	  (*rt_mhd.MHD_create_post_processor)
+#define MHD_create_response_from_buffer	  (*rt_mhd.MHD_create_response_from_buffer)
+#define MHD_create_response_from_callback (*rt_mhd.MHD_create_response_from_callback)
+#define MHD_destroy_post_processor	  (*rt_mhd.MHD_destroy_post_processor)
+#define MHD_destroy_response		  (*rt_mhd.MHD_destroy_response)
+#define MHD_get_daemon_info		  (*rt_mhd.MHD_get_daemon_info)
+#define MHD_get_timeout			  (*rt_mhd.MHD_get_timeout)
+#define MHD_lookup_connection_value	  (*rt_mhd.MHD_lookup_connection_value)
+#define MHD_post_process		  (*rt_mhd.MHD_post_process)
+#define MHD_queue_response		  (*rt_mhd.MHD_queue_response)
+#define MHD_quiesce_daemon		  (*rt_mhd.MHD_quiesce_daemon)
+#define MHD_resume_connection		  (*rt_mhd.MHD_resume_connection)
+#define MHD_run				  (*rt_mhd.MHD_run)
+#define MHD_start_daemon		  (*rt_mhd.MHD_start_daemon)
+#define MHD_stop_daemon			  (*rt_mhd.MHD_stop_daemon)
+#define MHD_suspend_connection		  (*rt_mhd.MHD_suspend_connection)
 #endif
 
 #endif

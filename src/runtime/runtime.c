@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,13 +52,24 @@ void rt_answer(struct req *r, unsigned status, char *body)
 
 void rt_answer_msg(struct req *r, unsigned status, const char *msg)
 {
-	rt_answer(r, status, rt_message(msg));
+	rt_answer(r, status, r->route >= R_V1_FILE ? rt_v1_error(status, msg) : rt_message(msg));
+}
+
+/* never called: a HEAD's body is not sent */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 {
 	struct MHD_Response *resp;
-	if (r->data) {
+	if (r->route == R_V1_FILE && r->head && !r->is_dir && r->status == MHD_HTTP_OK) {
+		/* the length GET would send */
+		resp = MHD_create_response_from_callback(r->size, 4096, no_body, NULL, NULL);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", r->ctype);
+	} else if (r->data) {
 		resp = MHD_create_response_from_buffer(r->data_len, r->data, MHD_RESPMEM_MUST_FREE);
 		r->data = NULL;
 		if (resp) {
@@ -69,13 +81,17 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 	} else {
 		const char *b = r->answer ? r->answer : "{\"message\":\"Internal error\"}";
 		resp = MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
-		if (resp)
+		if (resp && r->status != MHD_HTTP_NO_CONTENT)
 			MHD_add_response_header(resp, "Content-Type", r->ctype);
 	}
 	if (!resp)
 		return MHD_NO;
 	if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, "Allow", r->route == R_HEALTH ? "GET" : "POST");
+		MHD_add_response_header(resp, "Allow",
+					r->route == R_V1_FILE	? "GET, HEAD, PUT, DELETE"
+					: r->route >= R_V1_FILE ? "GET, HEAD"
+					: r->route == R_HEALTH	? "GET"
+								: "POST");
 	enum MHD_Result ret = MHD_queue_response(c, r->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -108,12 +124,13 @@ static void req_free(struct req *r)
 	free(r->answer);
 	free(r->disposition);
 	free(r->data);
+	free(r->after);
 	free(r);
 }
 
 /* Start the session request line (JSON) for r; suspended until its event.
  * False (r answered) when it could not start. */
-static bool start(struct rt *rt, struct req *r, json_object *line)
+bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
 {
 	ab_request_clear(&r->q);
 	size_t len;
@@ -171,18 +188,20 @@ bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_tim
 	json_object_object_add(o, "argv", a);
 	if (set_timeout)
 		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
-	return start(rt, r, o);
+	return rt_start_json(rt, r, o);
 }
 
 /* The file operation a route does once its path is known to be inside. */
 bool rt_start_op(struct rt *rt, struct req *r)
 {
-	const char *op = r->route == R_UPLOAD ? "upload" : r->route == R_LIST ? "ls" : "download";
+	const char *op = r->route == R_UPLOAD || r->put ? "upload"
+			 : r->route == R_LIST		? "ls"
+							: "download";
 	json_object *o = request_line(op, rt->next_tag + 1);
 	json_object_object_add(o, "path", json_object_new_string(r->view));
 	if (r->route != R_LIST) /* in chunks: a file over one line's bound */
 		json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
-	if (r->route == R_UPLOAD) {
+	if (r->route == R_UPLOAD || r->put) {
 		size_t n = r->len - r->off < CHUNK ? r->len - r->off : CHUNK;
 		r->chunk = n;
 		char *b64 = base64_encode(r->body ? r->body + r->off : "", n);
@@ -196,7 +215,7 @@ bool rt_start_op(struct rt *rt, struct req *r)
 		free(b64);
 	}
 	r->step = S_OP;
-	return start(rt, r, o);
+	return rt_start_json(rt, r, o);
 }
 
 static void on_event(const struct ab_event *ev, void *arg)
@@ -212,7 +231,9 @@ static void on_event(const struct ab_event *ev, void *arg)
 		req_free(r);
 		return;
 	}
-	if (ev->error) {
+	if (r->route >= R_V1_FILE && !ev->error) {
+		rt_v1_event(rt, r, ev->result);
+	} else if (ev->error) {
 		if (r->route == R_EXECUTE)
 			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(ev->error->msg));
 		else
@@ -337,6 +358,10 @@ static void execute(struct rt *rt, struct req *r)
 /* What a request asks, once its body is in. */
 static void dispatch(struct rt *rt, struct req *r, const char *rest)
 {
+	if (r->route >= R_V1_FILE) {
+		rt_v1_dispatch(rt, r, rest);
+		return;
+	}
 	if (r->too_large) {
 		char m[128];
 		snprintf(m, sizeof(m), "Request body too large (at most %u bytes)",
@@ -394,7 +419,7 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 
 /* size bytes more of the body, its buffer grown by halves (not a copy of
  * the whole for each piece the daemon hands over) */
-static int body_append(struct req *r, const char *data, size_t size)
+int rt_body_append(struct req *r, const char *data, size_t size)
 {
 	if (r->len + size + 1 > r->cap) {
 		size_t cap = r->cap ? r->cap + r->cap / 2 : 65536;
@@ -417,13 +442,15 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
 				   size_t size)
 {
 	struct req *r = cls;
-	if (!key || strcmp(key, "file") || !filename)
+	if (!key || strcmp(key, "file") || (!filename && r->route != R_V1_FILE))
 		return MHD_YES;
 	if (off == 0 && r->parts++) /* a second "file" part: the first is taken */
 		return MHD_YES;
 	if (r->parts > 1)
 		return MHD_YES;
-	if (!r->have_file) {
+	if (!r->have_file && r->route == R_V1_FILE) {
+		r->have_file = true;
+	} else if (!r->have_file) {
 		free(r->name);
 		r->name = strdup(filename);
 		r->have_file = r->name != NULL;
@@ -432,7 +459,7 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
 		r->too_large = true;
 		return MHD_YES;
 	}
-	if (body_append(r, data, size) < 0)
+	if (rt_body_append(r, data, size) < 0)
 		r->too_large = true;
 	return MHD_YES;
 }
@@ -440,6 +467,8 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
 static bool route_of(const char *url, const char *method, struct req *r, const char **rest,
 		     unsigned *bad)
 {
+	if (rt_v1_route(url, method, r, rest))
+		return true;
 	static const struct {
 		const char *prefix;
 		bool exact, post;
@@ -489,7 +518,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			bool file = !strcmp(method, "GET") &&
 				    (!strncmp(url, "/download/", 10) ||
 				     !strncmp(url, "/list/", 6) || !strncmp(url, "/exists/", 8));
-			if (file) /* main.py: realpath's ValueError */
+			if (!strncmp(url, "/v1/", 4)) {
+				r->route = R_V1_FILE;
+				rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "the path holds a NUL byte");
+			} else if (file) /* main.py: realpath's ValueError */
 				rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
 			else
 				rt_answer(r, MHD_HTTP_NOT_FOUND, rt_detail("Not Found"));
@@ -504,11 +536,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		free(dec);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		unsigned long long limit =
-			r->route == R_UPLOAD ? UPLOAD_MAX + 65536 : EXEC_BODY_MAX;
+			r->route == R_UPLOAD || r->put ? UPLOAD_MAX + 65536 : EXEC_BODY_MAX;
+		const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+		r->multipart = r->put && ct && !strncasecmp(ct, "multipart/form-data", 19);
+		r->mode_arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
+		r->recursive_arg =
+			MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "recursive");
 		unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
 		r->too_large = r->step != S_DONE && n > limit;
 		r->announced = cl != NULL;
-		if (r->step != S_DONE && r->route == R_UPLOAD && !r->too_large)
+		if (r->step != S_DONE && (r->route == R_UPLOAD || r->multipart) && !r->too_large)
 			r->pp = MHD_create_post_processor(c, 65536, upload_part, r);
 		/* a body up to twice the bound is read (and dropped) before the 413,
 		 * which a client that sends it all first then reads; past that it
@@ -524,13 +561,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			*data_size = 0; /* read and dropped: the answer is known */
 			return MHD_YES;
 		}
-		if (r->route == R_UPLOAD) {
+		if (r->route == R_UPLOAD || r->multipart) {
 			if (!r->pp || MHD_post_process(r->pp, data, *data_size) != MHD_YES)
 				r->have_file = false;
-		} else if (r->len + *data_size > EXEC_BODY_MAX) {
+		} else if (r->len + *data_size > (r->put ? UPLOAD_MAX : EXEC_BODY_MAX)) {
 			r->too_large = true;
 		} else {
-			if (body_append(r, data, *data_size) < 0)
+			if (rt_body_append(r, data, *data_size) < 0)
 				return MHD_NO;
 		}
 		*data_size = 0;
@@ -539,7 +576,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		 * (chunked) is cut off here: the connection closes */
 		return r->too_large && !r->announced ? MHD_NO : MHD_YES;
 	}
-	if (r->step == S_NONE) {
+	if (r->step == S_NONE && r->route >= R_V1_FILE) {
+		dispatch(rt, r, r->name ? r->name : ""); /* name stays: a listing's path */
+		if (r->step != S_DONE) {
+			MHD_suspend_connection(c);
+			return MHD_YES;
+		}
+	} else if (r->step == S_NONE) {
 		char *rest = r->route == R_UPLOAD ? NULL : r->name;
 		if (rest)
 			r->name = NULL;
@@ -671,7 +714,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		      stderr);
 		return AB_EXIT_FAILURE;
 	}
-	struct rt rt = {.cfg = cfg, .o = o};
+	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = ab_ending_signals_fd();
 	struct ab_error err = {0};

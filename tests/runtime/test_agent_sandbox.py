@@ -1,7 +1,9 @@
 """agent-sandbox's own clients against agentbox runtime: its tester.py
 (examples/python-runtime-sandbox) and its Python SDK's direct connection
 (clients/python/agentic-sandbox-client: test_client.py's command and file
-checks, commands.run, files.write/read/exists/list), taken at test time from
+checks, commands.run, files.write/read/exists/list; and its sandboxd
+files API over its pod tunnel, with a stand-in kubectl that forwards the
+ports as `kubectl port-forward` does), taken at test time from
 a git snapshot of kubernetes-sigs/agent-sandbox pinned at PINNED, never
 copied into this repository. Stand-ins only for the kubernetes and
 prometheus_client modules the SDK imports, when they are not installed.
@@ -52,6 +54,45 @@ STANDINS = {
         "REGISTRY = None\n"
         "def generate_latest(registry=None): return b''\n"),
 }
+
+
+# `kubectl port-forward pod/P L1:8080 L2:9090 -n NS` for the SDK's sandboxd
+# tunnel: L1 forwarded to the test's agentbox runtime; L2 (gRPC, which
+# agentbox runtime does not serve yet) accepts and closes
+KUBECTL = """#!/usr/bin/env python3
+import os, socket, sys, threading
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+def serve(port, target):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(16)
+    while True:
+        c, _ = ls.accept()
+        if target is None:
+            c.close()
+            continue
+        u = socket.create_connection(("127.0.0.1", target))
+        threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+        threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+rest, grpc = (int(a.split(":")[0]) for a in sys.argv[3:5])
+threading.Thread(target=serve, args=(grpc, None), daemon=True).start()
+serve(rest, int(os.environ["AGENTBOX_TEST_REST_PORT"]))
+"""
 
 
 def snapshot():
@@ -151,6 +192,44 @@ class AgentSandboxClients(unittest.TestCase):
                              [("notes.txt", 11, "file")])
             with open(os.path.join(self.rt.ws, "dir", "notes.txt")) as f:
                 self.assertEqual(f.read(), "some notes\n")
+        finally:
+            sb.connector.close()
+
+    def test_sdk_sandboxd_files(self):
+        """The SDK's Filesystem in its sandboxd mode (PUT, GET, HEAD, GET of
+        a directory, DELETE under /v1/files) through its own pod tunnel."""
+        from k8s_agent_sandbox.models import SandboxdPodTunnelConnectionConfig
+        from k8s_agent_sandbox.sandbox import Sandbox
+
+        class K8sStandIn:
+            def get_sandbox(self, *a, **k):
+                return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        with open(os.path.join(bindir, "kubectl"), "w") as fh:
+            fh.write(KUBECTL)
+        os.chmod(os.path.join(bindir, "kubectl"), 0o755)
+        saved = dict(os.environ)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+        os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
+        os.environ["AGENTBOX_TEST_REST_PORT"] = str(self.rt.port)
+        sb = Sandbox(claim_name="agentbox", sandbox_id="agentbox",
+                     connection_config=SandboxdPodTunnelConnectionConfig(),
+                     k8s_helper=K8sStandIn())
+        try:
+            self.assertTrue(sb.connector.is_sandboxd())
+            sb.files.write("v1/notes.txt", "sandboxd notes\n")
+            self.assertEqual(sb.files.read("v1/notes.txt"), b"sandboxd notes\n")
+            self.assertTrue(sb.files.exists("v1/notes.txt"))
+            self.assertFalse(sb.files.exists("v1/missing.txt"))
+            entries = sb.files.list("v1")
+            self.assertEqual([(e.name, e.size, e.type) for e in entries],
+                             [("notes.txt", 15, "file")])
+            with open(os.path.join(self.rt.ws, "v1", "notes.txt")) as fh:
+                self.assertEqual(fh.read(), "sandboxd notes\n")
+            sb.files.delete("v1", recursive=True)
+            self.assertFalse(os.path.exists(os.path.join(self.rt.ws, "v1")))
         finally:
             sb.connector.close()
 

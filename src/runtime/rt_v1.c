@@ -1,0 +1,451 @@
+/* agentbox runtime's sandboxd REST API (agent-sandbox's KEP-539.2,
+ * packages/sandboxd/spec/filesystem/v1/filesystem.yaml): /v1/files/{path}
+ * (GET a file's bytes or a directory's listing, HEAD, PUT with a temp file
+ * and a rename, DELETE), /v1/health and /v1/metadata, beside the legacy
+ * routes on the same listener. As sandboxd resolves them, a path is taken
+ * below /workspace (an absolute one under it as it is, any other rerooted),
+ * then its symlinks are resolved inside the sandbox (realpath): what lands
+ * outside /workspace is 403. Every operation runs in the sandbox, whose
+ * view is the guard. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/rt_int.h"
+#include "runtime/rt_reply.h"
+
+extern char **environ;
+
+/* realpath -m inside; exit 0 a file (then its size on a line of its own),
+ * 4 a directory, 1 nothing there */
+#define V1_GUARD                                                                                   \
+	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$p\" || exit 1; "       \
+	"test -d \"$p\" && exit 4; printf '\\n%s' \"$(stat -Lc %s -- \"$p\")\""
+/* a PUT's temp file into place with its mode, or removed */
+#define V1_PLACE "chmod \"$1\" -- \"$2\" && mv -fT -- \"$2\" \"$3\" || { rm -f -- \"$2\"; exit 1; }"
+/* DELETE of /workspace itself, recursive: what is in it */
+#define V1_CLEAR                                                                                   \
+	"cd /workspace && for f in * .[!.]* ..?*; do { test -e \"$f\" || test -L \"$f\"; } || "    \
+	"continue; rm -rf -- \"$f\" || exit 1; done"
+
+static const char *code_of(unsigned status)
+{
+	switch (status) {
+	case MHD_HTTP_BAD_REQUEST:
+		return "INVALID_ARGUMENT";
+	case MHD_HTTP_FORBIDDEN:
+		return "PERMISSION_DENIED";
+	case MHD_HTTP_NOT_FOUND:
+		return "NOT_FOUND";
+	case MHD_HTTP_CONFLICT:
+		return "CONFLICT";
+	case MHD_HTTP_CONTENT_TOO_LARGE:
+		return "RESOURCE_EXHAUSTED";
+	case MHD_HTTP_SERVICE_UNAVAILABLE:
+		return "UNAVAILABLE";
+	default:
+		return "INTERNAL";
+	}
+}
+
+/* Go's json.Encoder: compact, a newline after */
+static char *encode(json_object *o)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+		s = NULL;
+	json_object_put(o);
+	return s;
+}
+
+char *rt_v1_error(unsigned status, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "code", json_object_new_string(code_of(status)));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return encode(o);
+}
+
+static void answer_text(struct req *r, unsigned status, const char *text)
+{
+	rt_answer(r, status, strdup(text));
+	r->ctype = "text/plain; charset=utf-8";
+}
+
+/* ---- routes ---- */
+
+bool rt_v1_route(const char *url, const char *method, struct req *r, const char **rest)
+{
+	if (strncmp(url, "/v1/", 4))
+		return false;
+	*rest = "";
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	r->head = !strcmp(method, "HEAD");
+	if (!strncmp(url, "/v1/files/", 10)) {
+		r->route = R_V1_FILE;
+		*rest = url + 10;
+		r->put = !strcmp(method, "PUT");
+		r->del = !strcmp(method, "DELETE");
+		if (!get && !r->put && !r->del)
+			answer_text(r, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed\n");
+	} else if (!strcmp(url, "/v1/health") || !strcmp(url, "/v1/metadata")) {
+		r->route = url[4] == 'h' ? R_V1_HEALTH : R_V1_META;
+		*rest = "";
+		if (!get)
+			answer_text(r, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed\n");
+	} else {
+		r->route = R_V1_HEALTH;
+		answer_text(r, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+	}
+	return true;
+}
+
+/* sandboxd's SanitizePath, its lexical half: p under /workspace kept as
+ * it is, any other joined to it, cleaned ("." and ".." resolved, ".." at
+ * "/" staying there); false when the result leaves /workspace. */
+static bool v1_lexical(const char *p, char *out, size_t size)
+{
+	char buf[8300];
+	size_t b = strlen(BASE);
+	if (!strncmp(p, BASE, b) && (p[b] == 0 || p[b] == '/'))
+		p += b;
+	if (snprintf(buf, sizeof(buf), "%s/%s", BASE, p) >= (int)sizeof(buf))
+		return false;
+	size_t n = 0;
+	out[0] = 0;
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			char *slash = strrchr(out, '/');
+			n = slash ? (size_t)(slash - out) : 0;
+			out[n] = 0;
+			continue;
+		}
+		size_t l = strlen(c);
+		if (n + 1 + l + 1 > size)
+			return false;
+		out[n++] = '/';
+		memcpy(out + n, c, l + 1);
+		n += l;
+	}
+	if (!n)
+		snprintf(out, size, "/");
+	return !strncmp(out, BASE, b) && (out[b] == 0 || out[b] == '/');
+}
+
+static bool mode_of(const char *s, unsigned *mode)
+{
+	if (!s || !*s) {
+		*mode = 0644;
+		return true;
+	}
+	if (strlen(s) != 4 || s[0] != '0')
+		return false;
+	for (int i = 1; i < 4; i++)
+		if (s[i] < '0' || s[i] > '7')
+			return false;
+	*mode = (unsigned)strtoul(s, NULL, 8);
+	return true;
+}
+
+/* strconv.ParseBool */
+static int bool_of(const char *s)
+{
+	static const char *yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+	static const char *no[] = {"0", "f", "F", "FALSE", "false", "False"};
+	if (!s || !*s)
+		return 0;
+	for (size_t i = 0; i < 6; i++) {
+		if (!strcmp(s, yes[i]))
+			return 1;
+		if (!strcmp(s, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
+static void health(struct rt *rt, struct req *r)
+{
+	if (rt->gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+		return;
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "status", json_object_new_string("ok"));
+	json_object_object_add(o, "uptime_seconds",
+			       json_object_new_int64((int64_t)(time(NULL) - rt->started)));
+	rt_answer(r, MHD_HTTP_OK, encode(o));
+}
+
+/* the runtime's own environment variables of the prefix SANDBOX_, as
+ * sandboxd serves what the orchestrator injected */
+static void metadata(struct req *r)
+{
+	json_object *env = json_object_new_object();
+	for (char **e = environ; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || strncmp(*e, "SANDBOX_", 8))
+			continue;
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *e), *e);
+		json_object_object_add(env, key, json_object_new_string(eq + 1));
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "env", env);
+	rt_answer(r, MHD_HTTP_OK, encode(o));
+}
+
+void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
+{
+	if (r->too_large) {
+		char m[128];
+		snprintf(m, sizeof(m), "request body too large (at most %u bytes)", UPLOAD_MAX);
+		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE, m);
+		return;
+	}
+	if (r->route == R_V1_HEALTH) {
+		health(rt, r);
+		return;
+	}
+	if (r->route == R_V1_META) {
+		metadata(r);
+		return;
+	}
+	if (r->put && !mode_of(r->mode_arg, &r->mode)) {
+		char m[200];
+		snprintf(m, sizeof(m), "mode \"%.100s\" must match ^0[0-7]{3}$", r->mode_arg);
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, m);
+		return;
+	}
+	if (r->del && (r->recursive = bool_of(r->recursive_arg)) < 0) {
+		char m[200];
+		snprintf(m, sizeof(m), "recursive \"%.100s\" must be a boolean", r->recursive_arg);
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, m);
+		return;
+	}
+	if (r->put && r->multipart && !r->have_file) {
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST,
+			      "multipart body is missing the required \"file\" part");
+		return;
+	}
+	if (rt->gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+		return;
+	}
+	if (!v1_lexical(rest, r->view, sizeof(r->view))) {
+		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
+			      "path traversal outside sandbox root is forbidden");
+		return;
+	}
+	char *argv[] = {"sh", "-c", V1_GUARD, "sh", r->view, NULL};
+	r->step = S_GUARD;
+	rt_start_exec(rt, r, argv, false);
+}
+
+/* ---- the session's answers ---- */
+
+static void start_op(struct rt *rt, struct req *r, const char *op)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
+	json_object_object_add(o, "path", json_object_new_string(r->view));
+	if (r->del)
+		json_object_object_add(o, "recursive", json_object_new_boolean(r->recursive));
+	r->step = S_OP;
+	rt_start_json(rt, r, o);
+}
+
+/* The guard's verdict: where the path resolves, and what is there. */
+static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
+{
+	char *p = res->out.data ? res->out.data : "";
+	size_t n = res->out.len, b = strlen(BASE);
+	int st = res->exit_code;
+	if ((st != 0 && st != 1 && st != 4) || res->out.truncated || !n) {
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "the path could not be resolved");
+		return;
+	}
+	p[n] = 0;
+	if (st == 0) { /* the size on the last line */
+		char *nl = strrchr(p, '\n');
+		if (!nl) {
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      "the path could not be resolved");
+			return;
+		}
+		*nl = 0;
+		r->size = strtoull(nl + 1, NULL, 10);
+	}
+	if (strncmp(p, BASE, b) || (p[b] && p[b] != '/')) {
+		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
+			      "path traversal outside sandbox root is forbidden");
+		return;
+	}
+	snprintf(r->view, sizeof(r->view), "%s", p);
+	r->is_dir = st == 4;
+	bool root = !strcmp(r->view, BASE);
+	if (r->put) {
+		if (r->is_dir) {
+			rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "target path is a directory");
+			return;
+		}
+		/* the bytes into a temp file beside it, then renamed */
+		snprintf(r->target, sizeof(r->target), "%s", r->view);
+		char *slash = strrchr(r->view, '/');
+		snprintf(slash + 1, sizeof(r->view) - (size_t)(slash + 1 - r->view),
+			 ".agentbox-put-%llu", r->tag);
+		r->off = 0;
+		rt_start_op(rt, r);
+		return;
+	}
+	if (st == 1) {
+		rt_answer_msg(r, MHD_HTTP_NOT_FOUND, "path does not exist within the sandbox");
+		return;
+	}
+	if (r->del && root) {
+		if (!r->recursive) {
+			rt_answer_msg(
+				r, MHD_HTTP_CONFLICT,
+				"cannot delete the sandbox root; pass recursive=true to clear "
+				"its contents");
+			return;
+		}
+		char *argv[] = {"sh", "-c", V1_CLEAR, NULL};
+		r->step = S_FINISH;
+		rt_start_exec(rt, r, argv, false);
+		return;
+	}
+	if (r->del) {
+		start_op(rt, r, "delete");
+		return;
+	}
+	if (r->head) { /* what GET would answer, without the body */
+		rt_answer(r, MHD_HTTP_OK, strdup(""));
+		r->ctype = r->is_dir ? "application/json" : "application/octet-stream";
+		return;
+	}
+	if (r->is_dir) {
+		start_op(rt, r, "ls");
+		return;
+	}
+	r->off = 0;
+	rt_start_op(rt, r);
+}
+
+/* An "ls" result into sandboxd's DirectoryListing. */
+static char *listing(struct req *r, json_object *reply)
+{
+	json_object *entries = json_object_new_array();
+	json_object *in = json_object_object_get(reply, "entries");
+	for (size_t i = 0; i < json_object_array_length(in); i++) {
+		json_object *e = json_object_array_get_idx(in, i), *o = json_object_new_object();
+		const char *path = json_object_get_string(json_object_object_get(e, "path"));
+		const char *slash = path ? strrchr(path, '/') : NULL;
+		json_object_object_add(o, "name", json_object_new_string(slash ? slash + 1 : ""));
+		json_object_object_add(o, "size",
+				       json_object_new_int64(json_object_get_int64(
+					       json_object_object_get(e, "size"))));
+		json_object_object_add(
+			o, "type",
+			json_object_new_string(
+				json_object_get_boolean(json_object_object_get(e, "is_dir"))
+					? "directory"
+					: "file"));
+		/* RFC 3339 in seconds, as Go's time.RFC3339 writes UTC */
+		const char *m = json_object_get_string(json_object_object_get(e, "modified_at"));
+		char when[32];
+		snprintf(when, sizeof(when), "%.19sZ", m ? m : "1970-01-01T00:00:00");
+		json_object_object_add(o, "modified_at", json_object_new_string(when));
+		json_object_array_add(entries, o);
+	}
+	json_object *o = json_object_new_object();
+	char path[4300];
+	snprintf(path, sizeof(path), "%s%s", r->name && r->name[0] == '/' ? "" : "/",
+		 r->name ? r->name : "");
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "entries", entries);
+	return encode(o);
+}
+
+/* A file operation's reply: its code, into the route's next step or answer. */
+static void op_done(struct rt *rt, struct req *r, const struct ab_result *res)
+{
+	struct ab_error e = {0};
+	json_object *reply = NULL;
+	if (!res->timed_out && res->exit_code == 0 && !res->out.truncated)
+		reply = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
+				     res->out.len, &e);
+	const char *type = json_object_get_string(json_object_object_get(reply, "type"));
+	const char *code = json_object_get_string(json_object_object_get(reply, "code"));
+	const char *msg = json_object_get_string(json_object_object_get(reply, "message"));
+	bool ok = type && !strcmp(type, "result");
+	char text[600];
+	snprintf(text, sizeof(text), "%.500s",
+		 msg		  ? msg
+		 : res->timed_out ? "the operation timed out"
+		 : e.msg[0]	  ? e.msg
+				  : "the operation failed");
+	unsigned st = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	if (code && !strcmp(code, "permission_denied"))
+		st = MHD_HTTP_FORBIDDEN;
+	else if (code && !strcmp(code, "file_not_found"))
+		st = MHD_HTTP_NOT_FOUND;
+	else if (code && !strcmp(code, "too_large"))
+		st = MHD_HTTP_CONTENT_TOO_LARGE;
+	if (r->put && ok && r->off + r->chunk < r->len) { /* the next chunk */
+		r->off += r->chunk;
+		rt_start_op(rt, r);
+	} else if (r->put && ok) {
+		char mode[8];
+		snprintf(mode, sizeof(mode), "%04o", r->mode);
+		char *argv[] = {"sh", "-c", V1_PLACE, "sh", mode, r->view, r->target, NULL};
+		r->step = S_FINISH;
+		rt_start_exec(rt, r, argv, false);
+	} else if (r->put) { /* what was written goes, then the answer */
+		char *argv[] = {"rm", "-f", "--", r->view, NULL};
+		rt_answer_msg(r, st, text);
+		r->after = r->answer;
+		r->after_status = r->status;
+		r->answer = NULL;
+		r->step = S_FINISH;
+		rt_start_exec(rt, r, argv, false);
+	} else if (r->del && ok) {
+		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+	} else if (r->del && code && !strcmp(code, "is_directory")) {
+		rt_answer_msg(r, MHD_HTTP_CONFLICT,
+			      "directory is not empty; pass recursive=true to remove it");
+	} else if (!ok) {
+		rt_answer_msg(r, st, text);
+	} else if (r->is_dir) {
+		rt_answer(r, MHD_HTTP_OK, listing(r, reply));
+	} else {
+		rt_download_chunk(r, reply);
+	}
+	json_object_put(reply);
+}
+
+void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res)
+{
+	if (r->step == S_GUARD) {
+		guard_done(rt, r, res);
+	} else if (r->step == S_OP) {
+		op_done(rt, r, res);
+	} else if (r->after) { /* a failed PUT's temp file removed: its answer */
+		rt_answer(r, r->after_status, r->after);
+		r->after = NULL;
+	} else if (res->exit_code != 0 || res->timed_out) {
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+			      r->put ? "failed to move file into place"
+				     : "failed to clear the sandbox root");
+	} else {
+		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+	}
+}
