@@ -77,7 +77,7 @@ class Install(unittest.TestCase):
         for rel in ("seccomp/default.json", "seccomp/strict.json", "seccomp/permissive.json",
                     "sandbox/agent.json", "sandbox/untrusted.json", "sandbox/offline-build.json"):
             self.assertTrue(os.path.isfile(self.path("share", "agentbox", "policy", rel)), rel)
-        for f in ("agentbox-seccomp.json", "kubernetes.yaml"):
+        for f in ("agentbox-seccomp.json", "kubernetes.yaml", "agent-sandbox.yaml"):
             self.assertTrue(os.path.isfile(self.path("share", "agentbox", "containers", f)), f)
 
 
