@@ -356,7 +356,8 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->file_op = x == &fop;
 	c->pty = x->pty && !c->file_op;
 	c->stdin_stream = x->stdin_stream && !c->file_op && !c->pty;
-	c->merged = x->merge_output || c->pty; /* a terminal is one stream */
+	/* a terminal is one stream; a file operation's reply needs one pipe */
+	c->merged = x->merge_output || c->pty || c->file_op;
 	c->stream = x->stream;
 	c->keep_bg = x->keep_background && !c->pty;
 	c->rows = x->pty_rows;
