@@ -42,7 +42,8 @@
 #define SHIM_SPEC_MAX	(32u << 20)
 
 /* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for the shim itself
- * to do instead of running a program */
+ * to do instead of running a program; its SHIM_EXITED is final, and with
+ * SHIM_IDLE_AT_FINAL the shim is free once the launcher has read it */
 /* SHIM_IDLE_AT_FINAL: after a final SHIM_EXITED (and no keep_background)
  * the shim says no SYNC_READY: the launcher takes that EXITED as its
  * READY, which saves it a wake-up per command */

@@ -694,9 +694,9 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 				/* nothing left behind and nothing more to come: the
 				 * end of ctl would only say so again (closing it
 				 * tells the shim to make sure of it); and the shim
-				 * is free (SHIM_IDLE_AT_FINAL) */
-				if (!c->file_op)
-					pool_idle_at_final(s, c);
+				 * is free (SHIM_IDLE_AT_FINAL); a file operation's
+				 * shim, too: its EXITED is always final */
+				pool_idle_at_final(s, c);
 				c->ctl_eof = c->kill_sent = true;
 				session_unwatch(s, &c->ctl);
 				orphan_grace(c);
