@@ -367,6 +367,10 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
 			 (c->file_op ? SHIM_FILEOP : 0) | (c->pty ? SHIM_PTY : 0) |
 			 SHIM_IDLE_AT_FINAL;
+	/* a file operation's process is its shim: the pidfd the init gave
+	 * with it does what STARTED's would (every shim came with one) */
+	if (c->file_op && !s->shim_no_pidfd)
+		flags |= SHIM_NO_STARTED;
 	struct buf spec = {0};
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
@@ -402,6 +406,11 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		c->shim_pid = s->shims[r].pid;
 		c->shim_slot = (size_t)r;
 		c->shim_gen = s->shims[r].gen;
+		if ((flags & SHIM_NO_STARTED) && s->shims[r].pidfd >= 0)
+			c->cmd_pidfd = fcntl(s->shims[r].pidfd, F_DUPFD_CLOEXEC, 3);
+		/* its deadline now: a file operation's shim may not speak
+		 * before it, and no other wake-up may come */
+		session_arm_timer(s);
 		r = 0;
 	}
 out:
@@ -674,10 +683,12 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 					      "terminal");
 				return;
 			}
-		} else if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0) {
+		} else if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0 &&
+			   c->cmd_pidfd < 0) {
 			c->shim_pidfd = fds[0];
 			c->cmd_pidfd = fds[1];
-		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0) {
+		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0 &&
+			   c->cmd_pidfd < 0) {
 			if (!c->shim_pid)
 				c->shim_pid = -1; /* no pidfds on this kernel */
 		} else if (m.type == SHIM_FAILED && nfds == 0 && !c->exited && !c->failed &&
