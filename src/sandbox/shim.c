@@ -450,21 +450,20 @@ static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
 /* A file operation, done by this shim itself: no fork. For the launcher it
  * is a command whose process is the shim (both pidfds of SHIM_STARTED are
  * ours), so a timeout or a cancel kills the shim, and the pool makes
- * another. After SHIM_EXITED the shim waits for the launcher's SHIM_KILL
- * (or end of file) before it takes another command: until then the
- * launcher may still signal this process as the operation's. */
-static void run_file_op(struct shim *sh, const char *request)
+ * another. Its SHIM_EXITED is final: the launcher signals this process as
+ * the operation's only until it has read it, and (SHIM_IDLE_AT_FINAL)
+ * gives it no other command before, so no SHIM_KILL round trip follows. */
+static void run_file_op(struct shim *sh, const char *request, bool no_started)
 {
 	int self[2] = {self_pidfd, self_pidfd};
 	struct shim_msg started = {.type = SHIM_STARTED};
-	packet_send(sh->ctl, &started, sizeof(started), self, self_pidfd >= 0 ? 2 : 0);
+	if (!no_started)
+		packet_send(sh->ctl, &started, sizeof(started), self, self_pidfd >= 0 ? 2 : 0);
 	int r = fileop_run(request, sh->out);
 	close_output(sh); /* the reply is complete */
-	struct shim_msg m = {.type = SHIM_EXITED, .status = r ? 1 << 8 : 0};
-	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
-	char c;
-	while (read(sh->ctl, &c, 1) < 0 && errno == EINTR)
-		;
+	sh->msg = (struct shim_msg){.type = SHIM_EXITED, .status = r ? 1 << 8 : 0, .final = 1};
+	sh->started_sent = true;
+	sh->exited_sent = packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0) >= 0;
 }
 
 /* The command runs: reap, report its exit, relay kept-background output,
@@ -584,7 +583,7 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 	if (hdr.flags & SHIM_FILEOP) {
-		run_file_op(&sh, argv[0]);
+		run_file_op(&sh, argv[0], hdr.flags & SHIM_NO_STARTED);
 		goto done;
 	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;

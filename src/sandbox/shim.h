@@ -42,10 +42,13 @@
 #define SHIM_SPEC_MAX	(32u << 20)
 
 /* SHIM_FILEOP: argv[0] is a file operation (fileop.h) for the shim itself
- * to do instead of running a program */
+ * to do instead of running a program; its SHIM_EXITED is final, and with
+ * SHIM_IDLE_AT_FINAL the shim is free once the launcher has read it */
 /* SHIM_IDLE_AT_FINAL: after a final SHIM_EXITED (and no keep_background)
  * the shim says no SYNC_READY: the launcher takes that EXITED as its
  * READY, which saves it a wake-up per command */
+/* SHIM_NO_STARTED: a file operation's launcher holds the shim's pidfd
+ * from the init already: no SHIM_STARTED, and one wake-up less */
 /* SHIM_PTY: a new pty pair from the sandbox's devpts, rows x cols: the
  * command's controlling terminal and stdio (the stdio fds are unused); the
  * master goes to the launcher in SHIM_PTY_MASTER, sent before anything
@@ -56,6 +59,7 @@ enum {
 	SHIM_FILEOP = 4,
 	SHIM_IDLE_AT_FINAL = 8,
 	SHIM_PTY = 16,
+	SHIM_NO_STARTED = 32,
 };
 
 struct shim_spec {

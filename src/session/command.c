@@ -356,7 +356,8 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	c->file_op = x == &fop;
 	c->pty = x->pty && !c->file_op;
 	c->stdin_stream = x->stdin_stream && !c->file_op && !c->pty;
-	c->merged = x->merge_output || c->pty; /* a terminal is one stream */
+	/* a terminal is one stream; a file operation's reply needs one pipe */
+	c->merged = x->merge_output || c->pty || c->file_op;
 	c->stream = x->stream;
 	c->keep_bg = x->keep_background && !c->pty;
 	c->rows = x->pty_rows;
@@ -366,6 +367,10 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	uint32_t flags = (c->keep_bg ? SHIM_KEEP_BACKGROUND : 0) | (c->merged ? SHIM_MERGED : 0) |
 			 (c->file_op ? SHIM_FILEOP : 0) | (c->pty ? SHIM_PTY : 0) |
 			 SHIM_IDLE_AT_FINAL;
+	/* a file operation's process is its shim: the pidfd the init gave
+	 * with it does what STARTED's would (every shim came with one) */
+	if (c->file_op && !s->shim_no_pidfd)
+		flags |= SHIM_NO_STARTED;
 	struct buf spec = {0};
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
@@ -401,6 +406,11 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		c->shim_pid = s->shims[r].pid;
 		c->shim_slot = (size_t)r;
 		c->shim_gen = s->shims[r].gen;
+		if ((flags & SHIM_NO_STARTED) && s->shims[r].pidfd >= 0)
+			c->cmd_pidfd = fcntl(s->shims[r].pidfd, F_DUPFD_CLOEXEC, 3);
+		/* its deadline now: a file operation's shim may not speak
+		 * before it, and no other wake-up may come */
+		session_arm_timer(s);
 		r = 0;
 	}
 out:
@@ -673,10 +683,12 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 					      "terminal");
 				return;
 			}
-		} else if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0) {
+		} else if (m.type == SHIM_STARTED && nfds == 2 && c->shim_pidfd < 0 &&
+			   c->cmd_pidfd < 0) {
 			c->shim_pidfd = fds[0];
 			c->cmd_pidfd = fds[1];
-		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0) {
+		} else if (m.type == SHIM_STARTED && nfds == 0 && c->shim_pidfd < 0 &&
+			   c->cmd_pidfd < 0) {
 			if (!c->shim_pid)
 				c->shim_pid = -1; /* no pidfds on this kernel */
 		} else if (m.type == SHIM_FAILED && nfds == 0 && !c->exited && !c->failed &&
@@ -693,9 +705,9 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 				/* nothing left behind and nothing more to come: the
 				 * end of ctl would only say so again (closing it
 				 * tells the shim to make sure of it); and the shim
-				 * is free (SHIM_IDLE_AT_FINAL) */
-				if (!c->file_op)
-					pool_idle_at_final(s, c);
+				 * is free (SHIM_IDLE_AT_FINAL); a file operation's
+				 * shim, too: its EXITED is always final */
+				pool_idle_at_final(s, c);
 				c->ctl_eof = c->kill_sent = true;
 				session_unwatch(s, &c->ctl);
 				orphan_grace(c);

@@ -177,8 +177,12 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	res->oom_killed = command_oom(s, c);
 	res->pids_refused = ab_cgroup_pids_refused(s->sb.cg) - c->pids_before;
 	result_background(c, res);
-	res->protected_changed = protected_changes(s, &res->protected_created);
-	res->protected_refused = protect_watch_refused(&s->sb.watch);
+	/* a file operation's reply has no such fields: a change it made (or a
+	 * command before it) is the next command's to report */
+	if (!c->file_op) {
+		res->protected_changed = protected_changes(s, &res->protected_created);
+		res->protected_refused = protect_watch_refused(&s->sb.watch);
+	}
 	if (s->net) { /* --net allow=: the command's connections move into the result */
 		res->network = c->net;
 		res->network.on = true;

@@ -124,7 +124,7 @@ static int session_alloc(struct ab_session *s, struct ab_error *err)
 	s->n_shims = 2 * s->max + 1;
 	s->shims = calloc(s->n_shims, sizeof(*s->shims));
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
-		s->shims[i].sock = -1;
+		s->shims[i].sock = s->shims[i].pidfd = -1;
 	s->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -150,7 +150,7 @@ static int session_clone(struct ab_session *s, struct ab_error *err)
 	}
 	s->init = pid;
 	if (s->one_command)
-		pool_add(s, pair[0], pid);
+		pool_add(s, pair[0], pid, -1);
 	else
 		s->asked = 1; /* the init starts the first one unasked */
 	s->init_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -290,7 +290,7 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 
 /* One timer for every deadline: absolute CLOCK_MONOTONIC, at least 1 ns
  * so that it stays armed. */
-static void arm_timer(struct ab_session *s)
+void session_arm_timer(struct ab_session *s)
 {
 	unsigned long long next = command_next_deadline(s);
 	if (next == s->timer_at)
@@ -387,7 +387,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 	for (size_t i = 0; i < s->max; i++)
 		if (s->cmds[i].used)
 			command_check(s, &s->cmds[i], now, fn, arg);
-	arm_timer(s);
+	session_arm_timer(s);
 	return 0;
 }
 
@@ -399,7 +399,7 @@ void ab_session_pause_output(struct ab_session *s, bool pause)
 	unsigned long long now = session_now_ms();
 	for (size_t i = 0; i < s->max; i++)
 		command_pause_output(s, &s->cmds[i], pause, now);
-	arm_timer(s); /* a grace that stopped or runs on again */
+	session_arm_timer(s); /* a grace that stopped or runs on again */
 }
 
 struct exec_wait {
@@ -485,8 +485,10 @@ void ab_session_close(struct ab_session *s)
 	for (size_t i = 0; s->cmds && i < s->max; i++)
 		if (s->cmds[i].used)
 			command_release(s, &s->cmds[i]);
-	for (size_t i = 0; s->shims && i < s->n_shims; i++)
+	for (size_t i = 0; s->shims && i < s->n_shims; i++) {
 		ab_close_keep_errno(s->shims[i].sock);
+		ab_close_keep_errno(s->shims[i].pidfd);
+	}
 	free(s->shims);
 	netproxy_free(s->net);
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};

@@ -108,6 +108,7 @@ struct ab_session {
 		int sock;
 		bool idle;
 		pid_t pid;    /* on the host; 0: unknown */
+		int pidfd;    /* from the init, or -1 */
 		unsigned gen; /* which shim this slot holds (pool_add counts) */
 		/* when it last became idle (idle_ticks) */
 		unsigned long long idle_since;
@@ -119,6 +120,7 @@ struct ab_session {
 			       * theirs, and a spare */
 	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
 	int shim_error;	      /* why the init could not start the last one asked */
+	bool shim_no_pidfd;   /* a shim came without its pidfd: STARTED brings them */
 	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
 };
 
@@ -137,12 +139,15 @@ int session_ready(struct ab_session *s, struct ab_error *err);
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
 void session_unwatch(struct ab_session *s, int *fd);
+/* The session's one timer, at the next deadline of its commands. */
+void session_arm_timer(struct ab_session *s);
 /* Interest in fd's room to write (EPOLLOUT), on or off; the fd stays open. */
 int session_watch_out(struct ab_session *s, int fd, size_t slot, int kind, bool on);
 
 /* shim_pool.c */
-/* A shim's socket into the pool, idle (closed when there is no room). */
-void pool_add(struct ab_session *s, int sock, pid_t pid);
+/* A shim's socket (and its pidfd, or -1) into the pool, idle (closed when
+ * there is no room). */
+void pool_add(struct ab_session *s, int sock, pid_t pid, int pidfd);
 /* The shim a command goes to: its slot, or a negative errno (err says). */
 int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err);
 void pool_on_shim(struct ab_session *s, size_t i);

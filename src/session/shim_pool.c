@@ -98,8 +98,10 @@ static void set_idle(struct ab_session *s, size_t i)
 	s->shims[i].idle = true;
 }
 
-void pool_add(struct ab_session *s, int sock, pid_t pid)
+void pool_add(struct ab_session *s, int sock, pid_t pid, int pidfd)
 {
+	if (pidfd < 0)
+		s->shim_no_pidfd = true;
 	for (size_t i = 0; i < s->n_shims; i++) {
 		if (s->shims[i].sock >= 0)
 			continue;
@@ -110,10 +112,14 @@ void pool_add(struct ab_session *s, int sock, pid_t pid)
 		s->shims[i].sock = sock;
 		set_idle(s, i);
 		s->shims[i].pid = pid;
+		/* (a slot's pidfd is of its last shim, alive or not) */
+		ab_close_keep_errno(s->shims[i].pidfd);
+		s->shims[i].pidfd = pidfd;
 		s->shims[i].gen = ++s->shim_gens;
 		return;
 	}
 	close(sock); /* more than can be used at once */
+	ab_close_keep_errno(pidfd);
 }
 
 /* A shim's socket: READY after its command, or its end (it died, or a
@@ -147,9 +153,9 @@ bool pool_on_sync(struct ab_session *s)
 	if (ok && m.type == SYNC_SHIM) {
 		s->asked--;
 		pid_t pid = n == 2 ? pidfd_host_pid(fds[1]) : -1;
-		if (n == 2)
+		if (n == 2 && pid <= 0)
 			close(fds[1]);
-		pool_add(s, fds[0], pid > 0 ? pid : 0);
+		pool_add(s, fds[0], pid > 0 ? pid : 0, pid > 0 ? fds[1] : -1);
 		return true;
 	}
 	if (ok && m.type == SYNC_NO_SHIM) {

@@ -666,6 +666,34 @@ class OtherOwners(unittest.TestCase):
             self.assertEqual(f.read(), "abc")
 
 
+class ProtectedReport(unittest.TestCase):
+    """A protected path a file operation (or a command before it) changed
+    is reported by the next command's result: a file operation's reply has
+    no such field, and must not take the report away."""
+
+    def test_a_change_before_a_file_operation_is_the_next_commands(self):
+        tmp = make_dir()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        try:
+            sv = Server(make_dir(tmp))
+        except AssertionError as e:
+            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+                raise
+            self.skipTest(f"agentbox cannot run here: {e}")
+        self.addCleanup(sv.close)
+        m = sv.call(op="write", path=".profile", content="echo hi\n")
+        self.assertEqual(m["type"], "result", m)
+        m = sv.call(op="read", path=".profile")
+        self.assertEqual(m["type"], "result", m)
+        m = sv.call(op="exec", command="true")
+        self.assertEqual(m["protected_paths_changed"], [".profile"], m)
+        m = sv.call(op="exec", command="echo more >> .bashrc; true")
+        self.assertEqual(m["protected_paths_changed"], [".bashrc"], m)
+        self.assertEqual(sv.call(op="read", path=".bashrc")["type"], "result")
+        m = sv.call(op="exec", command="true")
+        self.assertEqual(m["protected_paths_changed"], [], m)
+
+
 def descendants(pid):
     """Every process below pid, by /proc/PID/task/*/children."""
     out = []
