@@ -230,6 +230,21 @@ class Secrets(unittest.TestCase):
         self.assertEqual(a.seen, [])
         self.assertIn("did not accept the sandbox's CA", r.stderr)
 
+    def test_a_profile_sets_secrets(self):
+        a = self.server()
+        prof = os.path.join(self.ws, "p.json")
+        with open(prof, "w") as f:
+            json.dump({"net": ["secret=TOKEN@127.0.0.1:%d" % a.port, "ca=" + self.ca]}, f)
+        r = self.run_box("--profile", prof, "--", "sh", "-c",
+                         CURL + "-H \"Authorization: Bearer $TOKEN\" " + self.url(a, "x"))
+        self.assertEqual(r.stdout, "ok\n", r)
+        self.assertEqual(a.seen[0]["auth"], "Bearer " + VALUE)
+        with open(prof, "w") as f:
+            json.dump({"net": ["secret=TOKEN", 3]}, f)
+        r = self.run_box("--profile", prof, "--", "true")
+        self.assertEqual(r.returncode, 125, r)
+        self.assertIn("expected NAME@PATTERN", r.stderr)
+
     def test_bad_options_are_refused(self):
         env = {k: v for k, v in self.env.items() if k != "TOKEN"}
         r = self.run_box("--net", "secret=TOKEN@example.org", "--", "true", env=env)
