@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import unittest.mock
 import http.server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -244,6 +245,29 @@ class Secrets(unittest.TestCase):
         r = self.run_box("--profile", prof, "--", "true")
         self.assertEqual(r.returncode, 125, r)
         self.assertIn("expected NAME@PATTERN", r.stderr)
+
+    def test_a_session_through_the_python_client(self):
+        try:
+            from agentbox import Sandbox
+        except ImportError:
+            self.skipTest("the Python client is not on PYTHONPATH")
+        a = self.server()
+        curl = CURL + "-H \"Authorization: Bearer $TOKEN\" " + self.url(a, "x")
+        with unittest.mock.patch.dict(os.environ, {"TOKEN": VALUE}):
+            try:
+                sb = Sandbox(self.ws, binary=BIN, writable_dirs=(), net_ca=self.ca,
+                             secrets={"TOKEN": ["127.0.0.1:%d" % a.port]})
+            except Exception as e:  # noqa: BLE001
+                if MUST_WORK:
+                    raise
+                self.skipTest("agentbox cannot run here: %s" % e)
+        with sb:
+            env = {"no_proxy": "", "NO_PROXY": ""}
+            self.assertEqual(sb.run(curl, env=env).stdout, "ok\n")
+            # {"op":"net"} replacing the allow patterns keeps the secret's hosts
+            self.assertEqual(sb.request("net", allow=[])["type"], "net")
+            self.assertEqual(sb.run(curl, env=env).stdout, "ok\n")
+        self.assertEqual([s["auth"] for s in a.seen], ["Bearer " + VALUE] * 2)
 
     def test_bad_options_are_refused(self):
         env = {k: v for k, v in self.env.items() if k != "TOKEN"}
