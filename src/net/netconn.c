@@ -120,8 +120,11 @@ static void connected(struct netproxy *p, struct conn *c)
 	conn_record(p, c, true, NULL);
 	c->st = S_RELAY;
 	c->deadline = net_now_ms() + IDLE_MS;
+	/* both sides: a TLS handshake's flight relayed in two writes must not
+	 * wait for a delayed ACK (40 ms) */
 	int one = 1;
 	setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (net_term_wanted(p, c)) { /* --net secret=: netterm.c */
 		int r = c->c2u->len ? -EPROTO : net_term_start(p, c);
 		if (r == -EPROTO)
