@@ -344,6 +344,7 @@ int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const cha
 			    memcmp(line + len - 9, " HTTP/1.", 8) != 0)
 				return msg_bad(why, "not an HTTP/1 request line");
 			m->upgrade = (size_t)(sp - line) == 7 && memcmp(line, "CONNECT", 7) == 0;
+			m->origin_form = sp[1] == '/';
 		} else if (line[0] == ' ' || line[0] == '\t') {
 			return msg_bad(why, "a folded header line");
 		} else if (!memchr(line, ':', len)) {
@@ -367,6 +368,11 @@ int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const cha
 			m->chunked = true;
 		} else if (msg_header(line, len, "Upgrade", &v, &vl)) {
 			m->upgrade = true;
+		} else if (msg_header(line, len, "Host", &v, &vl)) {
+			if (m->host_len || !vl)
+				return msg_bad(why, "two Host headers, or an empty one");
+			m->host_off = (size_t)(v - b);
+			m->host_len = vl;
 		}
 		line = eol + 1;
 	}

@@ -48,10 +48,12 @@ struct net_http_msg {
 	bool chunked;
 	unsigned long long length; /* Content-Length (0 without) */
 	bool upgrade;		   /* Upgrade: or CONNECT: what follows is not HTTP */
+	bool origin_form;	   /* the target is a path ("/..."), not a URL */
+	size_t host_off, host_len; /* the Host header's value (host_len 0: none) */
 };
 /* 1: a complete head at b; 0: need more; -E2BIG: longer than
  * NET_HEAD_MAX; -EPROTO: malformed (*why says how; also a body framed
- * two ways, a request the server could read otherwise). */
+ * two ways, two Host headers: a request the server could read otherwise). */
 int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const char **why);
 
 /* The body after a head, followed byte by byte without changing it. */

@@ -229,6 +229,38 @@ static char *substitute(struct term *t, const char *head, size_t len, size_t *ou
 	return o ? basic_auth(t, o, out_len) : NULL;
 }
 
+/* The request names the host the connection was made to: a path, and a
+ * Host header with its name (and its port, or 443), so that a shared
+ * front end (a CDN) cannot route it, and a secret, to another site. */
+static const char *wrong_host(const struct term *t, const char *head, const struct net_http_msg *m)
+{
+	if (!m->origin_form)
+		return "the request's target is not a path (\"GET /...\")";
+	if (!m->host_len)
+		return "the request has no Host header";
+	const char *h = head + m->host_off;
+	size_t n = m->host_len, hl = n;
+	unsigned port = 443;
+	const char *colon = memrchr(h, ':', n);
+	if (colon && (h[0] != '[' || colon > (const char *)memchr(h, ']', n))) {
+		hl = (size_t)(colon - h);
+		port = 0;
+		for (const char *d = colon + 1; d < h + n && port < 70000; d++)
+			port = *d >= '0' && *d <= '9' ? port * 10 + (unsigned)(*d - '0') : 70000;
+	}
+	if (hl > 1 && h[0] == '[' && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	struct net_target ht;
+	if (port != t->target.port || net_target_set(&ht, h, hl, port) < 0 ||
+	    ht.is_addr != t->target.is_addr ||
+	    (ht.is_addr ? memcmp(ht.addr, t->target.addr, 16) != 0
+			: strcmp(ht.host, t->target.host) != 0))
+		return "the Host header names another host than the one connected to";
+	return NULL;
+}
+
 enum { C_HEAD, C_BODY, C_BLIND };
 
 /* The client's bytes in cb: heads (rewritten), bodies (as they are).
@@ -248,6 +280,15 @@ static bool from_client(struct term *t, uint8_t *cb, size_t *clen, int *cs, stru
 				snprintf(msg, sizeof(msg), "bad request to %s: %s", t->target.host,
 					 why);
 				reply(t, r == -E2BIG ? 431 : 400, "Bad Request", msg);
+				return false;
+			}
+			const char *bad_host = wrong_host(t, (const char *)cb, &m);
+			if (bad_host) {
+				char msg[400];
+				snprintf(msg, sizeof(msg), "request to %s refused: %s",
+					 t->target.host, bad_host);
+				tell(t, false, msg);
+				reply(t, 400, "Bad Request", msg);
 				return false;
 			}
 			size_t n;

@@ -38,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(m.head_len >= 4 && m.head_len <= size && m.head_len <= NET_HEAD_MAX);
 	FUZZ_CHECK(memcmp(data + m.head_len - 4, "\r\n\r\n", 4) == 0);
 	FUZZ_CHECK(!(m.chunked && m.length));
+	FUZZ_CHECK(m.host_off + m.host_len <= m.head_len);
 	struct net_http_msg p;
 	FUZZ_CHECK(net_http_msg_scan((const char *)data, m.head_len - 1, &p, &why) != 1);
 	follow(data + m.head_len, size - m.head_len, &m);

@@ -222,6 +222,24 @@ class Secrets(unittest.TestCase):
         reasons = [d["reason"] for d in self.report()["denied"]]
         self.assertTrue(any("certificate is not trusted" in x for x in reasons), reasons)
 
+    def test_a_request_for_another_site_gets_nothing(self):
+        # a shared front end routes by Host (or an absolute URL): the proxy
+        # sends a request only for the host it connected to and verified
+        a = self.server()
+        hdr = "-w '%{http_code}\\n' -H \"Authorization: Bearer $TOKEN\" "
+        r = self.run_box("--net", "secret=TOKEN@127.0.0.1:%d" % a.port, "--net", "ca=" + self.ca,
+                         "--report", os.path.join(self.ws, "report.json"), "--", "sh", "-c",
+                         CURL + hdr + "-H 'Host: evil.example' " + self.url(a, "x") + "; "
+                         + CURL + hdr + "--request-target http://evil.example/ "
+                         + self.url(a, "y") + "; " + CURL + hdr + self.url(a, "z"))
+        self.assertEqual(r.stdout.count("400\n"), 2, r)
+        self.assertIn("the Host header names another host", r.stdout)
+        self.assertIn("the request's target is not a path", r.stdout)
+        self.assertEqual([s["line"] for s in a.seen], ["GET /z HTTP/1.1"])
+        reasons = [d["reason"] for d in self.report()["denied"]]
+        self.assertTrue(any("the Host header names another host" in x for x in reasons),
+                        reasons)
+
     def test_a_client_that_pins_its_ca_fails_closed(self):
         a = self.server()
         r = self.run_box("--net", "secret=TOKEN@127.0.0.1:%d" % a.port, "--net", "ca=" + self.ca,
