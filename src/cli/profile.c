@@ -186,6 +186,21 @@ static int apply_key(struct loader *l, const char *key, json_object *v)
 		}
 		return 0;
 	case AB_OPTION_VALUE:
+		/* "net": ["allow=...", "secret=..."], as --net given again */
+		if (strcmp(key, "net") == 0 && json_object_is_type(v, json_type_array)) {
+			for (size_t i = 0; i < json_object_array_length(v); i++) {
+				json_object *item = json_object_array_get_idx(v, i);
+				char ilabel[100];
+				snprintf(ilabel, sizeof(ilabel), "\"net\"[%zu]", i);
+				if (!json_object_is_type(item, json_type_string))
+					return fail(l, EINVAL, "%s: expected a string, got %s",
+						    ilabel, type_name(item));
+				int r = apply_string(l, ilabel, key, json_object_get_string(item));
+				if (r < 0)
+					return r;
+			}
+			return 0;
+		}
 		/* numbers as written: "cpus": 0.5 is "0.5", "pids": 64 is "64" */
 		if (!json_object_is_type(v, json_type_string) &&
 		    !json_object_is_type(v, json_type_int) &&

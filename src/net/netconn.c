@@ -22,6 +22,7 @@
 #include "net/netparse.h"
 #include "net/netproxy_int.h"
 #include "net/netresolve.h"
+#include "net/netsecret.h"
 #include "util/util.h"
 
 void conn_close(struct netproxy *p, struct conn *c)
@@ -94,7 +95,7 @@ void conn_fail(struct conn *c, int http, uint8_t socks, const char *why)
 	c->c2u->len = 0;
 }
 
-static void record(struct netproxy *p, struct conn *c, bool allowed, const char *why)
+void conn_record(struct netproxy *p, struct conn *c, bool allowed, const char *why)
 {
 	const char *host = c->req.target.host[0] ? c->req.target.host : "?";
 	net_report_add(&p->total, allowed, host, c->req.target.port, why);
@@ -108,7 +109,7 @@ static void deny(struct netproxy *p, struct conn *c, const char *why)
 	char msg[400];
 	snprintf(msg, sizeof(msg), "connection to %s port %u refused: %s", c->req.target.host,
 		 c->req.target.port, why);
-	record(p, c, false, why);
+	conn_record(p, c, false, why);
 	conn_fail(c, 403, 2, msg);
 }
 
@@ -116,12 +117,23 @@ static void deny(struct netproxy *p, struct conn *c, const char *why)
 
 static void connected(struct netproxy *p, struct conn *c)
 {
-	record(p, c, true, NULL);
+	conn_record(p, c, true, NULL);
 	c->st = S_RELAY;
 	c->deadline = net_now_ms() + IDLE_MS;
+	/* both sides: a TLS handshake's flight relayed in two writes must not
+	 * wait for a delayed ACK (40 ms) */
 	int one = 1;
 	setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (c->socks) {
+	setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (net_term_wanted(p, c)) { /* --net secret=: netterm.c */
+		int r = c->c2u->len ? -EPROTO : net_term_start(p, c);
+		if (r == -EPROTO)
+			conn_fail(c, 400, 1, "bytes sent before the tunnel was established");
+		else if (r < 0)
+			conn_fail(c, 503, 1, "too many TLS-terminated connections at once");
+		else
+			c->st = S_TERM;
+	} else if (c->socks) {
 		socks_reply(c, 0);
 	} else if (c->req.kind == NET_REQ_CONNECT) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n"
@@ -350,6 +362,13 @@ static void on_head(struct netproxy *p, struct conn *c)
 	 * then the body */
 	size_t rest = b->len - c->req.used;
 	if (c->req.kind == NET_REQ_HTTP) {
+		char unlisted[300] = "";
+		if (net_term_plain_head(p, c, unlisted, sizeof(unlisted)) < 0) { /* --net secret= */
+			conn_fail(c, 503, 1, "out of memory");
+			return;
+		}
+		if (unlisted[0])
+			conn_record(p, c, false, unlisted);
 		if (c->req.head_len + rest > sizeof(b->b)) {
 			conn_fail(c, 431, 1, "request head too long");
 			return;
@@ -446,6 +465,11 @@ void conn_update(struct netproxy *p, size_t i)
 	struct conn *c = &p->conns[i];
 	if (c->st == S_FREE)
 		return;
+	if (c->st == S_TERM) { /* the thread has the fds */
+		net_set_mask(p, i, c->cfd, &c->cmask, 0, W_CLIENT);
+		net_set_mask(p, i, c->ufd, &c->umask, 0, W_UPSTREAM);
+		return;
+	}
 	bool relay = c->st == S_RELAY;
 	/* a reply or bytes just queued go out now, not an epoll round later */
 	if (c->u2c->len && !(c->cmask & EPOLLOUT) && !flush(c, c->cfd, c->u2c)) {
@@ -496,6 +520,8 @@ void conn_update(struct netproxy *p, size_t i)
 
 void conn_on_client(struct netproxy *p, struct conn *c, uint32_t ev)
 {
+	if (c->st == S_TERM)
+		return;
 	if (ev & EPOLLOUT && !flush(c, c->cfd, c->u2c)) {
 		c->c_eof = c->u_eof = c->c_shut = c->u_shut = true;
 		c->st = c->st == S_RELAY ? S_RELAY : S_CLOSING;

@@ -291,3 +291,182 @@ int net_socks_request(const uint8_t *b, size_t n, struct net_request *r)
 	}
 	return rc < 0 ? bad(r, -EINVAL, "not a host name, or port 0") : 1;
 }
+
+/* ---- requests inside a terminated connection (netterm.c) ---- */
+
+static bool msg_header(const char *line, size_t n, const char *name, const char **value,
+		       size_t *vlen)
+{
+	size_t k = strlen(name);
+	if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+		return false;
+	const char *v = line + k + 1, *end = line + n;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	*value = v;
+	*vlen = (size_t)(end - v);
+	return true;
+}
+
+static int msg_bad(const char **why, const char *text)
+{
+	*why = text;
+	return -EPROTO;
+}
+
+int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const char **why)
+{
+	memset(m, 0, sizeof(*m));
+	*why = NULL;
+	const char *end = find_end(b, n < NET_HEAD_MAX ? n : NET_HEAD_MAX);
+	if (!end) {
+		if (n >= NET_HEAD_MAX)
+			return *why = "request head too long", -E2BIG;
+		return 0;
+	}
+	m->head_len = (size_t)(end - b) + 4;
+	bool have_len = false;
+	for (const char *line = b; line < end + 2;) {
+		const char *eol = memchr(line, '\n', (size_t)(end + 2 - line));
+		if (!eol || eol == line || eol[-1] != '\r')
+			return msg_bad(why, "a bare LF in the request head");
+		size_t len = (size_t)(eol - 1 - line);
+		for (size_t i = 0; i < len; i++)
+			if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+				return msg_bad(why, "a control byte in the request head");
+		const char *v;
+		size_t vl;
+		if (line == b) {
+			const char *sp = memchr(line, ' ', len);
+			if (!sp || sp == line || len < 14 ||
+			    memcmp(line + len - 9, " HTTP/1.", 8) != 0)
+				return msg_bad(why, "not an HTTP/1 request line");
+			m->upgrade = (size_t)(sp - line) == 7 && memcmp(line, "CONNECT", 7) == 0;
+			m->origin_form = sp[1] == '/';
+		} else if (line[0] == ' ' || line[0] == '\t') {
+			return msg_bad(why, "a folded header line");
+		} else if (!memchr(line, ':', len)) {
+			return msg_bad(why, "a header line without ':'");
+		} else if (msg_header(line, len, "Content-Length", &v, &vl)) {
+			unsigned long long x = 0;
+			if (!vl || vl > 18)
+				return msg_bad(why, "a bad Content-Length");
+			for (size_t i = 0; i < vl; i++) {
+				if (!isdigit((unsigned char)v[i]))
+					return msg_bad(why, "a bad Content-Length");
+				x = x * 10 + (unsigned)(v[i] - '0');
+			}
+			if (have_len && x != m->length)
+				return msg_bad(why, "two different Content-Lengths");
+			m->length = x;
+			have_len = true;
+		} else if (msg_header(line, len, "Transfer-Encoding", &v, &vl)) {
+			if (vl != 7 || strncasecmp(v, "chunked", 7) != 0 || m->chunked)
+				return msg_bad(why, "a Transfer-Encoding other than chunked");
+			m->chunked = true;
+		} else if (msg_header(line, len, "Upgrade", &v, &vl)) {
+			m->upgrade = true;
+		} else if (msg_header(line, len, "Host", &v, &vl)) {
+			if (m->host_len || !vl)
+				return msg_bad(why, "two Host headers, or an empty one");
+			m->host_off = (size_t)(v - b);
+			m->host_len = vl;
+		}
+		line = eol + 1;
+	}
+	if (m->chunked && have_len)
+		return msg_bad(why, "both Content-Length and Transfer-Encoding");
+	return 1;
+}
+
+enum { B_LEN, B_SIZE, B_EXT, B_SIZE_LF, B_DATA, B_DATA_CR, B_DATA_LF, B_TRAILER, B_DONE };
+
+void net_body_init(struct net_body *b, const struct net_http_msg *m)
+{
+	memset(b, 0, sizeof(*b));
+	b->st = m->chunked ? B_SIZE : B_LEN;
+	b->left = m->length;
+	b->done = !m->chunked && !m->length;
+}
+
+static size_t body_fail(struct net_body *b, size_t used)
+{
+	b->bad = true;
+	return used;
+}
+
+size_t net_body_step(struct net_body *b, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n && !b->done && !b->bad) {
+		uint8_t c = p[i];
+		switch (b->st) {
+		case B_LEN:
+		case B_DATA: {
+			size_t k = n - i < b->left ? n - i : (size_t)b->left;
+			i += k;
+			b->left -= k;
+			if (!b->left && b->st == B_LEN)
+				b->done = true;
+			else if (!b->left)
+				b->st = B_DATA_CR;
+			continue;
+		}
+		case B_SIZE:
+			if (isxdigit(c)) {
+				if (b->digits++ >= 15)
+					return body_fail(b, i);
+				b->left = b->left * 16 +
+					  (unsigned)(isdigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+			} else if (!b->digits) {
+				return body_fail(b, i);
+			} else if (c == ';' || c == ' ' || c == '\t') {
+				b->st = B_EXT;
+			} else if (c == '\r') {
+				b->st = B_SIZE_LF;
+			} else {
+				return body_fail(b, i);
+			}
+			break;
+		case B_EXT:
+			if (c == '\r')
+				b->st = B_SIZE_LF;
+			else if ((c < 0x20 && c != '\t') || ++b->line > 4096)
+				return body_fail(b, i);
+			break;
+		case B_SIZE_LF:
+			if (c != '\n')
+				return body_fail(b, i);
+			b->digits = 0;
+			b->line = 0;
+			b->st = b->left ? B_DATA : B_TRAILER;
+			break;
+		case B_DATA_CR:
+			if (c != '\r')
+				return body_fail(b, i);
+			b->st = B_DATA_LF;
+			break;
+		case B_DATA_LF:
+			if (c != '\n')
+				return body_fail(b, i);
+			b->st = B_SIZE;
+			break;
+		case B_TRAILER:
+			if (c == '\n') {
+				if (b->line == 0 || (b->line == 1 && b->cr))
+					b->done = true;
+				b->line = 0;
+				b->cr = false;
+			} else if (++b->line > 4096) {
+				return body_fail(b, i);
+			} else {
+				b->cr = c == '\r';
+			}
+			break;
+		}
+		i++;
+	}
+	return i;
+}

@@ -33,7 +33,8 @@ void netpolicy_free(struct net_policy *p)
 bool netpolicy_is_spec(const char *s)
 {
 	return strncmp(s, "allow=", 6) == 0 || strncmp(s, "deny=", 5) == 0 ||
-	       strncmp(s, "max-conns=", 10) == 0 || strncmp(s, "rate=", 5) == 0;
+	       strncmp(s, "max-conns=", 10) == 0 || strncmp(s, "rate=", 5) == 0 ||
+	       strncmp(s, "secret=", 7) == 0 || strncmp(s, "ca=", 3) == 0;
 }
 
 static void map_v4(const struct in_addr *a, uint8_t out[16])
@@ -285,6 +286,8 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 	return r;
 }
 
+static int add_secret(struct net_policy *p, const char *spec, struct ab_error *err);
+
 int netpolicy_add(struct net_policy *p, const char *spec, struct ab_error *err)
 {
 	if (strncmp(spec, "allow=", 6) == 0)
@@ -313,10 +316,46 @@ int netpolicy_add(struct net_policy *p, const char *spec, struct ab_error *err)
 		p->rate = v;
 		return 0;
 	}
+	if (strncmp(spec, "secret=", 7) == 0)
+		return add_secret(p, spec + 7, err);
+	if (strncmp(spec, "ca=", 3) == 0) {
+		if (!spec[3])
+			return ab_error_plain(err, EINVAL, "--net ca=: give the file of the CAs");
+		return 0;
+	}
 	return ab_error_plain(err, EINVAL,
 			      "--net: '%s' is not one of none, host, allow=PATTERN[,...], "
-			      "deny=PATTERN[,...], max-conns=N, rate=SIZE",
+			      "deny=PATTERN[,...], max-conns=N, rate=SIZE, "
+			      "secret=NAME@PATTERN[,...], ca=FILE",
 			      spec);
+}
+
+size_t netpolicy_secret_name(const char *spec)
+{
+	size_t n = 0;
+	if (!isalpha((unsigned char)spec[0]) && spec[0] != '_')
+		return 0;
+	while (isalnum((unsigned char)spec[n]) || spec[n] == '_')
+		n++;
+	return spec[n] == '@' && n <= 128 ? n : 0;
+}
+
+/* secret=NAME@PATTERN[,...]: the patterns are allow patterns too */
+static int add_secret(struct net_policy *p, const char *spec, struct ab_error *err)
+{
+	size_t n = netpolicy_secret_name(spec);
+	if (!n)
+		return ab_error_plain(
+			err, EINVAL,
+			"--net secret=%s: expected NAME@PATTERN[,PATTERN...], NAME an "
+			"environment variable's name (letters, digits, _)",
+			spec);
+	if (!spec[n + 1])
+		return ab_error_plain(err, EINVAL,
+				      "--net secret=%s: no host pattern after '@' (say where %.*s "
+				      "may go)",
+				      spec, (int)n, spec);
+	return add_rules(p, spec + n + 1, false, "secret", err);
 }
 
 /* ---- decisions ---- */
@@ -443,6 +482,19 @@ static const char *judge(const struct net_policy *p, const uint8_t a[16], unsign
 	if (what)
 		return what;
 	return name_ok ? NULL : "not allowed by --net allow";
+}
+
+bool netpolicy_matches(const struct net_policy *p, const struct net_target *t)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct net_rule *r = &p->r[i];
+		if (r->deny || !port_match(r, t->port))
+			continue;
+		if (t->is_addr ? addr_rule_match(r, t->addr, t->port, false)
+			       : name_match(r, t->host))
+			return true;
+	}
+	return false;
 }
 
 const char *netpolicy_check_addr(const struct net_policy *p, const uint8_t addr[16], unsigned port,

@@ -40,6 +40,8 @@ void netpolicy_free(struct net_policy *p);
 /* One --net value: allow=PATTERN[,PATTERN...], deny=..., max-conns=N or
  * rate=SIZE. -EINVAL with err naming the bad pattern. */
 int netpolicy_add(struct net_policy *p, const char *spec, struct ab_error *err);
+/* secret=NAME@...: the length of NAME (0: not a valid name and '@'). */
+size_t netpolicy_secret_name(const char *spec);
 /* True when spec is a --net value this file handles (after none/host). */
 bool netpolicy_is_spec(const char *spec);
 /* --net VALUE other than none and host: checked, kept in cfg->net_rules,
@@ -59,6 +61,9 @@ int net_target_set(struct net_target *t, const char *host, size_t len, unsigned 
 /* Before any lookup: NULL when the name may be resolved and connected to
  * (subject to netpolicy_check_addr for each address), else why not. */
 const char *netpolicy_check_name(const struct net_policy *p, const struct net_target *t);
+/* True when an allow rule of p names t (its name or address, and port):
+ * the hosts a --net secret= goes to. */
+bool netpolicy_matches(const struct net_policy *p, const struct net_target *t);
 /* For an address about to be connected to (name_ok: the target was a name
  * an allow rule matched): NULL when allowed, else why not. self: the
  * host's own addresses (count n_self, 16 bytes each). */

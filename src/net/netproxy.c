@@ -18,6 +18,7 @@
 #include "util/error.h"
 #include "net/netproxy_int.h"
 #include "net/netresolve.h"
+#include "net/netsecret.h"
 #include "util/util.h"
 
 static void on_accept(struct netproxy *p)
@@ -68,6 +69,28 @@ static void on_accept(struct netproxy *p)
 	}
 }
 
+/* The terminating threads' reports and ends (netterm.c). */
+static void on_term(struct netproxy *p)
+{
+	uint64_t id;
+	bool done;
+	char why[400];
+	while (net_term_recv(p, &id, &done, why, sizeof(why))) {
+		struct conn *c = NULL;
+		for (size_t i = 0; i < p->max && !c; i++)
+			if (p->conns[i].st == S_TERM && p->conns[i].id == id)
+				c = &p->conns[i];
+		if (!c)
+			continue;
+		if (why[0])
+			conn_record(p, c, false, why);
+		if (done) {
+			net_term_join(p, c, false);
+			conn_close(p, c);
+		}
+	}
+}
+
 /* Deadlines, and the byte budget's refill. */
 static void on_tick(struct netproxy *p)
 {
@@ -85,7 +108,7 @@ static void on_tick(struct netproxy *p)
 	}
 	for (size_t i = 0; i < p->max; i++) {
 		struct conn *c = &p->conns[i];
-		if (c->st == S_FREE || now < c->deadline)
+		if (c->st == S_FREE || c->st == S_TERM || now < c->deadline)
 			continue;
 		if (c->st == S_RELAY || c->st == S_CLOSING)
 			conn_close(p, c);
@@ -120,6 +143,8 @@ void netproxy_dispatch(struct netproxy *p)
 			conn_on_lookups(p);
 		} else if (what == W_TIMER) {
 			on_tick(p);
+		} else if (what == W_TERM) {
+			on_term(p);
 		} else if (i < p->max && p->conns[i].st != S_FREE) {
 			if (what == W_CLIENT)
 				conn_on_client(p, &p->conns[i], evs[k].events);
@@ -153,8 +178,8 @@ static void find_self(struct netproxy *p)
 	freeifaddrs(ifa);
 }
 
-int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **out,
-		 struct ab_error *err)
+int netproxy_new(const struct ab_config *cfg, struct net_secrets *sec, int listen_fd,
+		 struct netproxy **out, struct ab_error *err)
 {
 	*out = NULL;
 	struct netproxy *p = calloc(1, sizeof(*p));
@@ -164,6 +189,8 @@ int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **o
 	}
 	p->listen_fd = listen_fd;
 	p->epfd = p->timerfd = -1;
+	p->term_pair[0] = p->term_pair[1] = -1;
+	p->sec = sec;
 	int r = netproxy_policy_from_config(p, cfg, err);
 	if (r < 0)
 		goto fail;
@@ -171,7 +198,9 @@ int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **o
 	p->conns = calloc(p->max, sizeof(*p->conns));
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (!p->conns || p->epfd < 0 || p->timerfd < 0) {
+	if (!p->conns || p->epfd < 0 || p->timerfd < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, p->term_pair) <
+		    0) {
 		r = ab_error_set(err, errno ? errno : ENOMEM, "starting the network proxy");
 		goto fail;
 	}
@@ -182,7 +211,8 @@ int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **o
 	fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
 	if ((r = net_add_fd(p, listen_fd, net_key(0, W_LISTEN), EPOLLIN)) < 0 ||
 	    (r = net_add_fd(p, net_resolver_fd(p->res), net_key(0, W_RESOLVER), EPOLLIN)) < 0 ||
-	    (r = net_add_fd(p, p->timerfd, net_key(0, W_TIMER), EPOLLIN)) < 0) {
+	    (r = net_add_fd(p, p->timerfd, net_key(0, W_TIMER), EPOLLIN)) < 0 ||
+	    (r = net_add_fd(p, p->term_pair[0], net_key(0, W_TERM), EPOLLIN)) < 0) {
 		ab_error_set(err, -r, "starting the network proxy");
 		goto fail;
 	}
@@ -206,12 +236,15 @@ void netproxy_free(struct netproxy *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; p->conns && i < p->max; i++)
+	for (size_t i = 0; p->conns && i < p->max; i++) {
+		if (p->conns[i].st == S_TERM && p->conns[i].term)
+			net_term_join(p, &p->conns[i], true);
 		if (p->conns[i].st != S_FREE)
 			conn_close(p, &p->conns[i]);
+	}
 	free(p->conns);
 	net_resolver_free(p->res);
-	int fds[] = {p->epfd, p->timerfd, p->listen_fd};
+	int fds[] = {p->epfd, p->timerfd, p->listen_fd, p->term_pair[0], p->term_pair[1]};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
 	netproxy_rules_free(p);

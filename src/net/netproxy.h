@@ -18,11 +18,13 @@
 #define NET_PROXY_PORT 3128
 
 struct netproxy;
+struct net_secrets;
 
 /* Takes listen_fd (closed on failure too) and a copy of the policy built
- * from cfg->net_rules. */
-int netproxy_new(const struct ab_config *cfg, int listen_fd, struct netproxy **out,
-		 struct ab_error *err);
+ * from cfg->net_rules; sec (--net secret=, netsecret.h, or NULL) must
+ * outlive the proxy. */
+int netproxy_new(const struct ab_config *cfg, struct net_secrets *sec, int listen_fd,
+		 struct netproxy **out, struct ab_error *err);
 int netproxy_fd(const struct netproxy *p);
 void netproxy_dispatch(struct netproxy *p);
 void netproxy_free(struct netproxy *p);

@@ -30,9 +30,10 @@ enum conn_state {
 	S_LOOKUP,
 	S_CONNECT,
 	S_RELAY,
+	S_TERM, /* its thread has the fds (netterm.c) */
 	S_CLOSING
 };
-enum { W_CLIENT, W_UPSTREAM, W_LISTEN, W_RESOLVER, W_TIMER };
+enum { W_CLIENT, W_UPSTREAM, W_LISTEN, W_RESOLVER, W_TIMER, W_TERM };
 
 struct pipebuf {
 	uint8_t b[BUF_SIZE];
@@ -52,6 +53,7 @@ struct conn {
 	const char *refused; /* why the last address was refused */
 	bool tried_connect;
 	unsigned long long deadline;
+	struct term *term; /* S_TERM */
 	/* last: a new connection clears everything before them; allocated
 	 * while the connection is open */
 	struct pipebuf *c2u, *u2c;
@@ -62,6 +64,7 @@ struct netproxy {
 	struct net_resolver *res;
 	struct net_policy pol;
 	char **allow, **deny; /* the patterns, as given, NULL-terminated */
+	char **implicit;      /* secret= hosts: allowed whatever allow= says */
 	uint8_t (*self)[16];  /* the host's own addresses */
 	size_t n_self;
 	struct conn *conns;
@@ -75,6 +78,10 @@ struct netproxy {
 	netproxy_route_fn route;
 	void *route_arg;
 	pid_t init; /* whose descendants the clients are */
+	/* --net secret= (netsecret.h; NULL: none), borrowed */
+	struct net_secrets *sec;
+	int term_pair[2]; /* the terminating threads' messages: [1] theirs */
+	unsigned n_term;
 };
 
 /* netloop.c: the clock, the epoll set's keys and interest */
@@ -90,8 +97,11 @@ void conn_on_upstream(struct netproxy *p, struct conn *c, uint32_t ev);
 void conn_update(struct netproxy *p, size_t i); /* interest, or close when done */
 void conn_fail(struct conn *c, int http, uint8_t socks, const char *why);
 void conn_on_lookups(struct netproxy *p);
+/* Count c in the sandbox's total and its command's report. */
+void conn_record(struct netproxy *p, struct conn *c, bool allowed, const char *why);
 
-/* p->pol, p->allow and p->deny from cfg->net_rules; and their release. */
+/* p->pol, p->allow and p->deny from cfg->net_rules (the hosts of
+ * secret= allowed too); and their release. */
 int netproxy_policy_from_config(struct netproxy *p, const struct ab_config *cfg,
 				struct ab_error *err);
 void netproxy_rules_free(struct netproxy *p);

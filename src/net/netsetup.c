@@ -71,7 +71,8 @@ void netproxy_rules_free(struct netproxy *p)
 {
 	strv_free(p->allow);
 	strv_free(p->deny);
-	p->allow = p->deny = NULL;
+	strv_free(p->implicit);
+	p->allow = p->deny = p->implicit = NULL;
 	netpolicy_free(&p->pol);
 }
 
@@ -101,7 +102,7 @@ static int split_into(char ***v, size_t *n, const char *list)
 
 /* pol from the limits in base and the two lists; all checked first. */
 static int build(struct net_policy *pol, const struct net_policy *base, char *const *allow,
-		 char *const *deny, struct ab_error *err)
+		 char *const *deny, char *const *implicit, struct ab_error *err)
 {
 	netpolicy_init(pol);
 	pol->max_conns = base->max_conns;
@@ -109,6 +110,10 @@ static int build(struct net_policy *pol, const struct net_policy *base, char *co
 	char spec[400];
 	int r = 0;
 	for (char *const *a = allow; a && *a && r == 0; a++) {
+		snprintf(spec, sizeof(spec), "allow=%s", *a);
+		r = netpolicy_add(pol, spec, err);
+	}
+	for (char *const *a = implicit; a && *a && r == 0; a++) {
 		snprintf(spec, sizeof(spec), "allow=%s", *a);
 		r = netpolicy_add(pol, spec, err);
 	}
@@ -126,7 +131,7 @@ int netproxy_policy_from_config(struct netproxy *p, const struct ab_config *cfg,
 {
 	struct net_policy base;
 	netpolicy_init(&base);
-	size_t na = 0, nd = 0;
+	size_t na = 0, nd = 0, ni = 0;
 	int r = 0;
 	for (size_t i = 0; i < cfg->n_net_rules && r == 0; i++) {
 		const char *s = cfg->net_rules[i];
@@ -134,6 +139,8 @@ int netproxy_policy_from_config(struct netproxy *p, const struct ab_config *cfg,
 			r = split_into(&p->allow, &na, s + 6);
 		else if (strncmp(s, "deny=", 5) == 0)
 			r = split_into(&p->deny, &nd, s + 5);
+		else if (strncmp(s, "secret=", 7) == 0 && strchr(s, '@'))
+			r = split_into(&p->implicit, &ni, strchr(s, '@') + 1);
 		else
 			r = netpolicy_add(&base, s, err) < 0 ? -EINVAL : 0;
 	}
@@ -141,7 +148,7 @@ int netproxy_policy_from_config(struct netproxy *p, const struct ab_config *cfg,
 		return ab_error_set(err, ENOMEM, "reading the network policy");
 	if (r < 0)
 		return r;
-	return build(&p->pol, &base, p->allow, p->deny, err);
+	return build(&p->pol, &base, p->allow, p->deny, p->implicit, err);
 }
 
 static int copy_list(char ***out, char *const *v, size_t n)
@@ -166,7 +173,8 @@ int netproxy_set_rules(struct netproxy *p, char *const *allow, size_t n_allow, c
 	    (deny && copy_list(&nd, deny, n_deny) < 0))
 		r = ab_error_set(err, ENOMEM, "changing the network policy");
 	if (r == 0)
-		r = build(&pol, &p->pol, allow ? na : p->allow, deny ? nd : p->deny, err);
+		r = build(&pol, &p->pol, allow ? na : p->allow, deny ? nd : p->deny, p->implicit,
+			  err);
 	if (r < 0) {
 		strv_free(na);
 		strv_free(nd);

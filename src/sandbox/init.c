@@ -33,6 +33,7 @@
  */
 #include "sandbox/init.h"
 #include "net/netproxy.h"
+#include "net/netsecret.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -414,7 +415,8 @@ _Noreturn void init_main(struct init_args *a)
 	prctl(PR_SET_DUMPABLE, 0);
 
 	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0 ||
-	    gitid_write(a->cfg->home, a->gitconfig, &err) < 0)
+	    gitid_write(a->cfg->home, a->gitconfig, &err) < 0 ||
+	    (a->secrets && net_secrets_inside(a->secrets, &err) < 0))
 		init_fail(a->sync_fd, &err);
 	stdio_from_view(a->sync_fd);
 	join_cgroup(a);

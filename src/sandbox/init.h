@@ -27,6 +27,7 @@ struct init_args {
 	bool landlock_enforced;	  /* the init, and every shim, is in Landlock's domain */
 	bool net_beside;	  /* its network namespace comes from the launcher (SYNC_NETNS) */
 	const char *gitconfig;	  /* gitid.h: written to $HOME/.gitconfig, or NULL */
+	struct net_secrets *secrets; /* --net secret=: the CA bundle written, values forgotten */
 };
 
 /* Runs in the child cloned into the new namespaces; never returns. */

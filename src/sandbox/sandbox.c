@@ -32,6 +32,7 @@
 #include "sandbox/isolation.h"
 #include "view/mount.h"
 #include "net/netproxy.h"
+#include "net/netsecret.h"
 #include "util/parse.h"
 #include "layer/protect.h"
 #include "sandbox/sandbox.h"
@@ -178,6 +179,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	a->plan = &sb->plan;
 	a->envp = sb->envp;
 	a->gitconfig = sb->gitconfig;
+	a->secrets = sb->secrets;
 	a->sync_fd = pair[1];
 	/* decided here: in the child, geteuid() depends on whether the maps
 	 * are written yet */
@@ -490,6 +492,11 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = ab_seccomp_load(cfg->seccomp, &sb->seccomp, &notices, err);
 	if (r == 0)
 		r = ab_env_build(cfg, environ, &sb->envp, err);
+	/* --net secret=: NAME stays here, the sandbox gets a placeholder */
+	if (r == 0 && cfg->net == AB_NET_PROXY)
+		r = net_secrets_new(cfg, environ, &sb->secrets, err);
+	if (r == 0 && sb->secrets)
+		r = net_secrets_env(sb->secrets, &sb->envp, err);
 	/* with namespaces $HOME is the sandbox's tmpfs, else the host's own */
 	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES))
 		sb->gitconfig = gitid_read();
@@ -521,6 +528,8 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 void sandbox_release(struct sandbox *sb)
 {
 	ab_env_free(sb->envp);
+	net_secrets_free(sb->secrets);
+	sb->secrets = NULL;
 	ab_cgroup_destroy(sb->cg);
 	ab_seccomp_free(sb->seccomp);
 	view_plan_free(&sb->plan);

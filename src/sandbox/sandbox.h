@@ -21,9 +21,10 @@ struct sandbox {
 	struct view_plan plan;
 	struct ab_seccomp_profile *seccomp; /* NULL: no filter */
 	struct ab_cgroup *cg;
-	char **envp;		 /* the commands' environment under the policy */
-	char *gitconfig;	 /* gitid.h: the caller's git identity, or NULL */
-	struct ab_result limits; /* only the limit reports, cgroup and timeout_ms */
+	char **envp;		     /* the commands' environment under the policy */
+	char *gitconfig;	     /* gitid.h: the caller's git identity, or NULL */
+	struct net_secrets *secrets; /* --net secret= (net/netsecret.h), or NULL */
+	struct ab_result limits;     /* only the limit reports, cgroup and timeout_ms */
 };
 
 /* Check cfg, plan the view, load the seccomp profile, build the

@@ -87,7 +87,7 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 				return ab_error_plain(err, EBADMSG,
 						      "the sandbox sent a proxy socket unasked");
 			}
-			if ((r = netproxy_new(&s->sb.cfg, passed, &s->net, err)) < 0)
+			if ((r = netproxy_new(&s->sb.cfg, s->sb.secrets, passed, &s->net, err)) < 0)
 				return r;
 			netproxy_set_route(s->net, route_net, s, s->init);
 			break;

@@ -214,7 +214,8 @@ Test(profile, a_bad_value_fails_with_the_command_line_message)
 				     "number of cores from 0.01 to 4096 (like 0.5 or 2), or none");
 	load_fails("{\"net\": \"bridge\"}",
 		   "profile /etc/agentbox/p.json: \"net\": 'bridge' is not one of none, host, "
-		   "allow=PATTERN[,...], deny=PATTERN[,...], max-conns=N, rate=SIZE");
+		   "allow=PATTERN[,...], deny=PATTERN[,...], max-conns=N, rate=SIZE, "
+		   "secret=NAME@PATTERN[,...], ca=FILE");
 	load_fails("{\"hostname\": \"a b\"}",
 		   "profile /etc/agentbox/p.json: \"hostname\": 'a b' is not a valid host name "
 		   "(letters, digits, '-' and '.', at most 64)");
@@ -245,8 +246,11 @@ Test(profile, wrong_json_types_are_refused)
 					 "string or a number, got a boolean");
 	load_fails("{\"memory\": null}", "profile /etc/agentbox/p.json: \"memory\": expected a "
 					 "string or a number, got null");
-	load_fails("{\"net\": [\"host\"]}", "profile /etc/agentbox/p.json: \"net\": expected a "
-					    "string or a number, got an array");
+	/* "net" takes an array too (each item one --net), of strings only */
+	load_fails("{\"net\": [\"allow=x.org\", 3]}",
+		   "profile /etc/agentbox/p.json: \"net\"[1]: expected a string, got a number");
+	load_fails("{\"net\": {}}", "profile /etc/agentbox/p.json: \"net\": expected a "
+				    "string or a number, got an object");
 	load_fails("{\"ro-bind\": \"/usr\"}",
 		   "profile /etc/agentbox/p.json: \"ro-bind\": expected an array of strings (it "
 		   "may be given more than once), got a string");
@@ -652,5 +656,19 @@ Test(profile, untrusted_is_tight)
 	ab_config_init(&cfg);
 	PARSE_OK(&cfg, "run", "--profile", "untrusted", "--timeout", "2m", "--", "true");
 	cr_assert_eq(cfg.timeout_ms, 2 * 60 * 1000);
+	ab_config_free(&cfg);
+}
+
+Test(profile, net_takes_a_list_of_its_values)
+{
+	struct ab_config cfg;
+	ab_config_init(&cfg);
+	load_ok(&cfg, "p.json",
+		"{\"net\": [\"allow=pypi.org\", \"secret=GITHUB_TOKEN@api.github.com\", "
+		"\"ca=/etc/corp-ca.pem\"]}");
+	cr_assert_eq(cfg.net, AB_NET_PROXY);
+	cr_assert_eq(cfg.n_net_rules, 3);
+	cr_assert_str_eq(cfg.net_rules[1], "secret=GITHUB_TOKEN@api.github.com");
+	cr_assert_str_eq(cfg.net_rules[2], "ca=/etc/corp-ca.pem");
 	ab_config_free(&cfg);
 }

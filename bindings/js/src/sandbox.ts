@@ -72,6 +72,9 @@ export function serveArgs(options: SandboxOptions): string[] {
   // "full" (agentbox's default) refuses a limit that cannot hold as asked; "best" drops it
   if (options.limits !== undefined) args.push("--limits", options.limits);
   if (options.maxOutput !== undefined) args.push("--max-output", String(options.maxOutput));
+  for (const [name, hosts] of Object.entries(options.secrets ?? {}))
+    args.push("--net", `secret=${name}@${([] as string[]).concat(hosts).join(",")}`);
+  if (options.netCa !== undefined) args.push("--net", `ca=${options.netCa}`);
   for (const dir of options.tmpfs ?? []) args.push("--tmpfs", dir);
   if (options.hostUid !== undefined) args.push("--host-uid", String(options.hostUid));
   if (options.workspaceMode !== undefined) args.push("--workspace-mode", options.workspaceMode);

@@ -48,6 +48,15 @@ export interface SandboxOptions {
   limits?: "full" | "best";
   /** `--net`: `"none"` (default) or `"host"`. */
   network?: string;
+  /**
+   * `--net secret=NAME@HOST,...` for each entry: the variable `NAME` of this
+   * process's environment stays outside the sandbox, which gets a
+   * placeholder the proxy replaces with the value toward those hosts only
+   * (docs/network.md).
+   */
+  secrets?: Record<string, string | string[]>;
+  /** `--net ca=FILE`: more CAs (PEM) the proxy verifies those hosts with. */
+  netCa?: string;
   /** `--seccomp` profile (default `"default"`). */
   seccomp?: string;
   /**

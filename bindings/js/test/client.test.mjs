@@ -26,6 +26,9 @@ describe("session", () => {
     assert.deepEqual(args, ["serve", "--workspace", "/w", "--net", "none", "--seccomp", "default", "--timeout", "2500ms",
       "--isolation", "full", "--skills", "/s", "--env", "A=1", "--memory", "1G", "--pids", "64", "--limits", "best", "--tmpfs", "/a", "--tmpfs", "/b", "--host-uid", "7"]);
     assert.ok(serveArgs({ timeout: null }).includes("none"));
+    const sec = serveArgs({ secrets: { GITHUB_TOKEN: ["api.github.com", "github.com"], NPM_TOKEN: "registry.npmjs.org" }, netCa: "/etc/ca.pem" });
+    assert.deepEqual(sec.slice(sec.indexOf("--isolation") + 2), ["--net", "secret=GITHUB_TOKEN@api.github.com,github.com",
+      "--net", "secret=NPM_TOKEN@registry.npmjs.org", "--net", "ca=/etc/ca.pem"]);
     const rootfs = serveArgs({ rootfs: "/srv/root" });
     assert.equal(rootfs[rootfs.indexOf("--rootfs") + 1], "/srv/root");
     const image = serveArgs({ image: "oci:/srv/img:v1" });

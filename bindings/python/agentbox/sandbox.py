@@ -138,7 +138,9 @@ def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
                 workspace_mode: str = "direct",
                 keep_changes: Union[str, os.PathLike, None] = None,
                 extra_args: Sequence[str] = (), isolation: str = "full",
-                limits: Optional[str] = None) -> List[str]:
+                limits: Optional[str] = None,
+                secrets: Optional[Dict[str, Union[str, Sequence[str]]]] = None,
+                net_ca: Union[str, os.PathLike, None] = None) -> List[str]:
     """The command line of agentbox serve for Sandbox's options."""
     binary = _binary(binary)
     args = [binary, "serve", "--workspace", os.fspath(workspace), "--net", network,
@@ -171,6 +173,13 @@ def _serve_args(workspace: Union[str, os.PathLike], *, skills=None,
     # asked (no cgroup for memory or cpus); "best" starts without it
     if limits is not None:
         args += ["--limits", limits]
+    # --net secret=NAME@HOST,...: NAME's value stays in agentbox's (this
+    # process's) environment; the sandbox gets a placeholder
+    for name, hosts in (secrets or {}).items():
+        hosts = [hosts] if isinstance(hosts, str) else list(hosts)
+        args += ["--net", "secret=%s@%s" % (name, ",".join(hosts))]
+    if net_ca is not None:
+        args += ["--net", "ca=" + os.fspath(net_ca)]
     for d in writable_dirs:
         args += ["--tmpfs", d]
     args += list(extra_args)
@@ -191,7 +200,9 @@ class Sandbox(T.SandboxBackendProtocol):
                  workspace_mode: str = "direct",
                  keep_changes: Union[str, os.PathLike, None] = None,
                  extra_args: Sequence[str] = (), isolation: str = "full",
-                 limits: Optional[str] = None):
+                 limits: Optional[str] = None,
+                 secrets: Optional[Dict[str, Union[str, Sequence[str]]]] = None,
+                 net_ca: Union[str, os.PathLike, None] = None):
         args = _serve_args(**{k: v for k, v in locals().items() if k != "self"})
         self._s = Session(args)
         self.hello: Dict[str, Any] = self._s.hello
