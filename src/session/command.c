@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -410,7 +411,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 			c->cmd_pidfd = fcntl(s->shims[r].pidfd, F_DUPFD_CLOEXEC, 3);
 		/* its deadline now: a file operation's shim may not speak
 		 * before it, and no other wake-up may come */
-		session_arm_timer(s);
+		command_arm_timer(s);
 		r = 0;
 	}
 out:
@@ -779,4 +780,20 @@ unsigned long long command_next_deadline(const struct ab_session *s)
 				next = d[k];
 	}
 	return next;
+}
+
+/* One timer for every deadline: absolute CLOCK_MONOTONIC, at least 1 ns
+ * so that it stays armed. */
+void command_arm_timer(struct ab_session *s)
+{
+	unsigned long long next = command_next_deadline(s);
+	if (next == s->timer_at)
+		return; /* armed for it already: no system call on every wake-up */
+	struct itimerspec its = {0};
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / 1000);
+		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
+	}
+	if (timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		s->timer_at = next;
 }

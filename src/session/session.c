@@ -288,22 +288,6 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 	}
 }
 
-/* One timer for every deadline: absolute CLOCK_MONOTONIC, at least 1 ns
- * so that it stays armed. */
-void session_arm_timer(struct ab_session *s)
-{
-	unsigned long long next = command_next_deadline(s);
-	if (next == s->timer_at)
-		return; /* armed for it already: no system call on every wake-up */
-	struct itimerspec its = {0};
-	if (next) {
-		its.it_value.tv_sec = (time_t)(next / 1000);
-		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
-	}
-	if (timerfd_settime(s->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-		s->timer_at = next;
-}
-
 int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, void *arg,
 			struct ab_error *err)
 {
@@ -387,7 +371,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 	for (size_t i = 0; i < s->max; i++)
 		if (s->cmds[i].used)
 			command_check(s, &s->cmds[i], now, fn, arg);
-	session_arm_timer(s);
+	command_arm_timer(s);
 	return 0;
 }
 
@@ -399,7 +383,7 @@ void ab_session_pause_output(struct ab_session *s, bool pause)
 	unsigned long long now = session_now_ms();
 	for (size_t i = 0; i < s->max; i++)
 		command_pause_output(s, &s->cmds[i], pause, now);
-	session_arm_timer(s); /* a grace that stopped or runs on again */
+	command_arm_timer(s); /* a grace that stopped or runs on again */
 }
 
 struct exec_wait {

@@ -139,8 +139,6 @@ int session_ready(struct ab_session *s, struct ab_error *err);
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);
 void session_unwatch(struct ab_session *s, int *fd);
-/* The session's one timer, at the next deadline of its commands. */
-void session_arm_timer(struct ab_session *s);
 /* Interest in fd's room to write (EPOLLOUT), on or off; the fd stays open. */
 int session_watch_out(struct ab_session *s, int fd, size_t slot, int kind, bool on);
 
@@ -177,6 +175,8 @@ void command_check(struct ab_session *s, struct cmd *c, unsigned long long now, 
 		   void *arg);
 /* The earliest deadline of any command, 0: none. */
 unsigned long long command_next_deadline(const struct ab_session *s);
+/* The session's one timer, at the next deadline of its commands. */
+void command_arm_timer(struct ab_session *s);
 
 /* command_result.c */
 void command_clear(struct cmd *c);
