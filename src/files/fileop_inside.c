@@ -111,6 +111,11 @@ __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char 
  * first change, keeping its owner and group, which the sandbox's user
  * namespace maps only when they are the sandbox user's own (docs/
  * workspace.md, "Files of other owners"). */
+enum ab_errc fileop_errc(int e)
+{
+	return code_of(e);
+}
+
 int fo_fail_errno(int e, const char *path, const char *what)
 {
 	const char *why = e == ENODEV ? "not a regular file" : strerror(e);

@@ -453,12 +453,13 @@ static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
  * another. After SHIM_EXITED the shim waits for the launcher's SHIM_KILL
  * (or end of file) before it takes another command: until then the
  * launcher may still signal this process as the operation's. */
-static void run_file_op(struct shim *sh, const char *request)
+static void run_file_op(struct shim *sh, const char *request, int *data)
 {
 	int self[2] = {self_pidfd, self_pidfd};
 	struct shim_msg started = {.type = SHIM_STARTED};
 	packet_send(sh->ctl, &started, sizeof(started), self, self_pidfd >= 0 ? 2 : 0);
-	int r = fileop_run(request, sh->out);
+	int r = fileop_run(request, sh->out, *data);
+	close_fd(data);	  /* the bulk path's pipe: its end is the launcher's end of file */
 	close_output(sh); /* the reply is complete */
 	struct shim_msg m = {.type = SHIM_EXITED, .status = r ? 1 << 8 : 0};
 	packet_send(sh->ctl, &m, sizeof(m), NULL, 0);
@@ -584,7 +585,7 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 	if (hdr.flags & SHIM_FILEOP) {
-		run_file_op(&sh, argv[0]);
+		run_file_op(&sh, argv[0], &fds[EXEC_FD_STDIN]);
 		goto done;
 	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;

@@ -332,12 +332,15 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	}
 	struct ab_exec fop;
 	char *fop_argv[2] = {(char *)x->file_op, NULL};
+	int fop_fds[3] = {x->fds ? x->fds[0] : -1, -1, -1};
 	if (x->file_op) {
 		fop = (struct ab_exec){
 			.argv = fop_argv,
 			.cwd = "/", /* whatever commands did to the session's */
 			.timeout_ms = x->timeout_ms,
 			.max_output = FILEOP_REPLY_MAX,
+			/* the bulk path's pipe (fileop_host.h) as its stdin */
+			.fds = x->fds && x->fds[0] >= 0 ? fop_fds : NULL,
 		};
 		x = &fop;
 	}
