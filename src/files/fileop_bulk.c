@@ -69,22 +69,25 @@ static int64_t move_all(int in, int out, int64_t size)
 }
 
 /* Whether size bytes may be written here: the file size limit (a write
- * past it is SIGXFSZ) and the free space; 0 or fo_fail's. */
-static int room_for(int fd, const char *path, int64_t size)
+ * past it is SIGXFSZ) and the free space; false once the reply says why. */
+static bool room_for(int fd, const char *path, int64_t size)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (uint64_t)size > rl.rlim_cur)
-		return fo_fail(AB_ERRC_TOO_LARGE, path,
-			       "upload: %lld bytes is over the sandbox's file size limit, %llu",
-			       (long long)size, (unsigned long long)rl.rlim_cur);
+	    (uint64_t)size > rl.rlim_cur) {
+		fo_fail(AB_ERRC_TOO_LARGE, path,
+			"upload: %lld bytes is over the sandbox's file size limit, %llu",
+			(long long)size, (unsigned long long)rl.rlim_cur);
+		return false;
+	}
 	struct statvfs vs;
-	if (fstatvfs(fd, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (uint64_t)size)
-		return fo_fail(AB_ERRC_NO_SPACE, path,
-			       "upload: %lld bytes do not fit where %s goes (%llu bytes free)",
-			       (long long)size, path,
-			       (unsigned long long)vs.f_bavail * vs.f_frsize);
-	return 0;
+	if (fstatvfs(fd, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (uint64_t)size) {
+		fo_fail(AB_ERRC_NO_SPACE, path,
+			"upload: %lld bytes do not fit where %s goes (%llu bytes free)",
+			(long long)size, path, (unsigned long long)vs.f_bavail * vs.f_frsize);
+		return false;
+	}
+	return true;
 }
 
 /* The temporary file is complete: it becomes path (with !overwrite only
@@ -132,10 +135,10 @@ int fo_upload_from(json_object *q, int data)
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return fo_fail_errno(errno, path, "cannot create a file beside");
-	if ((r = room_for(fd, path, size)) != 0) {
+	if (!room_for(fd, path, size)) {
 		close(fd);
 		unlink(tmp);
-		return r;
+		return 0; /* the reply says why */
 	}
 	int64_t got = fchmod(fd, mode) < 0 ? -errno : move_all(data, fd, size);
 	if (close(fd) < 0 && got >= 0)
