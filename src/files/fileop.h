@@ -58,6 +58,9 @@ int fileop_prepare_host(json_object *req, const char *op, char **inner, struct f
  * the shim that calls it goes on to the next command. */
 int fileop_run(const char *request, int out, int data);
 
+/* tmp renamed to path, replacing what is there at once (both halves). */
+int fileop_replace(const char *tmp, const char *path);
+
 /* The protocol's code for a file error errno. */
 enum ab_errc fileop_errc(int e);
 

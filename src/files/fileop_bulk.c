@@ -95,7 +95,7 @@ static bool room_for(int fd, const char *path, int64_t size)
 static int put_in_place(const char *tmp, const char *path, bool overwrite)
 {
 	if (overwrite)
-		return rename(tmp, path) < 0 ? -errno : 0;
+		return fileop_replace(tmp, path);
 	int r = link(tmp, path) < 0 ? -errno : 0;
 	unlink(tmp);
 	return r;

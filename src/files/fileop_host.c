@@ -223,9 +223,11 @@ int fileop_host_start(struct fileop_host *h, int *child, struct ab_error *err)
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return ab_error_set(err, errno, "%s: a pipe", fileop_host_op(h));
-	/* a larger pipe is fewer wake-ups; the default one works, too */
-	if (fcntl(p[0], F_SETPIPE_SZ, FILEOP_HOST_PIPE) < 0)
-		fcntl(p[0], F_SETPIPE_SZ, FILEOP_HOST_PIPE / 4);
+	/* a larger pipe is fewer wake-ups of both ends: as large as allowed
+	 * (past /proc/sys/fs/pipe-max-size only with CAP_SYS_RESOURCE) */
+	for (unsigned sz = FILEOP_HOST_PIPE_MAX; sz >= 65536; sz /= 4)
+		if (fcntl(p[0], F_SETPIPE_SZ, sz) >= 0)
+			break;
 	h->pipe_end = h->down ? p[0] : p[1];
 	*child = h->down ? p[1] : p[0];
 	fcntl(h->pipe_end, F_SETFL, O_NONBLOCK);
@@ -297,8 +299,8 @@ void fileop_host_finish(struct fileop_host *h, json_object **msg)
 		umask(mask);
 		int r = fchmod(h->file, 0666 & ~mask) < 0 || close(h->file) < 0 ? -errno : 0;
 		h->file = -1;
-		if (r == 0 && rename(h->tmp, h->path) < 0)
-			r = -errno;
+		if (r == 0)
+			r = fileop_replace(h->tmp, h->path);
 		if (r == 0) {
 			free(h->tmp);
 			h->tmp = NULL;

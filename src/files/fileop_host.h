@@ -19,8 +19,8 @@
 
 #include "agentbox/agentbox.h"
 
-#define FILEOP_HOST_PIPE     (1u << 20) /* the pipe's size asked for */
-#define FILEOP_HOST_DRAIN_MS 2000	/* after the reply, for the copier's end */
+#define FILEOP_HOST_PIPE_MAX (16u << 20) /* the pipe's size asked for first */
+#define FILEOP_HOST_DRAIN_MS 2000	 /* after the reply, for the copier's end */
 
 struct fileop_host {
 	bool down;    /* a download's "to"; else an upload's "from" */

@@ -73,6 +73,18 @@ class HostFiles(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(dst).st_mode), 0o666 & ~mask)
         self.assertEqual(self.leftovers(self.host) + self.leftovers(os.path.join(self.ws, "rt")),
                          [])
+        # over existing files both ways (swapped in, the old one removed)
+        data2 = os.urandom(3 * MIB)
+        m = self.call(op="upload", path="rt/big.bin", **{"from": self.hostfile("up2.bin", data2)})
+        self.assertEqual((m["type"], m["created"]), ("result", False), m)
+        m = self.call(op="download", path="rt/big.bin", to=dst)
+        self.assertEqual(m["type"], "result", m)
+        with open(dst, "rb") as f:
+            self.assertEqual(f.read(), data2)
+        with open(os.path.join(self.ws, "rt", "big.bin"), "rb") as f:
+            self.assertEqual(f.read(), data2)
+        self.assertEqual(self.leftovers(self.host) + self.leftovers(os.path.join(self.ws, "rt")),
+                         [])
         # the JSON path still reads what the bulk path wrote
         m = self.call(op="download", path="rt/big.bin", offset=0, length=16)
         self.assertEqual(m["type"], "result", m)
