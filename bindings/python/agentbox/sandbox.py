@@ -47,6 +47,16 @@ _WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
 # server's host_files path in upload_files and download_files (measured:
 # docs/performance.md)
 _BULK_MIN = 1 << 20
+
+
+def _private_dir() -> "tempfile.TemporaryDirectory":
+    """A 0700 directory for a batch file's bytes on their way, removed
+    after: in memory (/dev/shm) where there is one, so that the bytes,
+    already in memory, do not go through the disk too."""
+    shm = "/dev/shm"
+    where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+    return tempfile.TemporaryDirectory(prefix="agentbox-", dir=where)
+
 _DOWNLOAD_AHEAD = 2  # download chunks asked for before the first has come
 _BINARY_READ_MAX = 6 << 20  # as the server's read of binary data
 
@@ -705,7 +715,7 @@ class Sandbox(T.SandboxBackendProtocol):
             out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
         for i, (p, b) in enumerate(files):
             if out[i] is None and bulk:
-                with tempfile.TemporaryDirectory(prefix="agentbox-") as d:  # 0700
+                with _private_dir() as d:
                     tmp = os.path.join(d, "upload")
                     with open(tmp, "wb") as f:
                         f.write(b)
@@ -814,7 +824,7 @@ class Sandbox(T.SandboxBackendProtocol):
 
     def _download_bulk(self, path: str) -> bytes:
         """path's bytes through a private temporary file (host_files)."""
-        with tempfile.TemporaryDirectory(prefix="agentbox-") as d:  # 0700
+        with _private_dir() as d:
             tmp = os.path.join(d, "download")
             self._download_to(path, tmp)
             with open(tmp, "rb") as f:
