@@ -350,7 +350,8 @@ struct ab_exec {
 	 * "File operations") as one JSON object with "op" and the operation's
 	 * fields, paths absolute in the view. A process of the sandbox does it
 	 * with the sandbox's credentials; the result's stdout is its JSON reply
-	 * (merge_output, stream and keep_background do not apply). */
+	 * (merge_output, stream and keep_background do not apply; of fds only
+	 * fds[0] does: the bulk path's pipe, src/files/fileop_host.h). */
 	const char *file_op;
 	/* The command's stdin, stdout and stderr as the caller's own fds
 	 * (fds[0..2], each -1 for the default above: stdin_data or

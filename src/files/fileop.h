@@ -43,10 +43,26 @@ const char *fileop_name(const char *op);
  * caller takes it as exec's). */
 int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err);
 
+/* fileop_prepare for a client on the caller's own host, as its own user
+ * (agentbox serve's; docs/protocol.md, "Host files"): upload may name
+ * "from" and download "to", a path of the host; *host is then that file
+ * (fileop_host.h), whose pipe becomes the operation's stdin, and the
+ * reply is checked as fileop_host_op's. *host is NULL otherwise. */
+struct fileop_host;
+int fileop_prepare_host(json_object *req, const char *op, char **inner, struct fileop_host **host,
+			struct ab_error *err);
+
 /* Inside the sandbox: run the request fileop_prepare wrote and write the
- * reply to out. Returns 0 when a reply was written. Leaves nothing behind
- * (memory, fds): the shim that calls it goes on to the next command. */
-int fileop_run(const char *request, int out);
+ * reply to out; data is the operation's stdin (the bulk path's pipe).
+ * Returns 0 when a reply was written. Leaves nothing behind (memory, fds):
+ * the shim that calls it goes on to the next command. */
+int fileop_run(const char *request, int out, int data);
+
+/* tmp renamed to path, replacing what is there at once (both halves). */
+int fileop_replace(const char *tmp, const char *path);
+
+/* The protocol's code for a file error errno. */
+enum ab_errc fileop_errc(int e);
 
 /* The message for the reply the sandbox wrote (len bytes at data) to the
  * request with id and op: a "result", or an "error" with a file error

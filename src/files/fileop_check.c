@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files/fileop_host.h"
 #include "util/error.h"
 #include "util/parse.h"
 #include "util/util.h"
@@ -84,6 +85,12 @@ static const struct opdef ops[] = {
 	{"download",
 	 {{"path", T_PATH, true}, {"offset", T_COUNT, false}, {"length", T_POSINT, false}},
 	 {"path:s", "data:s", "size:i", "offset:i*", "eof:b*"}},
+	/* the bulk path (fileop_host.h): the inner ops of upload with "from"
+	 * and download with "to"; the bytes go through the shim's stdin */
+	{"upload_from",
+	 {{"path", T_PATH, true}, {"overwrite", T_BOOL, false}},
+	 {"path:s", "bytes:i", "created:b", "size:i"}},
+	{"download_to", {{"path", T_PATH, true}}, {"path:s", "bytes:i", "size:i"}},
 };
 
 static const struct opdef *opdef_of(const char *op)
@@ -97,7 +104,15 @@ static const struct opdef *opdef_of(const char *op)
 const char *fileop_name(const char *op)
 {
 	const struct opdef *d = opdef_of(op);
-	return d ? d->op : NULL;
+	return d && !strchr(d->op, '_') ? d->op : NULL; /* not an inner op */
+}
+
+/* The protocol's name of an op ("upload" for "upload_from"). */
+static const char *public_name(const char *op)
+{
+	return strcmp(op, "upload_from") == 0	? "upload"
+	       : strcmp(op, "download_to") == 0 ? "download"
+						: op;
 }
 
 /* ---- launcher: the request ---- */
@@ -168,27 +183,57 @@ static int check_chunk(json_object *req, const char *op, struct ab_error *err)
 	return 0;
 }
 
-int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err)
+/* upload's "from", download's "to" when host files are allowed: the
+ * field, NULL when the op has none or the request does not name it. */
+static const char *host_field(json_object *req, const char *op, struct fileop_host **host)
+{
+	const char *f = !host			      ? NULL
+			: strcmp(op, "upload") == 0   ? "from"
+			: strcmp(op, "download") == 0 ? "to"
+						      : NULL;
+	return f && json_object_object_get_ex(req, f, NULL) ? f : NULL;
+}
+
+/* The host file of hf opened; an upload's inner request gets its size. */
+static int open_host(json_object *req, const char *op, const char *hf, json_object *out,
+		     struct fileop_host **host, struct ab_error *err)
+{
+	json_object *hv;
+	json_object_object_get_ex(req, hf, &hv);
+	int r = fileop_host_open(op, hf, hv, host, err);
+	if (r == 0 && !(*host)->down)
+		json_object_object_add(out, "size", json_object_new_int64((*host)->size));
+	return r;
+}
+
+static int prepare(json_object *req, const char *op, char **inner, struct fileop_host **host,
+		   struct ab_error *err)
 {
 	enum ab_errc code = AB_ERRC_INVALID_REQUEST;
 	int r;
-	const struct opdef *d = opdef_of(op);
+	const char *hf = host_field(req, op, host);
+	const struct opdef *d = fileop_name(op) ? opdef_of(op) : NULL;
 	if (!d) {
 		return ab_error_proto(err, code, "'%s' is not a file operation", op);
 	}
+	if (hf)
+		d = opdef_of(hf[0] == 'f' ? "upload_from" : "download_to");
 	json_object_object_foreach(req, key, val)
 	{
 		(void)val;
 		bool known = strcmp(key, "op") == 0 || strcmp(key, "id") == 0 ||
-			     strcmp(key, "timeout") == 0;
+			     strcmp(key, "timeout") == 0 || (hf && strcmp(key, hf) == 0);
 		for (const struct field *f = d->in; !known && f->name; f++)
 			known = strcmp(key, f->name) == 0;
+		if (!known && hf)
+			return ab_error_proto(err, code, "%s: '%.64s' does not go with '%s'", op,
+					      key, hf);
 		if (!known) {
 			return ab_error_proto(err, code, "%s: unknown field '%.64s'", op, key);
 		}
 	}
 	json_object *out = json_object_new_object();
-	json_object_object_add(out, "op", json_object_new_string(op));
+	json_object_object_add(out, "op", json_object_new_string(d->op));
 	for (const struct field *f = d->in; f->name; f++) {
 		json_object *v = NULL;
 		if (!json_object_object_get_ex(req, f->name, &v) || !v) {
@@ -267,16 +312,34 @@ int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_err
 	}
 	if ((r = check_chunk(req, op, err)) < 0)
 		goto bad;
+	if (hf && (r = open_host(req, op, hf, out, host, err)) < 0)
+		goto bad;
 	*inner = strdup(json_object_to_json_string_ext(
 		out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(out);
 	if (!*inner) {
+		if (hf) {
+			fileop_host_free(*host);
+			*host = NULL;
+		}
 		return ab_error_proto(err, AB_ERRC_INTERNAL, "%s: out of memory", op);
 	}
 	return 0;
 bad:
 	json_object_put(out);
 	return r;
+}
+
+int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err)
+{
+	return prepare(req, op, inner, NULL, err);
+}
+
+int fileop_prepare_host(json_object *req, const char *op, char **inner, struct fileop_host **host,
+			struct ab_error *err)
+{
+	*host = NULL;
+	return prepare(req, op, inner, host, err);
 }
 
 /* ---- launcher: the reply ---- */
@@ -395,7 +458,7 @@ json_object *fileop_reply(const char *op, json_object *id, const char *data, siz
 		goto malformed;
 	size_t n_out = 0;
 	out = message("result", id);
-	json_object_object_add(out, "op", json_object_new_string(op));
+	json_object_object_add(out, "op", json_object_new_string(public_name(op)));
 	for (const char *const *f = d->out; *f; f++, n_out++) {
 		const char *colon = strchr(*f, ':');
 		char name[32];

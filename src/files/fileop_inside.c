@@ -111,6 +111,21 @@ __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char 
  * first change, keeping its owner and group, which the sandbox's user
  * namespace maps only when they are the sandbox user's own (docs/
  * workspace.md, "Files of other owners"). */
+int fileop_replace(const char *tmp, const char *path)
+{
+	/* a swap, then the old file removed: renaming over an existing file
+	 * makes ext4 (auto_da_alloc) write the new one out first, seconds for
+	 * a large file; readers still see one file or the other */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+		return unlink(tmp) < 0 && errno != ENOENT ? -errno : 0;
+	return rename(tmp, path) < 0 ? -errno : 0; /* none there, or no swap here */
+}
+
+enum ab_errc fileop_errc(int e)
+{
+	return code_of(e);
+}
+
 int fo_fail_errno(int e, const char *path, const char *what)
 {
 	const char *why = e == ENODEV ? "not a regular file" : strerror(e);

@@ -45,6 +45,10 @@ int fo_write(json_object *q, bool upload);
 int fo_edit(json_object *q);
 int fo_download(json_object *q);
 
+/* the operations: the bulk path (fileop_bulk.c), bytes on data */
+int fo_upload_from(json_object *q, int data);
+int fo_download_to(json_object *q, int data);
+
 /* the operations: trees (fileop_tree.c) */
 int fo_ls(json_object *q);
 int fo_glob(json_object *q);

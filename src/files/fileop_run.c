@@ -7,7 +7,7 @@
 
 #include "files/fileop_inside.h"
 
-int fileop_run(const char *request, int out)
+int fileop_run(const char *request, int out, int data)
 {
 	fo_reply_to(out);
 	json_object *q = json_tokener_parse(request);
@@ -36,6 +36,10 @@ int fileop_run(const char *request, int out)
 		r = fo_delete(q);
 	else if (!strcmp(op, "download"))
 		r = fo_download(q);
+	else if (!strcmp(op, "upload_from"))
+		r = fo_upload_from(q, data);
+	else if (!strcmp(op, "download_to"))
+		r = fo_download_to(q, data);
 	json_object_put(q);
 	return r;
 }

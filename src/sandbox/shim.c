@@ -453,13 +453,14 @@ static void kill_all(struct shim *sh, bool keep_background, uint64_t seq)
  * another. Its SHIM_EXITED is final: the launcher signals this process as
  * the operation's only until it has read it, and (SHIM_IDLE_AT_FINAL)
  * gives it no other command before, so no SHIM_KILL round trip follows. */
-static void run_file_op(struct shim *sh, const char *request, bool no_started)
+static void run_file_op(struct shim *sh, const char *request, int *data, bool no_started)
 {
 	int self[2] = {self_pidfd, self_pidfd};
 	struct shim_msg started = {.type = SHIM_STARTED};
 	if (!no_started)
 		packet_send(sh->ctl, &started, sizeof(started), self, self_pidfd >= 0 ? 2 : 0);
-	int r = fileop_run(request, sh->out);
+	int r = fileop_run(request, sh->out, *data);
+	close_fd(data);	  /* the bulk path's pipe: its end is the launcher's end of file */
 	close_output(sh); /* the reply is complete */
 	sh->msg = (struct shim_msg){.type = SHIM_EXITED, .status = r ? 1 << 8 : 0, .final = 1};
 	sh->started_sent = true;
@@ -583,7 +584,7 @@ static bool shim_run(int fds[SYNC_EXEC_FDS])
 		goto done;
 	}
 	if (hdr.flags & SHIM_FILEOP) {
-		run_file_op(&sh, argv[0], hdr.flags & SHIM_NO_STARTED);
+		run_file_op(&sh, argv[0], &fds[EXEC_FD_STDIN], hdr.flags & SHIM_NO_STARTED);
 		goto done;
 	}
 	bool keep_bg = hdr.flags & SHIM_KEEP_BACKGROUND;

@@ -13,6 +13,7 @@
 
 #include "util/error.h"
 #include "files/fileop.h"
+#include "files/fileop_host.h"
 #include "files/fileop_inside.h"
 #include "layer/layer.h"
 
@@ -226,7 +227,8 @@ static int parse_exec(struct ab_request *q, struct ab_error *e)
 /* A file operation: checked here, done inside (fileop.h). */
 static int parse_file_op(struct ab_request *q, struct ab_error *e)
 {
-	int r = fileop_prepare(q->req, q->op, &q->inner, e);
+	int r = q->host_files ? fileop_prepare_host(q->req, q->op, &q->inner, &q->host, e)
+			      : fileop_prepare(q->req, q->op, &q->inner, e);
 	if (r < 0)
 		return r;
 	if ((r = parse_timeout(q->req, q->op, &q->x.timeout_ms, e)) < 0)
@@ -333,9 +335,23 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
+static int parse_line(const char *line, size_t len, bool host_files, struct ab_request *q,
+		      struct ab_error *e);
+
 int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_error *e)
 {
-	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
+	return parse_line(line, len, false, q, e);
+}
+
+int ab_request_parse_host(const char *line, size_t len, struct ab_request *q, struct ab_error *e)
+{
+	return parse_line(line, len, true, q, e);
+}
+
+static int parse_line(const char *line, size_t len, bool host_files, struct ab_request *q,
+		      struct ab_error *e)
+{
+	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN, .host_files = host_files};
 	size_t a = 0;
 	while (a < len && is_blank(line[a]))
 		a++;
@@ -423,6 +439,7 @@ void ab_request_clear(struct ab_request *q)
 		free(*v);
 	free(q->env);
 	free(q->inner);
+	fileop_host_free(q->host);
 	free(q->data_owned);
 	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN};
 }

@@ -41,6 +41,10 @@ struct ab_request {
 	bool base64, merged;
 	const char *file_op; /* the file operation's name (static), or NULL */
 	char *inner;	     /* its request for the sandbox (fileop_prepare) */
+	/* upload's "from", download's "to" (fileop_host.h), owned; only with
+	 * ab_request_parse_host */
+	struct fileop_host *host;
+	bool host_files;
 	json_object *target; /* cancel, stdin, resize, signal: in req */
 	/* stdin: the bytes (decoded: data is owned, else in req) */
 	const char *data;
@@ -60,6 +64,9 @@ struct ab_request {
  * the valid id); otherwise q->id, q->op and q->kind say what was asked and
  * e says what is wrong with it (unknown_op, or a field's error). */
 int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_error *e);
+/* The same for a client on the caller's own host as its own user (agentbox
+ * serve's): upload and download may name host paths ("from", "to"). */
+int ab_request_parse_host(const char *line, size_t len, struct ab_request *q, struct ab_error *e);
 void ab_request_clear(struct ab_request *q);
 
 /* The id of a request line too long to parse: the value of the first

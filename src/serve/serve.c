@@ -24,6 +24,7 @@
 #include "agentbox/agentbox.h"
 #include "util/error.h"
 #include "files/fileop.h"
+#include "files/fileop_host.h"
 #include "sandbox/isolation.h"
 #include "util/jsonw.h"
 #include "layer/layer.h"
@@ -171,6 +172,29 @@ static struct request *by_id(struct server *sv, json_object *id)
 	return NULL;
 }
 
+/* A request to the session; a host file's pipe (fileop_host.h) is its
+ * stdin, and the copier runs from now on. */
+static int start_one(struct server *sv, struct request *r, struct ab_error *err)
+{
+	if (!r->q.host || r->q.host->running)
+		return ab_session_start(sv->s, &r->q.x, r->tag, err);
+	int fds[3] = {-1, -1, -1};
+	int rc = fileop_host_start(r->q.host, &fds[0], err);
+	if (rc < 0)
+		return rc;
+	r->q.x.fds = fds;
+	rc = ab_session_start(sv->s, &r->q.x, r->tag, err);
+	r->q.x.fds = NULL;
+	close(fds[0]);	    /* the sandbox's now, or nobody's: the copier sees its end */
+	if (rc == -EBUSY) { /* not started after all: a new pipe next time */
+		fileop_host_free(r->q.host);
+		r->q.host = NULL;
+		ab_error_proto(err, AB_ERRC_BUSY, "%s: the session is busy", r->q.file_op);
+		return -EAGAIN;
+	}
+	return rc;
+}
+
 static void start_queued(struct server *sv)
 {
 	for (struct request *r = sv->head, *next; r; r = next) {
@@ -181,7 +205,7 @@ static void start_queued(struct server *sv)
 		    sv->out.parts_text + sv->kept.parts_text >= MAX_DEFERRED)
 			return;
 		struct ab_error err = {0};
-		int rc = ab_session_start(sv->s, &r->q.x, r->tag, &err);
+		int rc = start_one(sv, r, &err);
 		if (rc == -EBUSY)
 			return;
 		sv->queued--;
@@ -281,7 +305,7 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 {
 	struct ab_request q;
 	struct ab_error e = {0};
-	int rc = ab_request_parse(line, len, &q, &e);
+	int rc = ab_request_parse_host(line, len, &q, &e);
 	if (rc == 1)
 		return; /* blank */
 	if (!q.op) {
@@ -505,17 +529,16 @@ static void file_op_done(struct server *sv, struct request *r, const struct ab_r
 			       "%s: the operation failed (exit status %d%s)", r->q.file_op,
 			       res->exit_code, res->oom_killed ? ", out of memory" : "");
 	else
-		o = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
-				 res->out.len, &err);
-	const char *code = NULL;
-	if (!o) {
+		o = fileop_reply(r->q.host ? fileop_host_op(r->q.host) : r->q.file_op, r->q.id,
+				 res->out.data ? res->out.data : "", res->out.len, &err);
+	if (!o)
 		o = error_reply(r->q.id, &err);
-		code = ab_errc_name(err.kind);
-	} else {
-		json_object *c;
-		if (json_object_object_get_ex(o, "code", &c))
-			code = json_object_get_string(c);
-	}
+	if (r->q.host) /* the copier's end: the reply may become an error */
+		fileop_host_finish(r->q.host, &o);
+	const char *code = NULL;
+	json_object *c;
+	if (json_object_object_get_ex(o, "code", &c))
+		code = json_object_get_string(c);
 	serve_audit_result(&sv->audit, r->q.id, NULL,
 			   code); /* before o, which holds code, is gone */
 	send_json(sv, o);

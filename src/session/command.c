@@ -333,12 +333,15 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	}
 	struct ab_exec fop;
 	char *fop_argv[2] = {(char *)x->file_op, NULL};
+	int fop_fds[3] = {x->fds ? x->fds[0] : -1, -1, -1};
 	if (x->file_op) {
 		fop = (struct ab_exec){
 			.argv = fop_argv,
 			.cwd = "/", /* whatever commands did to the session's */
 			.timeout_ms = x->timeout_ms,
 			.max_output = FILEOP_REPLY_MAX,
+			/* the bulk path's pipe (fileop_host.h) as its stdin */
+			.fds = x->fds && x->fds[0] >= 0 ? fop_fds : NULL,
 		};
 		x = &fop;
 	}
@@ -409,9 +412,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		c->shim_gen = s->shims[r].gen;
 		if ((flags & SHIM_NO_STARTED) && s->shims[r].pidfd >= 0)
 			c->cmd_pidfd = fcntl(s->shims[r].pidfd, F_DUPFD_CLOEXEC, 3);
-		/* its deadline now: a file operation's shim may not speak
-		 * before it, and no other wake-up may come */
-		command_arm_timer(s);
+		command_arm_timer(s); /* now: a file operation's shim may not speak */
 		r = 0;
 	}
 out:
@@ -782,8 +783,7 @@ unsigned long long command_next_deadline(const struct ab_session *s)
 	return next;
 }
 
-/* One timer for every deadline: absolute CLOCK_MONOTONIC, at least 1 ns
- * so that it stays armed. */
+/* absolute CLOCK_MONOTONIC, at least 1 ns so that it stays armed */
 void command_arm_timer(struct ab_session *s)
 {
 	unsigned long long next = command_next_deadline(s);

@@ -13,6 +13,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -42,6 +43,20 @@ _BINARY_EXTENSIONS = frozenset(
 EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents"
 _GREP_PAGE = 5000  # matches per grep request: a page of long lines stays a few MiB
 _WRITE_INLINE_MAX = 1 << 20  # larger write contents move as chunked uploads
+# files over this many bytes go through a private temporary file and the
+# server's host_files path in upload_files and download_files (measured:
+# docs/performance.md)
+_BULK_MIN = 1 << 20
+
+
+def _private_dir() -> "tempfile.TemporaryDirectory":
+    """A 0700 directory for a batch file's bytes on their way, removed
+    after: in memory (/dev/shm) where there is one, so that the bytes,
+    already in memory, do not go through the disk too."""
+    shm = "/dev/shm"
+    where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+    return tempfile.TemporaryDirectory(prefix="agentbox-", dir=where)
+
 _DOWNLOAD_AHEAD = 2  # download chunks asked for before the first has come
 _BINARY_READ_MAX = 6 << 20  # as the server's read of binary data
 
@@ -673,14 +688,34 @@ class Sandbox(T.SandboxBackendProtocol):
             offset += len(chunk)
         return None
 
+    def _host_files(self) -> bool:
+        """Whether upload "from" and download "to" may name this host's
+        files: the server says host_files, and it runs here (started by
+        this client, or connected to without via)."""
+        return "host_files" in self._s.features and not (self._detached and self._detached[1])
+
+    def _upload_from(self, path: str, source: Union[str, os.PathLike]) -> Optional[Tuple[str, str]]:
+        r = self.request("upload", path=path, **{"from": os.path.abspath(source)})
+        return (r.get("code"), r.get("message")) if r["type"] == "error" else None
+
+    def _download_to(self, path: str, target: Union[str, os.PathLike]) -> int:
+        r = self.request("download", path=path, to=os.path.abspath(target))
+        if r["type"] == "error":
+            raise FileError(r.get("code"), r.get("message"))
+        return r["bytes"]
+
     def upload_files(self, files: List[Tuple[str, bytes]]) -> "List[T.FileUploadResponse]":
         """Write each (path, bytes), creating the directories above it; one
         response per file, in order, with error None or a code
         (file_not_found, permission_denied, is_directory, invalid_path, or
         agentbox's: too_large, no_space, io_error). Files of any size:
-        those over the hello's max_chunk move in chunks."""
+        those over the hello's max_chunk move in chunks, or, over
+        _BULK_MIN with a server on this host, through a private temporary
+        file and the server's host_files path."""
         chunk = self._s.max_chunk
-        small = [(i, p, b) for i, (p, b) in enumerate(files) if not chunk or len(b) <= chunk]
+        bulk = self._host_files()
+        small = [(i, p, b) for i, (p, b) in enumerate(files)
+                 if (not chunk or len(b) <= chunk) and not (bulk and len(b) > _BULK_MIN)]
         out: List[Optional[Any]] = [None] * len(files)
         # several at once, unless a path comes twice: then in turn, the last wins
         window = 8 if len({p for p, _ in files}) == len(files) else 1
@@ -690,7 +725,15 @@ class Sandbox(T.SandboxBackendProtocol):
             code = r.get("code") if r["type"] == "error" else None
             out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
         for i, (p, b) in enumerate(files):
-            if out[i] is None:
+            if out[i] is None and bulk:
+                with _private_dir() as d:
+                    tmp = os.path.join(d, "upload")
+                    with open(tmp, "wb") as f:
+                        f.write(b)
+                    error = self._upload_from(p, tmp)
+                code = error[0] if error else None
+                out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
+            elif out[i] is None:
                 error = self._upload_chunks(p, iter_chunks(b, chunk))
                 code = error[0] if error else None
                 out[i] = make(T.FileUploadResponse, path=p, error=_UPLOAD_CODES.get(code, code))
@@ -762,9 +805,16 @@ class Sandbox(T.SandboxBackendProtocol):
         (file_not_found, permission_denied, is_directory, invalid_path,
         ...). Files of any size."""
         out = []
+        bulk = self._host_files()
         for p in paths:
             buf = io.BytesIO()  # its getvalue() shares the buffer: no second copy
             try:
+                if bulk and self._s.max_chunk:
+                    content = self._download_small(p)
+                    if content is None:
+                        content = self._download_bulk(p)
+                    out.append(make(T.FileDownloadResponse, path=p, content=content))
+                    continue
                 for data in self._download_chunks(p):
                     buf.write(data)
                 content = buf.getvalue()
@@ -775,11 +825,32 @@ class Sandbox(T.SandboxBackendProtocol):
             out.append(make(T.FileDownloadResponse, path=p, content=content))
         return out
 
+    def _download_small(self, path: str) -> Optional[bytes]:
+        """path's bytes when it has at most _BULK_MIN, in one request; None
+        for a larger file (raises FileError)."""
+        r = self.request("download", path=path, offset=0, length=_BULK_MIN)
+        if r["type"] == "error":
+            raise FileError(r.get("code"), r.get("message"))
+        return base64.b64decode(r["data"]) if r["eof"] else None
+
+    def _download_bulk(self, path: str) -> bytes:
+        """path's bytes through a private temporary file (host_files)."""
+        with _private_dir() as d:
+            tmp = os.path.join(d, "download")
+            self._download_to(path, tmp)
+            with open(tmp, "rb") as f:
+                return f.read()
+
     def upload_file(self, path: str, source: Union[str, os.PathLike, BinaryIO]) -> None:
         """Copy a host file (a path, or a binary file object) to path in the
-        sandbox, a chunk at a time: memory stays bounded whatever its size.
-        Raises FileError for a file error."""
-        if hasattr(source, "read"):
+        sandbox: with a server on this host that says host_files, the
+        server reads the file itself (no bytes in the protocol; path is
+        replaced only once all of them arrived); else a chunk at a time.
+        Memory stays bounded whatever its size. Raises FileError for a
+        file error."""
+        if not hasattr(source, "read") and self._host_files():
+            error = self._upload_from(path, source)
+        elif hasattr(source, "read"):
             error = self._upload_chunks(path, iter_stream(source, self._s.max_chunk or 6 << 20))
         else:
             with open(source, "rb") as f:
@@ -789,8 +860,11 @@ class Sandbox(T.SandboxBackendProtocol):
 
     def download_file(self, path: str, target: Union[str, os.PathLike, BinaryIO]) -> int:
         """Copy path in the sandbox to a host file (a path, or a binary file
-        object), a chunk at a time; returns the bytes copied. Raises
-        FileError for a file error."""
+        object); returns the bytes copied. With a server on this host that
+        says host_files, the server writes the file itself, whole or not at
+        all; else a chunk at a time. Raises FileError for a file error."""
+        if not hasattr(target, "write") and self._host_files():
+            return self._download_to(path, target)
         n = 0
         if hasattr(target, "write"):
             for data in self._download_chunks(path):

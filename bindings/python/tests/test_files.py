@@ -125,6 +125,81 @@ class Large(Base):
         self.assertEqual(os.path.getsize(os.path.join(self.ws, "empty")), 0)
 
 
+class HostFiles(Base):
+    """upload "from" and download "to" (docs/protocol.md, "Host files")
+    where the server says host_files, the JSON chunks where it does not."""
+
+    def sent(self):
+        """The requests the client sends from now on."""
+        reqs, send = [], self.sb._s.send
+
+        def spy(req, *rest, **kw):
+            reqs.append(dict(req, data=rest[0]) if rest and rest[0] else dict(req))
+            return send(req, *rest, **kw)
+        self.sb._s.send = spy
+        self.addCleanup(setattr, self.sb._s, "send", send)
+        return reqs
+
+    def without_host_files(self):
+        self.sb._s.features = self.sb._s.features - {"host_files"}
+
+    def round_trip(self, size):
+        data = pattern(size) + b"tail"
+        src, dst = os.path.join(self.ws, "src.bin"), os.path.join(self.ws, "dst.bin")
+        with open(src, "wb") as f:
+            f.write(data)
+        self.sb.upload_file("/workspace/in/up.bin", src)
+        with open(os.path.join(self.ws, "in", "up.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertEqual(self.sb.download_file("/workspace/in/up.bin", dst), len(data))
+        with open(dst, "rb") as f:
+            self.assertEqual(f.read(), data)
+        (up,) = self.sb.upload_files([("/workspace/in/batch.bin", data)])
+        self.assertIsNone(up.error)
+        (down,) = self.sb.download_files(["/workspace/in/batch.bin"])
+        self.assertEqual((down.error, down.content), (None, data))
+
+    def test_fast_path_moves_no_bytes_in_the_protocol(self):
+        self.assertIn("host_files", self.sb._s.features)
+        reqs = self.sent()
+        self.round_trip(8 * MiB)
+        self.assertTrue(any("from" in r for r in reqs) and any("to" in r for r in reqs))
+        # beside the probe of download_files (one 1 MiB chunk), no data
+        self.assertEqual([r for r in reqs if "data" in r], [])
+        self.assertEqual(sum(1 for r in reqs if "offset" in r), 1)
+        self.assertEqual([n for n in os.listdir(os.path.join(self.ws, "in"))
+                          if ".agentbox-" in n], [])
+
+    def test_fallback_without_the_feature(self):
+        self.without_host_files()
+        reqs = self.sent()
+        self.round_trip(5 * MiB)
+        self.assertEqual([r for r in reqs if "from" in r or "to" in r], [])
+        self.assertTrue(any(r["op"] == "upload" and "data" in r for r in reqs))
+
+    def test_not_through_another_host(self):
+        self.sb._detached = ("id", ["ssh", "elsewhere"], "agentbox")
+        self.assertFalse(self.sb._host_files())
+        self.sb._detached = None
+        self.assertTrue(self.sb._host_files())
+
+    def test_small_files_stay_on_json_and_errors_keep_their_codes(self):
+        reqs = self.sent()
+        (up,) = self.sb.upload_files([("/workspace/small.txt", b"small")])
+        (down,) = self.sb.download_files(["/workspace/small.txt"])
+        self.assertEqual((up.error, down.content), (None, b"small"))
+        self.assertEqual([r for r in reqs if "from" in r or "to" in r], [])
+        with self.assertRaises(FileError) as cm:
+            self.sb.download_file("/workspace/none", os.path.join(self.ws, "x"))
+        self.assertEqual(cm.exception.code, "file_not_found")
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "x")))
+        with self.assertRaises(FileError) as cm:
+            self.sb.upload_file("/workspace/x", os.path.join(self.ws, "none"))
+        self.assertEqual(cm.exception.code, "file_not_found")
+        (down,) = self.sb.download_files(["/workspace/none"])
+        self.assertEqual(down.error, "file_not_found")
+
+
 class WhereDeepagentsWrites(Base):
     def test_large_tool_results_round_trip(self):
         text = "".join("result line %d\n" % i for i in range(50000))  # ~840 KB
