@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -90,6 +91,46 @@ static bool room_for(int fd, const char *path, int64_t size)
 	return true;
 }
 
+/* An unnamed file in path's directory (O_TMPFILE): a shim killed while
+ * it fills it (a cancel, a timeout) leaves nothing behind. -1 with errno
+ * where the filesystem has none: then a named one (*named true). */
+static int open_unnamed(const char *path, mode_t mode)
+{
+	const char *slash = strrchr(path, '/');
+	cleanup_free char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -1;
+	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+}
+
+/* The unnamed file fd, complete, given the name tmp (a fresh one beside
+ * path, made in *tmp) so that it can be swapped in. */
+static int name_unnamed(int fd, const char *path, char **tmp)
+{
+	const char *slash = strrchr(path, '/');
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (int i = 0; i < 100; i++) {
+		unsigned long long rnd = 0;
+		if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+			return -errno;
+		free(*tmp);
+		if (asprintf(tmp, "%.*s/.%s.agentbox-%06llx", (int)(slash - path), path, slash + 1,
+			     rnd & 0xffffff) < 0) {
+			*tmp = NULL;
+			return -ENOMEM;
+		}
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, *tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	int e = errno;
+	free(*tmp); /* names nothing of ours */
+	*tmp = NULL;
+	return -e;
+}
+
 /* The temporary file is complete: it becomes path (with !overwrite only
  * if path is still not there). */
 static int put_in_place(const char *tmp, const char *path, bool overwrite)
@@ -130,28 +171,38 @@ int fo_upload_from(json_object *q, int data)
 	}
 	const char *slash = strrchr(path, '/');
 	cleanup_free char *tmp = NULL;
-	if (asprintf(&tmp, "%.*s/.%s.agentbox-XXXXXX", (int)(slash - path), path, slash + 1) < 0)
-		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	int fd = open_unnamed(path, mode);
+	bool named = fd < 0;
+	if (named) { /* no O_TMPFILE here: a named file, which a kill leaves */
+		if (asprintf(&tmp, "%.*s/.%s.agentbox-XXXXXX", (int)(slash - path), path,
+			     slash + 1) < 0)
+			return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
+		fd = mkostemp(tmp, O_CLOEXEC);
+	}
 	if (fd < 0)
 		return fo_fail_errno(errno, path, "cannot create a file beside");
 	if (!room_for(fd, path, size)) {
 		close(fd);
-		unlink(tmp);
+		if (named)
+			unlink(tmp);
 		return 0; /* the reply says why */
 	}
 	int64_t got = fchmod(fd, mode) < 0 ? -errno : move_all(data, fd, size);
+	int nr = !named && got == size ? name_unnamed(fd, path, &tmp) : 0;
+	if (nr < 0)
+		got = nr;
 	if (close(fd) < 0 && got >= 0)
 		got = -errno;
 	if (got >= 0 && got < size) {
-		unlink(tmp);
+		if (named)
+			unlink(tmp);
 		return fo_fail(AB_ERRC_IO_ERROR, path,
 			       "upload: the source ended after %lld of its %lld bytes; %s is left "
 			       "as it was",
 			       (long long)got, (long long)size, path);
 	}
 	r = got < 0 ? (int)got : put_in_place(tmp, path, overwrite);
-	if (got < 0)
+	if (got < 0 && tmp)
 		unlink(tmp);
 	if (r == -EEXIST)
 		return fo_fail(AB_ERRC_EXISTS, path, "%s exists; pass overwrite to replace it",
