@@ -23,7 +23,7 @@ const SLOW = process.env.AGENTBOX_SANITIZED === '1' ? 4 : 1;
 const def = loader.loadSync(PROTO, { longs: Number, enums: String, defaults: true, oneofs: true });
 const { ProcessService } = grpc.loadPackageDefinition(def).process.v1;
 
-let rt, ws, client, port, stderr = '';
+let rt, ws, client, port;
 
 function freePort() {
   return new Promise((resolve) => {
@@ -34,33 +34,42 @@ function freePort() {
   });
 }
 
+// agentbox runtime with --grpc-port on loopback ports of its own; resolves
+// once it serves (o.err collects its stderr)
+async function runtime(extra = []) {
+  const o = { err: '', port: await freePort() };
+  const http = await freePort();
+  o.proc = spawn(BIN, ['runtime', '--workspace', ws, '--http-port', String(http),
+    '--grpc-port', String(o.port), ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  o.exited = new Promise((r) => o.proc.on('exit', (code) => r(code)));
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('agentbox runtime did not start: ' + o.err)),
+      30000 * SLOW);
+    o.proc.stderr.on('data', (d) => {
+      o.err += d;
+      if (o.err.includes('ProcessService on')) { clearTimeout(t); resolve(); }
+    });
+    o.exited.then(() => reject(new Error('agentbox runtime ended: ' + o.err)));
+  });
+  return o;
+}
+
 before(async () => {
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'agentbox-grpc-'));
   fs.mkdirSync(path.join(ws, 'sub'));
-  port = await freePort();
-  const http = await freePort();
-  rt = spawn(BIN, ['runtime', '--workspace', ws, '--http-port', String(http),
-    '--grpc-port', String(port), '--http-timeout', '3'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('agentbox runtime did not start: ' + stderr)),
-      30000 * SLOW);
-    rt.stderr.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('ProcessService on')) { clearTimeout(t); resolve(); }
-    });
-    rt.on('exit', () => reject(new Error('agentbox runtime ended: ' + stderr)));
-  });
+  rt = await runtime(['--http-timeout', '3']);
+  port = rt.port;
   client = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure());
 });
 
 after(async () => {
   client?.close();
-  if (rt && rt.exitCode === null) {
-    rt.kill('SIGTERM'); // it removes its sandbox's cgroups
-    await new Promise((r) => rt.on('exit', r));
+  if (rt && rt.proc.exitCode === null) {
+    rt.proc.kill('SIGTERM'); // it removes its sandbox's cgroups
+    await rt.exited;
   }
   fs.rmSync(ws, { recursive: true, force: true });
-  assert.doesNotMatch(stderr, /Sanitizer|runtime error:/);
+  assert.doesNotMatch(rt?.err ?? '', /Sanitizer|runtime error:/);
 });
 
 const unary = (method, req, c = client) => new Promise((resolve) =>
@@ -195,7 +204,7 @@ test('ResizeTTY changes a PTY process terminal; FAILED_PRECONDITION without one'
   assert.equal((await plain.done).events.at(-1).exit.exitCode, -1);
 });
 
-test('unknown ids are NOT_FOUND; an unspecified signal is INVALID_ARGUMENT', async () => {
+test('unknown ids are NOT_FOUND; an unspecified signal INVALID_ARGUMENT; input after EOF FAILED_PRECONDITION', async () => {
   for (const [m, req] of [['WriteStdin', { processId: 999999, input: Buffer.from('x') }],
     ['WriteStdin', { processId: 999999, eof: {} }],
     ['SendSignal', { processId: 999999, signal: 'SIGNAL_SIGINT' }],
@@ -208,6 +217,10 @@ test('unknown ids are NOT_FOUND; an unspecified signal is INVALID_ARGUMENT', asy
     if (m.event !== 'init') return;
     const r = await unary('SendSignal', { processId: m.init.processId });
     assert.equal(r.err.code, grpc.status.INVALID_ARGUMENT);
+    // input after its stdin was closed
+    assert.equal((await unary('WriteStdin', { processId: m.init.processId, eof: {} })).err, null);
+    const w = await unary('WriteStdin', { processId: m.init.processId, input: Buffer.from('x') });
+    assert.equal(w.err?.code, grpc.status.FAILED_PRECONDITION);
     await unary('SendSignal', { processId: m.init.processId, signal: 'SIGNAL_SIGKILL' });
   });
   await s.done;
@@ -259,7 +272,7 @@ test('a client that cancels its Start leaves no process behind', async () => {
 
 test('a client that stops reading: output paused, none lost, the server bounded', async () => {
   const total = 24 << 20;
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${rt.pid}/status`))[1]);
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${rt.proc.pid}/status`))[1]);
   const before = rss();
   let bytes = 0;
   const s = start({ config: { command: ['head', '-c', String(total), '/dev/zero'] } }, (m) => {
@@ -276,4 +289,25 @@ test('a client that stops reading: output paused, none lost, the server bounded'
   assert.equal(err, null);
   assert.equal(bytes, total);
   assert.equal(events.at(-1).exit.exitCode, 0);
+});
+
+test('SIGTERM: a running Start is answered UNAVAILABLE after the drain, its process ended', async () => {
+  const own = await runtime(['--drain-timeout', '1']);
+  const c = new ProcessService('127.0.0.1:' + own.port, grpc.credentials.createInsecure());
+  const call = c.Start({ config: { command: ['sleep', '302.5'] } });
+  const done = new Promise((resolve) => {
+    call.on('error', resolve);
+    call.on('end', () => resolve(null));
+  });
+  call.on('data', () => {});
+  await new Promise((r) => call.once('data', r));
+  assert.ok(await waitFor(() => running('302.5') === 1));
+  own.proc.kill('SIGTERM');
+  const err = await done;
+  assert.equal(err?.code, grpc.status.UNAVAILABLE);
+  assert.match(err.details, /stopping/);
+  assert.equal(await own.exited, 0);
+  assert.ok(await waitFor(() => running('302.5') === 0));
+  c.close();
+  assert.doesNotMatch(own.err, /Sanitizer|runtime error:/);
 });
