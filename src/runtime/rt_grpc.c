@@ -38,6 +38,12 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
+/* how long ago t was (0 for a t after now: set while now was read) */
+static unsigned long long since(unsigned long long now, unsigned long long t)
+{
+	return now > t ? now - t : 0;
+}
+
 /* ---- answers ---- */
 
 static ssize_t read_out(nghttp2_session *h, int32_t sid, uint8_t *buf, size_t length,
@@ -271,6 +277,7 @@ static int on_begin_headers(nghttp2_session *h, const nghttp2_frame *f, void *us
 	call->c = c;
 	call->sid = f->hd.stream_id;
 	call->method = -1;
+	call->last_in = now_ms();
 	call->next = c->calls;
 	if (c->calls)
 		c->calls->prev = call;
@@ -305,7 +312,10 @@ static int on_data(nghttp2_session *h, uint8_t flags, int32_t sid, const uint8_t
 {
 	struct gconn *c = user;
 	struct gcall *call = nghttp2_session_get_stream_user_data(h, sid);
-	if (!call || call->dispatched || call->too_large)
+	if (!call || call->dispatched)
+		return 0;
+	call->last_in = now_ms();
+	if (call->too_large)
 		return 0;
 	if (call->in_len + len > call->in_cap) {
 		size_t cap = call->in_cap ? call->in_cap * 2 : 4096;
@@ -453,7 +463,7 @@ static void backpressure(struct rt_grpc *g, unsigned long long now)
 			continue;
 		if (!call->over_since)
 			call->over_since = now;
-		if (now - call->over_since > g->rt->o->conn_timeout_s * 1000ull) {
+		if (since(now, call->over_since) > g->rt->o->conn_timeout_s * 1000ull) {
 			fprintf(stderr,
 				"agentbox: runtime: gRPC process %d: its client read none of its "
 				"output for %u s: stream reset, process cancelled\n",
@@ -480,7 +490,7 @@ void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n)
 		return;
 	if (n && p[0].revents && g->lfd >= 0)
 		accept_conns(g);
-	unsigned long long now = now_ms();
+	unsigned long long now = now_ms(), tmo = g->rt->o->conn_timeout_s * 1000ull;
 	for (size_t i = 1; i < n; i++) {
 		struct gconn *c = g->conns;
 		while (c && c->fd != p[i].fd)
@@ -491,10 +501,16 @@ void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n)
 	for (struct gconn *c = g->conns, *next; c; c = next) {
 		next = c->next;
 		if (!c->dead && !c->ending && !c->n_calls &&
-		    (g->stopping || now - c->idle_since > g->rt->o->conn_timeout_s * 1000ull)) {
+		    (g->stopping || since(now, c->idle_since) > tmo)) {
 			c->ending = true; /* a GOAWAY: the client dials again */
 			nghttp2_session_terminate_session(c->h, NGHTTP2_NO_ERROR);
 		}
+		for (struct gcall *call = c->calls; call; call = call->next)
+			if (!call->dispatched && since(now, call->last_in) > tmo) { /* stalled */
+				call->dispatched = true;
+				nghttp2_submit_rst_stream(c->h, NGHTTP2_FLAG_NONE, call->sid,
+							  NGHTTP2_CANCEL);
+			}
 		if (!c->dead && nghttp2_session_send(c->h) != 0)
 			c->dead = true;
 		if (c->dead ||

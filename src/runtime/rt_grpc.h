@@ -121,6 +121,7 @@ struct gcall {
 	uint8_t *out; /* answer bytes (framed messages) not yet sent */
 	size_t out_len, out_off, out_cap;
 	unsigned long long over_since; /* when out went past OUT_MAX, 0: not */
+	unsigned long long last_in;    /* when its headers or its last data came */
 	int status;
 	char msg[600];	     /* grpc-message, percent-encoded */
 	struct gproc *proc;  /* Start, Execute: its process; WriteStdin: its target */

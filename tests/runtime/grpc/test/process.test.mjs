@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -258,6 +259,22 @@ test('a request past 4 MiB is RESOURCE_EXHAUSTED', async () => {
   const r = await unary('Execute', { config: { command: ['true', 'x'.repeat(5 << 20)] } }, big);
   assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
   big.close();
+});
+
+test('a request that stops coming, and a connection that says nothing, end after --http-timeout',
+  { timeout: 30000 * SLOW }, async () => {
+  const t0 = Date.now();
+  const session = http2.connect('http://127.0.0.1:' + port);
+  const req = session.request({ ':method': 'POST', ':path': '/process.v1.ProcessService/Execute',
+    'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+  req.write(Buffer.from([0, 0, 0, 0, 10, 0x0a])); // 5 of its 10 bytes, then nothing
+  const code = await new Promise((resolve) => req.on('close', () => resolve(req.rstCode)));
+  assert.equal(code, http2.constants.NGHTTP2_CANCEL);
+  assert.ok(Date.now() - t0 >= 2500, 'reset before --http-timeout');
+  session.destroy();
+  const sock = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => sock.on('close', resolve).on('error', () => {}).resume());
+  assert.ok(Date.now() - t0 < 15000 * SLOW);
 });
 
 test('a client that cancels its Start leaves no process behind', async () => {
