@@ -278,13 +278,33 @@ static size_t enc_exec(uint8_t *out, size_t outsz, const void *arg)
 				   r->out.len, r->err.data, r->err.len);
 }
 
-/* The shim's line for a command it could not find (shim.c) */
-#define CANNOT_RUN "agentbox: cannot run '"
+/* The shim's line for a command it could not run (shim.c), "agentbox:
+ * cannot run 'NAME': WHY\n": the last line of stderr (a sanitizer build
+ * may have warned before it, on that line too); its length in *n. */
+static const char *cannot_run(const struct ab_result *r, int *n)
+{
+	static const char pre[] = "agentbox: cannot run '";
+	const char *e = r->err.data;
+	size_t len = r->err.len;
+	if (r->exit_code != AB_EXIT_NOT_FOUND || !e || len < 2 || e[len - 1] != '\n')
+		return NULL;
+	const char *nl = memrchr(e, '\n', len - 1);
+	if (nl) {
+		len -= (size_t)(nl + 1 - e);
+		e = nl + 1;
+	}
+	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
+	if (at)
+		*n = (int)(len - (size_t)(at - e) - 1);
+	return at;
+}
 
 static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event *ev)
 {
 	struct gcall *call = p->call;
 	const struct ab_result *r = ev->result;
+	const char *line;
+	int len = 0;
 	if (!call)
 		return;
 	call->proc = NULL;
@@ -298,13 +318,10 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 			grpc_finish(call, G_OK, NULL);
 		else
 			grpc_finish(call, G_INTERNAL, "out of memory");
-	} else if (r->exit_code == AB_EXIT_NOT_FOUND && r->err.data &&
-		   !strncmp(r->err.data, CANNOT_RUN, strlen(CANNOT_RUN))) {
-		const char *nl = memchr(r->err.data, '\n', r->err.len);
-		int len = nl ? (int)(nl - r->err.data) : (int)r->err.len;
+	} else if ((line = cannot_run(r, &len)) != NULL) {
 		grpc_finish(call, G_NOT_FOUND,
 			    "failed to execute command: command or path not found: %.*s", len,
-			    r->err.data);
+			    line);
 	} else if (grpc_answer(call, pb_size_bytes(r->out.len) + pb_size_bytes(r->err.len) + 11,
 			       enc_exec, r)) {
 		grpc_finish(call, G_OK, NULL);

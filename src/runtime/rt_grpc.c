@@ -106,7 +106,9 @@ bool grpc_answer(struct gcall *call, size_t room, size_t (*enc)(uint8_t *, size_
 			call->out_len -= call->out_off;
 			call->out_off = 0;
 		}
-		size_t cap = call->out_len + 5 + room + 4096;
+		size_t cap = call->out_len + 5 + room; /* by doubling: chunks come often */
+		if (cap < 2 * call->out_cap && cap < 2 * OUT_MAX)
+			cap = 2 * call->out_cap;
 		uint8_t *o = realloc(call->out, cap);
 		if (!o)
 			return false;
