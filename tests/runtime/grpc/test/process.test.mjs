@@ -136,6 +136,8 @@ test('Execute: an empty command, a missing one, a cwd out of /workspace', async 
   r = await unary('Execute', { config: { command: ['pwd'], cwd: '../..' } });
   assert.equal(r.err.code, grpc.status.PERMISSION_DENIED);
   assert.match(r.err.details, /escapes sandbox root/);
+  r = await unary('Execute', { config: { command: ['pwd'], cwd: 'no-such-dir' } });
+  assert.equal(r.err.code, grpc.status.NOT_FOUND);
   r = await unary('Execute', { config: { command: ['pwd'], cwd: '/workspace/sub' } });
   assert.equal(r.res.stdout.toString(), '/workspace/sub\n');
 });
