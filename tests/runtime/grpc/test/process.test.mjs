@@ -35,6 +35,17 @@ function freePort() {
   });
 }
 
+// the runtimes started, ended with their sandboxes (SIGTERM) if this
+// process ends first: a test runner's timeout, a signal, an error
+const started = new Set();
+process.on('exit', () => {
+  for (const p of started) if (p.exitCode === null) p.kill('SIGTERM');
+  if (ws) fs.rmSync(ws, { recursive: true, force: true });
+});
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.on(sig, () => process.exit(1));
+}
+
 // agentbox runtime with --grpc-port on loopback ports of its own; resolves
 // once it serves (o.err collects its stderr)
 async function runtime(extra = []) {
@@ -42,6 +53,7 @@ async function runtime(extra = []) {
   const http = await freePort();
   o.proc = spawn(BIN, ['runtime', '--workspace', ws, '--http-port', String(http),
     '--grpc-port', String(o.port), ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  started.add(o.proc);
   o.exited = new Promise((r) => o.proc.on('exit', (code) => r(code)));
   await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('agentbox runtime did not start: ' + o.err)),
