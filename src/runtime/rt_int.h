@@ -75,6 +75,8 @@ struct req {
 	unsigned after_status;
 };
 
+struct rt_grpc;
+
 struct rt {
 	struct ab_config *cfg;
 	const struct ab_runtime_opts *o;
@@ -87,6 +89,7 @@ struct rt {
 	bool gone; /* the sandbox died */
 	time_t started;
 	char gone_why[256];
+	struct rt_grpc *grpc; /* --grpc-port's server (rt_grpc.c), or NULL */
 };
 
 /* r's answer: status and a heap body (NULL: a 500), which r takes. */
@@ -121,4 +124,20 @@ void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
 /* sandboxd's error body: {"code","message"} and a newline. */
 char *rt_v1_error(unsigned status, const char *msg);
 
+/* rt_grpc.c: sandboxd's gRPC ProcessService on --grpc-port. rt_grpc_open
+ * listens (0, or -errno with err); rt_grpc_pollfds fills up to max poll
+ * entries (the listener first) and rt_grpc_run does what they say;
+ * rt_grpc_event takes a session event of one of its processes (true);
+ * rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
+ * listening (a drain: new calls get UNAVAILABLE); rt_grpc_close, after the
+ * session is closed, answers and frees everything. */
+#define GRPC_CONN_LIMIT 64
+struct pollfd;
+int rt_grpc_open(struct rt *rt, struct ab_error *err);
+size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
+void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
+bool rt_grpc_event(struct rt *rt, const struct ab_event *ev);
+size_t rt_grpc_busy(const struct rt *rt);
+void rt_grpc_quiesce(struct rt *rt);
+void rt_grpc_close(struct rt *rt);
 #endif

@@ -1,5 +1,5 @@
-/* agentbox runtime's own options (runtime.h): where it listens, its
- * connections' bounds; the rest are agentbox serve's. */
+/* agentbox runtime's own options (runtime.h): where it listens (HTTP and
+ * gRPC), its connections' bounds; the rest are agentbox serve's. */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -35,7 +35,8 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool ours = !strcmp(a, "--listen") || !strcmp(a, "--http-port") ||
-			    !strcmp(a, "--http-timeout") || !strcmp(a, "--drain-timeout");
+			    !strcmp(a, "--grpc-port") || !strcmp(a, "--http-timeout") ||
+			    !strcmp(a, "--drain-timeout");
 		if (!ours || i == 0) {
 			rest[n++] = argv[i];
 			continue;
@@ -50,12 +51,14 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 				return ab_error_plain(err, EINVAL,
 						      "runtime: --listen %s is too long", v);
 			snprintf(o->listen, sizeof(o->listen), "%s", v);
-		} else if (!*v || *end || u < 1 || u > (!strcmp(a, "--http-port") ? 65535 : 3600)) {
+		} else if (!*v || *end || u < 1 || u > (strstr(a, "-port") ? 65535 : 3600)) {
 			return ab_error_plain(err, EINVAL,
 					      "runtime: %s %s: expected a number from 1 to %s", a,
-					      v, !strcmp(a, "--http-port") ? "65535" : "3600");
+					      v, strstr(a, "-port") ? "65535" : "3600");
 		} else if (!strcmp(a, "--http-port")) {
 			o->port = (unsigned)u;
+		} else if (!strcmp(a, "--grpc-port")) {
+			o->grpc_port = (unsigned)u;
 		} else if (!strcmp(a, "--http-timeout")) {
 			o->conn_timeout_s = (unsigned)u;
 		} else {

@@ -221,6 +221,8 @@ bool rt_start_op(struct rt *rt, struct req *r)
 static void on_event(const struct ab_event *ev, void *arg)
 {
 	struct rt *rt = arg;
+	if (rt_grpc_event(rt, ev))
+		return;
 	struct req *r = rt->head;
 	while (r && r->tag != ev->tag)
 		r = r->next;
@@ -665,17 +667,19 @@ static void serve_loop(struct rt *rt, int sigfd)
 	int dfd = info ? info->epoll_fd : -1;
 	unsigned long long drain_until = 0;
 	for (;;) {
-		if (drain_until && (!rt->in_flight || now_ms() >= drain_until))
+		if (drain_until &&
+		    ((!rt->in_flight && !rt_grpc_busy(rt)) || now_ms() >= drain_until))
 			return;
 		MHD_UNSIGNED_LONG_LONG t = 0;
 		int wait =
 			MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
-		struct pollfd p[3] = {
+		struct pollfd p[3 + 1 + GRPC_CONN_LIMIT] = {
 			{.fd = dfd, .events = POLLIN},
 			{.fd = drain_until ? -1 : sigfd, .events = POLLIN},
 			{.fd = rt->gone ? -1 : ab_session_fd(rt->s), .events = POLLIN},
 		};
-		if (poll(p, 3, wait) < 0 && errno != EINTR)
+		size_t ng = rt_grpc_pollfds(rt, p + 3, 1 + GRPC_CONN_LIMIT);
+		if (poll(p, 3 + ng, wait) < 0 && errno != EINTR)
 			return;
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
@@ -686,6 +690,7 @@ static void serve_loop(struct rt *rt, int sigfd)
 			int lfd = (int)MHD_quiesce_daemon(rt->d);
 			if (lfd >= 0)
 				close(lfd);
+			rt_grpc_quiesce(rt);
 			drain_until = now_ms() + rt->o->drain_timeout_s * 1000ull;
 		}
 		struct ab_error err = {0};
@@ -697,6 +702,7 @@ static void serve_loop(struct rt *rt, int sigfd)
 			fprintf(stderr, "agentbox: %s\n", err.msg);
 		}
 		MHD_run(rt->d);
+		rt_grpc_run(rt, p + 3, ng);
 		start_waiting(rt);
 	}
 }
@@ -730,8 +736,10 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	rt.d = listen_on(&rt, &err);
-	if (!rt.d || ab_session_open(cfg, &rt.s, &err) < 0) {
+	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &err) < 0) ||
+	    ab_session_open(cfg, &rt.s, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
+		rt_grpc_close(&rt);
 		if (rt.d)
 			MHD_stop_daemon(rt.d);
 		close(sigfd);
@@ -740,9 +748,15 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
 		strchr(o->listen, ':') ? "[" : "", o->listen, strchr(o->listen, ':') ? "]" : "",
 		o->port, ab_session_id(rt.s));
+	if (o->grpc_port)
+		fprintf(stderr,
+			"agentbox: runtime: gRPC process.v1.ProcessService on %s%s%s:%u (h2c)\n",
+			strchr(o->listen, ':') ? "[" : "", o->listen,
+			strchr(o->listen, ':') ? "]" : "", o->grpc_port);
 	serve_loop(&rt, sigfd);
 	ab_session_close(rt.s); /* what still runs is killed; its requests end with the daemon */
 	rt.s = NULL;
+	rt_grpc_close(&rt);
 	for (struct req *r = rt.head; r; r = r->next)
 		if (r->conn) {
 			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");

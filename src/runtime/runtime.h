@@ -10,6 +10,7 @@
 struct ab_runtime_opts {
 	char listen[64];	  /* the address to listen on (default 127.0.0.1) */
 	unsigned port;		  /* --http-port (default 8888) */
+	unsigned grpc_port;	  /* --grpc-port (sandboxd's 9090), 0: no gRPC server */
 	unsigned conn_timeout_s;  /* --http-timeout: an idle connection's bound */
 	unsigned drain_timeout_s; /* after SIGTERM, how long requests may finish */
 	double exec_timeout_s;	  /* SANDBOX_EXEC_TIMEOUT_SECONDS, as main.py reads it */

@@ -57,8 +57,9 @@ STANDINS = {
 
 
 # `kubectl port-forward pod/P L1:8080 L2:9090 -n NS` for the SDK's sandboxd
-# tunnel: L1 forwarded to the test's agentbox runtime; L2 (gRPC, which
-# agentbox runtime does not serve yet) accepts and closes
+# tunnel: L1 forwarded to the test's agentbox runtime; L2 (gRPC: the SDK's
+# process client is generated for protobuf 7, which Debian 12 lacks, so
+# tests/runtime/grpc checks that port with grpc-js instead) accepts and closes
 KUBECTL = """#!/usr/bin/env python3
 import os, socket, sys, threading
 def pipe(a, b):

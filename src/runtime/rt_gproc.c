@@ -1,0 +1,395 @@
+/* The processes of agentbox runtime's gRPC server (rt_grpc.h): the
+ * service's five methods on the runtime's session, as sandboxd's
+ * packages/sandboxd/pkg/server/process.go does them with os/exec: Start
+ * and Execute run a command (Start gives it an id, streams its output and
+ * its exit), WriteStdin, SendSignal and ResizeTTY act on a Start's process
+ * by that id while it runs. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_grpc.h"
+#include "runtime/rtpath.h"
+#include "util/error.h"
+
+const char *const grpc_methods[5] = {
+	[PB_START] = "Start",
+	[PB_EXECUTE] = "Execute",
+	[PB_WRITE_STDIN] = "WriteStdin",
+	[PB_SEND_SIGNAL] = "SendSignal",
+	[PB_RESIZE_TTY] = "ResizeTTY",
+};
+
+/* ---- processes ---- */
+
+static struct gproc *proc_by_id(struct rt_grpc *g, int32_t id)
+{
+	for (struct gproc *p = g->procs; p; p = p->next)
+		if (p->id && p->id == id)
+			return p;
+	return NULL;
+}
+
+static void proc_unlink(struct rt_grpc *g, struct gproc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		g->procs = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	g->n_procs--;
+}
+
+/* The next waiting WriteStdin of p, started (the ones that cannot be are
+ * answered). */
+static void stdin_next(struct rt_grpc *g, struct gproc *p)
+{
+	while (!p->wbusy && p->whead) {
+		struct gcall *call = p->whead;
+		p->whead = call->wnext;
+		if (!p->whead)
+			p->wtail = NULL;
+		call->wnext = NULL;
+		struct ab_error e = {0};
+		int rc = ab_session_stdin(g->rt->s, p->tag, (const char *)call->q.input,
+					  call->q.input_len, call->q.eof, &e);
+		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
+			p->wbusy = true;
+			p->wcur = call;
+			continue;
+		}
+		call->proc = NULL;
+		if (rc > 0 || (rc == -EPIPE && call->q.eof)) /* written now; or closed */
+			grpc_finish_ok(call);
+		else if (rc == -EPIPE)
+			grpc_finish(call, G_FAILED_PRECONDITION, "process %d: its stdin is closed",
+				    p->id);
+		else if (rc == -ESRCH)
+			grpc_finish(call, G_NOT_FOUND, "process %d not found", p->id);
+		else
+			grpc_finish(call, G_INTERNAL, "process %d: %s", p->id, e.msg);
+	}
+}
+
+/* Start or Execute: argv in the sandbox, as the call asks. */
+static void start_proc(struct rt_grpc *g, struct gcall *call)
+{
+	struct rt *rt = g->rt;
+	struct pb_req *q = &call->q;
+	bool start = call->method == PB_START;
+	if (!q->argc) {
+		grpc_finish(call, G_INVALID_ARGUMENT, "command is required");
+		return;
+	}
+	char rel[4096], view[4200] = BASE;
+	if (q->cwd && *q->cwd) { /* as sandboxd's SanitizePath: under the root */
+		const char *c = q->cwd;
+		if (!strncmp(c, BASE, strlen(BASE)) && (!c[strlen(BASE)] || c[strlen(BASE)] == '/'))
+			c += strlen(BASE);
+		int rc = ab_rtpath_within(BASE, c, rel, sizeof(rel));
+		if (rc == -EACCES) {
+			grpc_finish(
+				call, G_PERMISSION_DENIED,
+				"cwd: access denied: path \"%.300s\": path escapes sandbox root",
+				q->cwd);
+			return;
+		}
+		if (rc < 0) {
+			grpc_finish(call, G_INVALID_ARGUMENT, "cwd: %s", strerror(-rc));
+			return;
+		}
+		snprintf(view, sizeof(view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
+	}
+	if (q->pty && (q->rows > 65535 || q->cols > 65535)) {
+		grpc_finish(call, G_INVALID_ARGUMENT, "pty: rows and cols must be at most 65535");
+		return;
+	}
+	struct ab_exec x = {
+		.argv = q->argv,
+		.cwd = view,
+		.env = q->env,
+		.timeout_ms = START_TIMEOUT_MS,
+		.max_output = start ? 65536 : EXEC_OUT_MAX,
+		.stream = start,
+		.stdin_stream = start && !q->pty,
+		.pty = q->pty,
+		.pty_rows = (unsigned short)(q->rows ? q->rows : 24),
+		.pty_cols = (unsigned short)(q->cols ? q->cols : 80),
+	};
+	struct gproc *p = calloc(1, sizeof(*p));
+	if (!p) {
+		grpc_finish(call, G_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	struct ab_error e = {0};
+	p->tag = ++rt->next_tag;
+	int rc = ab_session_start(rt->s, &x, p->tag, &e);
+	if (rc < 0) {
+		free(p);
+		if (rc == -EBUSY)
+			grpc_finish(call, G_RESOURCE_EXHAUSTED,
+				    "%u processes are running, as many as agentbox runtime's "
+				    "--max-concurrent allows",
+				    rt->cfg->max_concurrent);
+		else
+			grpc_finish(call, grpc_code_of(&e), "failed to start command: %s", e.msg);
+		return;
+	}
+	p->q = *q; /* the process keeps its argv, env and cwd */
+	*q = (struct pb_req){0};
+	p->pty = p->q.pty;
+	p->call = call;
+	call->proc = p;
+	p->next = g->procs;
+	if (g->procs)
+		g->procs->prev = p;
+	g->procs = p;
+	g->n_procs++;
+	if (start) {
+		if (g->next_id == INT32_MAX)
+			g->next_id = 0;
+		p->id = ++g->next_id;
+		uint8_t m[16];
+		size_t n = pb_start_init(m, sizeof(m), p->id);
+		grpc_answer(call, n, grpc_enc_copy, &(struct blob){m, n});
+	}
+}
+
+/* WriteStdin, SendSignal, ResizeTTY: on a process of Start by its id. */
+static void on_proc(struct rt_grpc *g, struct gcall *call)
+{
+	struct pb_req *q = &call->q;
+	struct gproc *p = proc_by_id(g, q->process_id);
+	if (!p) {
+		grpc_finish(call, G_NOT_FOUND, "process %d not found", q->process_id);
+		return;
+	}
+	struct ab_error e = {0};
+	int rc = 0;
+	if (call->method == PB_WRITE_STDIN) {
+		if (!q->eof && !q->input_len) {
+			grpc_finish_ok(call);
+			return;
+		}
+		call->proc = p;
+		if (p->wtail)
+			p->wtail->wnext = call;
+		else
+			p->whead = call;
+		p->wtail = call;
+		stdin_next(g, p);
+		return;
+	}
+	if (call->method == PB_SEND_SIGNAL) {
+		int sig = q->signal;
+		if (sig != SIGINT && sig != SIGTERM && sig != SIGKILL) {
+			grpc_finish(call, G_INVALID_ARGUMENT,
+				    "unsupported or unspecified signal: %d", sig);
+			return;
+		}
+		rc = ab_session_signal(g->rt->s, p->tag, sig);
+		if (rc == -ESRCH) /* it has ended: its exit is on its way */
+			rc = 0;
+	} else if (!p->pty) {
+		grpc_finish(call, G_FAILED_PRECONDITION,
+			    "failed to resize TTY: process %d has no PTY", p->id);
+		return;
+	} else if (!q->rows || !q->cols || q->rows > 65535 || q->cols > 65535) {
+		grpc_finish(call, G_INVALID_ARGUMENT, "rows and cols must be from 1 to 65535");
+		return;
+	} else {
+		rc = ab_session_resize(g->rt->s, p->tag, q->rows, q->cols, &e);
+		if (rc == -ESRCH)
+			rc = 0;
+	}
+	if (rc < 0)
+		grpc_finish(call, G_FAILED_PRECONDITION, "process %d: %s", p->id,
+			    e.msg[0] ? e.msg : strerror(-rc));
+	else
+		grpc_finish_ok(call);
+}
+
+/* A call whose request is in: its one message decoded, then its method. */
+void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
+{
+	if (!call->post || call->method < 0) {
+		grpc_finish(call, G_UNIMPLEMENTED,
+			    "unknown method: agentbox runtime serves "
+			    "process.v1.ProcessService");
+		return;
+	}
+	if (call->bad_ctype) {
+		grpc_finish(call, G_INVALID_ARGUMENT, "content-type must be application/grpc");
+		return;
+	}
+	if (call->too_large) {
+		grpc_finish(call, G_RESOURCE_EXHAUSTED,
+			    "the request is larger than %u bytes (the message size limit) or the "
+			    "server holds too many requests",
+			    MSG_MAX);
+		return;
+	}
+	size_t n = call->in_len >= 5 ? (size_t)call->in[1] << 24 | (size_t)call->in[2] << 16 |
+					       (size_t)call->in[3] << 8 | call->in[4]
+				     : 0;
+	if (call->in_len < 5 || call->in_len != 5 + n) {
+		grpc_finish(call, G_INVALID_ARGUMENT, "the request is not one gRPC message");
+		return;
+	}
+	if (call->in[0]) {
+		grpc_finish(
+			call, G_UNIMPLEMENTED,
+			"compressed messages are not supported (grpc-accept-encoding: identity)");
+		return;
+	}
+	const char *why;
+	int rc = pb_decode((enum pb_method)call->method, call->in + 5, n, &call->q, &why);
+	if (rc < 0) {
+		grpc_finish(call, rc == -E2BIG ? G_RESOURCE_EXHAUSTED : G_INVALID_ARGUMENT,
+			    "%s: %s", grpc_methods[call->method], why);
+		return;
+	}
+	if (g->rt->gone || g->stopping) {
+		grpc_finish(call, G_UNAVAILABLE, "%s",
+			    g->rt->gone ? g->rt->gone_why : "The server is stopping");
+		return;
+	}
+	if (call->method == PB_START || call->method == PB_EXECUTE)
+		start_proc(g, call);
+	else
+		on_proc(g, call);
+}
+
+/* ---- the session's events ---- */
+
+static size_t enc_output(uint8_t *out, size_t outsz, const void *arg)
+{
+	const struct ab_event *ev = arg;
+	return pb_start_output(out, outsz, ev->stream, ev->data, ev->len);
+}
+
+static size_t enc_exec(uint8_t *out, size_t outsz, const void *arg)
+{
+	const struct ab_result *r = arg;
+	return pb_execute_response(out, outsz, r->signal ? -1 : r->exit_code, r->out.data,
+				   r->out.len, r->err.data, r->err.len);
+}
+
+/* The shim's line for a command it could not run (shim.c), "agentbox:
+ * cannot run 'NAME': WHY\n": the last line of stderr (a sanitizer build
+ * may have warned before it, on that line too); its length in *n. */
+static const char *cannot_run(const struct ab_result *r, int *n)
+{
+	static const char pre[] = "agentbox: cannot run '";
+	const char *e = r->err.data;
+	size_t len = r->err.len;
+	if (r->exit_code != AB_EXIT_NOT_FOUND || !e || len < 2 || e[len - 1] != '\n')
+		return NULL;
+	const char *nl = memrchr(e, '\n', len - 1);
+	if (nl) {
+		len -= (size_t)(nl + 1 - e);
+		e = nl + 1;
+	}
+	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
+	if (at)
+		*n = (int)(len - (size_t)(at - e) - 1);
+	return at;
+}
+
+static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event *ev)
+{
+	struct gcall *call = p->call;
+	const struct ab_result *r = ev->result;
+	const char *line;
+	int len = 0;
+	if (!call)
+		return;
+	call->proc = NULL;
+	if (ev->error) {
+		grpc_finish(call, g->rt->gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
+			    ev->error->msg);
+	} else if (p->id) { /* Start: its exit; killed by a signal, -1 as Go says it */
+		uint8_t m[24];
+		size_t n = pb_start_exit(m, sizeof(m), r->signal ? -1 : r->exit_code);
+		if (grpc_answer(call, n, grpc_enc_copy, &(struct blob){m, n}))
+			grpc_finish(call, G_OK, NULL);
+		else
+			grpc_finish(call, G_INTERNAL, "out of memory");
+	} else if ((line = cannot_run(r, &len)) != NULL) {
+		grpc_finish(call, G_NOT_FOUND,
+			    "failed to execute command: command or path not found: %.*s", len,
+			    line);
+	} else if (grpc_answer(call, pb_size_bytes(r->out.len) + pb_size_bytes(r->err.len) + 11,
+			       enc_exec, r)) {
+		grpc_finish(call, G_OK, NULL);
+	} else {
+		grpc_finish(call, G_RESOURCE_EXHAUSTED, "out of memory for the output");
+	}
+}
+
+bool rt_grpc_event(struct rt *rt, const struct ab_event *ev)
+{
+	struct rt_grpc *g = rt->grpc;
+	struct gproc *p = g ? g->procs : NULL;
+	while (p && p->tag != ev->tag)
+		p = p->next;
+	if (!p)
+		return false;
+	if (ev->kind == AB_EVENT_OUTPUT) {
+		if (p->call && p->id &&
+		    !grpc_answer(p->call, pb_size_bytes(ev->len), enc_output, ev))
+			grpc_finish(p->call, G_RESOURCE_EXHAUSTED, "out of memory for the output");
+		return true;
+	}
+	if (ev->kind == AB_EVENT_STDIN) {
+		struct gcall *call = p->wcur;
+		p->wbusy = false;
+		p->wcur = NULL;
+		if (call) {
+			call->proc = NULL;
+			if (ev->error)
+				grpc_finish(call, G_FAILED_PRECONDITION, "process %d: %s", p->id,
+					    ev->error->msg);
+			else
+				grpc_finish_ok(call);
+		}
+		stdin_next(g, p);
+		return true;
+	}
+	proc_unlink(g, p);
+	proc_ended(g, p, ev);
+	if (p->wcur) {
+		p->wcur->proc = NULL;
+		grpc_finish(p->wcur, G_NOT_FOUND, "process %d has exited", p->id);
+	}
+	for (struct gcall *w = p->whead, *nx; w; w = nx) {
+		nx = w->wnext;
+		w->wnext = NULL;
+		w->proc = NULL;
+		grpc_finish(w, G_NOT_FOUND, "process %d has exited", p->id);
+	}
+	pb_req_free(&p->q);
+	free(p);
+	return true;
+}
+
+void grpc_procs_end(struct rt_grpc *g)
+{
+	while (g->procs) {
+		struct gproc *p = g->procs;
+		proc_unlink(g, p);
+		for (struct gcall *w = p->whead; w; w = w->wnext)
+			w->proc = NULL;
+		if (p->wcur)
+			p->wcur->proc = NULL;
+		if (p->call) {
+			p->call->proc = NULL;
+			grpc_finish(p->call, G_UNAVAILABLE, "The server is stopping");
+		}
+		pb_req_free(&p->q);
+		free(p);
+	}
+}

@@ -1,0 +1,192 @@
+/* What rt_grpc.c (the HTTP/2 side) and rt_gproc.c (the processes) of
+ * agentbox runtime's gRPC server share: libnghttp2's functions, loaded with
+ * dlopen when --grpc-port is given (rt_h2.c), as libmicrohttpd is
+ * (rt_mhd.h): linked, every `agentbox run` would load it; files that
+ * include this header call nghttp2_* through the table. And a call, a
+ * process, a connection. */
+#ifndef AB_RT_GRPC_H
+#define AB_RT_GRPC_H
+
+#include <nghttp2/nghttp2.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/rt_int.h"
+#include "runtime/rt_pb.h"
+
+#define RT_H2_SONAME "libnghttp2.so.14"
+
+#define RT_H2_FUNCS(X)                                                                             \
+	X(nghttp2_session_callbacks_new)                                                           \
+	X(nghttp2_session_callbacks_del)                                                           \
+	X(nghttp2_session_callbacks_set_send_callback)                                             \
+	X(nghttp2_session_callbacks_set_on_frame_recv_callback)                                    \
+	X(nghttp2_session_callbacks_set_on_data_chunk_recv_callback)                               \
+	X(nghttp2_session_callbacks_set_on_stream_close_callback)                                  \
+	X(nghttp2_session_callbacks_set_on_header_callback)                                        \
+	X(nghttp2_session_callbacks_set_on_begin_headers_callback)                                 \
+	X(nghttp2_session_server_new)                                                              \
+	X(nghttp2_session_del)                                                                     \
+	X(nghttp2_submit_settings)                                                                 \
+	X(nghttp2_session_mem_recv)                                                                \
+	X(nghttp2_session_send)                                                                    \
+	X(nghttp2_session_want_read)                                                               \
+	X(nghttp2_session_want_write)                                                              \
+	X(nghttp2_submit_response)                                                                 \
+	X(nghttp2_submit_trailer)                                                                  \
+	X(nghttp2_submit_rst_stream)                                                               \
+	X(nghttp2_session_resume_data)                                                             \
+	X(nghttp2_session_get_stream_user_data)                                                    \
+	X(nghttp2_session_set_stream_user_data)                                                    \
+	X(nghttp2_session_terminate_session)
+
+struct rt_h2 {
+#define RT_H2_FIELD(f) __typeof__(f) *f;
+	RT_H2_FUNCS(RT_H2_FIELD)
+#undef RT_H2_FIELD
+};
+extern struct rt_h2 rt_h2;
+
+/* Load the library (once); false with why when it cannot be. */
+bool rt_h2_load(char *why, size_t len);
+
+#ifndef RT_H2_LOADER
+#define RT_H2_CALL(f)		      (rt_h2.f)
+#define nghttp2_session_callbacks_new RT_H2_CALL(nghttp2_session_callbacks_new)
+#define nghttp2_session_callbacks_del RT_H2_CALL(nghttp2_session_callbacks_del)
+#define nghttp2_session_callbacks_set_send_callback                                                \
+	RT_H2_CALL(nghttp2_session_callbacks_set_send_callback)
+#define nghttp2_session_callbacks_set_on_frame_recv_callback                                       \
+	RT_H2_CALL(nghttp2_session_callbacks_set_on_frame_recv_callback)
+#define nghttp2_session_callbacks_set_on_data_chunk_recv_callback                                  \
+	RT_H2_CALL(nghttp2_session_callbacks_set_on_data_chunk_recv_callback)
+#define nghttp2_session_callbacks_set_on_stream_close_callback                                     \
+	RT_H2_CALL(nghttp2_session_callbacks_set_on_stream_close_callback)
+#define nghttp2_session_callbacks_set_on_header_callback                                           \
+	RT_H2_CALL(nghttp2_session_callbacks_set_on_header_callback)
+#define nghttp2_session_callbacks_set_on_begin_headers_callback                                    \
+	RT_H2_CALL(nghttp2_session_callbacks_set_on_begin_headers_callback)
+#define nghttp2_session_server_new	     RT_H2_CALL(nghttp2_session_server_new)
+#define nghttp2_session_del		     RT_H2_CALL(nghttp2_session_del)
+#define nghttp2_submit_settings		     RT_H2_CALL(nghttp2_submit_settings)
+#define nghttp2_session_mem_recv	     RT_H2_CALL(nghttp2_session_mem_recv)
+#define nghttp2_session_send		     RT_H2_CALL(nghttp2_session_send)
+#define nghttp2_session_want_read	     RT_H2_CALL(nghttp2_session_want_read)
+#define nghttp2_session_want_write	     RT_H2_CALL(nghttp2_session_want_write)
+#define nghttp2_submit_response		     RT_H2_CALL(nghttp2_submit_response)
+#define nghttp2_submit_trailer		     RT_H2_CALL(nghttp2_submit_trailer)
+#define nghttp2_submit_rst_stream	     RT_H2_CALL(nghttp2_submit_rst_stream)
+#define nghttp2_session_resume_data	     RT_H2_CALL(nghttp2_session_resume_data)
+#define nghttp2_session_get_stream_user_data RT_H2_CALL(nghttp2_session_get_stream_user_data)
+#define nghttp2_session_set_stream_user_data RT_H2_CALL(nghttp2_session_set_stream_user_data)
+#define nghttp2_session_terminate_session    RT_H2_CALL(nghttp2_session_terminate_session)
+#endif
+
+#define MSG_MAX		 (4u << 20)	      /* a request message, as grpc's default limit */
+#define STREAMS_MAX	 100		      /* concurrent calls per connection */
+#define IN_TOTAL_MAX	 (64u << 20)	      /* request bytes held over every connection */
+#define OUT_MAX		 (1u << 20)	      /* a stream's answer bytes not yet sent */
+#define EXEC_OUT_MAX	 ((2u << 20) - 65536) /* Execute's stdout and stderr, each */
+#define START_TIMEOUT_MS (1ull << 50)	      /* as long as --max-timeout lets it */
+
+enum {
+	G_OK = 0,
+	G_CANCELLED = 1,
+	G_INVALID_ARGUMENT = 3,
+	G_DEADLINE_EXCEEDED = 4,
+	G_NOT_FOUND = 5,
+	G_PERMISSION_DENIED = 7,
+	G_RESOURCE_EXHAUSTED = 8,
+	G_FAILED_PRECONDITION = 9,
+	G_UNIMPLEMENTED = 12,
+	G_INTERNAL = 13,
+	G_UNAVAILABLE = 14,
+};
+
+extern const char *const grpc_methods[5]; /* by enum pb_method */
+#define SERVICE "/process.v1.ProcessService/"
+
+struct gproc;
+
+struct gcall {
+	struct gconn *c;
+	struct gcall *next, *prev; /* the connection's */
+	int32_t sid;
+	int method; /* -1: not one of the service's */
+	bool post, bad_ctype, too_large, dispatched, headers_sent, done;
+	uint8_t *in; /* the request's bytes */
+	size_t in_len, in_cap;
+	struct pb_req q;
+	uint8_t *out; /* answer bytes (framed messages) not yet sent */
+	size_t out_len, out_off, out_cap;
+	unsigned long long over_since; /* when out went past OUT_MAX, 0: not */
+	unsigned long long last_in;    /* when its headers or its last data came */
+	int status;
+	char msg[600];	     /* grpc-message, percent-encoded */
+	struct gproc *proc;  /* Start, Execute: its process; WriteStdin: its target */
+	struct gcall *wnext; /* WriteStdin: waiting for the one before it */
+};
+
+struct gproc {
+	struct gproc *next, *prev;
+	unsigned long long tag;
+	int32_t id; /* Start's; 0 for Execute's */
+	bool pty;
+	struct pb_req q;
+	struct gcall *call; /* its Start or Execute call, NULL once gone */
+	struct gcall *wcur; /* the WriteStdin in progress (wbusy), NULL if gone */
+	bool wbusy;
+	struct gcall *whead, *wtail; /* WriteStdin calls waiting */
+};
+
+struct gconn {
+	struct gconn *next, *prev;
+	struct rt_grpc *g;
+	int fd;
+	nghttp2_session *h;
+	struct gcall *calls;
+	size_t n_calls;
+	unsigned long long idle_since;
+	bool dead, ending;
+};
+
+struct rt_grpc {
+	struct rt *rt;
+	int lfd;
+	nghttp2_session_callbacks *cb;
+	struct gconn *conns;
+	size_t n_conns;
+	struct gproc *procs;
+	size_t n_procs;
+	int32_t next_id;
+	size_t in_total;
+	bool paused, stopping;
+};
+
+struct blob {
+	const void *d;
+	size_t n;
+};
+
+/* rt_grpc.c: the answer of a call. grpc_answer adds one message that enc
+ * writes (room bytes at most) and sends the response's headers if not yet
+ * sent; false without memory. grpc_finish ends the call with a status (a
+ * trailer, or trailers only), once; grpc_finish_ok with an empty message
+ * and OK. grpc_enc_copy encodes a struct blob as it is. */
+bool grpc_answer(struct gcall *call, size_t room, size_t (*enc)(uint8_t *, size_t, const void *),
+		 const void *arg);
+void grpc_finish(struct gcall *call, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void grpc_finish_ok(struct gcall *call);
+size_t grpc_enc_copy(uint8_t *out, size_t outsz, const void *arg);
+/* The gRPC code for an agentbox error, by its errno. */
+int grpc_code_of(const struct ab_error *e);
+
+/* rt_gproc.c: a call whose request is in, decoded and done; and, as the
+ * server ends, its processes forgotten (the session is closed) and their
+ * calls answered UNAVAILABLE. */
+void grpc_dispatch(struct rt_grpc *g, struct gcall *call);
+void grpc_procs_end(struct rt_grpc *g);
+
+#endif
