@@ -85,8 +85,8 @@ void rt_download_chunk(struct req *r, json_object *reply)
 		r->disposition = rt_disposition(r->name);
 }
 
-/* The file operation's reply into the route's answer. */
-void rt_op_done(struct req *r, const struct ab_result *res)
+json_object *rt_op_reply(struct req *r, const struct ab_result *res, bool *ok, const char **code,
+			 char *text, size_t size)
 {
 	struct ab_error e = {0};
 	json_object *reply = NULL;
@@ -94,17 +94,26 @@ void rt_op_done(struct req *r, const struct ab_result *res)
 		reply = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
 				     res->out.len, &e);
 	const char *type = json_object_get_string(json_object_object_get(reply, "type"));
-	const char *code = json_object_get_string(json_object_object_get(reply, "code"));
 	const char *msg = json_object_get_string(json_object_object_get(reply, "message"));
-	bool ok = type && !strcmp(type, "result");
-	char text[600];
+	*code = json_object_get_string(json_object_object_get(reply, "code"));
+	*ok = type && !strcmp(type, "result");
 	if (!reply)
-		snprintf(text, sizeof(text), "%.500s",
+		snprintf(text, size, "%.500s",
 			 res->timed_out ? "the operation timed out"
 			 : e.msg[0]	? e.msg
 					: "the operation failed");
 	else
-		snprintf(text, sizeof(text), "%s", msg ? msg : "");
+		snprintf(text, size, "%.500s", msg ? msg : "");
+	return reply;
+}
+
+/* The file operation's reply into the route's answer. */
+void rt_op_done(struct req *r, const struct ab_result *res)
+{
+	bool ok;
+	const char *code;
+	char text[600];
+	json_object *reply = rt_op_reply(r, res, &ok, &code, text, sizeof(text));
 	if (r->route == R_UPLOAD) {
 		char m[800];
 		if (ok && r->off + r->chunk < r->len) { /* the next chunk */

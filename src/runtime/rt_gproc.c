@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/rt_grpc.h"
+#include "runtime/rt_reply.h"
 #include "runtime/rtpath.h"
 #include "util/error.h"
 
@@ -278,24 +279,13 @@ static size_t enc_exec(uint8_t *out, size_t outsz, const void *arg)
 				   r->out.len, r->err.data, r->err.len);
 }
 
-/* The shim's line for a command it could not run (shim.c), "agentbox:
- * cannot run 'NAME': WHY\n": the last line of stderr (a sanitizer build
- * may have warned before it, on that line too); its length in *n. */
+/* The shim's line for a command it could not run (rt_cannot_run_line), if
+ * the command could not be run; its length in *n. */
 static const char *cannot_run(const struct ab_result *r, int *n)
 {
-	static const char pre[] = "agentbox: cannot run '";
-	const char *e = r->err.data;
-	size_t len = r->err.len;
-	if (r->exit_code != AB_EXIT_NOT_FOUND || !e || len < 2 || e[len - 1] != '\n')
-		return NULL;
-	const char *nl = memrchr(e, '\n', len - 1);
-	if (nl) {
-		len -= (size_t)(nl + 1 - e);
-		e = nl + 1;
-	}
-	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
-	if (at)
-		*n = (int)(len - (size_t)(at - e) - 1);
+	size_t len = 0;
+	const char *at = r->exit_code == AB_EXIT_NOT_FOUND ? rt_cannot_run_line(r, &len) : NULL;
+	*n = (int)len;
 	return at;
 }
 

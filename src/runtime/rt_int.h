@@ -110,6 +110,11 @@ int rt_body_append(struct req *r, const char *data, size_t size);
  * file operation's, into r's next step or its answer. */
 void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res);
 void rt_op_done(struct req *r, const struct ab_result *res);
+/* The session's checked reply to r's file operation (NULL when there is
+ * none: text says why), whether it is a result, its error code, and its
+ * message in text. */
+json_object *rt_op_reply(struct req *r, const struct ab_result *res, bool *ok, const char **code,
+			 char *text, size_t size);
 /* A download's chunk appended to r's bytes; the next one started until its
  * end. */
 void rt_download_chunk(struct req *r, json_object *reply);

@@ -211,11 +211,7 @@ static void pyrepr_float(char *buf, size_t n, double v)
 	}
 }
 
-/* "agentbox: cannot run 'NAME': WHY\n", the session's word for a program
- * that could not be executed (in the last line of stderr: a sanitizer build
- * may have warned before it, on that line too), as Python's OSError prints
- * it. */
-static char *not_run(const struct ab_result *res)
+const char *rt_cannot_run_line(const struct ab_result *res, size_t *n)
 {
 	static const char pre[] = "agentbox: cannot run '";
 	const char *e = res->err.data;
@@ -230,10 +226,23 @@ static char *not_run(const struct ab_result *res)
 	/* within that line: ASan's "cannot open the report file" notice, from
 	 * the sandbox's side where its log path is not, ends with no newline */
 	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
-	if (!at)
+	if (at)
+		*n = len - (size_t)(at - e) - 1;
+	return at;
+}
+
+/* "agentbox: cannot run 'NAME': WHY\n", the session's word for a program
+ * that could not be executed (in the last line of stderr: a sanitizer build
+ * may have warned before it, on that line too), as Python's OSError prints
+ * it. */
+static char *not_run(const struct ab_result *res)
+{
+	static const char pre[] = "agentbox: cannot run '";
+	size_t len;
+	const char *e = rt_cannot_run_line(res, &len);
+	if (!e)
 		return NULL;
-	len -= (size_t)(at - e);
-	e = at;
+	len++; /* its newline, as before */
 	if (len <= sizeof(pre))
 		return NULL;
 	char *copy = strndup(e, len);
@@ -300,6 +309,21 @@ static double iso_seconds(const char *s)
 	return (double)timegm(&tm) + ms / 1000.0;
 }
 
+json_object *rt_list_entry(json_object *e, const char *name)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(
+		o, "size",
+		json_object_new_int64(json_object_get_int64(json_object_object_get(e, "size"))));
+	json_object_object_add(
+		o, "type",
+		json_object_new_string(json_object_get_boolean(json_object_object_get(e, "is_dir"))
+					       ? "directory"
+					       : "file"));
+	return o;
+}
+
 char *rt_list_body(json_object *ls)
 {
 	json_object *entries = json_object_object_get(ls, "entries");
@@ -316,17 +340,7 @@ char *rt_list_body(json_object *ls)
 			json_object_put(out);
 			return NULL;
 		}
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(slash + 1));
-		json_object_object_add(o, "size",
-				       json_object_new_int64(json_object_get_int64(
-					       json_object_object_get(e, "size"))));
-		json_object_object_add(
-			o, "type",
-			json_object_new_string(
-				json_object_get_boolean(json_object_object_get(e, "is_dir"))
-					? "directory"
-					: "file"));
+		json_object *o = rt_list_entry(e, slash + 1);
 		char num[40]; /* Python's repr, not json-c's %.17g */
 		pyrepr_float(num, sizeof(num), t);
 		json_object_object_add(o, "mod_time", json_object_new_double_s(t, num));

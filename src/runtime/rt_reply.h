@@ -30,6 +30,10 @@ char *rt_execute_failed(const char *why);
  * status (negative: the signal, as Popen.returncode), the Python exception's
  * text for a program that could not be run or timed out. argv as split. */
 char *rt_execute_result(const struct ab_result *res, char *const *argv);
+/* The shim's "agentbox: cannot run 'NAME': WHY" in the last line of a
+ * result's stderr (a sanitizer build may have warned before it, on that
+ * line too), and its length without the newline in *n; NULL if none. */
+const char *rt_cannot_run_line(const struct ab_result *res, size_t *n);
 
 /* Python's repr() of a list of strings, as TimeoutExpired prints it. */
 char *rt_pyrepr_list(char *const *argv);
@@ -37,6 +41,9 @@ char *rt_pyrepr_list(char *const *argv);
 /* An "ls" result of the session into /list's entries:
  * [{"name","size","type","mod_time"}]. NULL for a malformed one. */
 char *rt_list_body(json_object *ls);
+/* An "ls" entry's {"name","size","type":"file"|"directory"}, as both
+ * APIs' listings begin. */
+json_object *rt_list_entry(json_object *e, const char *name);
 
 /* Content-Disposition for a download named name, as Starlette's
  * FileResponse writes it. */

@@ -346,19 +346,10 @@ static char *listing(struct req *r, json_object *reply)
 	json_object *entries = json_object_new_array();
 	json_object *in = json_object_object_get(reply, "entries");
 	for (size_t i = 0; i < json_object_array_length(in); i++) {
-		json_object *e = json_object_array_get_idx(in, i), *o = json_object_new_object();
+		json_object *e = json_object_array_get_idx(in, i);
 		const char *path = json_object_get_string(json_object_object_get(e, "path"));
 		const char *slash = path ? strrchr(path, '/') : NULL;
-		json_object_object_add(o, "name", json_object_new_string(slash ? slash + 1 : ""));
-		json_object_object_add(o, "size",
-				       json_object_new_int64(json_object_get_int64(
-					       json_object_object_get(e, "size"))));
-		json_object_object_add(
-			o, "type",
-			json_object_new_string(
-				json_object_get_boolean(json_object_object_get(e, "is_dir"))
-					? "directory"
-					: "file"));
+		json_object *o = rt_list_entry(e, slash ? slash + 1 : "");
 		/* RFC 3339 in seconds, as Go's time.RFC3339 writes UTC */
 		const char *m = json_object_get_string(json_object_object_get(e, "modified_at"));
 		char when[32];
@@ -378,21 +369,10 @@ static char *listing(struct req *r, json_object *reply)
 /* A file operation's reply: its code, into the route's next step or answer. */
 static void op_done(struct rt *rt, struct req *r, const struct ab_result *res)
 {
-	struct ab_error e = {0};
-	json_object *reply = NULL;
-	if (!res->timed_out && res->exit_code == 0 && !res->out.truncated)
-		reply = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
-				     res->out.len, &e);
-	const char *type = json_object_get_string(json_object_object_get(reply, "type"));
-	const char *code = json_object_get_string(json_object_object_get(reply, "code"));
-	const char *msg = json_object_get_string(json_object_object_get(reply, "message"));
-	bool ok = type && !strcmp(type, "result");
+	bool ok;
+	const char *code;
 	char text[600];
-	snprintf(text, sizeof(text), "%.500s",
-		 msg		  ? msg
-		 : res->timed_out ? "the operation timed out"
-		 : e.msg[0]	  ? e.msg
-				  : "the operation failed");
+	json_object *reply = rt_op_reply(r, res, &ok, &code, text, sizeof(text));
 	unsigned st = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	if (code && !strcmp(code, "permission_denied"))
 		st = MHD_HTTP_FORBIDDEN;
