@@ -20,13 +20,6 @@
 
 #define STEP (1u << 20) /* bytes one splice asks for */
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static struct fileop_host *host_new(bool down)
 {
 	struct fileop_host *h = calloc(1, sizeof(*h));
@@ -85,11 +78,15 @@ static int open_to(struct fileop_host *h, const char *field, struct ab_error *er
 	if (!dir)
 		return ab_error_proto(err, AB_ERRC_INTERNAL, "download: out of memory");
 	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return ab_error_proto(
-			err, errno == ENOENT ? AB_ERRC_FILE_NOT_FOUND : AB_ERRC_NOT_DIRECTORY,
-			"download: '%s' %s: its directory %s %s", field, h->path, dir,
-			errno == ENOENT ? "does not exist" : "is not a directory");
+	bool missing = stat(dir, &st) < 0; /* errno is stat's only when it failed */
+	if (missing || !S_ISDIR(st.st_mode)) {
+		bool gone = missing && errno == ENOENT;
+		return ab_error_proto(err, gone ? AB_ERRC_FILE_NOT_FOUND : AB_ERRC_NOT_DIRECTORY,
+				      "download: '%s' %s: its directory %s %s", field, h->path, dir,
+				      gone	? "does not exist"
+				      : missing ? strerror(errno)
+						: "is not a directory");
+	}
 	if (stat(h->path, &st) == 0 && S_ISDIR(st.st_mode))
 		return ab_error_proto(err, AB_ERRC_IS_DIRECTORY, "download: '%s' %s is a directory",
 				      field, h->path);
@@ -213,7 +210,7 @@ static void *copier(void *arg)
 		left -= (uint64_t)n;
 	}
 	free(buf);
-	close_fd(&h->pipe_end); /* upload: the shim sees the end */
+	ab_cleanup_fdp(&h->pipe_end); /* upload: the shim sees the end */
 	eventfd_write(h->done_fd, 1);
 	return NULL;
 }
@@ -241,7 +238,7 @@ int fileop_host_start(struct fileop_host *h, int *child, struct ab_error *err)
 						  : pthread_create(&h->thread, NULL, copier, h);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
-		close_fd(child);
+		ab_cleanup_fdp(child);
 		return ab_error_set(err, r, "%s: the copier", fileop_host_op(h));
 	}
 	h->running = true;
@@ -320,10 +317,10 @@ void fileop_host_free(struct fileop_host *h)
 	if (!h)
 		return;
 	stop(h, false);
-	close_fd(&h->file);
-	close_fd(&h->pipe_end);
-	close_fd(&h->abort_fd);
-	close_fd(&h->done_fd);
+	ab_cleanup_fdp(&h->file);
+	ab_cleanup_fdp(&h->pipe_end);
+	ab_cleanup_fdp(&h->abort_fd);
+	ab_cleanup_fdp(&h->done_fd);
 	if (h->tmp)
 		unlink(h->tmp);
 	free(h->tmp);
