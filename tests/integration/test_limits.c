@@ -454,28 +454,32 @@ Test(limits, a_stale_v1_cgroup_is_emptied_and_removed)
 	struct stat st;
 	if (geteuid() != 0 || stat("/sys/fs/cgroup/pids", &st) < 0)
 		return; /* root's v1 pids hierarchy only: where the reaper works unaided */
-	char dir[256];
+	char dir[256], tmp[256];
 	snprintf(dir, sizeof(dir), "%s/agentbox-ns%llu-999999-1-%d", parent, own_pidns(),
 		 (int)getpid());
+	/* made and filled under a name no reaper takes (a launcher of the
+	 * other tests, running beside this one, would remove it empty), then
+	 * renamed stale, as v1 allows within a parent */
+	snprintf(tmp, sizeof(tmp), "%s/test-stale-%d", parent, (int)getpid());
 	/* another run may remove the shared parent between the two mkdirs */
-	for (int i = 0; i < 3 && mkdir(dir, 0755) < 0 && errno == ENOENT; i++)
+	for (int i = 0; i < 3 && mkdir(tmp, 0755) < 0 && errno == ENOENT; i++)
 		mkdir(parent, 0755);
-	cr_assert_eq(stat(dir, &st), 0, "cannot make %s", dir);
+	cr_assert_eq(stat(tmp, &st), 0, "cannot make %s", tmp);
 	pid_t p = fork();
 	if (p == 0) {
 		execlp("sleep", "sleep", "100", (char *)NULL);
 		_exit(127);
 	}
 	char path[300], v[32];
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", tmp);
 	FILE *f = fopen(path, "w");
 	snprintf(v, sizeof(v), "%d", (int)p);
 	bool moved = f && fputs(v, f) >= 0 && fclose(f) == 0;
-	if (!moved) {
+	if (!moved || rename(tmp, dir) < 0) {
 		kill(p, SIGKILL);
 		waitpid(p, NULL, 0);
-		rmdir(dir);
-		cr_assert_fail("cannot move %d into %s", (int)p, dir);
+		rmdir(tmp);
+		cr_assert_fail("cannot move %d into %s, named %s", (int)p, tmp, dir);
 	}
 	char *ws = test_tmpdir();
 	run_in(ws, &r, NULL, "--", "true", NULL);
