@@ -237,10 +237,10 @@ int net_secrets_inside(struct net_secrets *s, struct ab_error *err)
 				OPENSSL_cleanse(*e + len + 1, strlen(*e + len + 1));
 	}
 	net_tls_forget_key(s->tls);
-	cleanup_fd int dir = open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_fd int dir = open(NET_CA_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	cleanup_fd int fd =
 		dir < 0 ? -1
-			: openat(dir, NET_CA_BUNDLE + 5,
+			: openat(dir, NET_CA_NAME,
 				 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0 || write(fd, s->bundle, s->bundle_len) != (ssize_t)s->bundle_len)
 		return ab_error_set(err, errno ? errno : EIO, "cannot write %s in the sandbox",

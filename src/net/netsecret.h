@@ -14,7 +14,9 @@
 #include "net/netpolicy.h"
 
 /* Where the sandbox finds the CA bundle: the host's CAs and its own CA. */
-#define NET_CA_BUNDLE "/tmp/.agentbox-ca.pem"
+#define NET_CA_DIR    "/tmp"
+#define NET_CA_NAME   ".agentbox-ca.pem"
+#define NET_CA_BUNDLE NET_CA_DIR "/" NET_CA_NAME
 /* "agentbox-secret-" and 32 hex digits */
 #define NET_PLACEHOLDER_LEN 48
 
