@@ -419,8 +419,9 @@ int ab_session_signal(struct ab_session *s, unsigned long long tag, int sig);
 size_t ab_session_running(const struct ab_session *s);
 /* Write len bytes to the stdin of a command started with stdin_stream or
  * pty, then with eof close it (a pty: its EOF character, Ctrl-D, is
- * written instead). The data is copied and written as the command reads
- * it; an AB_EVENT_STDIN event says when all of it is (or why not). One
+ * written instead). 1 when all of it was written at once (no event
+ * follows); else 0: the data is copied and written as the command reads
+ * it, and an AB_EVENT_STDIN event says when all of it is (or why not). One
  * write at a time per command: -EBUSY while one is in progress. -ESRCH
  * when no command has that tag, -EINVAL (with err) when it has no
  * streamed stdin, -EPIPE when its stdin is closed. */
