@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "files/fileop.h"
@@ -166,15 +167,43 @@ static ssize_t copy_step(struct fileop_host *h, int in, int out, size_t want, ch
 	return n;
 }
 
+/* What a download may still write to fd's file system: its free space
+ * beyond the reserve (5 % of it, at most 1 GiB), which a sandbox never
+ * takes: the shim says how many bytes it sends, but a command can take
+ * the shim over, and "to" may be on a disk the sandbox has no other way
+ * to fill. Sets h->reserve. */
+static uint64_t room_left(struct fileop_host *h, int fd)
+{
+	struct statvfs v;
+	if (fstatvfs(fd, &v) < 0)
+		return UINT64_MAX; /* the write's own error, if any, says why */
+	uint64_t total = (uint64_t)v.f_blocks * v.f_frsize;
+	uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
+	h->reserve = total / 20 < (1ull << 30) ? total / 20 : 1ull << 30;
+	return avail > h->reserve ? avail - h->reserve : 0;
+}
+
 static void *copier(void *arg)
 {
 	struct fileop_host *h = arg;
 	int in = h->down ? h->pipe_end : h->file, out = h->down ? h->file : h->pipe_end;
 	uint64_t left = h->down ? UINT64_MAX : (uint64_t)h->size;
+	uint64_t room = 0; /* download: moved may grow to this, as last seen */
 	bool spliced = true;
 	char *buf = NULL;
 	while (left > 0) {
 		size_t want = left < STEP ? (size_t)left : STEP;
+		if (h->down && h->moved + want > room) {
+			uint64_t r = room_left(h, out);
+			room = r > UINT64_MAX - h->moved ? UINT64_MAX : h->moved + r;
+			if (room <= h->moved) {
+				h->error = ENOSPC;
+				h->reserve_hit = true;
+				break;
+			}
+			if (h->moved + want > room)
+				want = (size_t)(room - h->moved);
+		}
 		ssize_t n;
 		if (spliced) {
 			n = splice(in, NULL, out, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -283,6 +312,16 @@ void fileop_host_finish(struct fileop_host *h, json_object **msg)
 	int64_t bytes =
 		json_object_object_get_ex(*msg, "bytes", &b) ? json_object_get_int64(b) : -1;
 	char text[PATH_MAX + 256];
+	if (h->reserve_hit) {
+		snprintf(text, sizeof(text),
+			 "download: '%s' %s: stopped after %llu bytes: its file system would have "
+			 "had less than %llu MiB free (a download leaves 5%% of it, at most 1 GiB, "
+			 "free)",
+			 field, h->path, (unsigned long long)h->moved,
+			 (unsigned long long)(h->reserve >> 20));
+		fail(msg, ab_errc_name(AB_ERRC_NO_SPACE), text);
+		return;
+	}
 	if (h->error) {
 		snprintf(text, sizeof(text), "%s: '%s' %s: %s after %llu bytes", op, field, h->path,
 			 strerror(h->error), (unsigned long long)h->moved);

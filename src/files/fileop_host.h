@@ -33,8 +33,10 @@ struct fileop_host {
 	int done_fd;  /* eventfd: the copier has stopped */
 	pthread_t thread;
 	bool running;
-	uint64_t moved; /* what the copier moved (read after the join) */
-	int error;	/* its errno, 0: none */
+	uint64_t moved;	  /* what the copier moved (read after the join) */
+	int error;	  /* its errno, 0: none */
+	uint64_t reserve; /* download: the free space "to"'s file system keeps */
+	bool reserve_hit; /* download: stopped by it (error ENOSPC) */
 };
 
 /* For fileop_prepare_host: the host file of op ("upload": field "from",

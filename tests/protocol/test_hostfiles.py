@@ -5,6 +5,7 @@ Run as root and as an unprivileged user. AGENTBOX_BIN names the binary."""
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -162,6 +163,34 @@ class HostFiles(unittest.TestCase):
         self.assertEqual(m["content"], "previous")
         m = self.call(op="ls", path="/tmp")
         self.assertEqual([e["path"] for e in m["entries"]], ["/tmp/keep"])
+
+    def test_download_keeps_a_reserve_on_the_host_disk(self):
+        # the shim says how many bytes it sends, but a command can take it
+        # over: a download leaves 5 % of "to"'s file system free (2 MiB of
+        # this 40 MiB tmpfs), and its temporary file is removed
+        if os.geteuid() != 0:
+            self.skipTest("a small file system for 'to' is a tmpfs only root may mount")
+        small = tempfile.mkdtemp(prefix="agentbox-hostfiles-fs-")
+        self.addCleanup(os.rmdir, small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m,mode=0700", "agentbox-test",
+                        small], check=True)
+        self.addCleanup(subprocess.run, ["umount", small], check=True)
+        with open(os.path.join(self.ws, "fills.bin"), "wb") as f:
+            f.write(os.urandom(39 * MIB))  # fits in 40 MiB, not beside the reserve
+        self.addCleanup(os.unlink, os.path.join(self.ws, "fills.bin"))
+        dst = os.path.join(small, "fills.bin")
+        m = self.call(op="download", path="fills.bin", to=dst)
+        self.assertEqual((m["type"], m["code"]), ("error", "no_space"), m)
+        self.assertIn("less than 2 MiB free", m["message"])
+        self.assertEqual(os.listdir(small), [])
+        st = os.statvfs(small)
+        self.assertEqual(st.f_bfree, st.f_blocks)  # nothing held either
+        with open(os.path.join(self.ws, "fills.bin"), "r+b") as f:
+            f.truncate(30 * MIB)
+        m = self.call(op="download", path="fills.bin", to=dst)
+        self.assertEqual((m["type"], m["bytes"]), ("result", 30 * MIB), m)
+        self.assertEqual(os.path.getsize(dst), 30 * MIB)
+        os.unlink(dst)
 
     def test_cancelled_upload_leaves_destination(self):
         # a source that never ends (a FIFO is refused; a regular file that
