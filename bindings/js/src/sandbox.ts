@@ -3,6 +3,7 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { open } from "node:fs/promises";
+import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 
 import { agentboxBinary, runAgentbox } from "./detached.js";
@@ -352,6 +353,16 @@ export class Sandbox {
     return (this.#hello?.features ?? []).includes("file_chunks") && typeof this.#hello?.max_chunk === "number";
   }
 
+  /**
+   * Whether `uploadFile`/`downloadFile` hand the server the host path
+   * (`host_files`: the bytes go through a pipe at disk speed, no encoding):
+   * it says so and runs on this host (started by this client, or connected
+   * to without `via`).
+   */
+  get hostFiles(): boolean {
+    return (this.#hello?.features ?? []).includes("host_files") && !(this.#detached !== null && this.#detached.via.length > 0);
+  }
+
   /** The most file bytes one upload or download request carries. */
   get maxFileBytesPerRequest(): number {
     return this.chunked ? Math.min(this.#hello!.max_chunk!, SINGLE_REQUEST_FILE_BYTES) : SINGLE_REQUEST_FILE_BYTES;
@@ -676,8 +687,18 @@ export class Sandbox {
     return { path: String(last!.path), size: Number(last!.size) };
   }
 
-  /** Upload a host file with bounded memory: one chunk in memory at a time. */
+  /**
+   * Upload a host file: through the server's `host_files` path where it has
+   * one (`hostFiles`), else in chunks with bounded memory, one in memory at
+   * a time. Whole or not at all either way.
+   */
   async uploadFile(path: string, hostPath: string, options: CallOptions & { overwrite?: boolean } = {}): Promise<{ path: string; size: number }> {
+    if (this.hostFiles) {
+      const fields: Record<string, unknown> = { path, from: resolve(hostPath) };
+      if (options.overwrite === false) fields.overwrite = false;
+      const r = await this.request("upload", fields, options);
+      return { path: String(r.path), size: Number(r.size) };
+    }
     const file = await open(hostPath, "r");
     try {
       const size = (await file.stat()).size;
@@ -726,8 +747,17 @@ export class Sandbox {
     return new Uint8Array(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   }
 
-  /** Download to a host file with bounded memory; resolves with the size. */
+  /**
+   * Download to a host file; resolves with the size. Through `host_files`
+   * where the server has it (`hostFiles`: `hostPath` is replaced only once
+   * every byte arrived, and left as it was otherwise), else in chunks with
+   * bounded memory.
+   */
   async downloadFile(path: string, hostPath: string, options: CallOptions = {}): Promise<number> {
+    if (this.hostFiles) {
+      const r = await this.request("download", { path, to: resolve(hostPath) }, options);
+      return Number(r.bytes);
+    }
     const file = await open(hostPath, "w");
     try {
       if (!this.chunked) {

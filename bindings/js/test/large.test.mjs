@@ -66,9 +66,31 @@ describe("large files", () => {
     await assert.rejects(sb.upload("big/data.bin", data, { overwrite: false }), (e) => e.code === "exists");
   });
 
+  it("uploadFile and downloadFile hand the server host paths (host_files)", async (t) => {
+    const { sb, ws } = await sandbox(t);
+    assert.ok(sb.hostFiles, "a server this client started has host_files");
+    const host = tempTree("agentbox-js-hostfiles-");
+    t.after(() => removeTree(host));
+    const digest = bigFile(join(host, "in.bin"), 48 * MiB);
+    assert.deepEqual(await sb.uploadFile("hf/in.bin", join(host, "in.bin")), { path: "/workspace/hf/in.bin", size: 48 * MiB });
+    assert.equal(await shaOfFile(join(ws, "hf/in.bin")), digest);
+    assert.equal(await sb.downloadFile("hf/in.bin", join(host, "out.bin")), 48 * MiB);
+    assert.equal(await shaOfFile(join(host, "out.bin")), digest);
+    // the server names the host path's field (the chunks would fail in
+    // this process's own open()), and a failed download leaves the file
+    await assert.rejects(sb.uploadFile("hf/x", join(host, "none.bin")),
+      (e) => e instanceof FileError && e.code === "file_not_found" && /'from'/.test(e.message));
+    await assert.rejects(sb.downloadFile("hf/none.bin", join(host, "out.bin")), (e) => e instanceof FileError);
+    assert.equal(await shaOfFile(join(host, "out.bin")), digest);
+    await assert.rejects(sb.downloadFile("hf/in.bin", join(host, "no/dir/out.bin")),
+      (e) => e instanceof FileError && e.code === "file_not_found" && /'to'/.test(e.message));
+  });
+
   it("move a 160 MiB host file each way holding a few chunks at most", async (t) => {
     const { sb, ws } = await sandbox(t);
     if (!sb.chunked) return t.skip("this agentbox has no file_chunks");
+    // the chunks, as through `via` (another host: no host_files)
+    Object.defineProperty(sb, "hostFiles", { get: () => false });
     const host = tempTree("agentbox-js-large-");
     t.after(() => removeTree(host));
     const size = 160 * MiB;
