@@ -2,8 +2,8 @@
 // file_chunks, with bounded memory; refused at once, never hanging, when not.
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, openSync, readFileSync, writeSync, closeSync } from "node:fs";
-import { join } from "node:path";
+import { createReadStream, existsSync, openSync, readFileSync, writeSync, closeSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 
 import { AgentboxSandbox } from "../dist/deepagents.js";
@@ -114,6 +114,15 @@ describe("large files", () => {
       await b.close();
       removeTree(ws);
     });
+    // which files go through a private host file (host_files), and where
+    const viaHost = [];
+    for (const name of ["uploadFile", "downloadFile"]) {
+      const real = b.sandbox[name].bind(b.sandbox);
+      b.sandbox[name] = (path, hostPath, options) => {
+        viaHost.push([name, path, hostPath]);
+        return real(path, hostPath, options);
+      };
+    }
     const big = randomBytes(10 * MiB);
     const small = new TextEncoder().encode("small");
     const up = await b.uploadFiles([["/workspace/ten.bin", big], ["/workspace/small.txt", small]]);
@@ -127,6 +136,12 @@ describe("large files", () => {
     const down = await b.downloadFiles(["/workspace/ten.bin", "/workspace/small.txt"]);
     assert.equal(sha(down[0].content), sha(big));
     assert.deepEqual(down[1].content, small);
+    if (b.sandbox.hostFiles) {
+      // the large file both ways, the small one in a request; the private
+      // directories removed
+      assert.deepEqual(viaHost.map(([name, path]) => [name, path]), [["uploadFile", "/workspace/ten.bin"], ["downloadFile", "/workspace/ten.bin"]]);
+      for (const [, , hostPath] of viaHost) assert.ok(!existsSync(dirname(hostPath)), hostPath);
+    }
   });
 
   it("deepagents' uploadFiles keeps at most one chunk's worth of small files in flight", async (t) => {
