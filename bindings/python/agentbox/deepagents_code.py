@@ -52,7 +52,7 @@ except ImportError:
 # the params of [sandboxes.providers.agentbox.params] this provider knows
 _PARAMS = frozenset(("workspace", "profile", "memory", "cpus", "pids", "network",
                      "workspace_mode", "timeout", "idle_timeout", "ttl", "name", "binary",
-                     "via"))
+                     "via", "secrets", "net_ca"))
 
 
 class AgentboxProvider(SandboxProvider):
@@ -72,7 +72,10 @@ class AgentboxProvider(SandboxProvider):
         """Reattach to sandbox_id, or make a sandbox with the params:
         workspace, profile, memory, cpus, pids, network ("none", "host",
         "allow=..."), workspace_mode ("direct", "overlay"), timeout,
-        idle_timeout, ttl (seconds), name, binary, via (a transport prefix).
+        idle_timeout, ttl (seconds), name, binary, via (a transport prefix),
+        secrets ({NAME: host or [hosts]}: NAME's value stays in agentbox's
+        proxy, added to requests to those hosts; the agent sees a
+        placeholder), net_ca (extra CAs for those hosts' certificates).
         Unknown params (a newer config's) are ignored."""
         unknown = sorted(set(kwargs) - _PARAMS)
         if unknown:
@@ -87,7 +90,7 @@ class AgentboxProvider(SandboxProvider):
                     raise SandboxNotFoundError("no agentbox sandbox %s" % sandbox_id) from e
                 raise
         options: dict = {}
-        for key in ("memory", "cpus", "pids", "timeout", "binary"):
+        for key in ("memory", "cpus", "pids", "timeout", "binary", "secrets", "net_ca"):
             if kwargs.get(key) is not None:
                 options[key] = kwargs[key]
         if kwargs.get("network"):

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import unittest
+import unittest.mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import ROOT, UID, oci_image, root_tree, workspace  # noqa: E402
@@ -172,6 +173,20 @@ class Provider(unittest.TestCase):
             p.get_or_create(sandbox_id=sid)
         with self.assertRaises(SandboxNotFoundError):
             p.delete(sandbox_id=sid)
+
+    def test_secrets_stay_out_of_the_sandbox(self):
+        # [sandboxes.providers.agentbox.params] secrets: the agent's
+        # commands see a placeholder; the value stays with agentbox
+        from agentbox.deepagents_code import AgentboxProvider
+        value = "provider-secret-%d" % os.getpid()
+        with unittest.mock.patch.dict(os.environ, {"AB_PROVIDER_TOKEN": value}):
+            sb = AgentboxProvider().get_or_create(
+                workspace=self.ws, secrets={"AB_PROVIDER_TOKEN": "127.0.0.1:9"})
+        self.addCleanup(subprocess.run, [BIN, "rm", "-f", sb.id], capture_output=True)
+        out = sb.execute("echo $AB_PROVIDER_TOKEN; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'").output
+        self.assertRegex(out.splitlines()[0], r"^agentbox-secret-[0-9a-f]{32}$")
+        self.assertNotIn(value, out)
+        sb.close()
 
 
 if __name__ == "__main__":
