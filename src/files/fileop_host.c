@@ -306,12 +306,9 @@ void fileop_host_finish(struct fileop_host *h, json_object **msg)
 	bool ok = json_object_object_get_ex(*msg, "type", &t) &&
 		  strcmp(json_object_get_string(t), "result") == 0;
 	stop(h, ok);
-	if (!ok)
-		return;
 	const char *op = h->down ? "download" : "upload", *field = h->down ? "to" : "from";
-	int64_t bytes =
-		json_object_object_get_ex(*msg, "bytes", &b) ? json_object_get_int64(b) : -1;
 	char text[PATH_MAX + 256];
+	/* the cause, whatever the shim made of its pipe's end */
 	if (h->reserve_hit) {
 		snprintf(text, sizeof(text),
 			 "download: '%s' %s: stopped after %llu bytes: its file system would have "
@@ -322,6 +319,10 @@ void fileop_host_finish(struct fileop_host *h, json_object **msg)
 		fail(msg, ab_errc_name(AB_ERRC_NO_SPACE), text);
 		return;
 	}
+	if (!ok)
+		return;
+	int64_t bytes =
+		json_object_object_get_ex(*msg, "bytes", &b) ? json_object_get_int64(b) : -1;
 	if (h->error) {
 		snprintf(text, sizeof(text), "%s: '%s' %s: %s after %llu bytes", op, field, h->path,
 			 strerror(h->error), (unsigned long long)h->moved);
