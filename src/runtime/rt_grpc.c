@@ -1,7 +1,7 @@
 /* agentbox runtime's gRPC server: sandboxd's process.v1.ProcessService
  * (agent-sandbox's packages/sandboxd/spec/process/v1/process.proto) over
  * HTTP/2 cleartext with prior knowledge, as a client's insecure channel
- * dials it. libnghttp2 (rt_h2.h) frames the connections; rt_pb.c decodes
+ * dials it. libnghttp2 (rt_grpc.h, loaded by rt_libs.c) frames the connections; rt_pb.c decodes
  * the requests and encodes the answers; each process is a command of the
  * runtime's one session. One thread: runtime.c's loop polls the listener
  * and the connections (rt_grpc_pollfds, rt_grpc_run) beside the HTTP

@@ -1,6 +1,6 @@
 /* What rt_grpc.c (the HTTP/2 side) and rt_gproc.c (the processes) of
  * agentbox runtime's gRPC server share: libnghttp2's functions, loaded with
- * dlopen when --grpc-port is given (rt_h2.c), as libmicrohttpd is
+ * dlopen when --grpc-port is given (rt_libs.c), as libmicrohttpd is
  * (rt_mhd.h): linked, every `agentbox run` would load it; files that
  * include this header call nghttp2_* through the table. And a call, a
  * process, a connection. */

@@ -14,6 +14,7 @@
 #include "runtime/runtime.h"
 #include "runtime/shlex.h"
 #include "serve/request.h"
+#include "serve/serve_layer.h"
 
 #define BASE	      "/workspace"
 #define EXEC_BODY_MAX (1u << 20)  /* a POST /execute's JSON */
@@ -35,6 +36,11 @@ enum route {
 	R_V1_FILE, /* sandboxd's REST API (rt_v1.c) from here on */
 	R_V1_HEALTH,
 	R_V1_META,
+	R_AB_NONE, /* agentbox's extras (rt_extras.c) from here on */
+	R_AB_CHANGES,
+	R_AB_COMMIT,
+	R_AB_DISCARD,
+	R_AB_NET,
 };
 enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
@@ -73,6 +79,9 @@ struct req {
 	char target[4200];		      /* a PUT's file; view is its temp file */
 	char *after;			      /* a failed PUT's answer, once cleaned up */
 	unsigned after_status;
+	/* agentbox's extras (rt_extras.c) */
+	bool post;
+	json_object *ab_req; /* a changes' or commit's fields, while it waits */
 };
 
 struct rt_grpc;
@@ -89,7 +98,10 @@ struct rt {
 	bool gone; /* the sandbox died */
 	time_t started;
 	char gone_why[256];
-	struct rt_grpc *grpc; /* --grpc-port's server (rt_grpc.c), or NULL */
+	struct rt_grpc *grpc;	  /* --grpc-port's server (rt_grpc.c), or NULL */
+	struct serve_layer layer; /* the changes or commit running (rt_extras.c) */
+	struct req *ab_cur;	  /* its request */
+	struct req *ab_wait;	  /* the ones waiting for it, in order (wnext) */
 };
 
 /* r's answer: status and a heap body (NULL: a 500), which r takes. */
@@ -103,6 +115,8 @@ bool rt_start_op(struct rt *rt, struct req *r);
 /* Start the session request line (taken) for r; false when r was answered
  * instead. */
 bool rt_start_json(struct rt *rt, struct req *r, json_object *line);
+/* Free r, once nothing holds it. */
+void rt_req_free(struct req *r);
 /* size bytes more of r's body; -ENOMEM */
 int rt_body_append(struct req *r, const char *data, size_t size);
 
@@ -128,6 +142,22 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest);
 void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
 /* sandboxd's error body: {"code","message"} and a newline. */
 char *rt_v1_error(unsigned status, const char *msg);
+
+/* rt_extras.c: agentbox's own routes under /agentbox/ (true: r's route
+ * set, or its answer: 404, 405); rt_ab_allow is a route's Allow;
+ * rt_ab_dispatch starts a request whose body is in. The changes or commit
+ * running: rt_ab_pollfd its fd (-1: none), *timeout_ms lowered to its
+ * bound; rt_ab_run does what came; rt_ab_busy: one runs or waits;
+ * rt_ab_forget, when r's client went away: true when r is held (freed when
+ * its op ends); rt_ab_close stops it all and answers who waits. */
+bool rt_ab_route(const char *url, const char *method, struct req *r);
+const char *rt_ab_allow(enum route route);
+void rt_ab_dispatch(struct rt *rt, struct req *r);
+int rt_ab_pollfd(const struct rt *rt, int *timeout_ms);
+void rt_ab_run(struct rt *rt);
+bool rt_ab_busy(const struct rt *rt);
+bool rt_ab_forget(struct rt *rt, struct req *r);
+void rt_ab_close(struct rt *rt);
 
 /* rt_grpc.c: sandboxd's gRPC ProcessService on --grpc-port. rt_grpc_open
  * listens (0, or -errno with err); rt_grpc_pollfds fills up to max poll

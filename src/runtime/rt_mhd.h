@@ -1,5 +1,5 @@
 /* libmicrohttpd for agentbox runtime, loaded with dlopen when the server
- * starts (rt_mhd.c): linked, it and the TLS libraries it needs would be
+ * starts (rt_libs.c): linked, it and the TLS libraries it needs would be
  * loaded by every `agentbox run` (src/cgroup/systemd_scope.c does the same
  * for libsystemd). Files that include this header call MHD_* through the
  * table. */

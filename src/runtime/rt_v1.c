@@ -41,12 +41,16 @@ static const char *code_of(unsigned status)
 		return "PERMISSION_DENIED";
 	case MHD_HTTP_NOT_FOUND:
 		return "NOT_FOUND";
+	case MHD_HTTP_METHOD_NOT_ALLOWED:
+		return "UNIMPLEMENTED";
 	case MHD_HTTP_CONFLICT:
 		return "CONFLICT";
 	case MHD_HTTP_CONTENT_TOO_LARGE:
 		return "RESOURCE_EXHAUSTED";
 	case MHD_HTTP_SERVICE_UNAVAILABLE:
 		return "UNAVAILABLE";
+	case MHD_HTTP_GATEWAY_TIMEOUT:
+		return "DEADLINE_EXCEEDED";
 	default:
 		return "INTERNAL";
 	}

@@ -88,7 +88,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 		return MHD_NO;
 	if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, "Allow",
-					r->route == R_V1_FILE	? "GET, HEAD, PUT, DELETE"
+					r->route >= R_AB_NONE	? rt_ab_allow(r->route)
+					: r->route == R_V1_FILE ? "GET, HEAD, PUT, DELETE"
 					: r->route >= R_V1_FILE ? "GET, HEAD"
 					: r->route == R_HEALTH	? "GET"
 								: "POST");
@@ -111,7 +112,7 @@ static void unlink_req(struct rt *rt, struct req *r)
 	rt->in_flight--;
 }
 
-static void req_free(struct req *r)
+void rt_req_free(struct req *r)
 {
 	if (!r)
 		return;
@@ -125,6 +126,7 @@ static void req_free(struct req *r)
 	free(r->disposition);
 	free(r->data);
 	free(r->after);
+	json_object_put(r->ab_req);
 	free(r);
 }
 
@@ -230,7 +232,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		return;
 	unlink_req(rt, r);
 	if (!r->conn) { /* the client went away */
-		req_free(r);
+		rt_req_free(r);
 		return;
 	}
 	if (r->route >= R_V1_FILE && !ev->error) {
@@ -270,7 +272,7 @@ static void start_waiting(struct rt *rt)
 			continue;
 		unlink_req(rt, r);
 		if (!r->conn) {
-			req_free(r);
+			rt_req_free(r);
 			continue;
 		}
 		if (r->route == R_EXECUTE)
@@ -360,6 +362,10 @@ static void execute(struct rt *rt, struct req *r)
 /* What a request asks, once its body is in. */
 static void dispatch(struct rt *rt, struct req *r, const char *rest)
 {
+	if (r->route >= R_AB_NONE) {
+		rt_ab_dispatch(rt, r);
+		return;
+	}
 	if (r->route >= R_V1_FILE) {
 		rt_v1_dispatch(rt, r, rest);
 		return;
@@ -469,7 +475,8 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
 static bool route_of(const char *url, const char *method, struct req *r, const char **rest,
 		     unsigned *bad)
 {
-	if (rt_v1_route(url, method, r, rest))
+	*rest = "";
+	if (rt_ab_route(url, method, r) || rt_v1_route(url, method, r, rest))
 		return true;
 	static const struct {
 		const char *prefix;
@@ -617,7 +624,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 				ab_session_cancel(rt->s, r->tag);
 			return;
 		}
-	req_free(r);
+	if (!rt_ab_forget(rt, r))
+		rt_req_free(r);
 }
 
 /* The URL as it came: decoded by the handler (twice for a path, as
@@ -667,19 +675,20 @@ static void serve_loop(struct rt *rt, int sigfd)
 	int dfd = info ? info->epoll_fd : -1;
 	unsigned long long drain_until = 0;
 	for (;;) {
-		if (drain_until &&
-		    ((!rt->in_flight && !rt_grpc_busy(rt)) || now_ms() >= drain_until))
+		if (drain_until && ((!rt->in_flight && !rt_grpc_busy(rt) && !rt_ab_busy(rt)) ||
+				    now_ms() >= drain_until))
 			return;
 		MHD_UNSIGNED_LONG_LONG t = 0;
 		int wait =
 			MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
-		struct pollfd p[3 + 1 + GRPC_CONN_LIMIT] = {
+		struct pollfd p[4 + 1 + GRPC_CONN_LIMIT] = {
 			{.fd = dfd, .events = POLLIN},
 			{.fd = drain_until ? -1 : sigfd, .events = POLLIN},
 			{.fd = rt->gone ? -1 : ab_session_fd(rt->s), .events = POLLIN},
+			{.fd = rt_ab_pollfd(rt, &wait), .events = POLLIN},
 		};
-		size_t ng = rt_grpc_pollfds(rt, p + 3, 1 + GRPC_CONN_LIMIT);
-		if (poll(p, 3 + ng, wait) < 0 && errno != EINTR)
+		size_t ng = rt_grpc_pollfds(rt, p + 4, 1 + GRPC_CONN_LIMIT);
+		if (poll(p, 4 + ng, wait) < 0 && errno != EINTR)
 			return;
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
@@ -701,8 +710,9 @@ static void serve_loop(struct rt *rt, int sigfd)
 				 "The sandbox has ended: %.200s", err.msg);
 			fprintf(stderr, "agentbox: %s\n", err.msg);
 		}
+		rt_ab_run(rt);
 		MHD_run(rt->d);
-		rt_grpc_run(rt, p + 3, ng);
+		rt_grpc_run(rt, p + 4, ng);
 		start_waiting(rt);
 	}
 }
@@ -721,6 +731,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
+	serve_layer_init(&rt.layer);
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = ab_ending_signals_fd();
 	struct ab_error err = {0};
@@ -754,6 +765,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 			strchr(o->listen, ':') ? "[" : "", o->listen,
 			strchr(o->listen, ':') ? "]" : "", o->grpc_port);
 	serve_loop(&rt, sigfd);
+	rt_ab_close(&rt);
 	ab_session_close(rt.s); /* what still runs is killed; its requests end with the daemon */
 	rt.s = NULL;
 	rt_grpc_close(&rt);
@@ -767,7 +779,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		struct req *r = rt.head;
 		unlink_req(&rt, r);
 		if (!r->conn) /* its client is gone: nothing will free it */
-			req_free(r);
+			rt_req_free(r);
 	}
 	MHD_stop_daemon(rt.d);
 	close(sigfd);

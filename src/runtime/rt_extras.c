@@ -1,0 +1,400 @@
+/* agentbox runtime's own extras under /agentbox/v1/, routes no client of
+ * agent-sandbox uses: the overlay workspace's review (changes), commit and
+ * discard, and the network proxy's report (net). Errors are sandboxd's
+ * {"code","message"}: 409 CONFLICT when the runtime was started without
+ * what the route needs (--workspace-mode overlay, --net allow=), 400 for a
+ * bad body or query.
+ *
+ * changes and commit read what commands wrote, hostile files: they run in
+ * a child under serve_layer.c's watchdog (its bound: the body's or query's
+ * "timeout", default 300 s), one at a time, the others waiting in order,
+ * while the loop goes on. discard cannot empty a mounted overlay's layer
+ * (the overlay caches what it looked up): it ends the sandbox, its layer
+ * removed, and builds a new one from the same options, so the runtime
+ * (the pod) lives on; it is refused while anything runs in the sandbox. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "net/netop.h"
+#include "runtime/rt_int.h"
+
+#define AB_PREFIX "/agentbox/v1/"
+
+static char *encode(json_object *o)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+		s = NULL;
+	json_object_put(o);
+	return s;
+}
+
+bool rt_ab_route(const char *url, const char *method, struct req *r)
+{
+	static const struct {
+		const char *name;
+		enum route route;
+		bool post;
+	} routes[] = {
+		{"changes", R_AB_CHANGES, false},
+		{"commit", R_AB_COMMIT, true},
+		{"discard", R_AB_DISCARD, true},
+		{"net", R_AB_NET, false},
+	};
+	size_t n = strlen(AB_PREFIX);
+	if (strncmp(url, "/agentbox/", 10) && strcmp(url, "/agentbox"))
+		return false;
+	r->post = !strcmp(method, "POST");
+	for (size_t i = 0; !strncmp(url, AB_PREFIX, n) && i < sizeof(routes) / sizeof(routes[0]);
+	     i++) {
+		if (strcmp(url + n, routes[i].name))
+			continue;
+		r->route = routes[i].route;
+		bool ok = r->post ? routes[i].post || r->route == R_AB_NET
+				  : !routes[i].post && !strcmp(method, "GET");
+		if (!ok)
+			rt_answer_msg(r, MHD_HTTP_METHOD_NOT_ALLOWED,
+				      "method not allowed: use the one Allow names");
+		return true;
+	}
+	r->route = R_AB_NONE;
+	rt_answer_msg(r, MHD_HTTP_NOT_FOUND,
+		      "no such route: agentbox's are GET /agentbox/v1/changes, POST "
+		      "/agentbox/v1/commit, POST /agentbox/v1/discard, GET or POST "
+		      "/agentbox/v1/net");
+	return true;
+}
+
+const char *rt_ab_allow(enum route route)
+{
+	return route == R_AB_CHANGES ? "GET" : route == R_AB_NET ? "GET, POST" : "POST";
+}
+
+/* The body: absent or empty is {}; else a JSON object of only the keys
+ * given (NULL-terminated). NULL when answered (400). */
+static json_object *body_of(struct req *r, const char *const *keys)
+{
+	json_object *o = NULL;
+	size_t len = r->len;
+	const char *b = r->body ? r->body : "";
+	while (len && strchr(" \t\r\n", b[len - 1]))
+		len--;
+	if (!len)
+		return json_object_new_object();
+	json_tokener *t = json_tokener_new();
+	if (t)
+		o = json_tokener_parse_ex(t, b, (int)len);
+	bool whole = t && o && json_tokener_get_parse_end(t) == len;
+	json_tokener_free(t);
+	if (!whole || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "the body must be one JSON object");
+		return NULL;
+	}
+	json_object_object_foreach(o, k, v)
+	{
+		(void)v;
+		bool known = false;
+		for (size_t i = 0; keys[i]; i++)
+			known |= !strcmp(k, keys[i]);
+		if (!known) {
+			char m[200];
+			snprintf(m, sizeof(m), "unknown field \"%.64s\" in the body", k);
+			json_object_put(o);
+			rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, m);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* GET /agentbox/v1/changes's query into the op's fields: diff,
+ * include_ignored (booleans), max_diff_bytes, timeout (numbers). */
+static json_object *changes_query(struct req *r)
+{
+	static const char *const bools[] = {"diff", "include_ignored"};
+	static const char *const nums[] = {"max_diff_bytes", "timeout"};
+	json_object *o = json_object_new_object();
+	for (size_t i = 0; i < 2; i++) {
+		const char *v =
+			MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, bools[i]);
+		if (!v)
+			continue;
+		bool t = !strcmp(v, "true") || !strcmp(v, "1") || !*v;
+		if (!t && strcmp(v, "false") && strcmp(v, "0")) {
+			char m[200];
+			snprintf(m, sizeof(m), "%s \"%.64s\" must be true or false", bools[i], v);
+			json_object_put(o);
+			rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, m);
+			return NULL;
+		}
+		json_object_object_add(o, bools[i], json_object_new_boolean(t));
+	}
+	for (size_t i = 0; i < 2; i++) {
+		const char *v =
+			MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, nums[i]);
+		if (!v)
+			continue;
+		char *end;
+		double d = strtod(v, &end);
+		if (!*v || *end || !(d > 0) || d > 1e8) {
+			char m[200];
+			snprintf(m, sizeof(m), "%s \"%.64s\" must be a positive number", nums[i],
+				 v);
+			json_object_put(o);
+			rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, m);
+			return NULL;
+		}
+		json_object_object_add(o, nums[i],
+				       i == 0 ? json_object_new_int64((int64_t)d)
+					      : json_object_new_double(d));
+	}
+	return o;
+}
+
+static unsigned status_of(const char *code)
+{
+	return !code				  ? MHD_HTTP_INTERNAL_SERVER_ERROR
+	       : !strcmp(code, "invalid_request") ? MHD_HTTP_BAD_REQUEST
+	       : !strcmp(code, "timeout")	  ? MHD_HTTP_GATEWAY_TIMEOUT
+	       : !strcmp(code, "shutdown")	  ? MHD_HTTP_SERVICE_UNAVAILABLE
+						  : MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+/* A layer op's protocol reply into r's answer: the result's fields without
+ * type, id and op (200), or the error (taken). */
+static void layer_answer(struct req *r, json_object *reply)
+{
+	const char *type = json_object_get_string(json_object_object_get(reply, "type"));
+	if (type && !strcmp(type, "result")) {
+		json_object_object_del(reply, "type");
+		json_object_object_del(reply, "id");
+		json_object_object_del(reply, "op");
+		rt_answer(r, MHD_HTTP_OK, encode(reply));
+		return;
+	}
+	const char *code = json_object_get_string(json_object_object_get(reply, "code"));
+	const char *msg = json_object_get_string(json_object_object_get(reply, "message"));
+	rt_answer_msg(r, status_of(code), msg ? msg : "the operation failed");
+	json_object_put(reply);
+}
+
+/* The next waiting changes or commit, started while none runs. */
+static void start_next(struct rt *rt)
+{
+	while (rt->layer.pid <= 0 && rt->ab_wait) {
+		struct req *r = rt->ab_wait;
+		rt->ab_wait = r->wnext;
+		r->wnext = NULL;
+		json_object *reply = NULL;
+		bool end = false;
+		int started = rt->gone ? 0
+				       : serve_layer_start(&rt->layer, ab_session_layer(rt->s),
+							   r->route == R_AB_CHANGES ? "changes"
+										    : "commit",
+							   r->ab_req, NULL, &reply, &end);
+		json_object_put(r->ab_req);
+		r->ab_req = NULL;
+		if (started) {
+			rt->ab_cur = r;
+			continue;
+		}
+		if (!r->conn) {
+			json_object_put(reply);
+			rt_req_free(r);
+			continue;
+		}
+		if (reply)
+			layer_answer(r, reply);
+		else
+			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+		MHD_resume_connection(r->conn);
+	}
+}
+
+static void queue_layer_op(struct rt *rt, struct req *r, json_object *req)
+{
+	r->ab_req = req;
+	r->wnext = NULL;
+	struct req **p = &rt->ab_wait;
+	while (*p)
+		p = &(*p)->wnext;
+	*p = r;
+	r->step = S_OP;
+	start_next(rt);
+}
+
+/* discard: the layer goes with the sandbox; a new one from the same
+ * options takes its place. */
+static void discard(struct rt *rt, struct req *r)
+{
+	if (rt->in_flight || rt_grpc_busy(rt) || rt->ab_cur || rt->ab_wait) {
+		rt_answer_msg(r, MHD_HTTP_CONFLICT,
+			      "commands or operations are running in the sandbox, which discard "
+			      "ends: retry once they are done");
+		return;
+	}
+	json_object *reply = NULL;
+	bool end = false;
+	struct ab_error e = {0};
+	if (layer_session_op(ab_session_layer(rt->s), "discard", NULL, &reply, &end, &e) < 0) {
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
+		return;
+	}
+	char old[64];
+	snprintf(old, sizeof(old), "%s", ab_session_id(rt->s));
+	ab_session_close(rt->s); /* its layer removed with it */
+	rt->s = NULL;
+	if (ab_session_open(rt->cfg, &rt->s, &e) < 0) {
+		rt->s = NULL;
+		rt->gone = true;
+		snprintf(rt->gone_why, sizeof(rt->gone_why),
+			 "The sandbox has ended: discard removed it and a new one could not be "
+			 "built: %.150s",
+			 e.msg);
+		fprintf(stderr, "agentbox: runtime: %s\n", rt->gone_why);
+		json_object_put(reply);
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rt->gone_why);
+		return;
+	}
+	fprintf(stderr,
+		"agentbox: runtime: discard: sandbox %s and its changes removed; sandbox %s\n", old,
+		ab_session_id(rt->s));
+	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_session_id(rt->s)));
+	rt_answer(r, MHD_HTTP_OK, encode(reply));
+}
+
+/* GET: the report; POST {"allow","deny"}: the patterns replaced first. */
+static void net(struct rt *rt, struct req *r)
+{
+	static const char *const keys[] = {"allow", "deny", NULL};
+	json_object *req = r->post ? body_of(r, keys) : json_object_new_object();
+	if (!req)
+		return;
+	if (!ab_session_net_report(rt->s)) {
+		json_object_put(req);
+		rt_answer_msg(r, MHD_HTTP_CONFLICT,
+			      "the sandbox has no network proxy: start agentbox runtime with "
+			      "--net allow=HOSTS for a report and a policy to change");
+		return;
+	}
+	struct ab_error e = {0};
+	json_object *o = ab_net_op(rt->s, req, &e);
+	json_object_put(req);
+	if (!o) {
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
+		return;
+	}
+	json_object_object_del(o, "type");
+	rt_answer(r, MHD_HTTP_OK, encode(o));
+}
+
+void rt_ab_dispatch(struct rt *rt, struct req *r)
+{
+	if (r->too_large) {
+		char m[128];
+		snprintf(m, sizeof(m), "request body too large (at most %u bytes)", EXEC_BODY_MAX);
+		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE, m);
+		return;
+	}
+	if (rt->gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+		return;
+	}
+	if (r->route == R_AB_NET) {
+		net(rt, r);
+		return;
+	}
+	if (!ab_session_layer(rt->s)) {
+		rt_answer_msg(r, MHD_HTTP_CONFLICT,
+			      "the workspace is not an overlay: start agentbox runtime with "
+			      "--workspace-mode overlay for changes, commit and discard");
+		return;
+	}
+	if (r->route == R_AB_DISCARD) {
+		static const char *const none[] = {NULL};
+		json_object *b = body_of(r, none);
+		if (b)
+			discard(rt, r);
+		json_object_put(b);
+		return;
+	}
+	static const char *const commit_keys[] = {"paths", "force", "timeout", NULL};
+	json_object *req = r->route == R_AB_CHANGES ? changes_query(r) : body_of(r, commit_keys);
+	if (req)
+		queue_layer_op(rt, r, req);
+}
+
+int rt_ab_pollfd(const struct rt *rt, int *timeout_ms)
+{
+	int t = serve_layer_timeout(&rt->layer);
+	if (t >= 0 && t < *timeout_ms)
+		*timeout_ms = t;
+	return serve_layer_fd(&rt->layer);
+}
+
+void rt_ab_run(struct rt *rt)
+{
+	json_object *reply = rt->layer.pid > 0 ? serve_layer_poll(&rt->layer) : NULL;
+	if (reply) {
+		struct req *r = rt->ab_cur;
+		rt->ab_cur = NULL;
+		if (r && r->conn) {
+			layer_answer(r, reply);
+			MHD_resume_connection(r->conn);
+		} else {
+			json_object_put(reply);
+			rt_req_free(r);
+		}
+	}
+	start_next(rt);
+}
+
+bool rt_ab_busy(const struct rt *rt)
+{
+	return rt->ab_cur || rt->ab_wait;
+}
+
+bool rt_ab_forget(struct rt *rt, struct req *r)
+{
+	if (r == rt->ab_cur) { /* runs on; freed when it ends */
+		r->conn = NULL;
+		return true;
+	}
+	for (struct req **p = &rt->ab_wait; *p; p = &(*p)->wnext)
+		if (*p == r) {
+			*p = r->wnext;
+			json_object_put(r->ab_req);
+			r->ab_req = NULL;
+			return false; /* not held: the caller frees it */
+		}
+	return false;
+}
+
+void rt_ab_close(struct rt *rt)
+{
+	serve_layer_stop(&rt->layer);
+	if (rt->ab_cur) {
+		rt->ab_cur->wnext = rt->ab_wait;
+		rt->ab_wait = rt->ab_cur;
+		rt->ab_cur = NULL;
+	}
+	while (rt->ab_wait) {
+		struct req *r = rt->ab_wait;
+		rt->ab_wait = r->wnext;
+		json_object_put(r->ab_req);
+		r->ab_req = NULL;
+		if (!r->conn) {
+			rt_req_free(r);
+			continue;
+		}
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
+		MHD_resume_connection(r->conn);
+	}
+}
