@@ -268,6 +268,20 @@ static void start_lookup(struct netproxy *p, struct conn *c)
 static void target_known(struct netproxy *p, struct conn *c)
 {
 	const char *why = netpolicy_check_name(&p->pol, &c->req.target);
+	char rule[400];
+	if (!why && netpolicy_restricted(&p->pol, &c->req.target)) {
+		/* method/path rules: the proxy must read each request */
+		if (c->socks)
+			why = "the host has --net allow rules by method and path, which SOCKS "
+			      "cannot carry: use the HTTP proxy (HTTPS_PROXY)";
+		else if (c->req.kind == NET_REQ_CONNECT && !p->sec)
+			why = "the host has --net allow rules by method and path, and the proxy "
+			      "terminates TLS only when such a rule (or a secret=) is given at "
+			      "start";
+		else if (c->req.kind == NET_REQ_HTTP)
+			why = netrule_check_head(&p->pol, &c->req.target, c->req.head,
+						 c->req.head_len, rule, sizeof(rule));
+	}
 	if (why) {
 		deny(p, c, why);
 		return;

@@ -203,14 +203,19 @@ static bool parse_cidr(char *s, struct net_rule *r)
 	return true;
 }
 
-static int parse_pattern(const char *pat, bool deny, struct net_rule *r)
+static int parse_pattern(const char *pat, bool deny, bool host_only, struct net_rule *r,
+			 const char **why)
 {
-	char buf[NET_HOST_MAX + 64];
+	char buf[NET_HOST_MAX + NET_PATH_MAX + 96];
 	memset(r, 0, sizeof(*r));
 	r->deny = deny;
 	if (strlen(pat) >= sizeof(buf) || !*pat)
 		return -EINVAL;
 	strcpy(buf, pat);
+	if ((*why = netrule_split(buf, host_only, r)))
+		return -EINVAL;
+	if (strlen(buf) >= NET_HOST_MAX + 64)
+		return -EINVAL;
 	char *host = buf, *port = NULL;
 	if (buf[0] == '[') {
 		char *close = strchr(buf, ']');
@@ -258,16 +263,33 @@ static int add_rules(struct net_policy *p, const char *list, bool deny, const ch
 		return ab_error_set(err, ENOMEM, "--net %s", opt);
 	int r = 0;
 	size_t before = p->n; /* all or nothing */
-	char *save = NULL;
-	for (char *pat = strtok_r(copy, ",", &save); pat && r == 0;
-	     pat = strtok_r(NULL, ",", &save)) {
+	for (char *pat = copy, *next; pat && r == 0; pat = next) {
+		/* "GET,HEAD:host": a method list's ',' does not end a pattern */
+		char *seg = pat, *c;
+		while ((c = strchr(seg, ',')) && netrule_is_method(seg, (size_t)(c - seg)))
+			seg = c + 1;
+		next = c ? c + 1 : NULL;
+		if (c)
+			*c = '\0';
+		if (!*pat)
+			continue;
 		struct net_rule rule;
-		if (parse_pattern(pat, deny, &rule) < 0) {
-			r = ab_error_plain(err, EINVAL,
-					   "--net %s: '%s' is not a host name (with an optional "
-					   "'*.' in front), an IP address or CIDR, with an "
-					   "optional :PORT or :*",
-					   opt, pat);
+		const char *why = NULL;
+		if (netrule_is_method(pat, strlen(pat)) ||
+		    strrchr(pat, ',') == pat + strlen(pat) - 1)
+			why = "methods without a host";
+		if (why || parse_pattern(pat, deny, strcmp(opt, "allow") != 0, &rule, &why) < 0) {
+			if (why)
+				r = ab_error_plain(err, EINVAL, "--net %s: '%s': %s", opt, pat,
+						   why);
+			else
+				r = ab_error_plain(
+					err, EINVAL,
+					"--net %s: '%s' is not a host name (with an optional "
+					"'*.' in front), an IP address or CIDR, with an optional "
+					":PORT or :* (allow= takes METHOD,...: before and /PATH "
+					"after too)",
+					opt, pat);
 			break;
 		}
 		struct net_rule *v = realloc(p->r, (p->n + 1) * sizeof(*v));
@@ -368,6 +390,17 @@ static bool port_match(const struct net_rule *r, unsigned port)
 		return r->port == port;
 	/* a deny rule without a port denies every port */
 	return r->deny || port == 80 || port == 443;
+}
+
+static bool addr_rule_match(const struct net_rule *r, const uint8_t a[16], unsigned port,
+			    bool deny);
+static bool name_match(const struct net_rule *r, const char *host);
+
+bool net_rule_names(const struct net_rule *r, const struct net_target *t)
+{
+	if (r->deny || !port_match(r, t->port))
+		return false;
+	return t->is_addr ? addr_rule_match(r, t->addr, t->port, false) : name_match(r, t->host);
 }
 
 static bool name_match(const struct net_rule *r, const char *host)

@@ -13,6 +13,7 @@
 #include "agentbox/agentbox.h"
 
 #define NET_HOST_MAX 253
+#define NET_PATH_MAX 255
 
 struct net_rule {
 	bool deny;
@@ -24,6 +25,9 @@ struct net_rule {
 	char host[NET_HOST_MAX + 1]; /* lower case, no trailing dot */
 	uint8_t addr[16];	     /* IPv4 as ::ffff:a.b.c.d */
 	unsigned prefix;	     /* in bits of the 128 */
+	bool implicit;		     /* a secret='s host, allowed by it */
+	unsigned methods;	     /* bit i: netrule.c's methods[i]; 0: any */
+	char path[NET_PATH_MAX + 1]; /* a prefix or glob; "": any */
 };
 
 struct net_policy {
@@ -69,6 +73,30 @@ bool netpolicy_matches(const struct net_policy *p, const struct net_target *t);
  * host's own addresses (count n_self, 16 bytes each). */
 const char *netpolicy_check_addr(const struct net_policy *p, const uint8_t addr[16], unsigned port,
 				 bool name_ok, const uint8_t (*self)[16], size_t n_self);
+/* True when r (an allow rule) names t: its name or address, and port. */
+bool net_rule_names(const struct net_rule *r, const struct net_target *t);
+
+/* netrule.c: methods and paths ("GET,HEAD:host/path/...").
+ * netrule_split takes pat's methods and path into r and leaves its host
+ * (and port) in pat; NULL, or why not (host_only: deny=, secret=). */
+const char *netrule_split(char *pat, bool host_only, struct net_rule *r);
+bool netrule_restricted(const struct net_rule *r);
+/* "GET" alone: a method list's part that a ',' split off its pattern. */
+bool netrule_is_method(const char *s, size_t n);
+/* The path of an origin-form target: query and fragment cut, percent-
+ * escapes decoded, "//", "." and ".." resolved; NULL, or why refused
+ * (an encoded '/', '\' or NUL, a bad escape, above the root). */
+const char *netrule_path(const char *target, size_t n, char *out, size_t cap);
+/* True when t's allow rules all carry methods or paths (no host-only
+ * rule for it): its requests are read and checked (TLS terminated). */
+bool netpolicy_restricted(const struct net_policy *p, const struct net_target *t);
+/* One request to t: NULL when allowed, else why not. */
+const char *netpolicy_check_request(const struct net_policy *p, const struct net_target *t,
+				    const char *method, size_t mlen, const char *path);
+/* A request head to t ("METHOD TARGET HTTP/1.1\r\n..."): NULL when
+ * allowed, else why (written to why[0..wlen): method, target, reason). */
+const char *netrule_check_head(const struct net_policy *p, const struct net_target *t,
+			       const char *head, size_t len, char *why, size_t wlen);
 /* sockaddr_in/in6 to the 16-byte form (IPv4 mapped); -EAFNOSUPPORT else. */
 int net_addr_from_sockaddr(const struct sockaddr *sa, uint8_t out[16], unsigned *port);
 void net_addr_format(const uint8_t a[16], char *buf, size_t len);

@@ -88,7 +88,7 @@ static int add_secret(struct net_secrets *s, const char *spec, char *const *envp
 			      rnd[i]);
 	char *allow = NULL;
 	if (!(x->name = strndup(spec, n)) || !(x->value = strdup(value)) ||
-	    asprintf(&allow, "allow=%s", spec + n + 1) < 0)
+	    asprintf(&allow, "secret=%s", spec) < 0)
 		return ab_error_set(err, ENOMEM, "--net secret=");
 	int r = netpolicy_add(&x->where, allow, err);
 	free(allow);
@@ -120,6 +120,22 @@ static int read_bundle(struct net_secrets *s, const char *ca_pem, struct ab_erro
 	return 0;
 }
 
+/* allow= with a method or path rule: the proxy terminates TLS too */
+static bool has_rules(const char *spec)
+{
+	if (strncmp(spec, "allow=", 6) != 0)
+		return false;
+	struct net_policy p;
+	netpolicy_init(&p);
+	struct ab_error e = {0};
+	bool any = false;
+	if (netpolicy_add(&p, spec, &e) == 0)
+		for (size_t i = 0; i < p.n; i++)
+			any |= netrule_restricted(&p.r[i]);
+	netpolicy_free(&p);
+	return any;
+}
+
 int net_secrets_new(const struct ab_config *cfg, char *const *envp, struct net_secrets **out,
 		    struct ab_error *err)
 {
@@ -128,7 +144,7 @@ int net_secrets_new(const struct ab_config *cfg, char *const *envp, struct net_s
 	bool any = false, rate = false;
 	for (size_t i = 0; i < cfg->n_net_rules; i++) {
 		const char *r = cfg->net_rules[i];
-		any |= strncmp(r, "secret=", 7) == 0;
+		any |= strncmp(r, "secret=", 7) == 0 || has_rules(r);
 		if (strncmp(r, "rate=", 5) == 0)
 			rate = strcmp(r, "rate=none") != 0;
 		if (strncmp(r, "ca=", 3) != 0)
@@ -142,19 +158,21 @@ int net_secrets_new(const struct ab_config *cfg, char *const *envp, struct net_s
 	if (!any && !ca)
 		return 0;
 	if (!any)
-		return ab_error_plain(err, EINVAL,
-				      "--net ca=%s: the CAs verify the hosts the proxy terminates "
-				      "TLS for, and no --net secret= names one: add one, or leave "
-				      "ca= out",
-				      ca);
+		return ab_error_plain(
+			err, EINVAL,
+			"--net ca=%s: the CAs verify the hosts the proxy terminates "
+			"TLS for, and no --net secret= or method/path rule names one: "
+			"add one, or leave ca= out",
+			ca);
 	if (rate)
 		return ab_error_plain(
 			err, ENOTSUP,
 			"--net rate= does not bound the TLS-terminated connections of "
-			"--net secret=: use one or the other");
+			"--net secret= and method/path rules: use one or the other");
 	if (cfg->isolation_missing & AB_MISSING_NAMESPACES)
 		return ab_error_plain(err, ENOTSUP,
-				      "--net secret= needs the sandbox's own namespaces");
+				      "--net secret= and method/path rules need the sandbox's "
+				      "own namespaces");
 	struct net_secrets *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ab_error_set(err, ENOMEM, "--net secret=");

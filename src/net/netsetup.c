@@ -92,7 +92,11 @@ static int strv_push(char ***v, size_t *n, const char *s, size_t len)
 static int split_into(char ***v, size_t *n, const char *list)
 {
 	for (const char *s = list; *s;) {
-		size_t len = strcspn(s, ",");
+		size_t len = strcspn(s, ","), seg = 0;
+		while (s[len] == ',' && netrule_is_method(s + seg, len - seg)) { /* "GET,HEAD:h" */
+			seg = len + 1;
+			len = seg + strcspn(s + seg, ",");
+		}
 		if (len && strv_push(v, n, s, len) < 0)
 			return -ENOMEM;
 		s += len + (s[len] == ',');
@@ -107,7 +111,7 @@ static int build(struct net_policy *pol, const struct net_policy *base, char *co
 	netpolicy_init(pol);
 	pol->max_conns = base->max_conns;
 	pol->rate = base->rate;
-	char spec[400];
+	char spec[NET_HOST_MAX + NET_PATH_MAX + 128];
 	int r = 0;
 	for (char *const *a = allow; a && *a && r == 0; a++) {
 		snprintf(spec, sizeof(spec), "allow=%s", *a);
@@ -115,7 +119,10 @@ static int build(struct net_policy *pol, const struct net_policy *base, char *co
 	}
 	for (char *const *a = implicit; a && *a && r == 0; a++) {
 		snprintf(spec, sizeof(spec), "allow=%s", *a);
+		size_t before = pol->n;
 		r = netpolicy_add(pol, spec, err);
+		for (size_t i = before; i < pol->n; i++)
+			pol->r[i].implicit = true;
 	}
 	for (char *const *d = deny; d && *d && r == 0; d++) {
 		snprintf(spec, sizeof(spec), "deny=%s", *d);

@@ -37,6 +37,7 @@ struct term {
 	int cfd, ufd, notify;
 	uint64_t id;
 	struct net_target target;
+	struct net_policy rules; /* the allow rules naming target, copied */
 	atomic_bool stop;
 	SSL *c, *u;
 	unsigned reported; /* bit i: secret i's placeholder reported */
@@ -291,6 +292,19 @@ static bool from_client(struct term *t, uint8_t *cb, size_t *clen, int *cs, stru
 				reply(t, 400, "Bad Request", msg);
 				return false;
 			}
+			char msg[400];
+			if (m.upgrade && netpolicy_restricted(&t->rules, &t->target))
+				snprintf(msg, sizeof(msg),
+					 "the host has --net allow rules by method and path, and "
+					 "what follows an Upgrade (WebSocket) request cannot be "
+					 "checked: it is refused");
+			if ((m.upgrade && netpolicy_restricted(&t->rules, &t->target)) ||
+			    netrule_check_head(&t->rules, &t->target, (const char *)cb, m.head_len,
+					       msg, sizeof(msg))) {
+				tell(t, false, msg);
+				reply(t, 403, "Forbidden", msg);
+				return false;
+			}
 			size_t n;
 			char *head = substitute(t, (const char *)cb, m.head_len, &n);
 			bool ok = head && write_all(t, t->u, t->ufd, head, n);
@@ -431,6 +445,8 @@ bool net_term_wanted(const struct netproxy *p, const struct conn *c)
 {
 	if (!p->sec || c->socks || c->req.kind != NET_REQ_CONNECT)
 		return false;
+	if (netpolicy_restricted(&p->pol, &c->req.target))
+		return true;
 	for (size_t i = 0; i < p->sec->n; i++)
 		if (netpolicy_matches(&p->sec->v[i].where, &c->req.target))
 			return true;
@@ -450,12 +466,25 @@ int net_term_start(struct netproxy *p, struct conn *c)
 	t->notify = p->term_pair[1];
 	t->id = c->id;
 	t->target = c->req.target;
+	netpolicy_init(&t->rules);
+	for (size_t i = 0; i < p->pol.n; i++)
+		if (net_rule_names(&p->pol.r[i], &t->target))
+			t->rules.n++;
+	if (t->rules.n && !(t->rules.r = calloc(t->rules.n, sizeof(*t->rules.r)))) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->rules.n = 0;
+	for (size_t i = 0; i < p->pol.n; i++)
+		if (net_rule_names(&p->pol.r[i], &t->target))
+			t->rules.r[t->rules.n++] = p->pol.r[i];
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, 256 * 1024);
 	int r = pthread_create(&t->th, &a, term_main, t);
 	pthread_attr_destroy(&a);
 	if (r) {
+		netpolicy_free(&t->rules);
 		free(t);
 		return -r;
 	}
@@ -472,6 +501,7 @@ void net_term_join(struct netproxy *p, struct conn *c, bool stop)
 		shutdown(c->ufd, SHUT_RDWR);
 	}
 	pthread_join(c->term->th, NULL);
+	netpolicy_free(&c->term->rules);
 	free(c->term);
 	c->term = NULL;
 	p->n_term--;

@@ -1,9 +1,12 @@
 /* The network proxy's parsers (src/net/netparse.c) and the --net policy
  * (src/net/netpolicy.c). The first byte picks what the rest is: 0 an HTTP
- * request head, 1 a SOCKS5 greeting and request, else a --net value whose
- * rules then judge a few names and addresses. What they accept must keep
- * its promises: a head is complete only once, the rewritten head names
- * the checked host once and carries no proxy header, ports are in range. */
+ * request head, 1 a SOCKS5 greeting and request, 3 a request target whose
+ * path netrule.c normalises, else a --net value whose rules then judge a
+ * few names, addresses and requests (methods, paths). What they accept
+ * must keep its promises: a head is complete only once, the rewritten head
+ * names the checked host once and carries no proxy header, ports are in
+ * range, a normalised path starts with '/' and has no '//', '.' or '..'
+ * segment, no query. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -56,6 +59,19 @@ static void socks(const uint8_t *b, size_t n)
 	net_request_clear(&r);
 }
 
+static void path(const char *s, size_t n)
+{
+	char out[NET_PATH_MAX + 1];
+	if (netrule_path(s, n, out, sizeof(out)))
+		return;
+	FUZZ_CHECK(out[0] == '/' && strlen(out) < sizeof(out));
+	FUZZ_CHECK(!strstr(out, "//") && !strstr(out, "/./") && !strstr(out, "/../") &&
+		   !strchr(out, '?'));
+	size_t l = strlen(out);
+	FUZZ_CHECK(!(l >= 2 && strcmp(out + l - 2, "/.") == 0) &&
+		   !(l >= 3 && strcmp(out + l - 3, "/..") == 0));
+}
+
 static void policy(const char *s)
 {
 	struct net_policy p;
@@ -73,7 +89,20 @@ static void policy(const char *s)
 			(void)netpolicy_check_name(&p, &t);
 			if (t.is_addr)
 				(void)netpolicy_check_addr(&p, t.addr, t.port, false, NULL, 0);
+			static const char *const heads[] = {"GET /repos/acme/x?y HTTP/1.1\r\n\r\n",
+							    "POST /a/../b HTTP/1.1\r\n\r\n",
+							    "PROPFIND / HTTP/1.1\r\n\r\n", "GET"};
+			for (size_t j = 0; j < sizeof(heads) / sizeof(heads[0]); j++) {
+				char why[200];
+				const char *w = netrule_check_head(
+					&p, &t, heads[j], strlen(heads[j]), why, sizeof(why));
+				FUZZ_CHECK(!w || (w == why && why[0]));
+				/* no method/path rule: nothing is read, all is allowed */
+				FUZZ_CHECK(w == NULL || netpolicy_restricted(&p, &t));
+			}
 		}
+		for (size_t i = 0; i < p.n; i++)
+			FUZZ_CHECK(!p.r[i].path[0] || p.r[i].path[0] == '/');
 	}
 	netpolicy_free(&p);
 }
@@ -89,6 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		http(s, size - 1);
 	else if (data[0] == 1)
 		socks(data + 1, size - 1);
+	else if (data[0] == 3)
+		path(s, size - 1);
 	else
 		policy(s);
 	free(s);

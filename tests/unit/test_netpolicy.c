@@ -208,3 +208,44 @@ Test(netpolicy, options_and_profiles)
 	cr_assert(strstr(err.msg, "'bad..org'"), "%s", err.msg);
 	ab_config_free(&cfg);
 }
+
+/* "GET,HEAD:host/path": NULL when the request head is allowed */
+static const char *req(const char *host, unsigned port, const char *head)
+{
+	static char why[300];
+	struct net_target t;
+	cr_assert_eq(net_target_set(&t, host, strlen(host), port), 0, "%s", host);
+	return netrule_check_head(&pol, &t, head, strlen(head), why, sizeof(why));
+}
+
+Test(netpolicy, methods_and_paths, .fini = done)
+{
+	with((const char *const[]){"allow=GET,HEAD:api.github.com/repos/acme/*,x.org",
+				   "allow=POST:api.github.com:443/graphql,x.org/a", NULL});
+	cr_assert_null(req("api.github.com", 443, "GET /repos/acme/x/y?z HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("api.github.com", 443, "HEAD /repos/acme/x HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("api.github.com", 443, "POST /graphql HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("api.github.com", 443, "POST /graphql/ HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "POST /graphqlx HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "POST /repos/acme/x HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /repos/acme HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /repos/acme/../b HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /repos/acme/%2e%2E/x HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("api.github.com", 443, "GET /repos/x/%2e%2E/acme/y HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("api.github.com", 443, "GET //repos/./acme//x HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /repos/acme%2fx HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /.. HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(req("api.github.com", 443, "GET /repos/acme/%zz HTTP/1.1\r\n\r\n"));
+	/* a host-only rule for the host: everything; no rule by method or
+	 * path for the host (x.org:80 has none): nothing is checked */
+	cr_assert_null(req("x.org", 443, "DELETE /anything HTTP/1.1\r\n\r\n"));
+	cr_assert(netpolicy_restricted(
+		&pol, &(struct net_target){.host = "api.github.com", .port = 443}));
+	cr_assert_not(
+		netpolicy_restricted(&pol, &(struct net_target){.host = "x.org", .port = 443}));
+	char out[NET_PATH_MAX + 1];
+	cr_assert_null(netrule_path("/a/./b/../c//d/.?x/../", 22, out, sizeof(out)));
+	cr_assert_str_eq(out, "/a/c/d/");
+	cr_assert_null(netrule_path("/a/%62/..", 9, out, sizeof(out)));
+	cr_assert_str_eq(out, "/a/");
+}
