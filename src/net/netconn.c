@@ -279,8 +279,8 @@ static void target_known(struct netproxy *p, struct conn *c)
 			      "terminates TLS only when such a rule (or a secret=) is given at "
 			      "start";
 		else if (c->req.kind == NET_REQ_HTTP)
-			why = netrule_check_head(&p->pol, &c->req.target, c->req.head,
-						 c->req.head_len, rule, sizeof(rule));
+			why = netpolicy_check_head(&p->pol, &c->req.target, c->req.head,
+						   c->req.head_len, rule, sizeof(rule));
 	}
 	if (why) {
 		deny(p, c, why);

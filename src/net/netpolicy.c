@@ -558,3 +558,57 @@ int ab_net_option(struct ab_config *cfg, const char *arg, struct ab_error *err)
 	cfg->net = AB_NET_PROXY;
 	return 0;
 }
+
+/* ---- method and path rules, per request (netrule.c has the rule's own) ---- */
+
+bool netpolicy_restricted(const struct net_policy *p, const struct net_target *t)
+{
+	bool any = false;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct net_rule *r = &p->r[i];
+		if (r->deny || r->implicit || !net_rule_names(r, t))
+			continue;
+		if (!netrule_restricted(r))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+const char *netpolicy_check_request(const struct net_policy *p, const struct net_target *t,
+				    const char *method, size_t mlen, const char *path)
+{
+	if (!netpolicy_restricted(p, t))
+		return NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct net_rule *r = &p->r[i];
+		if (!r->deny && !r->implicit && net_rule_names(r, t) &&
+		    netrule_matches(r, method, mlen, path))
+			return NULL;
+	}
+	return "no --net allow rule for the host allows the method and path";
+}
+
+const char *netpolicy_check_head(const struct net_policy *p, const struct net_target *t,
+				 const char *head, size_t len, char *why, size_t wlen)
+{
+	if (!netpolicy_restricted(p, t))
+		return NULL;
+	size_t ml = 0;
+	while (ml < len && head[ml] != ' ' && head[ml] != '\r')
+		ml++;
+	const char *target = head + ml + (ml < len);
+	size_t tl = 0;
+	while (target + tl < head + len && target[tl] != ' ' && target[tl] != '\r')
+		tl++;
+	char path[NET_PATH_MAX + 1];
+	const char *bad = netrule_path(target, tl, path, sizeof(path));
+	if (!bad)
+		bad = netpolicy_check_request(p, t, head, ml, path);
+	if (!bad)
+		return NULL;
+	int pl = (int)(tl > 200 ? 200 : tl);
+	/* the reason first: a report keeps its start */
+	snprintf(why, wlen, "%s (%.*s %.*s)", bad, (int)(ml > 16 ? 16 : ml), head, pl, target);
+	return why;
+}

@@ -87,16 +87,19 @@ bool netrule_is_method(const char *s, size_t n);
  * escapes decoded, "//", "." and ".." resolved; NULL, or why refused
  * (an encoded '/', '\' or NUL, a bad escape, above the root). */
 const char *netrule_path(const char *target, size_t n, char *out, size_t cap);
-/* True when t's allow rules all carry methods or paths (no host-only
- * rule for it): its requests are read and checked (TLS terminated). */
+/* Whether a request's method (mlen bytes) and normalised path are r's. */
+bool netrule_matches(const struct net_rule *r, const char *method, size_t mlen, const char *path);
+/* netpolicy.c, with r's rules: true when t's allow rules all carry methods
+ * or paths (no host-only rule for it): its requests are read and checked
+ * (TLS terminated). */
 bool netpolicy_restricted(const struct net_policy *p, const struct net_target *t);
 /* One request to t: NULL when allowed, else why not. */
 const char *netpolicy_check_request(const struct net_policy *p, const struct net_target *t,
 				    const char *method, size_t mlen, const char *path);
 /* A request head to t ("METHOD TARGET HTTP/1.1\r\n..."): NULL when
  * allowed, else why (written to why[0..wlen): method, target, reason). */
-const char *netrule_check_head(const struct net_policy *p, const struct net_target *t,
-			       const char *head, size_t len, char *why, size_t wlen);
+const char *netpolicy_check_head(const struct net_policy *p, const struct net_target *t,
+				 const char *head, size_t len, char *why, size_t wlen);
 /* sockaddr_in/in6 to the 16-byte form (IPv4 mapped); -EAFNOSUPPORT else. */
 int net_addr_from_sockaddr(const struct sockaddr *sa, uint8_t out[16], unsigned *port);
 void net_addr_format(const uint8_t a[16], char *buf, size_t len);

@@ -1,7 +1,8 @@
 /* Method and path rules of --net allow= (docs/network.md, "Rules by method
- * and path"): "GET,HEAD:api.github.com/repos/acme/...". Pure code: the
- * pattern's parts before and after its host, and each request's check on a
- * connection the proxy reads (terminated HTTPS, plain HTTP). */
+ * and path"): "GET,HEAD:api.github.com/repos/acme/...". Pure code on one
+ * rule: the pattern's parts before and after its host, a request path's
+ * normal form, and whether a method and path are the rule's; netpolicy.c
+ * checks a request against the policy's rules with these. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -219,59 +220,10 @@ const char *netrule_path(const char *target, size_t n, char *out, size_t cap)
 	return NULL;
 }
 
-bool netpolicy_restricted(const struct net_policy *p, const struct net_target *t)
+bool netrule_matches(const struct net_rule *r, const char *method, size_t mlen, const char *path)
 {
-	bool any = false;
-	for (size_t i = 0; i < p->n; i++) {
-		const struct net_rule *r = &p->r[i];
-		if (r->deny || r->implicit || !net_rule_names(r, t))
-			continue;
-		if (!netrule_restricted(r))
-			return false;
-		any = true;
-	}
-	return any;
-}
-
-const char *netpolicy_check_request(const struct net_policy *p, const struct net_target *t,
-				    const char *method, size_t mlen, const char *path)
-{
-	if (!netpolicy_restricted(p, t))
-		return NULL;
 	int b = method_bit(method, mlen);
-	for (size_t i = 0; i < p->n; i++) {
-		const struct net_rule *r = &p->r[i];
-		if (r->deny || r->implicit || !net_rule_names(r, t))
-			continue;
-		if (r->methods && (b < 0 || !(r->methods & (1u << b))))
-			continue;
-		if (r->path[0] && !glob(r->path, path))
-			continue;
-		return NULL;
-	}
-	return "no --net allow rule for the host allows the method and path";
-}
-
-const char *netrule_check_head(const struct net_policy *p, const struct net_target *t,
-			       const char *head, size_t len, char *why, size_t wlen)
-{
-	if (!netpolicy_restricted(p, t))
-		return NULL;
-	size_t ml = 0;
-	while (ml < len && head[ml] != ' ' && head[ml] != '\r')
-		ml++;
-	const char *target = head + ml + (ml < len);
-	size_t tl = 0;
-	while (target + tl < head + len && target[tl] != ' ' && target[tl] != '\r')
-		tl++;
-	char path[NET_PATH_MAX + 1];
-	const char *bad = netrule_path(target, tl, path, sizeof(path));
-	if (!bad)
-		bad = netpolicy_check_request(p, t, head, ml, path);
-	if (!bad)
-		return NULL;
-	int pl = (int)(tl > 200 ? 200 : tl);
-	/* the reason first: a report keeps its start */
-	snprintf(why, wlen, "%s (%.*s %.*s)", bad, (int)(ml > 16 ? 16 : ml), head, pl, target);
-	return why;
+	if (r->methods && (b < 0 || !(r->methods & (1u << b))))
+		return false;
+	return !r->path[0] || glob(r->path, path);
 }

@@ -299,8 +299,8 @@ static bool from_client(struct term *t, uint8_t *cb, size_t *clen, int *cs, stru
 					 "what follows an Upgrade (WebSocket) request cannot be "
 					 "checked: it is refused");
 			if ((m.upgrade && netpolicy_restricted(&t->rules, &t->target)) ||
-			    netrule_check_head(&t->rules, &t->target, (const char *)cb, m.head_len,
-					       msg, sizeof(msg))) {
+			    netpolicy_check_head(&t->rules, &t->target, (const char *)cb,
+						 m.head_len, msg, sizeof(msg))) {
 				tell(t, false, msg);
 				reply(t, 403, "Forbidden", msg);
 				return false;

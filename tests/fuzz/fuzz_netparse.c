@@ -94,7 +94,7 @@ static void policy(const char *s)
 							    "PROPFIND / HTTP/1.1\r\n\r\n", "GET"};
 			for (size_t j = 0; j < sizeof(heads) / sizeof(heads[0]); j++) {
 				char why[200];
-				const char *w = netrule_check_head(
+				const char *w = netpolicy_check_head(
 					&p, &t, heads[j], strlen(heads[j]), why, sizeof(why));
 				FUZZ_CHECK(!w || (w == why && why[0]));
 				/* no method/path rule: nothing is read, all is allowed */

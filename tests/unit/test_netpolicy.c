@@ -215,7 +215,7 @@ static const char *req(const char *host, unsigned port, const char *head)
 	static char why[300];
 	struct net_target t;
 	cr_assert_eq(net_target_set(&t, host, strlen(host), port), 0, "%s", host);
-	return netrule_check_head(&pol, &t, head, strlen(head), why, sizeof(why));
+	return netpolicy_check_head(&pol, &t, head, strlen(head), why, sizeof(why));
 }
 
 Test(netpolicy, methods_and_paths, .fini = done)
