@@ -34,12 +34,16 @@ function bigFile(path, size) {
   return h.digest("hex");
 }
 
-/** The largest arrayBuffers (Buffers) this process held while `fn` ran. */
+/**
+ * The most arrayBuffers (Buffers) this process held while `fn` ran beyond
+ * what it held before (an earlier test's garbage, not yet collected).
+ */
 async function peakBuffers(fn) {
-  let peak = process.memoryUsage().arrayBuffers;
+  const base = process.memoryUsage().arrayBuffers;
+  let peak = base;
   const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 10);
   try {
-    return { result: await fn(), peak: () => peak };
+    return { result: await fn(), peak: () => peak - base };
   } finally {
     clearInterval(timer);
   }
