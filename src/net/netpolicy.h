@@ -85,7 +85,8 @@ bool netrule_restricted(const struct net_rule *r);
 bool netrule_is_method(const char *s, size_t n);
 /* The path of an origin-form target: query and fragment cut, percent-
  * escapes decoded, "//", "." and ".." resolved; NULL, or why refused
- * (an encoded '/', '\' or NUL, a bad escape, above the root). */
+ * (an encoded '/', '\', '%', '?', '#' or NUL, a control character, a bad
+ * escape, above the root). */
 const char *netrule_path(const char *target, size_t n, char *out, size_t cap);
 /* Whether a request's method (mlen bytes) and normalised path are r's. */
 bool netrule_matches(const struct net_rule *r, const char *method, size_t mlen, const char *path);

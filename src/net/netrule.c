@@ -189,11 +189,13 @@ const char *netrule_path(const char *target, size_t n, char *out, size_t cap)
 				return "the path has a bad percent-escape";
 			c = (char)(hi * 16 + lo);
 			i += 2;
-			if (c == '/' || c == '\\' || c == '\0' || c == '%')
-				return "the path has an encoded '/', '\\', '%' or NUL";
+			if (c == '/' || c == '\\' || c == '\0' || c == '%' || c == '?' || c == '#')
+				return "the path has an encoded '/', '\\', '%', '?', '#' or NUL";
 		} else if (c == '\\') {
 			return "the path has a '\\'";
 		}
+		if ((unsigned char)c < 0x20 || c == 0x7f) /* raw or decoded */
+			return "the path has a control character";
 		if (o + 2 >= cap)
 			return "the path is too long";
 		out[o++] = c;

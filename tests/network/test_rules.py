@@ -84,7 +84,7 @@ class Rules(unittest.TestCase):
         for bad in ("GET /repos/other/tool", "GET /repos/acme/../other/x",
                     "GET /repos/acme/%2e%2e/other/x"):
             self.assertIn("allows the method and path (%s)\n 403" % bad, r.stdout)
-        self.assertIn("encoded '/', '\\', '%' or NUL (GET /repos/acme%2Fx)\n 403", r.stdout)
+        self.assertIn("encoded '/', '\\', '%', '?', '#' or NUL (GET /repos/acme%2Fx)\n 403", r.stdout)
 
     def test_keep_alive_is_checked_per_request(self):
         a = self.server()
