@@ -183,6 +183,24 @@ static uint64_t room_left(struct fileop_host *h, int fd)
 	return avail > h->reserve ? avail - h->reserve : 0;
 }
 
+/* A download past its reserve: the rest of the shim's bytes read and
+ * dropped until its end (or the operation's), so that it finishes as it
+ * would and the reply can say why nothing was kept; closing the pipe
+ * instead would kill the shim with SIGPIPE. */
+static void drain(struct fileop_host *h, int in)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EAGAIN && await(h, in, POLLIN))
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+	}
+}
+
 static void *copier(void *arg)
 {
 	struct fileop_host *h = arg;
@@ -199,6 +217,7 @@ static void *copier(void *arg)
 			if (room <= h->moved) {
 				h->error = ENOSPC;
 				h->reserve_hit = true;
+				drain(h, in);
 				break;
 			}
 			if (h->moved + want > room)
