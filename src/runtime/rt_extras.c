@@ -24,17 +24,6 @@
 
 #define AB_PREFIX "/agentbox/v1/"
 
-static char *encode(json_object *o)
-{
-	char *s = NULL;
-	if (asprintf(&s, "%s\n",
-		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
-		s = NULL;
-	json_object_put(o);
-	return s;
-}
-
 bool rt_ab_route(const char *url, const char *method, struct req *r)
 {
 	static const struct {
@@ -176,7 +165,7 @@ static void layer_answer(struct req *r, json_object *reply)
 		json_object_object_del(reply, "type");
 		json_object_object_del(reply, "id");
 		json_object_object_del(reply, "op");
-		rt_answer(r, MHD_HTTP_OK, encode(reply));
+		rt_answer(r, MHD_HTTP_OK, rt_json_line(reply));
 		return;
 	}
 	const char *code = json_object_get_string(json_object_object_get(reply, "code"));
@@ -267,7 +256,7 @@ static void discard(struct rt *rt, struct req *r)
 		"agentbox: runtime: discard: sandbox %s and its changes removed; sandbox %s\n", old,
 		ab_session_id(rt->s));
 	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_session_id(rt->s)));
-	rt_answer(r, MHD_HTTP_OK, encode(reply));
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(reply));
 }
 
 /* GET: the report; POST {"allow","deny"}: the patterns replaced first. */
@@ -292,7 +281,7 @@ static void net(struct rt *rt, struct req *r)
 		return;
 	}
 	json_object_object_del(o, "type");
-	rt_answer(r, MHD_HTTP_OK, encode(o));
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
 }
 
 void rt_ab_dispatch(struct rt *rt, struct req *r)

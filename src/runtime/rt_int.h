@@ -140,6 +140,9 @@ void rt_download_chunk(struct req *r, json_object *reply);
 bool rt_v1_route(const char *url, const char *method, struct req *r, const char **rest);
 void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest);
 void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
+/* o as Go's json.Encoder writes it (compact, a newline after), o put;
+ * NULL when out of memory. */
+char *rt_json_line(json_object *o);
 /* sandboxd's error body: {"code","message"} and a newline. */
 char *rt_v1_error(unsigned status, const char *msg);
 

@@ -56,8 +56,7 @@ static const char *code_of(unsigned status)
 	}
 }
 
-/* Go's json.Encoder: compact, a newline after */
-static char *encode(json_object *o)
+char *rt_json_line(json_object *o)
 {
 	char *s = NULL;
 	if (asprintf(&s, "%s\n",
@@ -73,7 +72,7 @@ char *rt_v1_error(unsigned status, const char *msg)
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "code", json_object_new_string(code_of(status)));
 	json_object_object_add(o, "message", json_object_new_string(msg));
-	return encode(o);
+	return rt_json_line(o);
 }
 
 static void answer_text(struct req *r, unsigned status, const char *text)
@@ -185,7 +184,7 @@ static void health(struct rt *rt, struct req *r)
 	json_object_object_add(o, "status", json_object_new_string("ok"));
 	json_object_object_add(o, "uptime_seconds",
 			       json_object_new_int64((int64_t)(time(NULL) - rt->started)));
-	rt_answer(r, MHD_HTTP_OK, encode(o));
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
 }
 
 /* the runtime's own environment variables of the prefix SANDBOX_, as
@@ -203,7 +202,7 @@ static void metadata(struct req *r)
 	}
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "env", env);
-	rt_answer(r, MHD_HTTP_OK, encode(o));
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
 }
 
 void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
@@ -367,7 +366,7 @@ static char *listing(struct req *r, json_object *reply)
 		 r->name ? r->name : "");
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "entries", entries);
-	return encode(o);
+	return rt_json_line(o);
 }
 
 /* A file operation's reply: its code, into the route's next step or answer. */
