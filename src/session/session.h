@@ -163,6 +163,14 @@ struct ab_denials *command_route_denial(pid_t pid, void *arg);
 /* Room in its stdin: write more of the data waiting (K_IN). */
 void command_input_write(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg);
 
+/* command_spec.c */
+/* The spec for x's shim in an fd (build_spec: the session's environment
+ * with the request's), or a negative errno with err set. */
+int command_spec(const struct ab_session *s, const struct ab_exec *x, const char *cwd,
+		 uint32_t flags, struct ab_error *err);
+/* data in a sealed memfd, or a negative errno. */
+int command_memfd(const char *name, const void *data, size_t len);
+
 /* command.c */
 void command_on_ctl(struct ab_session *s, struct cmd *c);
 void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
