@@ -57,6 +57,10 @@ int fileop_prepare_host(json_object *req, const char *op, char **inner, struct f
  * Returns 0 when a reply was written. Leaves nothing behind (memory, fds):
  * the shim that calls it goes on to the next command. */
 int fileop_run(const char *request, int out, int data);
+/* The same with the reply handed to put, in one or more pieces, and no
+ * stdin (the shim's file operation on its own socket, SYNC_FILEOP). */
+typedef void fileop_put_fn(const char *data, size_t len, void *arg);
+int fileop_run_with(const char *request, fileop_put_fn *put, void *arg);
 
 /* tmp renamed to path, replacing what is there at once (both halves). */
 int fileop_replace(const char *tmp, const char *path);

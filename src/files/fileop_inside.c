@@ -20,11 +20,22 @@
 
 /* ---- inside: replies ---- */
 
-static int reply_fd = STDOUT_FILENO; /* where the replies go (fo_reply_to) */
+/* where the replies go: an fd (fo_reply_to), or a function (fo_reply_with) */
+static int reply_fd = STDOUT_FILENO;
+static fileop_put_fn *reply_put;
+static void *reply_arg;
 
 void fo_reply_to(int fd)
 {
 	reply_fd = fd;
+	reply_put = NULL;
+}
+
+void fo_reply_with(fileop_put_fn *put, void *arg)
+{
+	reply_fd = -1;
+	reply_put = put;
+	reply_arg = arg;
 }
 
 static int emit(json_object *o)
@@ -32,7 +43,9 @@ static int emit(json_object *o)
 	size_t len;
 	const char *s = json_object_to_json_string_length(
 		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	for (size_t off = 0; s && off < len;) {
+	if (s && reply_put)
+		reply_put(s, len, reply_arg);
+	for (size_t off = 0; s && !reply_put && off < len;) {
 		ssize_t n = write(reply_fd, s + off, len - off);
 		if (n < 0 && errno == EINTR)
 			continue;

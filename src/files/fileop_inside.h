@@ -16,12 +16,15 @@
 #include <sys/stat.h>
 
 #include "agentbox/agentbox.h"
+#include "files/fileop.h"
 
 #define SNIFF	  8192 /* bytes looked at to tell text from binary */
 #define MAX_DEPTH 256  /* directory levels a walk or a delete goes down */
 
 /* replies, written to fd from now on (fileop_run) */
 void fo_reply_to(int fd);
+/* replies, handed to put from now on (fileop_run_with) */
+void fo_reply_with(fileop_put_fn *put, void *arg);
 int fo_result(json_object *res);
 __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char *path,
 						  const char *fmt, ...);

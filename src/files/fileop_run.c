@@ -7,9 +7,8 @@
 
 #include "files/fileop_inside.h"
 
-int fileop_run(const char *request, int out, int data)
+static int run(const char *request, int data)
 {
-	fo_reply_to(out);
 	json_object *q = json_tokener_parse(request);
 	json_object *opv;
 	if (!q || !json_object_object_get_ex(q, "op", &opv)) {
@@ -41,5 +40,19 @@ int fileop_run(const char *request, int out, int data)
 	else if (!strcmp(op, "download_to"))
 		r = fo_download_to(q, data);
 	json_object_put(q);
+	return r;
+}
+
+int fileop_run(const char *request, int out, int data)
+{
+	fo_reply_to(out);
+	return run(request, data);
+}
+
+int fileop_run_with(const char *request, fileop_put_fn *put, void *arg)
+{
+	fo_reply_with(put, arg);
+	int r = run(request, -1);
+	fo_reply_to(-1);
 	return r;
 }

@@ -467,6 +467,47 @@ static void run_file_op(struct shim *sh, const char *request, int *data, bool no
 	sh->exited_sent = packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0) >= 0;
 }
 
+/* A file operation that came on pool itself (SYNC_FILEOP): no fds, no
+ * control socket, no STARTED (the launcher has this shim's pidfd from the
+ * init). The reply goes back on pool in FILEOP_OUT packets of
+ * FILEOP_PKT_MAX, the rest in FILEOP_DONE, which also says the shim is
+ * idle: one wake-up of the launcher for a reply that fits one packet. A
+ * timeout or a cancel kills the shim, as for a file operation on fds.
+ * Returns 0, or -errno when pool is gone. */
+struct inline_reply {
+	int pool, err;
+	size_t len;
+	char buf[FILEOP_PKT_MAX];
+};
+
+static void inline_put(const char *data, size_t len, void *arg)
+{
+	struct inline_reply *r = arg;
+	while (len && !r->err) {
+		if (r->len == sizeof(r->buf)) {
+			r->err = fileop_pkt_send(r->pool, SYNC_FILEOP_OUT, 0, r->buf, r->len);
+			r->len = 0;
+		}
+		size_t k = sizeof(r->buf) - r->len < len ? sizeof(r->buf) - r->len : len;
+		memcpy(r->buf + r->len, data, k);
+		r->len += k;
+		data += k;
+		len -= k;
+	}
+}
+
+static int inline_file_op(int pool, const char *request)
+{
+	static struct inline_reply r;
+	r.pool = pool;
+	r.err = 0;
+	r.len = 0;
+	int st = fileop_run_with(request, inline_put, &r) ? 1 : 0;
+	if (r.err)
+		return r.err;
+	return fileop_pkt_send(pool, SYNC_FILEOP_DONE, st, r.buf, r.len);
+}
+
 /* The command runs: reap, report its exit, relay kept-background output,
  * and do what the launcher says on ctl, until nothing of it is left. */
 static void supervise_command(struct shim *sh, int sigfd, bool keep_bg, uint64_t seq)
@@ -703,15 +744,32 @@ _Noreturn void shim_serve(const struct init_args *a, int pool)
 	 * /proc/PID/mem, and so become the next command */
 	if (!a->one_command && !bare_cfg && command_layer >= 0)
 		warm_init(&shim_warm, command_layer);
-	for (;;) {
+	/* what comes on pool: a SYNC_EXEC, or a SYNC_FILEOP and its request */
+	static union {
 		struct sync_msg m;
+		struct fileop_pkt f;
+		char bytes[sizeof(struct fileop_pkt) + FILEOP_PKT_MAX + 1];
+	} in;
+	for (;;) {
 		int fds[SYNC_EXEC_FDS];
 		size_t n;
 		/* idle: the next command's shell starts now, in the caller's
 		 * think time */
 		warm_spawn(&shim_warm, as_limit);
-		if (sync_recv_fds(pool, &m, fds, SYNC_EXEC_FDS, &n) != 1 || m.type != SYNC_EXEC)
+		ssize_t got = packet_recv_upto(pool, &in, sizeof(in) - 1, fds, SYNC_EXEC_FDS, &n);
+		if (got >= (ssize_t)sizeof(in.f) && n == 0 && !a->one_command &&
+		    in.f.type == SYNC_FILEOP && in.f.len == (size_t)got - sizeof(in.f)) {
+			in.bytes[got] = '\0';
+			if (inline_file_op(pool, in.bytes + sizeof(in.f)) < 0)
+				_exit(0);
+			continue; /* its FILEOP_DONE said we are idle */
+		}
+		if (got != (ssize_t)sizeof(in.m) || !sync_valid(&in.m, n) ||
+		    in.m.type != SYNC_EXEC) {
+			for (size_t i = 0; got > 0 && i < n; i++)
+				close(fds[i]);
 			_exit(0);
+		}
 		bool idle_said = shim_run(fds);
 		if (a->one_command) {
 			/* without a pid namespace, nothing ends what is left but us */

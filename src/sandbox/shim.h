@@ -27,9 +27,16 @@
  * before (its pidfd would be of a reaped process). The launcher sends one
  * byte:
  * SHIM_TERM (SIGTERM to every process of the command) or SHIM_KILL (SIGKILL
- * to all of them, reap, exit); end of file means SHIM_KILL. The shim runs
- * as the sandbox user, under the seccomp filter, so the launcher believes
- * nothing it says beyond its validated form. */
+ * to all of them, reap, exit); end of file means SHIM_KILL.
+ *
+ * A file operation with no fds comes on the shim's socket itself instead
+ * (SYNC_FILEOP, struct fileop_pkt and the request, up to FILEOP_PKT_MAX):
+ * the shim does it and sends the reply back on that socket in
+ * SYNC_FILEOP_OUT packets, the last piece in SYNC_FILEOP_DONE with the
+ * status, which also says it is idle; the launcher stops a file operation
+ * by killing the shim (its pidfd). The shim runs as the sandbox user, under
+ * the seccomp filter, so the launcher believes nothing it says beyond its
+ * validated form. */
 #ifndef AB_SHIM_H
 #define AB_SHIM_H
 
@@ -92,10 +99,10 @@ struct shim_msg {
 	char text[512]; /* FAILED: why; EXITED: the background log's path, or "" */
 };
 
-/* A shim process: takes one SYNC_EXEC at a time on pool (its socket to
- * the launcher), runs that command to its end, then says SYNC_READY and
- * waits for the next; leaves when pool is closed, or, as the init of a
- * one-command session, after its command. Never returns. */
+/* A shim process: takes one SYNC_EXEC (or SYNC_FILEOP) at a time on pool
+ * (its socket to the launcher), runs that command to its end, then says
+ * SYNC_READY (or FILEOP_DONE) and waits for the next; leaves when pool is closed, or, as the init
+ * of a one-command session, after its command. Never returns. */
 _Noreturn void shim_serve(const struct init_args *a, int pool);
 
 #endif

@@ -150,6 +150,8 @@ static unsigned long long command_timeout(const struct ab_session *s, const stru
  * two pages. */
 #define OUTPUT_PIPE_SIZE (256 << 10)
 #define DRAIN_SIZE	 (OUTPUT_PIPE_SIZE / 2)
+_Static_assert(DRAIN_SIZE >= sizeof(struct fileop_pkt) + FILEOP_PKT_MAX,
+	       "a shim's file operation packet fits the session's buffer");
 
 /* c's fds into the session's epoll set, non-blocking; a stream command's
  * output pipes only while output is not paused. */
@@ -180,6 +182,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		*err = s->death;
 		return -EPIPE;
 	}
+	const struct ab_exec *asked = x;
 	struct ab_exec fop;
 	char *fop_argv[2] = {(char *)x->file_op, NULL};
 	int fop_fds[3] = {x->fds ? x->fds[0] : -1, -1, -1};
@@ -224,12 +227,17 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	 * with it does what STARTED's would (every shim came with one) */
 	if (c->file_op && !s->shim_no_pidfd)
 		flags |= SHIM_NO_STARTED;
+	/* a file operation with no fds goes on the shim's own socket: no
+	 * pipes, no control socket, one packet each way (SYNC_FILEOP); it
+	 * needs the shim's pidfd to be stopped, and a buffer for the reply */
+	c->inline_op = c->file_op && !x->fds && !s->one_command && !s->shim_no_pidfd &&
+		       !s->no_inline && strlen(x->argv[0]) <= FILEOP_PKT_MAX && session_buf(s);
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
-	if ((r = command_fds(s, c, x, cwd, flags, fds, err)) < 0)
+	if (!c->inline_op && (r = command_fds(s, c, x, cwd, flags, fds, err)) < 0)
 		goto out;
 	size_t max = x->max_output ? x->max_output : s->sb.cfg.max_output;
-	if (c->out_rd >= 0 || c->pty)
+	if (c->out_rd >= 0 || c->pty || c->inline_op)
 		capture_init(&c->out, max);
 	if (c->err_rd >= 0)
 		capture_init(&c->err, max);
@@ -247,7 +255,13 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		command_release(s, c);
 		goto out;
 	}
-	r = pool_give(s, fds, err);
+	r = c->inline_op ? pool_give_fileop(s, x->argv[0], err) : pool_give(s, fds, err);
+	if (r == -EMSGSIZE && c->inline_op) {
+		/* this host's sockets take no packet that big: fds from now on */
+		command_release(s, c);
+		s->no_inline = true;
+		return ab_session_start(s, asked, tag, err);
+	}
 	if (r < 0) {
 		command_release(s, c);
 	} else {
@@ -256,6 +270,8 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		c->shim_gen = s->shims[r].gen;
 		if ((flags & SHIM_NO_STARTED) && s->shims[r].pidfd >= 0)
 			c->cmd_pidfd = fcntl(s->shims[r].pidfd, F_DUPFD_CLOEXEC, 3);
+		if (c->inline_op && c->cmd_pidfd < 0) /* it could not be stopped */
+			syscall(SYS_pidfd_send_signal, s->shims[r].pidfd, SIGKILL, NULL, 0);
 		command_arm_timer(s); /* now: a file operation's shim may not speak */
 		r = 0;
 	}
@@ -374,6 +390,13 @@ void command_pause_output(struct ab_session *s, struct cmd *c, bool pause, unsig
 		c->grace_at_ms = now + c->grace_left_ms;
 }
 
+char *session_buf(struct ab_session *s)
+{
+	if (!s->drain_buf)
+		s->drain_buf = malloc(DRAIN_SIZE);
+	return s->drain_buf;
+}
+
 /* Read what the pipe has, in big chunks, and hand it on: to the capture,
  * and as OUTPUT events of a stream command, unless the events' reader
  * paused (ab_session_pause_output). force: the writers are gone or the
@@ -385,9 +408,9 @@ static void drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_e
 	 * other fds get their turn; small enough that the reader's escaped
 	 * copy of it stays small too. The session's own buffer (two sessions
 	 * may run in two threads), made on first use; a small one without. */
-	char small[4096], *buf = s->drain_buf;
+	char small[4096], *buf = session_buf(s);
 	size_t size = DRAIN_SIZE;
-	if (!buf && !(buf = s->drain_buf = malloc(DRAIN_SIZE))) {
+	if (!buf) {
 		buf = small;
 		size = sizeof(small);
 	}
@@ -476,6 +499,91 @@ static bool take_master(struct ab_session *s, struct cmd *c, int fd)
 	return true;
 }
 
+/* The end of c's shim without its last word (ctl's end, or, for an
+ * inline_op, its socket's); broke: it sent something malformed. */
+static void command_shim_gone(struct ab_session *s, struct cmd *c, bool broke)
+{
+	if (broke) {
+		c->ctl_eof = true;
+		shim_broke(c, "the command's supervisor sent a malformed message");
+		orphan_grace(c);
+		return;
+	}
+	c->ctl_eof = true;
+	session_unwatch(s, &c->ctl);
+	if (!c->exited && !c->failed && c->file_op && (c->timed_out || c->cancelled)) {
+		/* the operation's process was the shim: ended as asked */
+		c->exited = true;
+		c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+	} else if (!c->exited && !c->failed && command_oom(s, c)) {
+		/* the OOM killer took the shim (in `agentbox run`, the
+		 * init): the command was killed for memory, its result */
+		c->exited = true;
+		c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
+		cmd_kill(c);
+	} else if (!c->exited && !c->failed) {
+		/* the shim died: the command may have killed it, and
+		 * with it (kill -9 -1) the idle ones, which may not have
+		 * exited yet: none of them gets the next command */
+		pool_drop_idle(s);
+		c->failed = true;
+		c->msg.status = EIO;
+		snprintf(c->msg.text, sizeof(c->msg.text),
+			 "the command's supervisor in the sandbox was killed (did "
+			 "the command kill every process, e.g. kill -9 -1?); the "
+			 "command was killed");
+		cmd_kill(c);
+	}
+	/* the shim reaped every process it had: the pipes are at
+	 * their end, unless others hold them */
+	orphan_grace(c);
+}
+
+/* An inline_op's FILEOP_DONE: as a file operation's final SHIM_EXITED
+ * (run_file_op); status 0, or 1: failed. */
+static void inline_done(struct cmd *c, int status)
+{
+	c->exited = true;
+	c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = status << 8, .final = 1};
+	c->ctl_eof = c->kill_sent = true;
+	orphan_grace(c);
+}
+
+/* A file operation's packets on its shim's socket: the reply into the
+ * capture, FILEOP_DONE its end (and the shim idle again). A few packets a
+ * wake-up: a shim that sends for ever gets no more of the loop than any
+ * other fd, and its timeout still comes. Its end, or a packet that breaks
+ * the protocol, ends the operation and the shim's slot. */
+void command_on_shim(struct ab_session *s, struct cmd *c, size_t i)
+{
+	char *buf = s->drain_buf; /* big enough: the start made sure of it */
+	for (int round = 0; round < 16; round++) {
+		struct fileop_pkt h;
+		size_t nfds;
+		ssize_t n = packet_recv_upto(s->shims[i].sock, buf, sizeof(h) + FILEOP_PKT_MAX,
+					     NULL, 0, &nfds);
+		if (n == -EAGAIN)
+			return;
+		if (n >= (ssize_t)sizeof(h))
+			memcpy(&h, buf, sizeof(h));
+		bool ok = n >= (ssize_t)sizeof(h) && h.len == (size_t)n - sizeof(h) && !h.zero &&
+			  (h.type == SYNC_FILEOP_OUT
+				   ? !h.status
+				   : h.type == SYNC_FILEOP_DONE && h.status >= 0 && h.status <= 1);
+		if (!ok) {
+			command_shim_gone(s, c, n > 0 || n == -EBADMSG);
+			pool_forget(s, i);
+			return;
+		}
+		capture_append(&c->out, buf + sizeof(h), h.len);
+		if (h.type == SYNC_FILEOP_DONE) {
+			inline_done(c, h.status);
+			pool_set_idle(s, i);
+			return;
+		}
+	}
+}
+
 void command_on_ctl(struct ab_session *s, struct cmd *c)
 {
 	for (;;) {
@@ -486,35 +594,7 @@ void command_on_ctl(struct ab_session *s, struct cmd *c)
 		if (n == -EAGAIN)
 			return;
 		if (n == 0 || (n < 0 && n != -EBADMSG)) {
-			c->ctl_eof = true;
-			session_unwatch(s, &c->ctl);
-			if (!c->exited && !c->failed && c->file_op &&
-			    (c->timed_out || c->cancelled)) {
-				/* the operation's process was the shim: ended as asked */
-				c->exited = true;
-				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
-			} else if (!c->exited && !c->failed && command_oom(s, c)) {
-				/* the OOM killer took the shim (in `agentbox run`, the
-				 * init): the command was killed for memory, its result */
-				c->exited = true;
-				c->msg = (struct shim_msg){.type = SHIM_EXITED, .status = SIGKILL};
-				cmd_kill(c);
-			} else if (!c->exited && !c->failed) {
-				/* the shim died: the command may have killed it, and
-				 * with it (kill -9 -1) the idle ones, which may not have
-				 * exited yet: none of them gets the next command */
-				pool_drop_idle(s);
-				c->failed = true;
-				c->msg.status = EIO;
-				snprintf(c->msg.text, sizeof(c->msg.text),
-					 "the command's supervisor in the sandbox was killed (did "
-					 "the command kill every process, e.g. kill -9 -1?); the "
-					 "command was killed");
-				cmd_kill(c);
-			}
-			/* the shim reaped every process it had: the pipes are at
-			 * their end, unless others hold them */
-			orphan_grace(c);
+			command_shim_gone(s, c, false);
 			return;
 		}
 		if (n < 0) {

@@ -304,10 +304,16 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 		size_t slot = (size_t)(evs[i].data.u64 >> 8) - 1;
 		struct cmd *c = slot < s->max ? &s->cmds[slot] : NULL;
 		switch (kind) {
-		case K_SHIM:
-			if (slot < s->n_shims && s->shims[slot].sock >= 0)
+		case K_SHIM: {
+			if (slot >= s->n_shims || s->shims[slot].sock < 0)
+				break;
+			struct cmd *op = pool_inline_cmd(s, slot);
+			if (op)
+				command_on_shim(s, op, slot);
+			else
 				pool_on_shim(s, slot);
 			break;
+		}
 		case K_SYNC:
 			if (pool_on_sync(s))
 				break;

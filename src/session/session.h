@@ -54,7 +54,8 @@ struct cmd {
 	unsigned shim_gen;
 	struct ab_capture out, err;
 	bool merged, stream, keep_bg;
-	bool file_op; /* done by the shim itself: its process is the shim */
+	bool file_op;	/* done by the shim itself: its process is the shim */
+	bool inline_op; /* a file_op on its shim's own socket (SYNC_FILEOP): no ctl, no pipes */
 	bool exited, failed, ctl_eof, term_sent, kill_sent, timed_out, cancelled;
 	int timeout_signal;
 	struct shim_msg msg; /* EXITED, or FAILED */
@@ -89,7 +90,9 @@ struct ab_session {
 	struct cmd *cmds;
 	size_t max, running;
 	bool out_paused; /* ab_session_pause_output: stream commands' pipes unread */
-	char *drain_buf; /* what a read of a command's pipe gives (command.c) */
+	char *drain_buf; /* what a read of a command's pipe or a shim's packet gives (session_buf)
+			  */
+	bool no_inline;	 /* file operations' packets are too big for the shims' sockets */
 	unsigned long long seq, started_ms, commands_run;
 	struct ab_denials denials;
 	struct ab_result limits;
@@ -148,7 +151,17 @@ int session_watch_out(struct ab_session *s, int fd, size_t slot, int kind, bool 
 void pool_add(struct ab_session *s, int sock, pid_t pid, int pidfd);
 /* The shim a command goes to: its slot, or a negative errno (err says). */
 int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err);
+/* The same for a file operation's request, on the shim's socket itself
+ * (SYNC_FILEOP); -EMSGSIZE, with err unset, when the socket cannot take
+ * it: the caller gives it with fds instead. */
+int pool_give_fileop(struct ab_session *s, const char *request, struct ab_error *err);
 void pool_on_shim(struct ab_session *s, size_t i);
+/* The command shim i does on its own socket (an inline_op), if any. */
+struct cmd *pool_inline_cmd(struct ab_session *s, size_t i);
+/* Shim i is idle again (an inline_op's FILEOP_DONE); or gone: its socket
+ * closed, its slot free. */
+void pool_set_idle(struct ab_session *s, size_t i);
+void pool_forget(struct ab_session *s, size_t i);
 /* A message of the init after setup; false when it ends the session. */
 bool pool_on_sync(struct ab_session *s);
 void pool_drop_idle(struct ab_session *s);
@@ -172,7 +185,13 @@ int command_spec(const struct ab_session *s, const struct ab_exec *x, const char
 int command_memfd(const char *name, const void *data, size_t len);
 
 /* command.c */
+/* The session's buffer for a read of a command's pipe or a shim's packet
+ * (DRAIN_SIZE, at least a FILEOP_PKT_MAX packet), made on first use; NULL
+ * without memory. */
+char *session_buf(struct ab_session *s);
 void command_on_ctl(struct ab_session *s, struct cmd *c);
+/* An inline_op's packets on its shim's socket (shim slot i). */
+void command_on_shim(struct ab_session *s, struct cmd *c, size_t i);
 void command_drain(struct ab_session *s, struct cmd *c, int *fd, int stream, ab_event_fn fn,
 		   void *arg);
 /* ab_session_pause_output for one command: its stream pipes out of the

@@ -122,10 +122,35 @@ void pool_add(struct ab_session *s, int sock, pid_t pid, int pidfd)
 	ab_close_keep_errno(pidfd);
 }
 
+struct cmd *pool_inline_cmd(struct ab_session *s, size_t i)
+{
+	for (size_t k = 0; k < s->max; k++) {
+		struct cmd *c = &s->cmds[k];
+		if (c->used && c->inline_op && !c->ctl_eof && c->shim_slot == i &&
+		    c->shim_gen == s->shims[i].gen)
+			return c;
+	}
+	return NULL;
+}
+
+void pool_set_idle(struct ab_session *s, size_t i)
+{
+	set_idle(s, i);
+}
+
+void pool_forget(struct ab_session *s, size_t i)
+{
+	session_unwatch(s, &s->shims[i].sock);
+	s->shims[i].idle = false;
+}
+
 /* A shim's socket: READY after its command, or its end (it died, or a
- * command killed it); anything else and it is dropped. */
+ * command killed it); anything else and it is dropped. A file operation's
+ * packets on it are its command's (command_on_shim): left there. */
 void pool_on_shim(struct ab_session *s, size_t i)
 {
+	if (pool_inline_cmd(s, i))
+		return;
 	struct sync_msg m;
 	int r = sync_recv(s->shims[i].sock, &m, NULL);
 	if (r == -EAGAIN)
@@ -134,8 +159,7 @@ void pool_on_shim(struct ab_session *s, size_t i)
 		set_idle(s, i);
 		return;
 	}
-	session_unwatch(s, &s->shims[i].sock);
-	s->shims[i].idle = false;
+	pool_forget(s, i);
 }
 
 /* A message of the init after setup: a shim asked for, or why there is
@@ -242,16 +266,21 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 	}
 }
 
-/* The command's fds to an idle shim; then a spare is asked for when none
- * is left idle, so the fork is not on the next command's path. Returns the
- * shim's slot. */
-int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err)
+/* A command to an idle shim (send: its packet on the shim's socket); then
+ * a spare is asked for when none is left idle, so the fork is not on the
+ * next command's path. Returns the shim's slot, or -EMSGSIZE when send
+ * says (> 0) that the socket cannot take its packet (nothing given). */
+static int give(struct ab_session *s, int (*send)(int sock, const void *arg), const void *arg,
+		struct ab_error *err)
 {
 	for (;;) {
 		int i = idle_shim(s, err);
 		if (i < 0)
 			return i;
-		if (sync_send_fds(s->shims[i].sock, SYNC_EXEC, fds, SYNC_EXEC_FDS) < 0) {
+		int r = send(s->shims[i].sock, arg);
+		if (r > 0)
+			return -EMSGSIZE; /* too big for this socket: the shim stays idle */
+		if (r < 0) {
 			session_unwatch(s, &s->shims[i].sock); /* it died while idle */
 			s->shims[i].idle = false;
 			continue;
@@ -264,6 +293,29 @@ int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err
 			ask_for_shim(s);
 		return i;
 	}
+}
+
+static int send_exec(int sock, const void *fds)
+{
+	return sync_send_fds(sock, SYNC_EXEC, fds, SYNC_EXEC_FDS);
+}
+
+int pool_give(struct ab_session *s, int fds[SYNC_EXEC_FDS], struct ab_error *err)
+{
+	int r = give(s, send_exec, fds, err);
+	return r == -EMSGSIZE ? ab_error_plain(err, EIO, "cannot hand the command over") : r;
+}
+
+static int send_fileop(int sock, const void *request)
+{
+	int r = fileop_pkt_send(sock, SYNC_FILEOP, 0, request, strlen(request));
+	/* a send buffer smaller than the packet: not the shim's fault */
+	return r == -EMSGSIZE || r == -ENOBUFS || r == -EAGAIN ? 1 : r;
+}
+
+int pool_give_fileop(struct ab_session *s, const char *request, struct ab_error *err)
+{
+	return give(s, send_fileop, request, err);
 }
 
 void pool_idle_at_final(struct ab_session *s, const struct cmd *c)

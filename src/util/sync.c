@@ -45,6 +45,23 @@ int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
+int fileop_pkt_send(int fd, uint32_t type, int32_t status, const void *data, size_t len)
+{
+	struct fileop_pkt h = {.type = type, .status = status, .len = (uint32_t)len};
+	struct iovec iov[2] = {{.iov_base = &h, .iov_len = sizeof(h)},
+			       {.iov_base = (void *)data, .iov_len = len}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+	if (len > FILEOP_PKT_MAX)
+		return -EMSGSIZE;
+	ssize_t n;
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)(sizeof(h) + len) ? 0 : -EIO;
+}
+
 static int send_msg(int fd, const struct sync_msg *m, const int *fds, size_t nfds)
 {
 	return packet_send(fd, m, sizeof(*m), fds, nfds);
@@ -101,6 +118,18 @@ static bool fds_fit(uint32_t type, size_t n)
 
 ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *nout)
 {
+	ssize_t n = packet_recv_upto(fd, buf, len, fds, max, nout);
+	if (n > 0 && (size_t)n != len) {
+		for (size_t i = 0; i < *nout; i++)
+			ab_close_keep_errno(fds[i]);
+		*nout = 0;
+		return -EBADMSG;
+	}
+	return n;
+}
+
+ssize_t packet_recv_upto(int fd, void *buf, size_t len, int *fds, size_t max, size_t *nout)
+{
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE((SYNC_MAX_FDS + 4) * sizeof(int))];
@@ -150,7 +179,7 @@ ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t 
 			}
 		}
 	}
-	if (n > 0 && ((size_t)n != len || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || extra)) {
+	if (n > 0 && ((size_t)n > len || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || extra)) {
 		for (size_t i = 0; i < got; i++)
 			ab_close_keep_errno(fds[i]);
 		return -EBADMSG;
@@ -163,6 +192,12 @@ ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t 
 	return n;
 }
 
+bool sync_valid(const struct sync_msg *m, size_t n)
+{
+	return m->type >= SYNC_GO && m->type <= SYNC_TYPE_MAX &&
+	       memchr(m->text, '\0', sizeof(m->text)) != NULL && fds_fit(m->type, n);
+}
+
 int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout)
 {
 	size_t got;
@@ -170,8 +205,7 @@ int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *nout
 	*nout = 0;
 	if (n <= 0)
 		return n == -EAGAIN ? -EAGAIN : (int)n;
-	if (m->type >= SYNC_GO && m->type <= SYNC_TYPE_MAX &&
-	    memchr(m->text, '\0', sizeof(m->text)) != NULL && fds_fit(m->type, got)) {
+	if (sync_valid(m, got)) {
 		*nout = got;
 		return 1;
 	}

@@ -4,6 +4,7 @@
 #ifndef AB_SYNC_H
 #define AB_SYNC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,7 +27,24 @@ enum sync_type {
 			      the RLIMIT_AS fallback in code (high 32 bits) and status (low) */
 	SYNC_NETNS,	   /* launcher -> init: the network namespace it made rides along */
 	SYNC_TYPE_MAX = SYNC_NETNS,
+	/* a file operation on a shim's own socket, no fds (struct fileop_pkt):
+	 * launcher -> shim the request; shim -> launcher its reply, in
+	 * FILEOP_OUT packets and a last FILEOP_DONE with the status, which
+	 * also says the shim is idle again */
+	SYNC_FILEOP = 0x100,
+	SYNC_FILEOP_OUT,
+	SYNC_FILEOP_DONE,
 };
+
+/* A SYNC_FILEOP* packet: this header, then len bytes (at most
+ * FILEOP_PKT_MAX). */
+struct fileop_pkt {
+	uint32_t type;
+	int32_t status; /* FILEOP_DONE: 0, or 1 when the operation failed */
+	uint32_t len;
+	uint32_t zero;
+};
+#define FILEOP_PKT_MAX (64u << 10)
 
 /* The fds of SYNC_EXEC, in order. */
 enum { EXEC_FD_SPEC, EXEC_FD_CTL, EXEC_FD_STDIN, EXEC_FD_STDOUT, EXEC_FD_STDERR, SYNC_EXEC_FDS };
@@ -49,6 +67,12 @@ int sync_pair(int fds[2], struct ab_error *err);
  * is still returned, then 0. */
 int packet_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds);
 ssize_t packet_recv(int fd, void *buf, size_t len, int *fds, size_t max, size_t *n);
+/* The same for a packet of any size up to cap (its size returned); one
+ * bigger is -EBADMSG. */
+ssize_t packet_recv_upto(int fd, void *buf, size_t cap, int *fds, size_t max, size_t *n);
+/* A SYNC_FILEOP* packet: hdr then len bytes of data, in one packet.
+ * Returns 0, or -errno. */
+int fileop_pkt_send(int fd, uint32_t type, int32_t status, const void *data, size_t len);
 /* Returns 0, or -errno (-EPIPE when the peer is gone). */
 int sync_send(int fd, enum sync_type type, int32_t code, int32_t status, const char *text);
 /* The same with an fd passed along (SCM_RIGHTS). */
@@ -70,5 +94,7 @@ int sync_recv(int fd, struct sync_msg *m, int *passed);
  * with fds its type does not carry is malformed (SYNC_LISTENER carries 1,
  * SYNC_EXEC SYNC_EXEC_FDS, SYNC_CGROUP up to 8, the others none). */
 int sync_recv_fds(int fd, struct sync_msg *m, int *fds, size_t max, size_t *n);
+/* Whether a sync_msg packet that came with n fds is well formed. */
+bool sync_valid(const struct sync_msg *m, size_t n);
 
 #endif

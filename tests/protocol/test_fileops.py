@@ -515,6 +515,38 @@ class FileOps(unittest.TestCase):
         self.assertEqual((got[rid]["type"], got[rid]["code"]), ("error", "cancelled"))
         os.unlink(self.host("t-huge.txt"))
 
+    def test_a_file_operation_whose_shim_is_killed_fails_and_the_session_goes_on(self):
+        # the read's shim is busy counting 64 GiB of lines when a command
+        # kills every process it can: the read's answer says so at once
+        self.host_write("t-kill.txt", b"line\n" * 2000, size=64 << 30)
+        t = time.monotonic()
+        rid = self.sv.send(op="read", path="t-kill.txt")
+        time.sleep(0.3)
+        eid = self.sv.send(op="exec", command="kill -9 -1")
+        got = {}
+        while len(got) < 2:
+            m = self.sv.recv()
+            got[m["id"]] = m
+        self.assertLess(time.monotonic() - t, 20)  # not the session's timeout
+        self.assertEqual(got[rid]["type"], "error", got[rid])
+        self.assertIn("supervisor in the sandbox was killed", got[rid]["message"])
+        self.assertEqual(got[eid]["type"], "error", got[eid])
+        os.unlink(self.host("t-kill.txt"))
+        self.host_write("t-after.txt", b"after\n")
+        self.assertEqual(self.ok(op="read", path="t-after.txt")["content"], "after\n")
+
+    def test_writes_either_side_of_a_shim_packet_arrive_whole(self):
+        # a request up to 64 KiB goes to the shim in one packet, a bigger
+        # one through a memfd: the sizes around the edge all arrive whole
+        for n in range(65536 - 300, 65536 + 40, 13):
+            text = ("%d:" % n + ("abcdefghi" * 11 + "\n") * (n // 100 + 1))[:n]
+            self.ok(op="write", path="edge/f.txt", content=text)
+            with open(self.host("edge/f.txt"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), text, n)
+            m = self.ok(op="read", path="edge/f.txt")
+            self.assertEqual(m["content"], text, n)
+            os.unlink(self.host("edge/f.txt"))
+
     def test_file_ops_run_concurrently_with_commands(self):
         ids = [self.sv.send(op="exec", command="sleep 1")]
         t = time.monotonic()
