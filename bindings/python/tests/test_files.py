@@ -237,7 +237,9 @@ class NoHang(Base):
         with self.assertRaises(ProtocolError) as cm:
             self.sb.run(big)
         self.assertEqual(cm.exception.code, "too_large")
-        self.assertLess(time.monotonic() - t, 1)
+        # no hang: encoding the line is the client's only work (1 s was
+        # passed once on a loaded machine); a line sent would wait for ever
+        self.assertLess(time.monotonic() - t, 10)
         self.assertEqual(self.sb.execute("echo on").output, "on\n")
 
     def test_the_server_answers_an_oversized_line_with_its_id(self):
