@@ -467,13 +467,8 @@ static void run_file_op(struct shim *sh, const char *request, int *data, bool no
 	sh->exited_sent = packet_send(sh->ctl, &sh->msg, sizeof(sh->msg), NULL, 0) >= 0;
 }
 
-/* A file operation that came on pool itself (SYNC_FILEOP): no fds, no
- * control socket, no STARTED (the launcher has this shim's pidfd from the
- * init). The reply goes back on pool in FILEOP_OUT packets of
- * FILEOP_PKT_MAX, the rest in FILEOP_DONE, which also says the shim is
- * idle: one wake-up of the launcher for a reply that fits one packet. A
- * timeout or a cancel kills the shim, as for a file operation on fds.
- * Returns 0, or -errno when pool is gone. */
+/* A file operation's reply on its way back on pool (inline_file_op): the
+ * last FILEOP_PKT_MAX bytes held for FILEOP_DONE, what came before sent. */
 struct inline_reply {
 	int pool, err;
 	size_t len;
@@ -496,6 +491,13 @@ static void inline_put(const char *data, size_t len, void *arg)
 	}
 }
 
+/* A file operation that came on pool itself (SYNC_FILEOP): no fds, no
+ * control socket, no STARTED (the launcher has this shim's pidfd from the
+ * init). The reply goes back on pool in FILEOP_OUT packets of
+ * FILEOP_PKT_MAX, the rest in FILEOP_DONE, which also says the shim is
+ * idle: one wake-up of the launcher for a reply that fits one packet. A
+ * timeout or a cancel kills the shim, as for a file operation on fds.
+ * Returns 0, or -errno when pool is gone. */
 static int inline_file_op(int pool, const char *request)
 {
 	static struct inline_reply r;
