@@ -713,7 +713,9 @@ static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *
 	out_backpressure(sv);
 	if (sv->shutting_down)
 		return SERVE_DONE;
-	if (!lst && ((sv->stdin_eof && sv->layer.pid <= 0) || sv->out.broken))
+	/* end of input: no more requests; what was asked is finished and
+	 * answered first (a client that wants it stopped sends shutdown) */
+	if (!lst && ((sv->stdin_eof && !sv->head && sv->layer.pid <= 0) || sv->out.broken))
 		return SERVE_DONE;
 	return SERVE_ON;
 }

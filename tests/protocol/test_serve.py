@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_fileops import Server, make_dir  # noqa: E402
+from test_fileops import BIN, Server, make_dir  # noqa: E402
 
 # the binary is built with the sanitizers (tests/CMakeLists.txt)
 SANITIZED = os.environ.get("AGENTBOX_SANITIZED") == "1"
@@ -506,13 +506,35 @@ class Lifecycle(Base):
         self.assertEqual((got[rid]["code"], got[sid]["type"]), ("shutdown", "ok"))
         self.assertEqual(self.sv.p.wait(timeout=10), 0)
 
-    def test_eof_answers_running_commands(self):
-        rid = self.sv.send(op="exec", command="sleep 30")
-        time.sleep(0.2)
+    def test_eof_finishes_what_was_asked(self):
+        # a request piped in, then end of file: its answer comes, then
+        # the session ends (echo '{...}' | agentbox serve)
+        rid = self.sv.send(op="exec", command="sleep 0.5; echo done")
+        qid = self.sv.send(op="exec", command="echo queued")
+        self.sv.p.stdin.close()
+        got = {}
+        for _ in range(2):
+            m = self.sv.recv()
+            got[m["id"]] = m
+        self.assertEqual((got[rid]["type"], got[rid]["stdout"]), ("result", "done\n"))
+        self.assertEqual((got[qid]["type"], got[qid]["stdout"]), ("result", "queued\n"))
+        self.assertEqual(self.sv.p.wait(timeout=10), 0)
+
+    def test_eof_waits_no_longer_than_the_command_timeout(self):
+        rid = self.sv.send(op="exec", command="sleep 30", timeout=1)
         self.sv.p.stdin.close()
         m = self.sv.recv()
-        self.assertEqual((m["id"], m["code"]), (rid, "shutdown"))
+        self.assertEqual((m["id"], m["type"], m["timed_out"]), (rid, "result", True))
         self.assertEqual(self.sv.p.wait(timeout=10), 0)
+
+    def test_piped_request_is_answered(self):
+        p = subprocess.run([BIN, "serve", "--workspace", self.ws],
+                           input=b'{"op":"exec","id":1,"command":"echo hi"}',
+                           capture_output=True, timeout=30)
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([m["type"] for m in lines], ["hello", "result"], lines)
+        self.assertEqual(lines[1]["stdout"], "hi\n")
 
     def test_sigterm_ends_the_session_cleanly(self):
         rid = self.sv.send(op="exec", command="sleep 30")

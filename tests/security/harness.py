@@ -214,8 +214,9 @@ class ServeMode:
     def close(self):
         if self.p.poll() is None:
             try:
+                self.p.stdin.write(b'{"op":"shutdown","id":"end"}\n')
                 self.p.stdin.close()
-            except OSError:
+            except (OSError, ValueError):  # a test closed it already
                 pass
             try:
                 self.p.wait(timeout=TIMEOUT)
