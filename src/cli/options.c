@@ -265,10 +265,12 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 {
 	switch (c) {
 	case OPT_TIMEOUT:
+		cfg->timeout_set = true;
 		return parse_duration_option(opt, arg, &cfg->timeout_ms, err);
 	case OPT_KILL_AFTER:
 		return parse_duration_option(opt, arg, &cfg->kill_after_ms, err);
 	case OPT_MAX_TIMEOUT:
+		cfg->max_timeout_set = true;
 		return parse_duration_option(opt, arg, &cfg->max_timeout_ms, err);
 	case OPT_TMPFS_SIZE:
 		return parse_size_option(opt, arg, 64 << 10, 1ULL << 40, &cfg->tmpfs_size, err);
@@ -504,6 +506,18 @@ int ab_options_find_profile(int argc, char **argv, const char **profile, struct 
 	return 0;
 }
 
+/* A run's deadline: -t is a person at a terminal (an agent CLI wrapped
+ * whole), with no deadline unless one was given; a --timeout on the run's
+ * own command line is its caller's word, not a client's request, and is
+ * not clamped (but by a --max-timeout given too). */
+static void run_deadline(struct ab_config *cfg, bool timeout_on_cmdline)
+{
+	if (cfg->tty && !cfg->timeout_set)
+		cfg->timeout_ms = 0;
+	if ((timeout_on_cmdline || (cfg->tty && !cfg->timeout_set)) && !cfg->max_timeout_set)
+		cfg->max_timeout_ms = 0;
+}
+
 /* After the last option: the protected paths, the options that need
  * each other, and the defaults of what was not given. */
 static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *err)
@@ -550,6 +564,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		     struct ab_error *err)
 {
 	const char *shell_cmd = NULL;
+	bool timeout_on_cmdline = false;
 	*help = false;
 	int r;
 	opterr = 0;
@@ -594,6 +609,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		const char *wrong = wrong_mode(c, serve);
 		if (wrong)
 			return ab_error_plain(err, EINVAL, "%s: %s", opt ? opt : "-c", wrong);
+		timeout_on_cmdline |= c == OPT_TIMEOUT;
 		r = parse_one(cfg, c, opt ? opt : "-c", optarg, &shell_cmd, err);
 		if (r < 0) {
 			if (r == -ENOMEM)
@@ -632,5 +648,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 				return ab_error_set(err, ENOMEM, "parsing options");
 	}
 
+	if (!serve)
+		run_deadline(cfg, timeout_on_cmdline);
 	return finish_options(cfg, serve, err);
 }

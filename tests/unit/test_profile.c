@@ -621,6 +621,47 @@ Test(profile, agent_is_the_defaults_written_out)
 	ab_config_free(&agent);
 }
 
+/* -t is a person at a terminal: no deadline unless one is given; a run's
+ * own --timeout is not clamped; a session's requests still are. */
+Test(profile, run_deadlines)
+{
+	struct ab_config c;
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "--", "true");
+	cr_assert_eq(c.timeout_ms, 120000);
+	cr_assert_eq(c.max_timeout_ms, 600000);
+	ab_config_free(&c);
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "-t", "--", "true");
+	cr_assert_eq(c.timeout_ms, 0, "run -t has no deadline");
+	cr_assert_eq(c.max_timeout_ms, 0, "nor a clamp to make one");
+	ab_config_free(&c);
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "--profile", "agent", "-t", "--", "true");
+	cr_assert_eq(c.timeout_ms, 0, "the agent profile sets no deadline for -t");
+	ab_config_free(&c);
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "-t", "--timeout", "5m", "--", "true");
+	cr_assert_eq(c.timeout_ms, 300000);
+	ab_config_free(&c);
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "--timeout", "2h", "--", "true");
+	cr_assert_eq(c.timeout_ms, 7200000);
+	cr_assert_eq(c.max_timeout_ms, 0, "a run's own --timeout is not clamped");
+	ab_config_free(&c);
+	ab_config_init(&c);
+	PARSE_OK(&c, "run", "--timeout", "2h", "--max-timeout", "1h", "--", "true");
+	cr_assert_eq(c.max_timeout_ms, 3600000, "but by a --max-timeout given too");
+	ab_config_free(&c);
+	ab_config_init(&c);
+	bool help = true;
+	struct ab_error err = {0};
+	const char *serve[] = {"serve", "--timeout", "2h", NULL};
+	cr_assert_eq(ab_config_parse_serve(&c, 3, (char **)serve, &help, &err), 0, "%s", err.msg);
+	cr_assert_eq(c.max_timeout_ms, 600000, "a session's requests are clamped");
+	ab_config_free(&c);
+}
+
 Test(profile, offline_build_has_no_network_and_room_to_build)
 {
 	struct ab_config cfg;
