@@ -405,16 +405,17 @@ static void report_exit(struct shim *sh, bool keep_background, uint64_t seq)
 			       0600);
 		if (sh->log < 0)
 			sh->msg.text[0] = '\0';
-		/* what is in the pipes now belongs to the result */
-		while (sh->relay_out >= 0 &&
-		       poll(&(struct pollfd){.fd = sh->relay_out, .events = POLLIN}, 1, 0) > 0 &&
-		       relay(&sh->relay_out, sh->out))
-			;
-		while (sh->relay_err >= 0 &&
-		       poll(&(struct pollfd){.fd = sh->relay_err, .events = POLLIN}, 1, 0) > 0 &&
-		       relay(&sh->relay_err, sh->err))
-			;
 	}
+	/* what is in the pipes now belongs to the result (also when nothing
+	 * is left: its output may not have been relayed yet) */
+	while (keep_background && sh->relay_out >= 0 &&
+	       poll(&(struct pollfd){.fd = sh->relay_out, .events = POLLIN}, 1, 0) > 0 &&
+	       relay(&sh->relay_out, sh->out))
+		;
+	while (keep_background && sh->relay_err >= 0 &&
+	       poll(&(struct pollfd){.fd = sh->relay_err, .events = POLLIN}, 1, 0) > 0 &&
+	       relay(&sh->relay_err, sh->err))
+		;
 	/* a run's init (ab_cgroup_hold_leave): out of the cgroups before its
 	 * last word, so the launcher removes them without awaiting our end */
 	if (!left)

@@ -245,6 +245,13 @@ class Supervision(Base):
         pid = m["stdout"].strip()
         self.assertEqual(self.exec("kill -0 %s && echo alive" % pid)["stdout"], "alive\n")
 
+    def test_keep_background_with_nothing_left_keeps_the_output(self):
+        # the shim's relay of the command's pipes, drained before the result
+        # also when no process is left (it was lost when the exit came first)
+        for i in range(20):
+            m = self.exec("echo out%d; echo err%d >&2" % (i, i), keep_background=True)
+            self.assertEqual((m["stdout"], m["stderr"]), ("out%d\n" % i, "err%d\n" % i), m)
+
     def test_concurrency(self):
         t = time.monotonic()
         ids = [self.sv.send(op="exec", command="sleep 0.5; echo %d" % i) for i in range(20)]
