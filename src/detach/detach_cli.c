@@ -256,13 +256,15 @@ static int dial(const char *id, const char *leaf, char *root, size_t size)
 /* ---- exec ---- */
 
 static const char usage_exec[] =
-	"Usage: agentbox exec [-i|-t] [--timeout DURATION] ID [--] COMMAND [ARG...]\n"
-	"       agentbox exec [-i|-t] [--timeout DURATION] ID -c 'SHELL STRING'\n"
+	"Usage: agentbox exec [OPTIONS] ID [OPTIONS] [--] COMMAND [ARG...]\n"
+	"       agentbox exec [OPTIONS] ID [OPTIONS] -c 'SHELL STRING'\n"
 	"\n"
 	"Run COMMAND in sandbox ID (agentbox create) as agentbox run would: its\n"
 	"stdout and stderr pass through, the exit status is the command's (124 timed\n"
 	"out, 128+N killed by signal N, 125 agentbox failed). SIGINT, SIGTERM and\n"
-	"SIGHUP cancel it. Files and background processes stay in the sandbox.\n"
+	"SIGHUP cancel it. Files and background processes stay in the sandbox\n"
+	"(nohup ./server >log 2>&1 &). Options come before or after ID; -- or -c\n"
+	"ends them.\n"
 	"\n"
 	"  -i                  pass stdin (read to its end first, UTF-8 text, at\n"
 	"                      most 6 MiB); without it the command's stdin is\n"
@@ -273,34 +275,10 @@ static const char usage_exec[] =
 	"                      restored after; SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
 	"                      SIGUSR1 and SIGUSR2 go to the command instead of\n"
 	"                      cancelling it. stdin must be a terminal (else 125)\n"
-	"  --timeout DURATION  the command's timeout (default: the sandbox's)\n";
-
-static int b64val(int c)
-{
-	const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = c ? strchr(t, c) : NULL;
-	return p ? (int)(p - t) : -1;
-}
-
-/* Decode base64 s in place; its length. */
-static size_t b64_decode(char *s)
-{
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (const char *p = s; *p && *p != '='; p++) {
-		int v = b64val((unsigned char)*p);
-		if (v < 0)
-			continue;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			s[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	return o;
-}
+	"  --timeout DURATION  the command's timeout (default: the sandbox's)\n"
+	"  --no-keep-background  end the processes the command left in the\n"
+	"                      background when it ends (they stay by default;\n"
+	"                      with -t they always end)\n";
 
 /* stdin into the request, when -i: read whole, checked to be UTF-8. */
 static int add_stdin(json_object *req)
@@ -353,7 +331,7 @@ static void exec_id_init(void)
 
 /* The request of exec's command line from argv[i] on (after ID). */
 static json_object *exec_request(int argc, char **argv, int i, const char *timeout,
-				 const struct winsize *pty)
+				 const struct winsize *pty, bool keep_background)
 {
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("exec"));
@@ -380,6 +358,8 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 		json_object_object_add(size, "cols", json_object_new_int(pty->ws_col));
 		json_object_object_add(req, "pty", size);
 	}
+	if (keep_background && !pty) /* a terminal's processes end with it */
+		json_object_object_add(req, "keep_background", json_object_new_boolean(true));
 	json_object_object_add(req, "stream", json_object_new_boolean(true));
 	json_object_object_add(req, "encoding", json_object_new_string("base64"));
 	json_object_object_add(req, "max_output", json_object_new_int(1024));
@@ -414,7 +394,7 @@ static void write_output(json_object *m)
 	const char *st = str_of(m, "stream");
 	if (!data)
 		return;
-	size_t n = b64_decode(data);
+	size_t n = base64_decode_inplace(data);
 	if (st && !strcmp(st, "stderr"))
 		write_all(STDERR_FILENO, data, n);
 	else
@@ -646,29 +626,55 @@ static int tty_signals_fd(void)
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-int detach_cli_exec(int argc, char **argv)
+struct exec_opts {
+	bool in, tty, keep_background;
+	const char *timeout;
+};
+
+/* exec's options from argv[*i] on, up to the first word that is not one
+ * (ID, the command, "--" or "-c"). 1: --help was asked; -1 on error. */
+static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 {
-	bool in = false, tty = false;
-	const char *timeout = NULL;
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (is_help(argv[i])) {
+	for (; *i < argc && argv[*i][0] == '-'; (*i)++) {
+		const char *a = argv[*i];
+		if (!strcmp(a, "--") || !strcmp(a, "-c"))
+			break;
+		if (is_help(a)) {
 			fputs(usage_exec, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "-i")) {
-			in = true;
-		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			timeout = argv[++i];
-		} else if (!strcmp(argv[i], "-t")) {
-			tty = true;
+			return 1;
+		} else if (!strcmp(a, "-i")) {
+			o->in = true;
+		} else if (!strcmp(a, "-t")) {
+			o->tty = true;
+		} else if (!strcmp(a, "--no-keep-background")) {
+			o->keep_background = false;
+		} else if (!strcmp(a, "--timeout")) {
+			if (*i + 1 >= argc) {
+				fail("exec: --timeout needs a duration (500ms, 30s, 10m, 1h)");
+				return -1;
+			}
+			o->timeout = argv[++*i];
 		} else {
-			return fail("exec: unknown option '%s' (try 'agentbox exec --help')",
-				    argv[i]);
+			fail("exec: unknown option '%s' (try 'agentbox exec --help')", a);
+			return -1;
 		}
 	}
-	if (i >= argc)
+	return 0;
+}
+
+int detach_cli_exec(int argc, char **argv)
+{
+	struct exec_opts o = {.keep_background = true};
+	int i = 1, r = exec_options(argc, argv, &i, &o);
+	if (r != 0)
+		return r > 0 ? 0 : AB_EXIT_FAILURE;
+	if (i >= argc || !strcmp(argv[i], "--") || !strcmp(argv[i], "-c"))
 		return fail("exec: which sandbox? (agentbox exec ID -- COMMAND)");
 	const char *id = argv[i++];
+	if ((r = exec_options(argc, argv, &i, &o)) != 0)
+		return r > 0 ? 0 : AB_EXIT_FAILURE;
+	bool in = o.in, tty = o.tty;
+	const char *timeout = o.timeout;
 	struct ab_error err = {0};
 	if (in && tty)
 		return fail("exec: -i and -t: with -t the command's stdin is its terminal, "
@@ -677,7 +683,8 @@ int detach_cli_exec(int argc, char **argv)
 		return fail("exec: %s", err.msg);
 	struct winsize ws = ab_term_size();
 	exec_id_init();
-	json_object *req = exec_request(argc, argv, i, timeout, tty ? &ws : NULL);
+	json_object *req =
+		exec_request(argc, argv, i, timeout, tty ? &ws : NULL, o.keep_background);
 	if (!req || (in && add_stdin(req) < 0)) {
 		json_object_put(req);
 		return AB_EXIT_FAILURE;

@@ -243,3 +243,29 @@ char *base64_encode(const char *s, size_t len)
 	out[base64_encode_into(out, s, len)] = '\0';
 	return out;
 }
+
+static int base64_value(int c)
+{
+	const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(t, c) : NULL;
+	return p ? (int)(p - t) : -1;
+}
+
+size_t base64_decode_inplace(char *s)
+{
+	size_t o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (const char *p = s; *p && *p != '='; p++) {
+		int v = base64_value((unsigned char)*p);
+		if (v < 0)
+			continue;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			s[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	return o;
+}

@@ -47,6 +47,9 @@ bool utf8_valid(const char *s, size_t len);
 char *utf8_lossy(const char *s, size_t len, size_t *out_len);
 /* RFC 4648 base64. Heap string. */
 char *base64_encode(const char *s, size_t len);
+/* Decode the base64 string s in place (characters outside the alphabet
+ * skipped, up to the first '='); the decoded length. */
+size_t base64_decode_inplace(char *s);
 /* The base64 of len bytes at s into dst, which has room for
  * BASE64_LEN(len) bytes (no NUL); returns that length. Two output
  * characters per table look-up: the streamed output's encoder. */

@@ -305,6 +305,29 @@ class Detached(unittest.TestCase):
         r = self.ab("exec", sid, "--", "cat", "bg.txt")
         self.assertEqual((r.returncode, r.stdout), (0, "late\n"), r.stderr)
 
+    def test_exec_keeps_background_processes_and_takes_options_after_the_id(self):
+        sid = self.create("--name", "dev")
+        # docs/detached.md's "start the dev server, then run the tests"
+        r = self.ab("exec", sid, "-c", "nohup sh -c 'sleep 0.5; echo served > srv.txt; "
+                    "sleep 30' >/dev/null 2>&1 & echo $! > srv.pid")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.ws, "srv.txt")), 10),
+                        "the background process of an exec was ended with it")
+        pid = open(os.path.join(self.ws, "srv.pid")).read().strip()
+        r = self.ab("exec", sid, "--", "test", "-d", "/proc/" + pid)
+        self.assertEqual(r.returncode, 0, "not alive after the exec ended")
+        # options after the id, up to "--"
+        r = self.ab("exec", sid, "--timeout", "300ms", "--", "sleep", "5")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        r = self.ab("exec", sid, "--no-keep-background", "-c", "sleep 30 & echo $! > bg2.pid")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid2 = open(os.path.join(self.ws, "bg2.pid")).read().strip()
+        r = self.ab("exec", sid, "--", "test", "-d", "/proc/" + pid2)
+        self.assertEqual(r.returncode, 1, "--no-keep-background left it running")
+        r = self.ab("exec", sid, "--timeout")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--timeout needs a duration", r.stderr)
+
     def test_end_of_input_keeps_the_connection_until_the_answers(self):
         sid = self.create("--name", "eof")
         req = {"op": "exec", "id": "e", "command": "sleep 0.3; echo ok"}
