@@ -13,7 +13,7 @@
 #include "layer/layer.h"
 #include "mcp/mcp.h"
 #include "runtime/runtime.h"
-#include "net/netreport.h"
+#include "session/result_say.h"
 #include "serve/serve.h"
 #include "util/error.h"
 
@@ -363,45 +363,6 @@ static void print_notice(const char *line)
 	fprintf(stderr, "agentbox: %s\n", line);
 }
 
-/* A duration as --timeout takes it: 1500ms, 2s, 3m. */
-static void duration_text(char *out, size_t len, unsigned long long ms)
-{
-	if (ms % 60000 == 0)
-		snprintf(out, len, "%llum", ms / 60000);
-	else if (ms % 1000 == 0)
-		snprintf(out, len, "%llus", ms / 1000);
-	else
-		snprintf(out, len, "%llums", ms);
-}
-
-/* One line for each end a user would otherwise read as the command's own
- * failure: a timeout (124), an OOM kill (137), forks the pids limit
- * refused. */
-static void say_what_happened(const struct ab_config *cfg, const struct ab_result *res)
-{
-	char t[32], k[32];
-	if (res->timed_out) {
-		duration_text(t, sizeof(t), res->timeout_ms);
-		duration_text(k, sizeof(k), cfg->kill_after_ms);
-		fprintf(stderr,
-			"agentbox: timed out after %s (--timeout): SIGTERM to every process of "
-			"the command, SIGKILL %s later to what was left (--kill-after)\n",
-			t, k);
-	}
-	if (res->oom_killed && cfg->memory)
-		fprintf(stderr,
-			"agentbox: killed for running out of memory: the sandbox's limit is "
-			"%llu MiB (--memory)\n",
-			(cfg->memory + (1 << 20) - 1) >> 20);
-	else if (res->oom_killed)
-		fputs("agentbox: killed by the kernel's OOM killer: the host ran out of memory "
-		      "(no --memory limit)\n",
-		      stderr);
-	if (res->pids_refused)
-		fprintf(stderr, "agentbox: the pids limit (--pids %lu) refused %llu fork%s\n",
-			cfg->pids, res->pids_refused, res->pids_refused == 1 ? "" : "s");
-}
-
 /* Protected paths the command changed, removed or replaced: one warning.
  * Those it created where there were none (`git init`) are in the report
  * only. */
@@ -468,21 +429,14 @@ static int cmd_run(int argc, char **argv)
 		return AB_EXIT_FAILURE;
 	}
 	bool quiet = cfg.quiet;
-	if (!quiet)
-		say_what_happened(&cfg, &res);
+	struct ab_say_limits lim = {
+		.kill_after_ms = cfg.kill_after_ms, .memory = cfg.memory, .pids = cfg.pids};
 	ab_config_free(&cfg);
+	/* the denials: with a report, the report says it all */
+	if (!quiet)
+		ab_result_say(stderr, &res, &lim, report < 0);
 	if (!quiet)
 		print_protected(&res);
-	/* with a report, the report says it all; without, one line */
-	if (res.n_denied && report < 0 && !quiet) {
-		fputs("agentbox: seccomp denied:", stderr);
-		for (size_t i = 0; i < res.n_denied; i++)
-			fprintf(stderr, "%s %s (%lu)", i ? "," : "", res.denied[i].name,
-				res.denied[i].count);
-		fputc('\n', stderr);
-	}
-	if (report < 0 && !quiet) /* --net allow= */
-		ab_net_report_print_denials(&res.network, stderr);
 	int code = res.exit_code;
 	ab_result_free(&res);
 	return code;

@@ -18,6 +18,7 @@
 
 #include "detach/detach.h"
 #include "sandbox/init.h"
+#include "session/result_say.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/signals.h"
@@ -134,6 +135,7 @@ struct lines {
 	char *buf;
 	size_t len, cap;
 	bool eof;
+	json_object *hello, *result; /* exec: the sandbox's hello, the result */
 };
 
 /* A whole line in the buffer as JSON, or NULL (none yet; or one that is
@@ -235,7 +237,8 @@ static int read_hello(struct lines *l, const char *id)
 		const char *msg = h ? str_of(h, "message") : NULL;
 		r = fail("sandbox %s: %s", id, msg ? msg : "no hello from its launcher");
 	}
-	json_object_put(h);
+	json_object_put(l->hello);
+	l->hello = h;
 	return r;
 }
 
@@ -276,6 +279,8 @@ static const char usage_exec[] =
 	"                      SIGUSR1 and SIGUSR2 go to the command instead of\n"
 	"                      cancelling it. stdin must be a terminal (else 125)\n"
 	"  --timeout DURATION  the command's timeout (default: the sandbox's)\n"
+	"  --quiet             none of agentbox's own lines on stderr (a timeout,\n"
+	"                      an OOM kill, denials) but its errors\n"
 	"  --no-keep-background  end the processes the command left in the\n"
 	"                      background when it ends (they stay by default;\n"
 	"                      with -t they always end)\n";
@@ -438,6 +443,7 @@ static int exec_relay(struct lines *l, const char *id)
 			write_output(m);
 		} else if (!strcmp(type, "result")) {
 			code = result_code(m);
+			l->result = json_object_get(m);
 		} else if (!strcmp(type, "error")) {
 			code = fail("sandbox %s: %s", id, str_of(m, "message"));
 		}
@@ -535,9 +541,10 @@ static void tty_message(struct tty_relay *t, json_object *m)
 	if (!strcmp(mid, exec_id)) {
 		if (!strcmp(type, "output"))
 			write_output(m);
-		else if (!strcmp(type, "result"))
+		else if (!strcmp(type, "result") && !t->l->result) {
 			t->code = result_code(m);
-		else if (!strcmp(type, "error"))
+			t->l->result = json_object_get(m);
+		} else if (!strcmp(type, "error"))
 			snprintf(t->why, sizeof(t->why), "%s", str_of(m, "message"));
 	} else if (!strcmp(mid, "in") && busy) {
 		t->retry = true; /* the command is still queued */
@@ -627,7 +634,7 @@ static int tty_signals_fd(void)
 }
 
 struct exec_opts {
-	bool in, tty, keep_background;
+	bool in, tty, keep_background, quiet;
 	const char *timeout;
 };
 
@@ -648,6 +655,8 @@ static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 			o->tty = true;
 		} else if (!strcmp(a, "--no-keep-background")) {
 			o->keep_background = false;
+		} else if (!strcmp(a, "--quiet")) {
+			o->quiet = true;
 		} else if (!strcmp(a, "--timeout")) {
 			if (*i + 1 >= argc) {
 				fail("exec: --timeout needs a duration (500ms, 30s, 10m, 1h)");
@@ -706,7 +715,13 @@ int detach_cli_exec(int argc, char **argv)
 	}
 	if (code == 0)
 		code = tty ? exec_tty(&l, id, sigfd, ws, &raw) : exec_relay(&l, id);
+	ab_term_raw_restore(&raw);
+	unsigned long long ms = 0;
+	if (l.result && !o.quiet && (!timeout || ab_parse_duration(timeout, &ms) == 0))
+		ab_result_say_json(stderr, l.result, l.hello, ms);
 	json_object_put(req);
+	json_object_put(l.hello);
+	json_object_put(l.result);
 	free(l.buf);
 	return code;
 }

@@ -316,9 +316,14 @@ class Detached(unittest.TestCase):
         pid = open(os.path.join(self.ws, "srv.pid")).read().strip()
         r = self.ab("exec", sid, "--", "test", "-d", "/proc/" + pid)
         self.assertEqual(r.returncode, 0, "not alive after the exec ended")
-        # options after the id, up to "--"
+        # options after the id, up to "--"; run's lines on stderr
         r = self.ab("exec", sid, "--timeout", "300ms", "--", "sleep", "5")
         self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn("agentbox: timed out after 300ms (--timeout)", r.stderr)
+        r = self.ab("exec", sid, "--", "unshare", "-U", "true")
+        self.assertIn("agentbox: seccomp denied: unshare (1)", r.stderr)
+        r = self.ab("exec", sid, "--quiet", "--", "unshare", "-U", "true")
+        self.assertNotIn("agentbox:", r.stderr)
         r = self.ab("exec", sid, "--no-keep-background", "-c", "sleep 30 & echo $! > bg2.pid")
         self.assertEqual(r.returncode, 0, r.stderr)
         pid2 = open(os.path.join(self.ws, "bg2.pid")).read().strip()
