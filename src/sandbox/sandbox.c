@@ -272,6 +272,18 @@ static const char *cause(const char *why)
 	return c ? c + 2 : why;
 }
 
+/* what[from..n) as "a, b and c" into out. */
+static void join_limits(char *out, size_t size, char what[][128], size_t from, size_t n)
+{
+	out[0] = '\0';
+	for (size_t i = from; i < n; i++)
+		snprintf(out + strlen(out), size - strlen(out), "%s%s",
+			 i == from    ? ""
+			 : i + 1 == n ? " and "
+				      : ", ",
+			 what[i]);
+}
+
 /* Each limit against what was asked: one that was asked for and cannot
  * hold as asked (memory only per process, no CPU share, no pids bound
  * at all) refuses under --limits full and is said under best; a default
@@ -282,12 +294,13 @@ static int judge_limits(const struct ab_config *cfg, const struct ab_cgroup_stat
 	char mem[32], what[3][128];
 	const char *why = NULL;
 	size_t n = 0;
+	/* best: a memory limit held per process is applied, weaker; not dropped */
+	bool mem_weaker = cfg->memory && st->memory.how == AB_LIMIT_RLIMIT;
 	size_text(mem, sizeof(mem), cfg->memory);
 	if (cfg->memory && st->memory.how != AB_LIMIT_CGROUP) {
 		snprintf(what[n++], sizeof(what[0]), "--memory %s (%s)", mem,
-			 st->memory.how == AB_LIMIT_RLIMIT
-				 ? "a per-process RLIMIT_AS at most, not the sandbox's total"
-				 : "no memory cgroup");
+			 mem_weaker ? "a per-process RLIMIT_AS at most, not the sandbox's total"
+				    : "no memory cgroup");
 		why = cause(st->memory.why);
 	}
 	if (cfg->cpu_millis && st->cpu.how != AB_LIMIT_CGROUP) {
@@ -311,13 +324,9 @@ static int judge_limits(const struct ab_config *cfg, const struct ab_cgroup_stat
 	}
 	if (!n)
 		return 0;
-	char list[400] = "";
-	for (size_t i = 0; i < n; i++)
-		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-			 i == 0	      ? ""
-			 : i + 1 == n ? " and "
-				      : ", ",
-			 what[i]);
+	char list[400], rest[400];
+	join_limits(list, sizeof(list), what, 0, n);
+	join_limits(rest, sizeof(rest), what, 1, n);
 	if (!cfg->limits_best)
 		return ab_error_plain(
 			err, EPERM,
@@ -327,8 +336,20 @@ static int judge_limits(const struct ab_config *cfg, const struct ab_cgroup_stat
 			"pass --limits best to run without %s",
 			list, why, n > 1 ? "them" : "it");
 	if (cfg->notice && !cfg->quiet) {
-		snprintf(line, sizeof(line), "--limits best: running without %s: %.300s", list,
-			 why);
+		/* the weaker memory limit (what[0]) apart from the dropped ones */
+		if (mem_weaker && n > 1)
+			snprintf(line, sizeof(line),
+				 "--limits best: --memory %s only as a per-process RLIMIT_AS, not "
+				 "the sandbox's total; running without %s: %.300s",
+				 mem, rest, why);
+		else if (mem_weaker)
+			snprintf(line, sizeof(line),
+				 "--limits best: --memory %s only as a per-process RLIMIT_AS, not "
+				 "the sandbox's total: %.300s",
+				 mem, why);
+		else
+			snprintf(line, sizeof(line), "--limits best: running without %s: %.300s",
+				 list, why);
 		cfg->notice(line);
 	}
 	return 0;
