@@ -34,6 +34,9 @@
 #ifndef AGENTBOX_BUILD_DIR
 #define AGENTBOX_BUILD_DIR ""
 #endif
+#ifndef AGENTBOX_BIN_TO_POLICY_DIR
+#define AGENTBOX_BIN_TO_POLICY_DIR "../share/agentbox/policy"
+#endif
 
 #define MAX_PROFILE_BYTES (4 << 20)
 
@@ -42,13 +45,23 @@ const char *ab_policy_dir(void)
 	const char *env = getenv("AGENTBOX_POLICY_DIR");
 	if (env && *env)
 		return env;
-	static char exe[4096];
+	static char exe[4096], beside[4096 + sizeof(AGENTBOX_BIN_TO_POLICY_DIR)];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	size_t b = strlen(AGENTBOX_BUILD_DIR);
-	if (n > 0 && b > 0) {
-		exe[n] = '\0';
-		if (strncmp(exe, AGENTBOX_BUILD_DIR, b) == 0 && exe[b] == '/')
-			return AGENTBOX_SOURCE_POLICY_DIR;
+	if (n <= 0)
+		return AGENTBOX_INSTALL_POLICY_DIR;
+	exe[n] = '\0';
+	if (b > 0 && strncmp(exe, AGENTBOX_BUILD_DIR, b) == 0 && exe[b] == '/')
+		return AGENTBOX_SOURCE_POLICY_DIR;
+	/* installed with another prefix than configured (cmake --install
+	 * --prefix DIR): the policy where it was put beside the binary */
+	char *slash = strrchr(exe, '/');
+	struct stat st;
+	if (slash) {
+		snprintf(beside, sizeof(beside), "%.*s/%s", (int)(slash - exe), exe,
+			 AGENTBOX_BIN_TO_POLICY_DIR);
+		if (stat(beside, &st) == 0 && S_ISDIR(st.st_mode))
+			return beside;
 	}
 	return AGENTBOX_INSTALL_POLICY_DIR;
 }

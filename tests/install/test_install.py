@@ -81,5 +81,28 @@ class Install(unittest.TestCase):
             self.assertTrue(os.path.isfile(self.path("share", "agentbox", "containers", f)), f)
 
 
+class OtherPrefix(unittest.TestCase):
+    def test_installed_elsewhere_the_binary_finds_its_policy(self):
+        # cmake --install --prefix DIR: the binary reads the profiles put
+        # beside it, not the configured prefix's (which may hold none)
+        d = tempfile.mkdtemp(prefix="agentbox-prefix-")
+        self.addCleanup(shutil.rmtree, d, True)
+        r = subprocess.run(["cmake", "--install", BUILD, "--prefix", d],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0 and not (not os.access(BUILD, os.W_OK)
+                                      and "install_manifest.txt" in r.stderr):
+            self.fail("cmake --install --prefix failed: " + r.stderr)
+        sandbox = os.path.join(d, "share", "agentbox", "policy", "sandbox")
+        shutil.copy(os.path.join(sandbox, "agent.json"), os.path.join(sandbox, "only-here.json"))
+        ws = tempfile.mkdtemp(prefix="agentbox-ws-")
+        self.addCleanup(shutil.rmtree, ws, True)
+        r = subprocess.run([os.path.join(d, "bin", "agentbox"), "run", "--workspace", ws,
+                            "--profile", "only-here", "--", "echo", "found"],
+                           capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items()
+                                if k != "AGENTBOX_POLICY_DIR"})
+        self.assertEqual((r.returncode, r.stdout), (0, "found\n"), r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
