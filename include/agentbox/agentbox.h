@@ -170,8 +170,11 @@ struct ab_config {
 	unsigned long long kill_after_ms;  /* SIGTERM -> SIGKILL grace */
 	unsigned long long max_timeout_ms; /* requested timeouts are clamped to it; 0: none */
 	bool timeout_set;		   /* --timeout given (a profile or the command line) */
-	bool max_timeout_set;		   /* --max-timeout given */
-	unsigned long long tmpfs_size;	   /* bytes, for /tmp, $HOME and --tmpfs */
+	/* the defaults files applied (cli/defaults.c), for agentbox check */
+	char *defaults_files[2];
+	size_t n_defaults_files;
+	bool max_timeout_set;	       /* --max-timeout given */
+	unsigned long long tmpfs_size; /* bytes, for /tmp, $HOME and --tmpfs */
 	struct ab_rlimit {
 		int resource;
 		unsigned long long value; /* RLIM_INFINITY for unlimited */

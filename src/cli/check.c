@@ -96,6 +96,10 @@ static void trial(struct check_facts *f)
 	bool help = false;
 	ab_config_init(&cfg);
 	int r = ab_config_parse_run(&cfg, argc, argv, &help, &err);
+	for (size_t i = 0; i < cfg.n_defaults_files; i++)
+		snprintf(f->defaults + strlen(f->defaults),
+			 sizeof(f->defaults) - strlen(f->defaults), "%s%s", i ? ", " : "",
+			 cfg.defaults_files[i]);
 	if (r == 0)
 		r = ab_run(&cfg, &res, &err);
 	if (r < 0) {
@@ -365,6 +369,17 @@ static void assess_idmap(const struct check_facts *f, struct check_item *it)
 	}
 }
 
+static void assess_defaults(const struct check_facts *f, struct check_item *it)
+{
+	if (f->defaults[0])
+		item(it, "defaults", CHECK_OK, "applied before --profile and the options: %s",
+		     f->defaults);
+	else
+		item(it, "defaults", CHECK_OK,
+		     "no defaults file (/etc/agentbox/config.json, "
+		     "~/.config/agentbox/config.json; AGENTBOX_CONFIG names another)");
+}
+
 static void assess_trial(const struct check_facts *f, struct check_item *it)
 {
 	char run[200];
@@ -431,6 +446,7 @@ size_t check_assess(const struct check_facts *f, struct check_item *items)
 	assess_cgroups(f, &items[n++]);
 	if (f->idmap != CHECK_IDMAP_UNKNOWN)
 		assess_idmap(f, &items[n++]);
+	assess_defaults(f, &items[n++]);
 	assess_trial(f, &items[n++]);
 	return n;
 }

@@ -33,6 +33,7 @@ struct check_facts {
 	char cgroup_parent[512]; /* the trial's --cgroup-parent, "" for none */
 	char rootfs[4096];	 /* the trial's --rootfs, "" for the host's system */
 	char image[4096];	 /* the trial's --image, "" for none */
+	char defaults[600];	 /* the defaults files the trial applied, "" for none */
 	/* as root: can the current directory (the default workspace) be idmapped */
 	enum { CHECK_IDMAP_UNKNOWN, CHECK_IDMAP_OK, CHECK_IDMAP_REFUSED, CHECK_IDMAP_NO_CAP } idmap;
 	char idmap_detail[600]; /* the directory and its filesystem, or why not */

@@ -482,15 +482,18 @@ int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
 	return r;
 }
 
-int ab_options_find_profile(int argc, char **argv, const char **profile, struct ab_error *err)
+int ab_options_find_profile(int argc, char **argv, const char **profile, bool *help,
+			    struct ab_error *err)
 {
 	*profile = NULL;
+	*help = false;
 	opterr = 0;
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+:c:ht", run_options, NULL)) != -1) {
 		if (c == 'h' || c == OPT_HELP) {
 			*profile = NULL; /* --help needs no profile, even a broken one */
+			*help = true;
 			return 0;
 		}
 		if (c != OPT_PROFILE)

@@ -28,9 +28,10 @@ int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
 /* The command line's first pass (--profile is applied before every other
  * option, wherever it stands, so that the command line overrides it):
  * *profile is --profile's value, or NULL when there is none or --help was
- * asked for, which needs no profile. Only --profile given twice is an
+ * asked for (*help), which needs no profile (nor defaults file). Only --profile given twice is an
  * error here: the second pass reports what is wrong with the rest. */
-int ab_options_find_profile(int argc, char **argv, const char **profile, struct ab_error *err);
+int ab_options_find_profile(int argc, char **argv, const char **profile, bool *help,
+			    struct ab_error *err);
 
 /* The second pass: every option but --profile, applied over what the
  * profile set, and the command (none for serve). */

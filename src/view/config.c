@@ -80,6 +80,8 @@ void ab_config_free(struct ab_config *cfg)
 	strv_free(cfg->unprotect, cfg->n_unprotect);
 	strv_free(cfg->net_rules, cfg->n_net_rules);
 	strv_free(cfg->argv, cfg->argc);
+	for (size_t i = 0; i < cfg->n_defaults_files; i++)
+		free(cfg->defaults_files[i]);
 	ab_config_init(cfg);
 }
 
