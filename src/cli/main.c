@@ -8,6 +8,7 @@
 
 #include "agentbox/agentbox.h"
 #include "cli/check.h"
+#include "cli/complete.h"
 #include "detach/detach.h"
 #include "image/cache.h"
 #include "layer/layer.h"
@@ -41,6 +42,7 @@ static const char usage_main[] =
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
 	"  commit    apply a kept layer's changes to the workspace\n"
 	"  discard   remove a kept layer\n"
+	"  completion bash|zsh  the shell's completion script (source it)\n"
 	"\n"
 	"Options:\n"
 	"  --help     show this help\n"
@@ -520,6 +522,10 @@ int main(int argc, char **argv)
 			return detached[i].fn(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "__complete") == 0)
+		return ab_complete(argc - 2, argv + 2);
+	if (strcmp(argv[1], "completion") == 0)
+		return ab_completion_script(argc - 1, argv + 1);
 	if (strcmp(argv[1], "images") == 0)
 		return cmd_images(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||

@@ -451,6 +451,18 @@ static const struct option *option_by_name(const char *name)
 	return NULL;
 }
 
+size_t ab_option_list(bool serve, const char **names, bool *values, size_t max)
+{
+	size_t n = 0;
+	for (const struct option *o = run_options; o->name && n < max; o++) {
+		if (wrong_mode(o->val, serve))
+			continue;
+		names[n] = o->name;
+		values[n++] = o->has_arg != no_argument;
+	}
+	return n;
+}
+
 enum ab_option_kind ab_option_kind(const char *name)
 {
 	const struct option *o = option_by_name(name);

@@ -30,6 +30,11 @@ int ab_option_apply(struct ab_config *cfg, const char *name, const char *value,
  * *profile is --profile's value, or NULL when there is none or --help was
  * asked for (*help), which needs no profile (nor defaults file). Only --profile given twice is an
  * error here: the second pass reports what is wrong with the rest. */
+/* The long options of agentbox run (serve false) or of a session (serve,
+ * mcp, runtime, create), as the parser takes them, for shell completion:
+ * names (without "--") and whether each takes a value; how many. */
+size_t ab_option_list(bool serve, const char **names, bool *values, size_t max);
+
 int ab_options_find_profile(int argc, char **argv, const char **profile, bool *help,
 			    struct ab_error *err);
 
