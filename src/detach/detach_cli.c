@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "detach/detach.h"
+#include "detach/detach_lines.h"
 #include "sandbox/init.h"
 #include "session/result_say.h"
 #include "util/error.h"
@@ -24,27 +25,6 @@
 #include "util/signals.h"
 #include "util/term.h"
 #include "util/util.h"
-
-/* A line from the launcher is at most this long (a result with both
- * streams at a --max-output of 16M, escaped). */
-#define LINE_MAX_BYTES (256u << 20)
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("agentbox: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return AB_EXIT_FAILURE;
-}
-
-static bool is_help(const char *a)
-{
-	return !strcmp(a, "--help") || !strcmp(a, "-h");
-}
 
 /* ---- create ---- */
 
@@ -74,14 +54,14 @@ int detach_cli_create(int argc, char **argv)
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	int n = 0;
 	if (!rest)
-		return fail("out of memory");
+		return detach_fail("out of memory");
 	rest[n++] = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		unsigned long long *dur = !strcmp(a, "--idle-timeout") ? &o.idle_timeout_ms
 					  : !strcmp(a, "--ttl")	       ? &o.ttl_ms
 								       : NULL;
-		if (is_help(a)) {
+		if (detach_is_help(a)) {
 			free(rest);
 			fputs(usage_create, stdout);
 			return 0;
@@ -96,19 +76,20 @@ int detach_cli_create(int argc, char **argv)
 		}
 		if (i + 1 >= argc) {
 			free(rest);
-			return fail("create: %s needs a value", a);
+			return detach_fail("create: %s needs a value", a);
 		}
 		if (!dur) {
 			o.name = argv[++i];
 		} else if (ab_parse_duration(argv[++i], dur) < 0 || *dur == 0) {
 			free(rest);
-			return fail("create: %s '%s': not a duration (500ms, 30s, 10m, 1h)", a,
-				    argv[i]);
+			return detach_fail("create: %s '%s': not a duration (500ms, 30s, 10m, 1h)",
+					   a, argv[i]);
 		}
 	}
 	if (o.idle_pause && !o.idle_timeout_ms) {
 		free(rest);
-		return fail("create: --idle-pause pauses at the idle timeout: give --idle-timeout");
+		return detach_fail(
+			"create: --idle-pause pauses at the idle timeout: give --idle-timeout");
 	}
 	struct ab_config cfg;
 	struct ab_error err = {0};
@@ -121,139 +102,9 @@ int detach_cli_create(int argc, char **argv)
 	free(rest);
 	ab_config_free(&cfg);
 	if (r < 0)
-		return fail("create: %s", err.msg);
+		return detach_fail("create: %s", err.msg);
 	printf("%s\n", id);
 	return 0;
-}
-
-/* ---- lines from the launcher ---- */
-
-struct lines {
-	int fd;
-	int sigfd; /* readable: *sig, and next_line returns NULL (-1: none) */
-	bool sig;
-	char *buf;
-	size_t len, cap;
-	bool eof;
-	json_object *hello, *result; /* exec: the sandbox's hello, the result */
-};
-
-/* A whole line in the buffer as JSON, or NULL (none yet; or one that is
- * not an object: *bad then). Never blocks. */
-static json_object *take_line(struct lines *l, bool *bad)
-{
-	*bad = false;
-	char *nl = l->len ? memchr(l->buf, '\n', l->len) : NULL;
-	if (!nl)
-		return NULL;
-	*nl = 0;
-	json_object *o = json_tokener_parse(l->buf);
-	size_t used = (size_t)(nl + 1 - l->buf);
-	memmove(l->buf, nl + 1, l->len - used);
-	l->len -= used;
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		*bad = true;
-		return NULL;
-	}
-	return o;
-}
-
-/* One read from the launcher into the buffer (l->eof at its end); false
- * when a line would be over LINE_MAX_BYTES. */
-static bool fill_lines(struct lines *l)
-{
-	if (l->cap - l->len < 65536) {
-		size_t cap = l->cap ? l->cap * 2 : 1 << 20;
-		char *q = cap <= LINE_MAX_BYTES ? realloc(l->buf, cap) : NULL;
-		if (!q)
-			return false;
-		l->buf = q;
-		l->cap = cap;
-	}
-	ssize_t r = read(l->fd, l->buf + l->len, l->cap - l->len);
-	if (r < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (r <= 0)
-		l->eof = true;
-	else
-		l->len += (size_t)r;
-	return true;
-}
-
-/* The next line as JSON (NULL at the end, or on a line that is not an
- * object: *bad then). Blocks: the launcher answers or hangs up. */
-static json_object *next_line(struct lines *l, bool *bad)
-{
-	for (;;) {
-		json_object *o = take_line(l, bad);
-		if (o || *bad || l->eof)
-			return o;
-		struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN},
-				      {.fd = l->sigfd, .events = POLLIN}};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			l->eof = true;
-		if (p[1].revents) {
-			struct signalfd_siginfo si;
-			(void)!read(l->sigfd, &si, sizeof(si));
-			l->sig = true;
-			return NULL;
-		}
-		if (p[0].revents && !fill_lines(l)) {
-			*bad = true;
-			return NULL;
-		}
-	}
-}
-
-static const char *str_of(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* The hello of the sandbox on fd (or why there is none). */
-static int read_hello(struct lines *l, const char *id)
-{
-	bool bad;
-	json_object *h = next_line(l, &bad);
-	const char *type = h ? str_of(h, "type") : NULL;
-	int r = 0;
-	if (!type || strcmp(type, "hello") != 0) {
-		const char *msg = h ? str_of(h, "message") : NULL;
-		r = fail("sandbox %s: %s", id, msg ? msg : "no hello from its launcher");
-	}
-	json_object_put(l->hello);
-	l->hello = h;
-	return r;
-}
-
-static int dial(const char *id, const char *leaf, char *root, size_t size)
-{
-	struct ab_error err = {0};
-	if (!detach_id_valid(id))
-		return fail("'%s' is not a sandbox id (agentbox ls lists them)", id), -1;
-	int r = detach_root(root, size, false, &err);
-	if (r == -ENOENT)
-		return fail("no sandbox %s (agentbox ls lists them)", id), -1;
-	int fd = r < 0 ? r : detach_dial(root, id, leaf, &err);
-	if (fd < 0)
-		return fail("%s", err.msg), -1;
-	return fd;
 }
 
 /* ---- exec ---- */
@@ -291,29 +142,30 @@ static int add_stdin(json_object *req)
 	size_t cap = 6u << 20, n = 0;
 	char *buf = malloc(cap + 1);
 	if (!buf)
-		return fail("exec: out of memory");
+		return detach_fail("exec: out of memory");
 	for (;;) {
 		ssize_t r = read(STDIN_FILENO, buf + n, cap + 1 - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			free(buf);
-			return fail("exec: -i: cannot read stdin: %s", strerror(errno));
+			return detach_fail("exec: -i: cannot read stdin: %s", strerror(errno));
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 		if (n > cap) {
 			free(buf);
-			return fail("exec: -i: stdin is over 6 MiB: write it to a file in the "
-				    "workspace instead");
+			return detach_fail(
+				"exec: -i: stdin is over 6 MiB: write it to a file in the "
+				"workspace instead");
 		}
 	}
 	for (size_t i = 0; i < n;) {
 		size_t k = utf8_seq_len((const unsigned char *)buf + i, n - i);
 		if (!k) {
 			free(buf);
-			return fail("exec: -i: stdin is not UTF-8 text (byte %zu)", i);
+			return detach_fail("exec: -i: stdin is not UTF-8 text (byte %zu)", i);
 		}
 		i += k;
 	}
@@ -348,8 +200,8 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 			i++;
 		if (i >= argc || !strcmp(argv[i], "-c")) {
 			json_object_put(req);
-			fail("exec: no command (agentbox exec ID -- COMMAND, or -c 'STRING' "
-			     "alone)");
+			detach_fail("exec: no command (agentbox exec ID -- COMMAND, or -c 'STRING' "
+				    "alone)");
 			return NULL;
 		}
 		json_object *a = json_object_new_array();
@@ -371,7 +223,7 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 	unsigned long long ms = 0;
 	if (timeout && (ab_parse_duration(timeout, &ms) < 0 || ms == 0)) {
 		json_object_put(req);
-		fail("exec: --timeout '%s': not a duration (500ms, 30s, 10m, 1h)", timeout);
+		detach_fail("exec: --timeout '%s': not a duration (500ms, 30s, 10m, 1h)", timeout);
 		return NULL;
 	}
 	if (ms)
@@ -382,9 +234,9 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 static int send_line(int fd, json_object *o)
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	int r = write_all(fd, s, strlen(s));
+	int r = detach_write_all(fd, s, strlen(s));
 	if (r == 0)
-		r = write_all(fd, "\n", 1);
+		r = detach_write_all(fd, "\n", 1);
 	return r;
 }
 
@@ -396,12 +248,12 @@ static void write_output(json_object *m)
 	if (!json_object_object_get_ex(m, "data", &d))
 		return;
 	char *data = strdup(json_object_get_string(d));
-	const char *st = str_of(m, "stream");
+	const char *st = lines_str(m, "stream");
 	if (!data)
 		return;
 	size_t n = base64_decode_inplace(data);
 	if (st && !strcmp(st, "stderr"))
-		write_all(STDERR_FILENO, data, n);
+		detach_write_all(STDERR_FILENO, data, n);
 	else
 		ab_term_write_out(data, n);
 	free(data);
@@ -419,7 +271,7 @@ static int exec_relay(struct lines *l, const char *id)
 {
 	bool cancelled = false, bad;
 	for (;;) {
-		json_object *m = next_line(l, &bad);
+		json_object *m = lines_next(l, &bad);
 		if (!m && l->sig && !cancelled) {
 			l->sig = false;
 			cancelled = true;
@@ -434,8 +286,9 @@ static int exec_relay(struct lines *l, const char *id)
 		if (!m && (l->sig || bad))
 			continue;
 		if (!m)
-			return fail("sandbox %s: its launcher hung up before the result", id);
-		const char *type = str_of(m, "type"), *mid = str_of(m, "id");
+			return detach_fail("sandbox %s: its launcher hung up before the result",
+					   id);
+		const char *type = lines_str(m, "type"), *mid = lines_str(m, "id");
 		int code = -1;
 		if (!mid || strcmp(mid, exec_id) != 0) {
 			/* another request's (the cancel's ok) */
@@ -445,7 +298,7 @@ static int exec_relay(struct lines *l, const char *id)
 			code = result_code(m);
 			l->result = json_object_get(m);
 		} else if (!strcmp(type, "error")) {
-			code = fail("sandbox %s: %s", id, str_of(m, "message"));
+			code = detach_fail("sandbox %s: %s", id, lines_str(m, "message"));
 		}
 		json_object_put(m);
 		if (code >= 0)
@@ -534,7 +387,8 @@ static void tty_stdin(struct tty_relay *t)
 /* One message from the launcher. */
 static void tty_message(struct tty_relay *t, json_object *m)
 {
-	const char *type = str_of(m, "type"), *mid = str_of(m, "id"), *code = str_of(m, "code");
+	const char *type = lines_str(m, "type"), *mid = lines_str(m, "id"),
+		   *code = lines_str(m, "code");
 	bool busy = type && !strcmp(type, "error") && code && !strcmp(code, "busy");
 	if (!type || !mid)
 		return;
@@ -545,7 +399,7 @@ static void tty_message(struct tty_relay *t, json_object *m)
 			t->code = result_code(m);
 			t->l->result = json_object_get(m);
 		} else if (!strcmp(type, "error"))
-			snprintf(t->why, sizeof(t->why), "%s", str_of(m, "message"));
+			snprintf(t->why, sizeof(t->why), "%s", lines_str(m, "message"));
 	} else if (!strcmp(mid, "in") && busy) {
 		t->retry = true; /* the command is still queued */
 	} else if (!strcmp(mid, "in")) {
@@ -584,7 +438,7 @@ static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize s
 	while (t.code < 0 && !t.why[0]) {
 		bool bad;
 		json_object *m;
-		while (t.code < 0 && (m = take_line(l, &bad))) {
+		while (t.code < 0 && (m = lines_take(l, &bad))) {
 			tty_message(&t, m);
 			json_object_put(m);
 		}
@@ -606,7 +460,7 @@ static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize s
 			snprintf(t.why, sizeof(t.why), "poll: %s", strerror(errno));
 		if (n == 0)
 			tty_retry(&t);
-		if (p[0].revents && !fill_lines(l))
+		if (p[0].revents && !lines_fill(l))
 			snprintf(t.why, sizeof(t.why), "a line from its launcher is too long");
 		if (p[1].revents)
 			tty_signals(&t, sigfd);
@@ -617,7 +471,7 @@ static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize s
 	ab_term_raw_restore(raw); /* before anything is said */
 	if (t.code >= 0)
 		return t.code;
-	return fail("sandbox %s: %s", id, t.why);
+	return detach_fail("sandbox %s: %s", id, t.why);
 }
 
 /* exec -t: SIGWINCH and every signal agentbox run -t passes on, taken
@@ -646,7 +500,7 @@ static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 		const char *a = argv[*i];
 		if (!strcmp(a, "--") || !strcmp(a, "-c"))
 			break;
-		if (is_help(a)) {
+		if (detach_is_help(a)) {
 			fputs(usage_exec, stdout);
 			return 1;
 		} else if (!strcmp(a, "-i")) {
@@ -659,12 +513,13 @@ static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 			o->quiet = true;
 		} else if (!strcmp(a, "--timeout")) {
 			if (*i + 1 >= argc) {
-				fail("exec: --timeout needs a duration (500ms, 30s, 10m, 1h)");
+				detach_fail(
+					"exec: --timeout needs a duration (500ms, 30s, 10m, 1h)");
 				return -1;
 			}
 			o->timeout = argv[++*i];
 		} else {
-			fail("exec: unknown option '%s' (try 'agentbox exec --help')", a);
+			detach_fail("exec: unknown option '%s' (try 'agentbox exec --help')", a);
 			return -1;
 		}
 	}
@@ -678,7 +533,7 @@ int detach_cli_exec(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? 0 : AB_EXIT_FAILURE;
 	if (i >= argc || !strcmp(argv[i], "--") || !strcmp(argv[i], "-c"))
-		return fail("exec: which sandbox? (agentbox exec ID -- COMMAND)");
+		return detach_fail("exec: which sandbox? (agentbox exec ID -- COMMAND)");
 	const char *id = argv[i++];
 	if ((r = exec_options(argc, argv, &i, &o)) != 0)
 		return r > 0 ? 0 : AB_EXIT_FAILURE;
@@ -686,10 +541,10 @@ int detach_cli_exec(int argc, char **argv)
 	const char *timeout = o.timeout;
 	struct ab_error err = {0};
 	if (in && tty)
-		return fail("exec: -i and -t: with -t the command's stdin is its terminal, "
-			    "which your terminal types into; give one of them");
+		return detach_fail("exec: -i and -t: with -t the command's stdin is its terminal, "
+				   "which your terminal types into; give one of them");
 	if (tty && ab_term_check(&err) < 0)
-		return fail("exec: %s", err.msg);
+		return detach_fail("exec: %s", err.msg);
 	struct winsize ws = ab_term_size();
 	exec_id_init();
 	json_object *req =
@@ -699,19 +554,19 @@ int detach_cli_exec(int argc, char **argv)
 		return AB_EXIT_FAILURE;
 	}
 	char root[PATH_MAX];
-	cleanup_fd int fd = dial(id, "exec", root, sizeof(root));
+	cleanup_fd int fd = detach_cli_dial(id, "exec", root, sizeof(root));
 	signal(SIGPIPE, SIG_IGN);
 	cleanup_fd int sigfd = tty ? tty_signals_fd() : ab_ending_signals_fd();
 	struct lines l = {.fd = fd, .sigfd = sigfd};
-	int code = fd < 0 ? AB_EXIT_FAILURE : read_hello(&l, id);
+	int code = fd < 0 ? AB_EXIT_FAILURE : lines_hello(&l, id);
 	/* raw before the command starts: no command is left without its
 	 * terminal for a mode that could not be set */
 	ab_cleanup_raw_tty struct ab_raw_tty raw = {0};
 	if (code == 0 && tty && ab_term_raw_enter(&raw, &err) < 0)
-		code = fail("exec: %s", err.msg);
+		code = detach_fail("exec: %s", err.msg);
 	if (code == 0 && send_line(fd, req) < 0) {
 		ab_term_raw_restore(&raw);
-		code = fail("sandbox %s: cannot send the request: %s", id, strerror(errno));
+		code = detach_fail("sandbox %s: cannot send the request: %s", id, strerror(errno));
 	}
 	if (code == 0)
 		code = tty ? exec_tty(&l, id, sigfd, ws, &raw) : exec_relay(&l, id);
@@ -741,14 +596,14 @@ static const char usage_connect[] =
 
 int detach_cli_connect(int argc, char **argv)
 {
-	if (argc == 2 && is_help(argv[1])) {
+	if (argc == 2 && detach_is_help(argv[1])) {
 		fputs(usage_connect, stdout);
 		return 0;
 	}
 	if (argc != 2)
-		return fail("connect: one sandbox id (agentbox connect ID)");
+		return detach_fail("connect: one sandbox id (agentbox connect ID)");
 	char root[PATH_MAX];
-	cleanup_fd int fd = dial(argv[1], "sock", root, sizeof(root));
+	cleanup_fd int fd = detach_cli_dial(argv[1], "sock", root, sizeof(root));
 	if (fd < 0)
 		return AB_EXIT_FAILURE;
 	signal(SIGPIPE, SIG_IGN);
@@ -764,7 +619,7 @@ int detach_cli_connect(int argc, char **argv)
 		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return fail("connect: poll: %s", strerror(errno));
+			return detach_fail("connect: poll: %s", strerror(errno));
 		}
 		if (p[2].revents & (POLLERR | POLLHUP | POLLNVAL))
 			return 0;
@@ -772,7 +627,7 @@ int detach_cli_connect(int argc, char **argv)
 			ssize_t n = read(fd, buf, sizeof(buf));
 			if (n <= 0)
 				return 0; /* the launcher closed the connection */
-			if (write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+			if (detach_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
 				return 0; /* our reader is gone: so is the connection */
 		}
 		if (p[0].revents) {
@@ -782,7 +637,7 @@ int detach_cli_connect(int argc, char **argv)
 			if (n <= 0) {
 				in_open = false;
 				shutdown(fd, SHUT_WR);
-			} else if (write_all(fd, buf, (size_t)n) < 0) {
+			} else if (detach_write_all(fd, buf, (size_t)n) < 0) {
 				return 0;
 			}
 		}

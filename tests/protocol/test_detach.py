@@ -313,7 +313,8 @@ class Detached(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.ws, "srv.txt")), 10),
                         "the background process of an exec was ended with it")
-        pid = open(os.path.join(self.ws, "srv.pid")).read().strip()
+        with open(os.path.join(self.ws, "srv.pid")) as f:
+            pid = f.read().strip()
         r = self.ab("exec", sid, "--", "test", "-d", "/proc/" + pid)
         self.assertEqual(r.returncode, 0, "not alive after the exec ended")
         # options after the id, up to "--"; run's lines on stderr
@@ -326,7 +327,8 @@ class Detached(unittest.TestCase):
         self.assertNotIn("agentbox:", r.stderr)
         r = self.ab("exec", sid, "--no-keep-background", "-c", "sleep 30 & echo $! > bg2.pid")
         self.assertEqual(r.returncode, 0, r.stderr)
-        pid2 = open(os.path.join(self.ws, "bg2.pid")).read().strip()
+        with open(os.path.join(self.ws, "bg2.pid")) as f:
+            pid2 = f.read().strip()
         r = self.ab("exec", sid, "--", "test", "-d", "/proc/" + pid2)
         self.assertEqual(r.returncode, 1, "--no-keep-background left it running")
         r = self.ab("exec", sid, "--timeout")
