@@ -530,7 +530,7 @@ int main(int argc, char **argv)
 		return cmd_images(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "changes") || !strcmp(argv[1], "commit") ||
 	    !strcmp(argv[1], "discard"))
-		return layer_cli(argc - 1, argv + 1);
+		return layer_cli(argc - 1, argv + 1, detach_request);
 	fprintf(stderr, "agentbox: unknown command '%s' (try 'agentbox --help')\n", argv[1]);
 	return AB_EXIT_FAILURE;
 }

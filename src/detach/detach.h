@@ -20,6 +20,9 @@ int detach_cli_ls(int argc, char **argv);
 int detach_cli_rm(int argc, char **argv);
 /* agentbox pause ID and agentbox resume ID (argv[0] says which). */
 int detach_cli_pause(int argc, char **argv);
+/* One request (its "id" a string) to sandbox id, on its exec socket, and
+ * the result or error message that answers it (*reply, owned). */
+int detach_request(const char *id, json_object *req, json_object **reply, struct ab_error *err);
 
 /* ---- where sandboxes live (detach_dir.c) ---- */
 

@@ -114,6 +114,12 @@ struct ab_layer *ab_session_layer(struct ab_session *s);
 enum ab_errc layer_error_code(int code);
 
 /* agentbox changes|commit|discard (argv[0]): the exit status. */
-int layer_cli(int argc, char **argv);
+/* A detached sandbox's layer: req sent to sandbox id, its answer (a
+ * result or an error message) into *reply (detach_request). */
+typedef int (*layer_remote_fn)(const char *id, json_object *req, json_object **reply,
+			       struct ab_error *err);
+/* agentbox changes|commit|discard DIR|ID; remote reaches a sandbox ID (a
+ * name that is not a directory). */
+int layer_cli(int argc, char **argv, layer_remote_fn remote);
 
 #endif

@@ -4,17 +4,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/error.h"
 #include "layer/layer.h"
 
 static const char usage_layer[] =
-	"Usage: agentbox changes [--json] [--diff] [--max-diff-bytes N] [--ignored] DIR\n"
-	"       agentbox commit [--force] DIR [PATH...]\n"
-	"       agentbox discard DIR\n"
+	"Usage: agentbox changes [--json] [--diff] [--max-diff-bytes N] [--ignored] DIR|ID\n"
+	"       agentbox commit [--force] DIR|ID [PATH...]\n"
+	"       agentbox discard DIR|ID\n"
 	"\n"
 	"Review the layer DIR that agentbox run --workspace-mode overlay\n"
-	"--keep-changes DIR left (docs/workspace.md):\n"
+	"--keep-changes DIR left, or the layer of the detached sandbox ID\n"
+	"(agentbox create --workspace-mode overlay), through its launcher\n"
+	"(docs/workspace.md):\n"
 	"  changes   list what the layer changes in the workspace: A added,\n"
 	"            M modified, D deleted, R renamed; '!' marks a path the host\n"
 	"            changed since the layer started. --diff adds unified diffs of\n"
@@ -29,7 +32,8 @@ static const char usage_layer[] =
 	"            one of them since, unless --force; a protected path only\n"
 	"            with --force and a PATH naming it (or the protected path it\n"
 	"            is in); of a rename, only the end beneath a PATH is applied\n"
-	"  discard   remove DIR and everything in it\n"
+	"  discard   remove DIR and everything in it; of a sandbox ID, its layer\n"
+	"            and the sandbox with it (as agentbox rm)\n"
 	"\n"
 	"Exit status: 0 done; 1 commit refused for conflicts; 125 failed.\n";
 
@@ -70,12 +74,8 @@ static int fail(const struct ab_error *err)
 	return AB_EXIT_FAILURE;
 }
 
-static int cli_changes(struct ab_layer *l, bool json, struct layer_change_opts *o)
+static int cli_changes(json_object *out, bool json, struct layer_change_opts *o)
 {
-	struct ab_error err = {0};
-	json_object *out = NULL;
-	if (layer_changes(l, o, &out, &err) < 0)
-		return fail(&err);
 	if (json)
 		puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN |
 								 JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -85,12 +85,8 @@ static int cli_changes(struct ab_layer *l, bool json, struct layer_change_opts *
 	return 0;
 }
 
-static int cli_commit(struct ab_layer *l, char **paths, size_t n, bool force)
+static int cli_commit(json_object *out)
 {
-	struct ab_error err = {0};
-	json_object *out = NULL;
-	if (layer_commit(l, paths, n, force, &out, &err) < 0)
-		return fail(&err);
 	json_object *done = json_object_object_get(out, "committed");
 	json_object *conflicts = json_object_object_get(out, "conflicts");
 	int code = 0;
@@ -114,7 +110,65 @@ static int cli_commit(struct ab_layer *l, char **paths, size_t n, bool force)
 	return code;
 }
 
-int layer_cli(int argc, char **argv)
+/* The command on the layer directory dir: its result into *out. */
+static int local(const char *dir, const char *cmd, char **paths, size_t n, bool force,
+		 struct layer_change_opts *o, json_object **out, struct ab_error *err)
+{
+	struct ab_layer *l = NULL;
+	int r = layer_open(dir, &l, err);
+	if (r < 0)
+		return r;
+	if (!strcmp(cmd, "changes"))
+		r = layer_changes(l, o, out, err);
+	else if (!strcmp(cmd, "commit"))
+		r = layer_commit(l, paths, n, force, out, err);
+	else
+		r = layer_discard(l, err);
+	layer_free(l);
+	return r;
+}
+
+/* The command as a request to sandbox id (docs/protocol.md): the same
+ * result object, made by its launcher, which alone may touch its layer. */
+static int ask_sandbox(layer_remote_fn remote, const char *id, const char *cmd, char **paths,
+		       size_t n, bool force, struct layer_change_opts *o, json_object **out,
+		       struct ab_error *err)
+{
+	json_object *req = json_object_new_object(), *reply = NULL;
+	json_object_object_add(req, "op", json_object_new_string(cmd));
+	json_object_object_add(req, "id", json_object_new_string("agentbox-cli"));
+	if (!strcmp(cmd, "changes")) {
+		json_object_object_add(req, "diff", json_object_new_boolean(o->diff));
+		json_object_object_add(req, "max_diff_bytes",
+				       json_object_new_int64((int64_t)o->diff_max));
+		json_object_object_add(req, "include_ignored",
+				       json_object_new_boolean(o->include_ignored));
+	} else if (!strcmp(cmd, "commit")) {
+		json_object_object_add(req, "force", json_object_new_boolean(force));
+		if (n) {
+			json_object *a = json_object_new_array();
+			for (size_t i = 0; i < n; i++)
+				json_object_array_add(a, json_object_new_string(paths[i]));
+			json_object_object_add(req, "paths", a);
+		}
+	}
+	int r = remote(id, req, &reply, err);
+	json_object_put(req);
+	if (r < 0)
+		return r;
+	json_object *type = json_object_object_get(reply, "type");
+	if (strcmp(json_object_get_string(type), "error") == 0) {
+		json_object *msg = json_object_object_get(reply, "message");
+		r = ab_error_plain(err, EINVAL, "sandbox %s: %s", id,
+				   msg ? json_object_get_string(msg) : "refused");
+		json_object_put(reply);
+		return r;
+	}
+	*out = reply;
+	return 0;
+}
+
+int layer_cli(int argc, char **argv, layer_remote_fn remote)
 {
 	const char *cmd = argv[0];
 	bool json = false, force = false;
@@ -161,16 +215,22 @@ int layer_cli(int argc, char **argv)
 		return AB_EXIT_FAILURE;
 	}
 	struct ab_error err = {0};
-	struct ab_layer *l = NULL;
-	if (layer_open(argv[i], &l, &err) < 0)
+	json_object *out = NULL;
+	struct stat st;
+	/* a name that is no directory: a detached sandbox's id */
+	bool sandbox = remote && !strchr(argv[i], '/') &&
+		       !(stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode));
+	int r = sandbox ? ask_sandbox(remote, argv[i], cmd, argv + i + 1, (size_t)(argc - i - 1),
+				      force, &o, &out, &err)
+			: local(argv[i], cmd, argv + i + 1, (size_t)(argc - i - 1), force, &o, &out,
+				&err);
+	if (r < 0)
 		return fail(&err);
-	int code;
+	int code = 0;
 	if (!strcmp(cmd, "changes"))
-		code = cli_changes(l, json, &o);
+		code = cli_changes(out, json, &o);
 	else if (!strcmp(cmd, "commit"))
-		code = cli_commit(l, argv + i + 1, (size_t)(argc - i - 1), force);
-	else
-		code = layer_discard(l, &err) < 0 ? fail(&err) : 0;
-	layer_free(l);
+		code = cli_commit(out);
+	json_object_put(out);
 	return code;
 }

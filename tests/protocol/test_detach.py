@@ -335,6 +335,32 @@ class Detached(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("--timeout needs a duration", r.stderr)
 
+    def test_changes_commit_discard_of_a_detached_overlay_sandbox(self):
+        with open(os.path.join(self.ws, "a"), "w") as f:
+            f.write("a\n")
+        sid = self.create("--name", "ov", "--workspace-mode", "overlay")
+        r = self.ab("exec", sid, "-c", "echo b > b; echo A > a")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.ab("changes", sid)
+        self.assertEqual((r.returncode, r.stdout), (0, " M a\n A b\n"), r.stderr)
+        r = self.ab("changes", "--json", sid)
+        self.assertEqual(sorted(c["path"] for c in json.loads(r.stdout)["changes"]), ["a", "b"])
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "b")))  # not before a commit
+        r = self.ab("commit", sid, "b")
+        self.assertEqual((r.returncode, r.stdout), (0, "b\n"), r.stderr)
+        with open(os.path.join(self.ws, "b")) as f:
+            self.assertEqual(f.read(), "b\n")
+        with open(os.path.join(self.ws, "a")) as f:
+            self.assertEqual(f.read(), "a\n")
+        r = self.ab("discard", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_until(lambda: sid not in self.ls(), 5), "the sandbox ends with it")
+        # a direct sandbox has no layer: said, 125
+        sid = self.create("--name", "direct")
+        r = self.ab("changes", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("overlay", r.stderr)
+
     def test_end_of_input_keeps_the_connection_until_the_answers(self):
         sid = self.create("--name", "eof")
         req = {"op": "exec", "id": "e", "command": "sleep 0.3; echo ok"}
