@@ -369,3 +369,32 @@ test("overlay: changes, commit and discard", async () => {
     rmSync(ws, { recursive: true, force: true });
   }
 });
+
+test("overlay: a commit of many files stops no other call and no deadline", async () => {
+  const ws = tempDir("bigcommit");
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  try {
+    const made = await call(srv.client, "execute", {
+      command: "mkdir -p many && cd many && seq -f f%g 20000 | xargs touch && echo made",
+      timeout: 120,
+    });
+    assert.match(text(made), /^made\n/);
+    const t0 = Date.now();
+    const commit = call(srv.client, "commit", {}, { timeout: 600000 });
+    // the commit is running (its child writes the host's files) before the execute
+    await waitFor("the commit to start", () => existsSync(join(ws, "many")), 30000);
+    const t1 = Date.now();
+    const r = await call(srv.client, "execute", { command: "echo hi; sleep 30", timeout: 2 });
+    const answered = Date.now() - t1;
+    assert.match(text(r), /timed out after 2 seconds/);
+    assert.ok(answered < 5000, `the execute came back after ${answered} ms`);
+    const done = await commit;
+    const took = Date.now() - t0;
+    assert.match(text(done), /^Committed 20001 path\(s\)/);
+    assert.ok(took > answered, `the commit (${took} ms) was still running when the execute came back (${answered} ms)`);
+    assert.equal(readdirSync(join(ws, "many")).length, 20000);
+  } finally {
+    await srv.client.close();
+    rmSync(ws, { recursive: true, force: true });
+  }
+});
