@@ -30,9 +30,10 @@ int detach_request(const char *id, json_object *req, json_object **reply, struct
 #define DETACH_ID_MAX 63
 
 /* The directory of the caller's sandboxes into root: $AGENTBOX_RUNTIME_DIR,
- * else /run/agentbox for root, $XDG_RUNTIME_DIR/agentbox, or
- * /tmp/agentbox-UID; made (0700) when create, and refused unless it is a
- * directory of the caller's that no one else may enter. */
+ * else /run/agentbox for root, $XDG_RUNTIME_DIR/agentbox (when that is the
+ * caller's, 0700), or /tmp/agentbox-UID; made (0700) when create, and
+ * refused unless it is a directory of the caller's that no one else may
+ * enter (another user's named, with the way out). */
 int detach_root(char *root, size_t size, bool create, struct ab_error *err);
 bool detach_id_valid(const char *id);
 /* root/id/leaf into out, which holds a unix socket's path (108 bytes). */

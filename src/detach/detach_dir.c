@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +22,31 @@
 #define CTL_REPLY_MAX  4096
 #define CTL_TIMEOUT_MS (AB_FREEZE_WAIT_MS + 5000)
 
-/* base: a directory (NULL: none) in which to make the sandboxes' own. */
+/* $XDG_RUNTIME_DIR when it is what the XDG Base Directory specification
+ * says it is: an absolute path to a directory of the user's, 0700. */
+static const char *xdg_runtime_dir(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	if (!xdg || *xdg != '/' || stat(xdg, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+		return NULL;
+	return xdg;
+}
+
+/* The one place the sandboxes' directory is chosen: $AGENTBOX_RUNTIME_DIR,
+ * /run/agentbox for root, $XDG_RUNTIME_DIR/agentbox, /tmp/agentbox-UID
+ * (last: in /tmp anyone can make it first). */
 static int root_of(char *root, size_t size, struct ab_error *err)
 {
 	const char *env = getenv("AGENTBOX_RUNTIME_DIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = NULL;
 	int n;
 	if (env && *env)
 		n = snprintf(root, size, "%s", env);
 	else if (geteuid() == 0)
 		n = snprintf(root, size, "/run/agentbox");
-	else if (xdg && *xdg == '/' && access(xdg, W_OK | X_OK) == 0)
+	else if ((xdg = xdg_runtime_dir()))
 		n = snprintf(root, size, "%s/agentbox", xdg);
 	else
 		n = snprintf(root, size, "/tmp/agentbox-%u", (unsigned)geteuid());
@@ -41,6 +56,20 @@ static int root_of(char *root, size_t size, struct ab_error *err)
 				      "at most %zu bytes (AGENTBOX_RUNTIME_DIR)",
 				      root, size - 1);
 	return 0;
+}
+
+/* root is another user's (made first in /tmp, say): who, and the way out. */
+static int squatted(const char *root, const struct stat *st, struct ab_error *err)
+{
+	struct passwd *pw = getpwuid(st->st_uid);
+	return ab_error_plain(err, EPERM,
+			      "the sandboxes' directory %s is not yours: user %s (uid %u) made "
+			      "it%s, and agentbox will not use it. Set AGENTBOX_RUNTIME_DIR to a "
+			      "directory of yours (mkdir -m 700 ~/.agentbox-run), or run where "
+			      "XDG_RUNTIME_DIR is your own 0700 directory (a login session's); "
+			      "and ask root or its owner to remove it",
+			      root, pw ? pw->pw_name : "without a name", (unsigned)st->st_uid,
+			      S_ISDIR(st->st_mode) ? "" : " (and it is not a directory)");
 }
 
 int detach_root(char *root, size_t size, bool create, struct ab_error *err)
@@ -53,17 +82,23 @@ int detach_root(char *root, size_t size, bool create, struct ab_error *err)
 	cleanup_fd int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && !create)
 		return -ENOENT; /* no sandbox made yet */
-	if (fd < 0)
-		return ab_error_set(err, errno, "cannot open the sandboxes' directory %s", root);
 	struct stat st;
+	if (fd < 0) {
+		int e = errno; /* a 0700 directory of another user, a symlink, a file */
+		if (lstat(root, &st) == 0 && st.st_uid != geteuid())
+			return squatted(root, &st, err);
+		return ab_error_set(err, e, "cannot open the sandboxes' directory %s", root);
+	}
 	if (fstat(fd, &st) < 0)
 		return ab_error_set(err, errno, "cannot stat %s", root);
-	if (st.st_uid != geteuid() || (st.st_mode & 077))
+	if (st.st_uid != geteuid())
+		return squatted(root, &st, err);
+	if (st.st_mode & 077)
 		return ab_error_plain(err, EPERM,
-				      "the sandboxes' directory %s is not private (owner %u, mode "
-				      "%03o; it must be yours and 0700): remove it, or set "
-				      "AGENTBOX_RUNTIME_DIR to a directory of yours",
-				      root, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+				      "the sandboxes' directory %s is not private (mode %03o; it "
+				      "must be 0700): chmod 700 it, or set AGENTBOX_RUNTIME_DIR to "
+				      "another directory of yours",
+				      root, (unsigned)(st.st_mode & 0777));
 	return 0;
 }
 

@@ -47,13 +47,27 @@ static const char *host_path(json_object *v, const char **why)
 	return NULL;
 }
 
+/* A symlink as the last component of "from" or "to" is refused, never
+ * followed: the caller may name a path in its workspace, where a command
+ * of the sandbox could have made one that points at a file of the
+ * caller's (~/.ssh/id_rsa to read, ~/.bashrc to write). */
+static int refuse_symlink(const struct fileop_host *h, const char *field, struct ab_error *err)
+{
+	return ab_error_proto(err, AB_ERRC_INVALID_PATH,
+			      "%s: '%s' %s is a symbolic link, which is not followed (a command "
+			      "in the sandbox may have made it); name the file itself",
+			      h->down ? "download" : "upload", field, h->path);
+}
+
 static int open_from(struct fileop_host *h, const char *field, struct ab_error *err)
 {
-	h->file = open(h->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	h->file = open(h->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (h->file < 0 && errno == ELOOP && lstat(h->path, &st) == 0 && S_ISLNK(st.st_mode))
+		return refuse_symlink(h, field, err);
 	if (h->file < 0)
 		return ab_error_proto(err, fileop_errc(errno), "upload: '%s' %s: %s", field,
 				      h->path, strerror(errno));
-	struct stat st;
 	if (fstat(h->file, &st) < 0)
 		return ab_error_proto(err, AB_ERRC_IO_ERROR, "upload: '%s' %s: %s", field, h->path,
 				      strerror(errno));
@@ -66,7 +80,9 @@ static int open_from(struct fileop_host *h, const char *field, struct ab_error *
 	return 0;
 }
 
-/* The temporary file beside "to", created 0600 (mkostemp: O_EXCL). */
+/* The temporary file beside "to", created 0600 (mkostemp: O_EXCL), renamed
+ * over "to" at the end: "to" itself is never opened, and a rename replaces
+ * a symlink rather than follow it. */
 static int open_to(struct fileop_host *h, const char *field, struct ab_error *err)
 {
 	const char *slash = strrchr(h->path, '/');
@@ -88,7 +104,9 @@ static int open_to(struct fileop_host *h, const char *field, struct ab_error *er
 				      : missing ? strerror(errno)
 						: "is not a directory");
 	}
-	if (stat(h->path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (lstat(h->path, &st) == 0 && S_ISLNK(st.st_mode))
+		return refuse_symlink(h, field, err);
+	if (lstat(h->path, &st) == 0 && S_ISDIR(st.st_mode))
 		return ab_error_proto(err, AB_ERRC_IS_DIRECTORY, "download: '%s' %s is a directory",
 				      field, h->path);
 	if (asprintf(&h->tmp, "%s/.%s.agentbox-XXXXXX", slash == h->path ? "" : dir, base) < 0) {
@@ -355,6 +373,14 @@ void fileop_host_finish(struct fileop_host *h, json_object **msg)
 		umask(mask);
 		int r = fchmod(h->file, 0666 & ~mask) < 0 || close(h->file) < 0 ? -errno : 0;
 		h->file = -1;
+		struct stat st;
+		if (r == 0 && lstat(h->path, &st) == 0 && S_ISLNK(st.st_mode)) {
+			/* made while the bytes moved: refused as at the start */
+			struct ab_error e = {0};
+			refuse_symlink(h, field, &e);
+			fail(msg, ab_errc_name(AB_ERRC_INVALID_PATH), e.msg);
+			return;
+		}
 		if (r == 0)
 			r = fileop_replace(h->tmp, h->path);
 		if (r == 0) {

@@ -7,8 +7,11 @@
  * call is a tool error (isError); only what is wrong with a message
  * itself is a JSON-RPC error, and the server goes on after both. Replies
  * go out through serve_out.c's bounded, non-blocking queue, so a client
- * that does not read never stops timeouts; end of file on stdin ends the
- * session (every process killed, the cgroup removed). */
+ * that does not read never stops timeouts; the overlay's changes, commit
+ * and discard run one at a time under serve_layer.c's watchdog, as serve's,
+ * so a commit of many files stops no other call and no deadline. End of
+ * file on stdin ends the session (every process killed, the cgroup
+ * removed) once the layer calls sent before it are answered. */
 #include "mcp/mcp.h"
 
 #include <errno.h>
@@ -30,6 +33,7 @@
 #include "mcp/mcp_tools.h"
 #include "serve/request.h"
 #include "sandbox/isolation.h"
+#include "serve/serve_layer.h"
 #include "serve/serve_out.h"
 #include "session/result.h"
 #include "util/error.h"
@@ -69,6 +73,8 @@ struct mcp {
 	struct ab_config *cfg;
 	struct ab_session *s;
 	struct serve_out out;
+	struct serve_layer layer; /* the layer call running, one at a time */
+	unsigned long long layer_tag;
 	struct call *head, *tail;
 	size_t n_calls;
 	unsigned long long next_tag;
@@ -197,7 +203,7 @@ static void start_waiting(struct mcp *m)
 {
 	for (struct call *c = m->head, *next; c; c = next) {
 		next = c->next;
-		if (c->running)
+		if (c->running || mcp_tool_kind(c->tool) == MCP_TOOL_LAYER)
 			continue;
 		if (ab_session_running(m->s) >= m->cfg->max_concurrent ||
 		    out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER)
@@ -215,18 +221,60 @@ static void start_waiting(struct mcp *m)
 	}
 }
 
-/* changes, commit, discard: done here and now, on the session's layer. */
-static json_object *layer_call(struct mcp *m, struct call *c)
+/* A layer call's reply (a protocol result or error) into its result. */
+static void layer_done(struct mcp *m, struct call *c, json_object *reply)
 {
-	json_object *o = NULL;
-	struct ab_error le = {0};
-	bool end = false;
-	if (layer_session_op(ab_session_layer(m->s), c->q.op, c->q.req, &o, &end, &le) < 0)
-		return mcp_tool_error("%s", le.msg);
-	json_object *r = mcp_tool_reply_result(c->tool, c->args, o);
-	json_object_put(o);
-	m->ending |= end; /* discard: the sandbox and its layer go */
-	return r;
+	call_done(m, c, mcp_tool_reply_result(c->tool, c->args, reply));
+	json_object_put(reply);
+}
+
+static struct call *call_by_tag(struct mcp *m, unsigned long long tag)
+{
+	struct call *c = m->head;
+	while (c && c->tag != tag)
+		c = c->next;
+	return c;
+}
+
+/* changes, commit, discard: one at a time, each in serve_layer.c's
+ * watchdog child as serve's, so that no other call and no deadline waits
+ * for a review or a commit of many files. discard is answered at once. */
+static void layer_start_waiting(struct mcp *m)
+{
+	while (!m->ending && m->layer.pid <= 0) {
+		struct call *c = m->head;
+		while (c && (c->running || mcp_tool_kind(c->tool) != MCP_TOOL_LAYER))
+			c = c->next;
+		if (!c)
+			return;
+		json_object *reply = NULL, *id = json_object_new_int64((int64_t)c->tag);
+		bool end = false;
+		int started = serve_layer_start(&m->layer, ab_session_layer(m->s), c->q.op,
+						c->q.req, id, &reply, &end);
+		json_object_put(id);
+		if (started) {
+			c->running = true;
+			c->progress_ms = now_ms() + PROGRESS_MS;
+			m->layer_tag = c->tag;
+			return;
+		}
+		m->ending |= end; /* discard: the sandbox and its layer go */
+		layer_done(m, c, reply);
+	}
+}
+
+/* The running layer call's reply, once it came (or its bound passed). */
+static void layer_poll(struct mcp *m)
+{
+	json_object *reply = m->layer.pid > 0 ? serve_layer_poll(&m->layer) : NULL;
+	if (!reply)
+		return;
+	struct call *c = call_by_tag(m, m->layer_tag);
+	if (c)
+		layer_done(m, c, reply);
+	else
+		json_object_put(reply);
+	layer_start_waiting(m);
 }
 
 static void tools_call(struct mcp *m, json_object *id, json_object *params)
@@ -300,7 +348,7 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 	m->n_calls++;
 	log_msg(m, 0, "%s: called", mcp_tool_name(t));
 	if (mcp_tool_kind(t) == MCP_TOOL_LAYER)
-		call_done(m, c, layer_call(m, c));
+		layer_start_waiting(m);
 	else
 		start_waiting(m);
 }
@@ -315,6 +363,13 @@ static void cancelled(struct mcp *m, json_object *params)
 	log_msg(m, 0, "%s: cancelled by the client", mcp_tool_name(c->tool));
 	if (!c->running) {
 		call_del(m, c);
+		return;
+	}
+	if (mcp_tool_kind(c->tool) == MCP_TOOL_LAYER) {
+		/* stopped as at its bound: what a commit wrote before stays */
+		serve_layer_stop(&m->layer);
+		call_del(m, c);
+		layer_start_waiting(m);
 		return;
 	}
 	c->cancelled = true;
@@ -370,9 +425,7 @@ static json_object *file_op_result(struct call *c, const struct ab_result *res)
 static void on_event(const struct ab_event *ev, void *arg)
 {
 	struct mcp *m = arg;
-	struct call *c = m->head;
-	while (c && c->tag != ev->tag)
-		c = c->next;
+	struct call *c = call_by_tag(m, ev->tag);
 	if (!c || ev->kind != AB_EVENT_RESULT)
 		return;
 	if (c->cancelled)
@@ -611,21 +664,36 @@ static void report_limits(struct mcp *m)
 	json_object_put(iso);
 }
 
-/* The loop: stdin, stdout, signals and the session until end of file, a
- * signal, a discard or the sandbox's death (-1). */
+/* A layer call running or waiting: end of file waits for it, as a
+ * commit the client sent before it closed is one it meant. */
+static bool layer_pending(const struct mcp *m)
+{
+	for (const struct call *c = m->head; c; c = c->next)
+		if (mcp_tool_kind(c->tool) == MCP_TOOL_LAYER)
+			return true;
+	return false;
+}
+
+/* The loop: stdin, stdout, signals, the session and the layer call until
+ * end of file (and the layer calls sent before it), a signal, a discard
+ * or the sandbox's death (-1). */
 static int serve_loop(struct mcp *m, int sigfd)
 {
 	struct ab_error err = {0};
-	while (!m->ending && !m->stdin_eof && !m->out.broken) {
+	while (!m->ending && (!m->stdin_eof || layer_pending(m)) && !m->out.broken) {
 		int wait = progress_tick(m); /* first: what it sends is written below */
+		int lw = serve_layer_timeout(&m->layer);
+		if (lw >= 0 && (wait < 0 || lw < wait))
+			wait = lw;
 		bool busy = out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER;
-		struct pollfd p[4] = {
-			{.fd = busy ? -1 : STDIN_FILENO, .events = POLLIN},
+		struct pollfd p[5] = {
+			{.fd = busy || m->stdin_eof ? -1 : STDIN_FILENO, .events = POLLIN},
 			{.fd = out_waiting(&m->out) ? STDOUT_FILENO : -1, .events = POLLOUT},
 			{.fd = sigfd, .events = POLLIN},
 			{.fd = ab_session_fd(m->s), .events = POLLIN},
+			{.fd = serve_layer_fd(&m->layer), .events = POLLIN},
 		};
-		if (poll(p, 4, wait) < 0 && errno != EINTR)
+		if (poll(p, 5, wait) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			out_flush(&m->out, !m->out.nonblock);
@@ -644,6 +712,7 @@ static int serve_loop(struct mcp *m, int sigfd)
 				m->in_len += (size_t)n;
 			handle_input(m);
 		}
+		layer_poll(m);
 		if (!out_waiting(&m->out) || m->out.nonblock)
 			out_flush(&m->out, false);
 		start_waiting(m);
@@ -660,6 +729,7 @@ int ab_mcp(struct ab_config *cfg)
 		return AB_EXIT_FAILURE;
 	}
 	struct mcp m = {.cfg = cfg, .log_level = N_LEVELS};
+	serve_layer_init(&m.layer);
 	out_init(&m.out, STDOUT_FILENO, false);
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = ab_ending_signals_fd();
@@ -679,7 +749,8 @@ int ab_mcp(struct ab_config *cfg)
 		return AB_EXIT_FAILURE;
 	}
 	int status = serve_loop(&m, sigfd) < 0 ? AB_EXIT_FAILURE : 0;
-	while (m.head) { /* the calls still running: the sandbox ends */
+	serve_layer_stop(&m.layer); /* a signal or the sandbox's death */
+	while (m.head) {	    /* the calls still running: the sandbox ends */
 		if (!m.head->cancelled)
 			rpc_result(&m, m.head->rpc_id,
 				   mcp_tool_error("the sandbox ended before the call finished (%s)",

@@ -1,4 +1,4 @@
-/* The layer ops of agentbox serve (changes, commit) under a watchdog
+/* The layer ops (changes, commit) of serve, mcp and runtime under a watchdog
  * (serve_layer.c): each runs in a child of the launcher, so that the
  * protocol loop goes on enforcing timeouts meanwhile and a stuck one is
  * killed at its bound and answered with an error. */

@@ -3,7 +3,8 @@
  * command with the caller's own stdin, stdout and stderr passed into the
  * sandbox (a terminal stays a terminal, and output that is not captured
  * never passes through agentbox), forward the signals a wrapper passes on,
- * and close. Timeout, escalation, output, denials, OOM, protected paths
+ * and close; a terminal among those fds gets back the modes and size it
+ * had (term.h). Timeout, escalation, output, denials, OOM, protected paths
  * and the result are the session's (command.c, command_result.c). */
 #include <errno.h>
 #include <fcntl.h>
@@ -171,6 +172,12 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
 		return ab_error_set(err, errno, "cannot block signals");
 	cleanup_fd int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* without -t the command gets the caller's terminal itself: its
+	 * modes and size come back once the sandbox is gone (restored last) */
+	ab_cleanup_term_keep struct ab_term_keep keep = {0};
+	if (!cfg->tty)
+		ab_term_keep_save(&keep, (int[]){0, cfg->capture ? -1 : 1, cfg->capture ? -1 : 2},
+				  3);
 	struct ab_session *s = NULL;
 	int r = sigfd < 0 ? ab_error_set(err, errno, "cannot watch signals")
 			  : session_open(cfg, true, res, &s, err);
@@ -179,6 +186,7 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 	if (r < 0)
 		ab_isolation_explain(cfg, ~0u, err); /* name what a container refuses */
 	ab_session_close(s);
+	ab_term_keep_restore(&keep);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

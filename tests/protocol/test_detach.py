@@ -413,7 +413,7 @@ class Detached(unittest.TestCase):
         r = subprocess.run(["runuser", "-u", "tester", "--", any_user_bin(), "exec", sid, "--",
                             "true"], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 125)
-        self.assertIn("Permission denied", r.stderr)
+        self.assertIn("%s is not yours: user root (uid 0) made it" % self.rt, r.stderr)
         # and with the directories opened, the launcher's peer check
         os.chmod(self.rt, 0o711)
         os.chmod(os.path.join(self.rt, sid), 0o711)
@@ -428,6 +428,52 @@ class Detached(unittest.TestCase):
         os.chmod(self.rt, 0o700)
         r = self.ab("exec", sid, "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_squatted_runtime_dir_names_its_owner_and_the_way_out(self):
+        # another user makes /tmp/agentbox-UID first (anyone may, in /tmp)
+        if not ROOT:
+            self.skipTest("making a directory of another user's needs root")
+        try:
+            victim, squatter = pwd.getpwnam("tester"), pwd.getpwnam("tester2")
+        except KeyError:
+            self.skipTest("no users 'tester' and 'tester2'")
+        sq = "/tmp/agentbox-%d" % victim.pw_uid
+        if os.path.lexists(sq):
+            self.skipTest(sq + " exists already (someone's own): left alone")
+        os.mkdir(sq, 0o700)
+        self.addCleanup(os.rmdir, sq)
+        os.chown(sq, squatter.pw_uid, squatter.pw_gid)
+        mine = make_dir()  # the victim's own directories
+        self.addCleanup(shutil.rmtree, mine, True)
+        xdg_open, xdg, rt = (os.path.join(mine, n) for n in ("xdg-open", "xdg", "rt"))
+        for d, mode in ((xdg_open, 0o755), (xdg, 0o700), (rt, 0o700)):
+            os.mkdir(d, mode)
+            os.chown(d, victim.pw_uid, victim.pw_gid)
+
+        def as_victim(*args, **env):
+            e = {k: v for k, v in os.environ.items()
+                 if k not in ("AGENTBOX_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
+            e.update(env)
+            return subprocess.run(["runuser", "-u", "tester", "--", any_user_bin(), *args],
+                                  env=e, capture_output=True, text=True, timeout=60)
+
+        for env in ({}, {"XDG_RUNTIME_DIR": xdg_open}):  # not 0700: not used
+            for args in (("create", "--workspace", self.ws), ("ls",)):
+                r = as_victim(*args, **env)
+                self.assertEqual(r.returncode, 125, (args, env, r))
+                self.assertIn("the sandboxes' directory %s is not yours: user tester2 (uid %d)"
+                              % (sq, squatter.pw_uid), r.stderr)
+                self.assertIn("AGENTBOX_RUNTIME_DIR", r.stderr)
+        # the ways out: a private XDG_RUNTIME_DIR, or AGENTBOX_RUNTIME_DIR
+        for env, where in (({"XDG_RUNTIME_DIR": xdg}, os.path.join(xdg, "agentbox")),
+                           ({"AGENTBOX_RUNTIME_DIR": rt}, rt)):
+            r = as_victim("create", "--workspace", self.ws, **env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sid = r.stdout.strip()
+            self.assertTrue(os.path.isdir(os.path.join(where, sid)), where)
+            r = as_victim("rm", "-f", sid, **env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(sq), [])
 
     # ---- pause and resume ----
 

@@ -114,6 +114,34 @@ class HostFiles(unittest.TestCase):
             self.assertIn(text, m["message"], req)
         self.assertEqual(self.leftovers(self.host), [])
 
+    def test_a_symlink_as_from_or_to_is_refused_not_followed(self):
+        # a command plants links in its workspace, where the client names
+        # "from" and "to": to a host secret to read, a host file to replace
+        secret = self.hostfile("secret.key", b"do not upload\n")
+        target = self.hostfile("rc.sh", b"the caller's own\n")
+        self.call(op="write", path="data.txt", content="inside\n")
+        m = self.call(op="exec", command="ln -s %s from.link && ln -s %s to.link && "
+                      "ln -s %s todir.link" % (secret, target, self.host))
+        self.assertEqual(m["exit_code"], 0, m)
+        for req, field, link in (
+                (dict(op="upload", path="got.txt", **{"from": self.ws + "/from.link"}),
+                 "from", "from.link"),
+                (dict(op="download", path="data.txt", to=self.ws + "/to.link"), "to",
+                 "to.link"),
+                (dict(op="download", path="data.txt", to=self.ws + "/todir.link"), "to",
+                 "todir.link")):
+            m = self.call(**req)
+            self.assertEqual((m["type"], m["code"]), ("error", "invalid_path"), (req, m))
+            self.assertIn("'%s' %s/%s is a symbolic link" % (field, self.ws, link),
+                          m["message"])
+            self.assertTrue(os.path.islink(os.path.join(self.ws, link)), link)
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "got.txt")))
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"the caller's own\n")
+        self.assertEqual(self.leftovers(self.ws) + self.leftovers(self.host), [])
+        for n in ("from.link", "to.link", "todir.link", "data.txt"):
+            os.unlink(os.path.join(self.ws, n))
+
     def test_download_refuses_what_is_not_a_regular_file(self):
         d = os.path.join(self.ws, "odd")
         os.mkdir(d)

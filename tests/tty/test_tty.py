@@ -3,16 +3,22 @@ terminal (tmux): the command sees a terminal sized like the caller's, a
 resize reaches it, what is typed reaches it, Ctrl-C interrupts it (130),
 TIOCSTI from inside cannot type into the caller's terminal, and the
 caller's terminal modes are as they were after a SIGKILL of the command,
-after a timeout and (exec) after a signal to agentbox itself. Every wait is
+after a timeout and (exec) after a signal to agentbox itself. Without -t
+(a pty of Python's own, no tmux), a command that changes the caller's
+terminal it was given (stty -echo -icanon, a resize) leaves it as it was,
+after its exit, a timeout, or a SIGTERM or SIGINT to agentbox. Every wait is
 bounded; the tmux server is killed, the detached sandbox removed at the
 end. Skips without tmux unless AGENTBOX_MUST_WORK=1. AGENTBOX_BIN names the
 binary."""
 
+import fcntl
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
+import termios
 import time
 import unittest
 import uuid
@@ -56,6 +62,15 @@ class Tmux:
                        stderr=subprocess.DEVNULL)
 
 
+def require_agentbox():
+    r = subprocess.run([BIN, "run", "--", "true"], stdin=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    if r.returncode != 0:
+        if os.environ.get("AGENTBOX_MUST_WORK") == "1":
+            raise AssertionError("agentbox cannot run here: " + r.stderr)
+        raise unittest.SkipTest("agentbox cannot run here: " + r.stderr)
+
+
 class TtyCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -63,12 +78,7 @@ class TtyCase(unittest.TestCase):
             if os.environ.get("AGENTBOX_MUST_WORK") == "1":
                 raise AssertionError("tmux is missing (packaging/install-build-deps)")
             raise unittest.SkipTest("tmux is not installed")
-        r = subprocess.run([BIN, "run", "--", "true"], stdin=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, timeout=60)
-        if r.returncode != 0:
-            if os.environ.get("AGENTBOX_MUST_WORK") == "1":
-                raise AssertionError("agentbox cannot run here: " + r.stderr)
-            raise unittest.SkipTest("agentbox cannot run here: " + r.stderr)
+        require_agentbox()
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="agentbox-tty-")
@@ -243,6 +253,83 @@ class ExecTty(TtyCase):
                            timeout=60)
         self.assertEqual(r.returncode, 125)
         self.assertIn("-i and -t", r.stderr)
+
+
+class RunWithoutTty(unittest.TestCase):
+    """agentbox run without -t, its stdin, stdout and stderr a pty's slave:
+    the command has the caller's terminal itself, and can change it."""
+
+    CHANGE = "stty -echo -icanon; stty rows 5 cols 7"
+
+    @classmethod
+    def setUpClass(cls):
+        require_agentbox()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentbox-notty-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.master, self.slave = os.openpty()
+        self.addCleanup(os.close, self.master)
+        self.addCleanup(os.close, self.slave)
+        os.set_blocking(self.master, False)
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+
+    def state(self):
+        size = struct.unpack("HHHH", fcntl.ioctl(self.slave, termios.TIOCGWINSZ, b"\0" * 8))
+        return termios.tcgetattr(self.slave), size[:2]
+
+    def drain(self):
+        try:
+            while os.read(self.master, 65536):
+                pass
+        except OSError:
+            pass
+
+    def start(self, *args):
+        p = subprocess.Popen([BIN, "run", "--workspace", self.tmp, *args], stdin=self.slave,
+                             stdout=self.slave, stderr=self.slave)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        return p
+
+    def wait(self, p):
+        deadline = time.monotonic() + WAIT
+        while p.poll() is None and time.monotonic() < deadline:
+            self.drain()
+            time.sleep(0.02)
+        self.assertIsNotNone(p.poll(), "agentbox did not end")
+        return p.returncode
+
+    def wait_changed(self, before):
+        deadline = time.monotonic() + WAIT
+        while self.state() == before and time.monotonic() < deadline:
+            self.drain()
+            time.sleep(0.02)
+        now = self.state()
+        self.assertEqual(now[1], (5, 7), "the command resized the terminal")
+        self.assertFalse(now[0][3] & (termios.ECHO | termios.ICANON), "stty ran")
+
+    def test_modes_and_size_restored_after_the_command(self):
+        before = self.state()
+        p = self.start("--", "sh", "-c", self.CHANGE)
+        self.assertEqual(self.wait(p), 0)
+        self.assertEqual(self.state(), before)
+
+    def test_restored_after_a_timeout(self):
+        before = self.state()
+        p = self.start("--timeout", "2s", "--kill-after", "100ms", "--", "sh", "-c",
+                       self.CHANGE + "; sleep 30")
+        self.wait_changed(before)
+        self.assertEqual(self.wait(p), 124)
+        self.assertEqual(self.state(), before)
+
+    def test_restored_after_a_signal_to_agentbox(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            before = self.state()
+            p = self.start("--", "sh", "-c", self.CHANGE + "; exec sleep 30")
+            self.wait_changed(before)
+            p.send_signal(sig)
+            self.assertEqual(self.wait(p), 128 + sig, sig)
+            self.assertEqual(self.state(), before, sig)
 
 
 if __name__ == "__main__":

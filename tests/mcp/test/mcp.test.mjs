@@ -2,7 +2,8 @@
 // (@modelcontextprotocol/sdk, pinned in ../package-lock.json), started with
 // the configuration lines of docs/mcp.md: the tools and their schemas, each
 // tool, a timeout, bad paths and arguments, malformed input, cancellation,
-// progress, logging, the overlay's tools, and end of file ending the server
+// progress, logging, the overlay's tools (a commit of many files beside an
+// execute and its deadline, a cancelled commit), and end of file ending the server
 // and its sandbox with nothing left. Run as root and as a plain user.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -366,6 +367,76 @@ test("overlay: changes, commit and discard", async () => {
     assert.ok(!existsSync(join(ws, "b.txt")));
   } finally {
     await srv.client.close();
+    rmSync(ws, { recursive: true, force: true });
+  }
+});
+
+test("overlay: a commit of many files stops no other call and no deadline", async () => {
+  const ws = tempDir("bigcommit");
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  try {
+    const made = await call(srv.client, "execute", {
+      command: "mkdir -p many && cd many && seq -f f%g 20000 | xargs touch && echo made",
+      timeout: 120,
+    });
+    assert.match(text(made), /^made\n/);
+    const t0 = Date.now();
+    let committed = false;
+    const commit = call(srv.client, "commit", {}, { timeout: 600000 }).finally(() => (committed = true));
+    // the commit is running (its child writes the host's files) before the execute
+    await waitFor("the commit to start", () => existsSync(join(ws, "many")), 30000);
+    const t1 = Date.now();
+    const r = await call(srv.client, "execute", { command: "echo hi; sleep 30", timeout: 2 });
+    const answered = Date.now() - t1;
+    assert.match(text(r), /timed out after 2 seconds/);
+    assert.ok(answered < 5000, `the execute came back after ${answered} ms`);
+    // 20,000 files take the commit far longer than 2 s (about 12 s here)
+    assert.ok(!committed, "the commit was still running when the execute came back");
+    const done = await commit;
+    assert.match(text(done), /^Committed 20001 path\(s\)/);
+    console.log(`# commit of 20,000 files: ${Date.now() - t0} ms; the execute answered after ${answered} ms`);
+    assert.equal(readdirSync(join(ws, "many")).length, 20000);
+  } finally {
+    await srv.client.close();
+    rmSync(ws, { recursive: true, force: true });
+  }
+});
+
+test("overlay: a cancelled commit is stopped; end of file waits for a commit sent before it", async () => {
+  const ws = tempDir("cancelcommit");
+  try {
+    const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+    try {
+      const made = await call(srv.client, "execute", {
+        command: "mkdir -p many && cd many && seq -f f%g 20000 | xargs touch && echo made",
+        timeout: 120,
+      });
+      assert.match(text(made), /^made\n/);
+      const ac = new AbortController();
+      const pending = call(srv.client, "commit", {}, { signal: ac.signal, timeout: 600000 });
+      await waitFor("the commit to start", () => existsSync(join(ws, "many")), 30000);
+      ac.abort();
+      await assert.rejects(pending);
+      // stopped: the next layer call does not wait for the rest of it
+      const t0 = Date.now();
+      const r = await call(srv.client, "changes", {});
+      assert.ok(Date.now() - t0 < 5000, `changes came back after ${Date.now() - t0} ms`);
+      assert.match(text(r), /^added many\/f\d+/m);
+      assert.ok(readdirSync(join(ws, "many")).length < 20000, "the commit was stopped part way");
+    } finally {
+      await srv.client.close();
+    }
+    const s = rawServer(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+    s.send({ id: 1, method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+    await s.reply(1);
+    s.send({ id: 2, method: "tools/call", params: { name: "write_file", arguments: { file_path: "late.txt", content: "L\n" } } });
+    await s.reply(2);
+    s.send({ id: 3, method: "tools/call", params: { name: "commit", arguments: {} } });
+    s.p.stdin.end();
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    assert.match((await s.reply(3)).result.content[0].text, /^Committed 1 path\(s\) to the workspace: late\.txt/);
+    assert.equal(readFileSync(join(ws, "late.txt"), "utf8"), "L\n");
+  } finally {
     rmSync(ws, { recursive: true, force: true });
   }
 });
