@@ -12,7 +12,7 @@
 
 #include "runtime/rt_grpc.h"
 #include "runtime/rt_reply.h"
-#include "runtime/rtpath.h"
+#include "lex/rtpath.h"
 #include "util/error.h"
 
 const char *const grpc_methods[5] = {

@@ -12,7 +12,7 @@
 #include "agentbox/agentbox.h"
 #include "files/fileop.h"
 #include "runtime/runtime.h"
-#include "runtime/shlex.h"
+#include "lex/shlex.h"
 #include "serve/request.h"
 #include "serve/serve_layer.h"
 

@@ -1,4 +1,4 @@
-/* The legacy runtime's path rules (src/runtime/rtpath.c): any bytes,
+/* The legacy runtime's path rules (src/lex/rtpath.c): any bytes,
  * decoded twice (the framework's decoding, then main.py's), decode to no
  * more bytes than they had or are refused for a NUL; a decoded path is
  * either refused as escaping the base or made a normal relative path (no
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runtime/rtpath.h"
+#include "lex/rtpath.h"
 
 static void check_normal(const char *rel)
 {

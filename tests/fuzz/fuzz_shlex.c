@@ -1,4 +1,4 @@
-/* The /execute command splitter (src/runtime/shlex.c): any bytes split
+/* The /execute command splitter (src/lex/shlex.c): any bytes split
  * into at most as many words as bytes, none longer than the input, or are
  * refused with one of Python's messages; and the words, each quoted as
  * Python's shlex.quote() would ('...', a ' as '"'"'), joined by spaces,
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runtime/shlex.h"
+#include "lex/shlex.h"
 
 static bool known(const char *why)
 {

@@ -1,4 +1,4 @@
-/* The legacy runtime's path rules (src/runtime/rtpath.c): each expected
+/* The legacy runtime's path rules (src/lex/rtpath.c): each expected
  * value here is what Python 3.11 gives for the same input, through
  * urllib.parse.unquote() and main.py's get_safe_path() on a base that does
  * not exist (so realpath() is lexical, as ours is). */
@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/rtpath.h"
+#include "lex/rtpath.h"
 
 #define BASE "/nonexist-ab/app"
 

@@ -1,11 +1,11 @@
-/* The /execute splitter (src/runtime/shlex.c) splits as Python's
+/* The /execute splitter (src/lex/shlex.c) splits as Python's
  * shlex.split() does: each expected value here is what Python 3.11 gives
  * for the same input. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/shlex.h"
+#include "lex/shlex.h"
 
 #define MAXW 8
 

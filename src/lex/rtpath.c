@@ -1,4 +1,4 @@
-#include "runtime/rtpath.h"
+#include "lex/rtpath.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Python's shlex.split() in C (shlex.h): the state machine of
  * shlex.read_token with posix=True, whitespace_split=True and no comment
  * characters, which is what shlex.split() sets up. */
-#include "runtime/shlex.h"
+#include "lex/shlex.h"
 
 #include <errno.h>
 #include <stdbool.h>
