@@ -1,6 +1,7 @@
 /* agentbox runtime's own options (runtime.h): where it listens (HTTP and
  * gRPC), its connections' bounds, its locks (the token, the names and
  * origins it admits); the rest are agentbox serve's. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -64,7 +65,9 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 		} else if (!strcmp(a, "--host") || !strcmp(a, "--allow-origin")) {
 			bool host = !strcmp(a, "--host");
 			unsigned *k = host ? &o->n_hosts : &o->n_origins;
-			if (!*v || strlen(v) > 253 || strpbrk(v, host ? " \t/[]" : " \t"))
+			struct in6_addr a6; /* a name, or an address; an IPv6 one has colons */
+			if (!*v || strlen(v) > 253 || strpbrk(v, host ? " \t/[]" : " \t") ||
+			    (host && strchr(v, ':') && inet_pton(AF_INET6, v, &a6) != 1))
 				return ab_error_plain(err, EINVAL, "runtime: %s %s: expected %s", a,
 						      v,
 						      host ? "a host name or address without a port"
