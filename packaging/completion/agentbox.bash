@@ -41,7 +41,7 @@ _agentbox()
 	run) opts="$common -c --report --capture --merge-output --output-encoding" ;;
 	serve) opts="$common --max-concurrent --audit-log" ;;
 	mcp) opts="$common --max-concurrent" ;;
-	runtime) opts="$common --max-concurrent --listen --http-port --http-timeout --drain-timeout" ;;
+	runtime) opts="$common --max-concurrent --listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth --no-auth-on-network --host --allow-origin" ;;
 	check) opts="--json --cgroup-parent --help" ;;
 	changes) opts="--json --diff --max-diff-bytes --ignored --help" ;;
 	commit) opts="--force --help" ;;
