@@ -104,7 +104,7 @@ static int make_token(struct rt_auth *a, char *tok, size_t *len, struct ab_error
 	return 0;
 }
 
-static bool loopback(const char *addr)
+bool rt_auth_loopback(const char *addr)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
@@ -115,15 +115,10 @@ static bool loopback(const char *addr)
 
 int rt_auth_open(struct rt_auth *a, const struct ab_runtime_opts *o, struct ab_error *err)
 {
-	*a = (struct rt_auth){.o = o, .off = o->no_auth};
-	if (o->no_auth) {
-		if (!loopback(o->listen) && !o->no_auth_network)
-			return ab_error_plain(
-				err, EPERM,
-				"runtime: --no-auth with --listen %s would let anyone who reaches "
-				"that address run commands in the sandbox: add "
-				"--no-auth-on-network to mean it, or drop --no-auth",
-				o->listen);
+	a->o = o; /* the clients and connections counted so far stay */
+	a->off = o->no_auth;
+	a->file[0] = 0;
+	if (o->no_auth) { /* beyond loopback only with --no-auth-on-network (rt_options.c) */
 		fprintf(stderr,
 			"agentbox: runtime: WARNING: --no-auth: no token is asked; anyone who "
 			"can reach %s port %u can run commands in the sandbox\n",
@@ -209,7 +204,7 @@ bool rt_auth_host_ok(const struct rt_auth *a, const char *v, size_t len, int fd)
 		return false;
 	memcpy(host, v, n);
 	host[n] = 0;
-	if (!strcasecmp(host, "localhost") || loopback(host))
+	if (!strcasecmp(host, "localhost") || rt_auth_loopback(host))
 		return true;
 	if (strcmp(a->o->listen, "0.0.0.0") && strcmp(a->o->listen, "::") &&
 	    !strcasecmp(host, a->o->listen))
@@ -304,7 +299,7 @@ static void client_key(int fd, char *key, size_t size)
 		fam = v4 ? AF_INET : AF_INET6;
 	}
 	inet_ntop(fam, addr, text, sizeof(text));
-	long uid = loopback(text) ? peer_uid(&peer, &here) : -1;
+	long uid = rt_auth_loopback(text) ? peer_uid(&peer, &here) : -1;
 	if (uid >= 0)
 		snprintf(key, size, "uid %ld", uid);
 	else

@@ -41,6 +41,8 @@ int rt_auth_open(struct rt_auth *a, const struct ab_runtime_opts *o, struct ab_e
 /* Remove the file rt_auth_open made. */
 void rt_auth_close(struct rt_auth *a);
 
+/* Whether addr (text) is a loopback address (127/8, ::1). */
+bool rt_auth_loopback(const char *addr);
 /* Whether an Authorization value (len bytes, not NUL-terminated) is
  * "Bearer TOKEN" with the token, compared in constant time; always with
  * --no-auth. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_auth.h"
 #include "runtime/runtime.h"
 #include "util/error.h"
 
@@ -100,6 +101,13 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 				      "runtime: --no-auth and --token-file contradict each other");
 	if (o->no_auth_network && !o->no_auth)
 		return ab_error_plain(err, EINVAL, "runtime: --no-auth-on-network needs --no-auth");
+	if (o->no_auth && !o->no_auth_network && !rt_auth_loopback(o->listen))
+		return ab_error_plain(
+			err, EPERM,
+			"runtime: --no-auth with --listen %s would let anyone who reaches "
+			"that address run commands in the sandbox: add "
+			"--no-auth-on-network to mean it, or drop --no-auth",
+			o->listen);
 	rest[n] = NULL;
 	*n_rest = n;
 	return 0;

@@ -754,10 +754,9 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		close(sigfd);
 		return AB_EXIT_FAILURE;
 	}
-	if (rt_auth_open(&rt.auth, o, &err) == 0)
-		rt.d = listen_on(&rt, &err);
+	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
 	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &err) < 0) ||
-	    ab_session_open(cfg, &rt.s, &err) < 0) {
+	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_session_open(cfg, &rt.s, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		rt_auth_close(&rt.auth);
 		rt_grpc_close(&rt);

@@ -19,7 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtlib import BIN, Runtime, multipart, wait_for  # noqa: E402
+from rtlib import BIN, Runtime, free_port, multipart, wait_for  # noqa: E402
 
 CLIENT_CONNS = 32  # rt_auth.h's RT_CLIENT_CONNS
 
@@ -265,7 +265,7 @@ class TokenFile(unittest.TestCase):
                                (["--host", "a.example:80"], "without a port"),
                                (["--host"], "needs a value")):
                 with self.subTest(args=args):
-                    p = self.run_rt("--http-port", "1", *args)
+                    p = self.run_rt("--http-port", str(free_port()), *args)
                     self.assertEqual(p.returncode, 125, p.stderr)
                     self.assertIn(says, p.stderr)
 
