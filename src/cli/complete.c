@@ -29,7 +29,10 @@ static const struct command {
 	{"run", RUN, "-c -t", 'c'},
 	{"serve", SESSION, "", 0},
 	{"mcp", SESSION, "", 0},
-	{"runtime", SESSION, "--listen --http-port --grpc-port --http-timeout --drain-timeout", 0},
+	{"runtime", SESSION,
+	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
+	 "--no-auth-on-network --host --allow-origin",
+	 0},
 	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl", 0},
 	{"exec", NONE, "-i -t -c --timeout --quiet --no-keep-background --help", 'i'},
 	{"connect", NONE, "--help", 'i'},
@@ -149,7 +152,7 @@ static bool takes_value(const struct command *c, const char *opt)
 	}
 	return strstr(" --timeout --name --idle-timeout --ttl --max-diff-bytes --cgroup-parent "
 		      "--rootfs --image --listen --http-port --grpc-port --http-timeout "
-		      "--drain-timeout ",
+		      "--drain-timeout --token-file --host --allow-origin ",
 		      padded) != NULL;
 }
 

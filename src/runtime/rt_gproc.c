@@ -142,6 +142,7 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 	p->q = *q; /* the process keeps its argv, env and cwd */
 	*q = (struct pb_req){0};
 	p->pty = p->q.pty;
+	p->conn_id = call->c->id;
 	p->call = call;
 	call->proc = p;
 	p->next = g->procs;
@@ -164,7 +165,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 {
 	struct pb_req *q = &call->q;
 	struct gproc *p = proc_by_id(g, q->process_id);
-	if (!p) {
+	if (!p || p->conn_id != call->c->id) { /* another connection's is not there */
 		grpc_finish(call, G_NOT_FOUND, "process %d not found", q->process_id);
 		return;
 	}

@@ -280,6 +280,7 @@ static int on_begin_headers(nghttp2_session *h, const nghttp2_frame *f, void *us
 	call->sid = f->hd.stream_id;
 	call->method = -1;
 	call->last_in = now_ms();
+	call->authed = c->g->rt->auth.off; /* else its authorization header says */
 	call->next = c->calls;
 	if (c->calls)
 		c->calls->prev = call;
@@ -305,6 +306,12 @@ static int on_header(nghttp2_session *h, const nghttp2_frame *f, const uint8_t *
 		call->post = vl == 4 && !memcmp(value, "POST", 4);
 	} else if (nl == 12 && !memcmp(name, "content-type", 12)) {
 		call->bad_ctype = vl < 16 || memcmp(value, "application/grpc", 16);
+	} else if (nl == 13 && !memcmp(name, "authorization", 13)) {
+		struct gconn *c = user;
+		call->authed = rt_auth_bearer_ok(&c->g->rt->auth, (const char *)value, vl);
+	} else if (nl == 10 && !memcmp(name, ":authority", 10)) {
+		struct gconn *c = user;
+		call->bad_host = !rt_auth_host_ok(&c->g->rt->auth, (const char *)value, vl, c->fd);
 	}
 	return 0;
 }
@@ -349,10 +356,25 @@ static int on_data(nghttp2_session *h, uint8_t flags, int32_t sid, const uint8_t
 static int on_frame(nghttp2_session *h, const nghttp2_frame *f, void *user)
 {
 	struct gconn *c = user;
+	struct gcall *call = nghttp2_session_get_stream_user_data(h, f->hd.stream_id);
+	if (call && !call->dispatched && f->hd.type == NGHTTP2_HEADERS &&
+	    f->headers.cat == NGHTTP2_HCAT_REQUEST) { /* judged before its body is read */
+		if (call->bad_host || !call->authed) {
+			call->dispatched = true;
+			if (call->bad_host)
+				grpc_finish(call, G_PERMISSION_DENIED,
+					    ":authority names another server (agentbox runtime "
+					    "--host NAME admits a name)");
+			else
+				grpc_finish(call, G_UNAUTHENTICATED,
+					    "a token is required: authorization: Bearer TOKEN");
+			return 0;
+		}
+		c->authed = true;
+	}
 	if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
-	struct gcall *call = nghttp2_session_get_stream_user_data(h, f->hd.stream_id);
 	if (call && !call->dispatched) {
 		call->dispatched = true;
 		grpc_dispatch(c->g, call);
@@ -382,6 +404,7 @@ static void conn_free(struct rt_grpc *g, struct gconn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	g->n_conns--;
+	rt_auth_client_put(&g->rt->auth, c->client, true);
 	nghttp2_session_del(c->h);
 	close(c->fd);
 	free(c);
@@ -393,8 +416,12 @@ static void accept_conns(struct rt_grpc *g)
 		int fd = accept4(g->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		struct gconn *c = g->n_conns < GRPC_CONN_LIMIT ? calloc(1, sizeof(*c)) : NULL;
-		if (!c) { /* past the bound: closed at once */
+		int client = g->n_conns < GRPC_CONN_LIMIT
+				     ? rt_auth_client_take(&g->rt->auth, fd, true)
+				     : -1;
+		struct gconn *c = client >= 0 ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) { /* past the bound, or its client's share: closed at once */
+			rt_auth_client_put(&g->rt->auth, client, true);
 			close(fd);
 			continue;
 		}
@@ -402,13 +429,16 @@ static void accept_conns(struct rt_grpc *g)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->g = g;
 		c->fd = fd;
-		c->idle_since = now_ms();
+		c->client = client;
+		c->id = ++g->next_conn_id;
+		c->idle_since = c->accepted = now_ms();
 		nghttp2_settings_entry iv[] = {
 			{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, STREAMS_MAX},
 			{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20},
 			{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 16384},
 		};
 		if (nghttp2_session_server_new(&c->h, g->cb, c) != 0) {
+			rt_auth_client_put(&g->rt->auth, client, true);
 			close(fd);
 			free(c);
 			continue;
@@ -500,8 +530,12 @@ void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n)
 		if (c && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) && !conn_read(c))
 			c->dead = true;
 	}
+	unsigned long long head =
+		(tmo < RT_HEAD_DEADLINE_S * 1000ull ? tmo : RT_HEAD_DEADLINE_S * 1000ull);
 	for (struct gconn *c = g->conns, *next; c; c = next) {
 		next = c->next;
+		if (!c->authed && since(now, c->accepted) > head)
+			c->dead = true; /* no authenticated call in time: its slot back */
 		if (!c->dead && !c->ending && !c->n_calls &&
 		    (g->stopping || since(now, c->idle_since) > tmo)) {
 			c->ending = true; /* a GOAWAY: the client dials again */

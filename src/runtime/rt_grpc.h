@@ -102,6 +102,7 @@ enum {
 	G_UNIMPLEMENTED = 12,
 	G_INTERNAL = 13,
 	G_UNAVAILABLE = 14,
+	G_UNAUTHENTICATED = 16,
 };
 
 extern const char *const grpc_methods[5]; /* by enum pb_method */
@@ -115,7 +116,8 @@ struct gcall {
 	int32_t sid;
 	int method; /* -1: not one of the service's */
 	bool post, bad_ctype, too_large, dispatched, headers_sent, done;
-	uint8_t *in; /* the request's bytes */
+	bool authed, bad_host; /* its authorization, its :authority (rt_auth.h) */
+	uint8_t *in;	       /* the request's bytes */
 	size_t in_len, in_cap;
 	struct pb_req q;
 	uint8_t *out; /* answer bytes (framed messages) not yet sent */
@@ -131,7 +133,9 @@ struct gcall {
 struct gproc {
 	struct gproc *next, *prev;
 	unsigned long long tag;
-	int32_t id; /* Start's; 0 for Execute's */
+	int32_t id;		    /* Start's; 0 for Execute's */
+	unsigned long long conn_id; /* the connection that started it: the only one
+				       that reaches it by id */
 	bool pty;
 	struct pb_req q;
 	struct gcall *call; /* its Start or Execute call, NULL once gone */
@@ -148,7 +152,10 @@ struct gconn {
 	struct gcall *calls;
 	size_t n_calls;
 	unsigned long long idle_since;
-	bool dead, ending;
+	unsigned long long id;	     /* this server's n-th connection */
+	unsigned long long accepted; /* when; closed if no call is authenticated soon */
+	int client;		     /* its client (rt_auth_client_take) */
+	bool dead, ending, authed;
 };
 
 struct rt_grpc {
@@ -160,6 +167,7 @@ struct rt_grpc {
 	struct gproc *procs;
 	size_t n_procs;
 	int32_t next_id;
+	unsigned long long next_conn_id;
 	size_t in_total;
 	bool paused, stopping;
 };

@@ -11,6 +11,7 @@
 
 #include "agentbox/agentbox.h"
 #include "files/fileop.h"
+#include "runtime/rt_auth.h"
 #include "runtime/runtime.h"
 #include "lex/shlex.h"
 #include "serve/request.h"
@@ -102,6 +103,7 @@ struct rt {
 	struct serve_layer layer; /* the changes or commit running (rt_extras.c) */
 	struct req *ab_cur;	  /* its request */
 	struct req *ab_wait;	  /* the ones waiting for it, in order (wnext) */
+	struct rt_auth auth;	  /* the token, the clients (rt_auth.c) */
 };
 
 /* r's answer: status and a heap body (NULL: a 500), which r takes. */
@@ -161,6 +163,21 @@ void rt_ab_run(struct rt *rt);
 bool rt_ab_busy(const struct rt *rt);
 bool rt_ab_forget(struct rt *rt, struct req *r);
 void rt_ab_close(struct rt *rt);
+
+/* rt_auth_http.c: the HTTP listener's locks. rt_auth_http_notify is the
+ * daemon's connection callback (a connection counted to its client, or
+ * shut); rt_auth_http_request tells a request's head came (head_in) or its
+ * answer went; rt_auth_http_sweep shuts connections whose head is late;
+ * rt_auth_http_refused judges a request whose head is in (Host, Origin,
+ * token) and answers it when refused (true); rt_auth_http_json_refused
+ * answers 415 a JSON route's body not sent as JSON (text/plain is what a
+ * web page may POST to another origin without asking first). */
+void rt_auth_http_notify(void *cls, struct MHD_Connection *c, void **ctx,
+			 enum MHD_ConnectionNotificationCode toe);
+void rt_auth_http_request(struct MHD_Connection *c, bool head_in);
+void rt_auth_http_sweep(struct rt *rt);
+bool rt_auth_http_refused(struct rt *rt, struct MHD_Connection *c, struct req *r, const char *url);
+bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
 
 /* rt_grpc.c: sandboxd's gRPC ProcessService on --grpc-port. rt_grpc_open
  * listens (0, or -errno with err); rt_grpc_pollfds fills up to max poll

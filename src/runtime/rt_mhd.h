@@ -19,6 +19,7 @@
 	X(MHD_create_response_from_callback)                                                       \
 	X(MHD_destroy_post_processor)                                                              \
 	X(MHD_destroy_response)                                                                    \
+	X(MHD_get_connection_info)                                                                 \
 	X(MHD_get_daemon_info)                                                                     \
 	X(MHD_get_timeout)                                                                         \
 	X(MHD_lookup_connection_value)                                                             \
@@ -48,6 +49,7 @@ bool rt_mhd_load(char *why, size_t len);
 #define MHD_create_response_from_callback (*rt_mhd.MHD_create_response_from_callback)
 #define MHD_destroy_post_processor	  (*rt_mhd.MHD_destroy_post_processor)
 #define MHD_destroy_response		  (*rt_mhd.MHD_destroy_response)
+#define MHD_get_connection_info		  (*rt_mhd.MHD_get_connection_info)
 #define MHD_get_daemon_info		  (*rt_mhd.MHD_get_daemon_info)
 #define MHD_get_timeout			  (*rt_mhd.MHD_get_timeout)
 #define MHD_lookup_connection_value	  (*rt_mhd.MHD_lookup_connection_value)

@@ -1,5 +1,7 @@
 /* agentbox runtime's own options (runtime.h): where it listens (HTTP and
- * gRPC), its connections' bounds; the rest are agentbox serve's. */
+ * gRPC), its connections' bounds, its locks (the token, the names and
+ * origins it admits); the rest are agentbox serve's. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -7,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_auth.h"
 #include "runtime/runtime.h"
 #include "util/error.h"
 
@@ -34,9 +37,18 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 	int n = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
+		if (i > 0 && !strcmp(a, "--no-auth")) {
+			o->no_auth = true;
+			continue;
+		}
+		if (i > 0 && !strcmp(a, "--no-auth-on-network")) {
+			o->no_auth_network = true;
+			continue;
+		}
 		bool ours = !strcmp(a, "--listen") || !strcmp(a, "--http-port") ||
 			    !strcmp(a, "--grpc-port") || !strcmp(a, "--http-timeout") ||
-			    !strcmp(a, "--drain-timeout");
+			    !strcmp(a, "--drain-timeout") || !strcmp(a, "--token-file") ||
+			    !strcmp(a, "--host") || !strcmp(a, "--allow-origin");
 		if (!ours || i == 0) {
 			rest[n++] = argv[i];
 			continue;
@@ -46,7 +58,26 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 		const char *v = argv[++i];
 		char *end;
 		unsigned long u = strtoul(v, &end, 10);
-		if (!strcmp(a, "--listen")) {
+		if (!strcmp(a, "--token-file")) {
+			if (!*v)
+				return ab_error_plain(err, EINVAL,
+						      "runtime: --token-file needs a file");
+			o->token_file = v;
+		} else if (!strcmp(a, "--host") || !strcmp(a, "--allow-origin")) {
+			bool host = !strcmp(a, "--host");
+			unsigned *k = host ? &o->n_hosts : &o->n_origins;
+			struct in6_addr a6; /* a name, or an address; an IPv6 one has colons */
+			if (!*v || strlen(v) > 253 || strpbrk(v, host ? " \t/[]" : " \t") ||
+			    (host && strchr(v, ':') && inet_pton(AF_INET6, v, &a6) != 1))
+				return ab_error_plain(err, EINVAL, "runtime: %s %s: expected %s", a,
+						      v,
+						      host ? "a host name or address without a port"
+							   : "an origin (scheme://host[:port])");
+			if (*k >= 16)
+				return ab_error_plain(err, EINVAL, "runtime: at most 16 %s options",
+						      a);
+			(host ? o->hosts : o->origins)[(*k)++] = v;
+		} else if (!strcmp(a, "--listen")) {
 			if (strlen(v) >= sizeof(o->listen))
 				return ab_error_plain(err, EINVAL,
 						      "runtime: --listen %s is too long", v);
@@ -65,6 +96,18 @@ int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *o, char **
 			o->drain_timeout_s = (unsigned)u;
 		}
 	}
+	if (o->no_auth && o->token_file)
+		return ab_error_plain(err, EINVAL,
+				      "runtime: --no-auth and --token-file contradict each other");
+	if (o->no_auth_network && !o->no_auth)
+		return ab_error_plain(err, EINVAL, "runtime: --no-auth-on-network needs --no-auth");
+	if (o->no_auth && !o->no_auth_network && !rt_auth_loopback(o->listen))
+		return ab_error_plain(
+			err, EPERM,
+			"runtime: --no-auth with --listen %s would let anyone who reaches "
+			"that address run commands in the sandbox: add "
+			"--no-auth-on-network to mean it, or drop --no-auth",
+			o->listen);
 	rest[n] = NULL;
 	*n_rest = n;
 	return 0;

@@ -37,8 +37,13 @@ static const char *code_of(unsigned status)
 	switch (status) {
 	case MHD_HTTP_BAD_REQUEST:
 		return "INVALID_ARGUMENT";
+	case MHD_HTTP_UNAUTHORIZED:
+		return "UNAUTHENTICATED";
 	case MHD_HTTP_FORBIDDEN:
+	case MHD_HTTP_MISDIRECTED_REQUEST:
 		return "PERMISSION_DENIED";
+	case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE:
+		return "INVALID_ARGUMENT";
 	case MHD_HTTP_NOT_FOUND:
 		return "NOT_FOUND";
 	case MHD_HTTP_METHOD_NOT_ALLOWED:

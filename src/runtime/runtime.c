@@ -86,6 +86,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 	}
 	if (!resp)
 		return MHD_NO;
+	if (r->status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
 	if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, "Allow",
 					r->route >= R_AB_NONE	? rt_ab_allow(r->route)
@@ -517,6 +519,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		r->rt = rt;
 		r->conn = c;
 		*con_cls = r;
+		rt_auth_http_request(c, true);
+		if (rt_auth_http_refused(rt, c, r, url)) /* before anything is done for it */
+			return queue(c, r);
 		const char *rest;
 		unsigned bad = 0;
 		/* url is as sent (no unescaping by the daemon): decoded here once */
@@ -540,7 +545,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			rt_answer(r, bad,
 				  rt_detail(bad == MHD_HTTP_NOT_FOUND ? "Not Found"
 								      : "Method Not Allowed"));
-		else if (r->route != R_UPLOAD)
+		else if (!rt_auth_http_json_refused(c, r) && r->route != R_UPLOAD)
 			r->name = strdup(rest);
 		free(dec);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -615,6 +620,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct rt *rt = cls;
 	struct req *r = *con_cls;
 	*con_cls = NULL;
+	rt_auth_http_request(c, false); /* the next request's head is awaited */
 	if (!r)
 		return;
 	for (struct req *w = rt->head; w; w = w->next)
@@ -651,8 +657,9 @@ static struct MHD_Daemon *listen_on(struct rt *rt, struct ab_error *err)
 		flags, rt->o->port, NULL, NULL, handler, rt, MHD_OPTION_SOCK_ADDR,
 		v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_CONNECTION_TIMEOUT,
 		rt->o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
-		MHD_OPTION_NOTIFY_COMPLETED, completed, rt, MHD_OPTION_UNESCAPE_CALLBACK,
-		no_unescape, NULL, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, completed, rt, MHD_OPTION_NOTIFY_CONNECTION,
+		rt_auth_http_notify, rt, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+		MHD_OPTION_END);
 	if (!d)
 		ab_error_set(err, errno ? errno : EADDRINUSE,
 			     "runtime: cannot listen on %s port %u", rt->o->listen, rt->o->port);
@@ -711,6 +718,7 @@ static void serve_loop(struct rt *rt, int sigfd)
 			fprintf(stderr, "agentbox: %s\n", err.msg);
 		}
 		rt_ab_run(rt);
+		rt_auth_http_sweep(rt);
 		MHD_run(rt->d);
 		rt_grpc_run(rt, p + 4, ng);
 		start_waiting(rt);
@@ -746,10 +754,11 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		close(sigfd);
 		return AB_EXIT_FAILURE;
 	}
-	rt.d = listen_on(&rt, &err);
+	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
 	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &err) < 0) ||
-	    ab_session_open(cfg, &rt.s, &err) < 0) {
+	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_session_open(cfg, &rt.s, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
+		rt_auth_close(&rt.auth);
 		rt_grpc_close(&rt);
 		if (rt.d)
 			MHD_stop_daemon(rt.d);
@@ -782,6 +791,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 			rt_req_free(r);
 	}
 	MHD_stop_daemon(rt.d);
+	rt_auth_close(&rt.auth);
 	close(sigfd);
 	return 0;
 }

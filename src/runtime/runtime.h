@@ -14,6 +14,13 @@ struct ab_runtime_opts {
 	unsigned conn_timeout_s;  /* --http-timeout: an idle connection's bound */
 	unsigned drain_timeout_s; /* after SIGTERM, how long requests may finish */
 	double exec_timeout_s;	  /* SANDBOX_EXEC_TIMEOUT_SECONDS, as main.py reads it */
+	const char *token_file;	  /* --token-file (NULL: a token is made) */
+	bool no_auth;		  /* --no-auth */
+	bool no_auth_network;	  /* --no-auth-on-network: also beyond loopback */
+	const char *hosts[16];	  /* --host NAME: names the Host header may give */
+	unsigned n_hosts;
+	const char *origins[16]; /* --allow-origin ORIGIN */
+	unsigned n_origins;
 };
 
 /* Take the runtime's own options out of argv (argv[0] is "runtime"):

@@ -1,7 +1,9 @@
 """One `agentbox runtime` on a loopback port of its own, for the tests of
-tests/runtime. AGENTBOX_BIN names the binary."""
+tests/runtime. AGENTBOX_BIN names the binary. Its token is the one it made
+and named on stderr (or --token-file's), which request() sends."""
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,7 +26,9 @@ def free_port():
 
 
 class Runtime:
-    """`agentbox runtime --workspace WS` on 127.0.0.1; stderr collected."""
+    """`agentbox runtime --workspace WS` on 127.0.0.1; stderr collected.
+    token: the token it asks for (None with --no-auth); token_file: the
+    file it named on stderr."""
 
     def __init__(self, *extra, env=None, ws=None):
         self.ws = ws or tempfile.mkdtemp(prefix="agentbox-rt-")
@@ -49,13 +53,36 @@ class Runtime:
         if not ready.wait(30) or self.p.poll() is not None:
             self.close()
             raise AssertionError("agentbox runtime did not start: " + "".join(self.err))
+        self.token = self.token_file = None
+        m = re.search(r"token in (\S+) \(send it", "".join(self.err))
+        if m:
+            self.token_file = m.group(1)
+        if "--token-file" in extra:
+            with open(extra[extra.index("--token-file") + 1]) as f:
+                self.token = f.read().strip()
+        elif self.token_file:
+            with open(self.token_file) as f:
+                self.token = f.read().strip()
 
-    def request(self, method, path, body=None, headers=None, timeout=None):
-        """(status, headers, body bytes) of one request; never raises on a
-        status."""
+    def auth_header(self):
+        """The Authorization line a raw request sends (b"" without a token)."""
+        return b"Authorization: Bearer %s\r\n" % self.token.encode() if self.token else b""
+
+    def request(self, method, path, body=None, headers=None, timeout=None, auth=True):
+        """(status, headers, body bytes) of one request, with the token
+        (unless auth is False or headers has an Authorization) and, for a
+        body to a JSON route, Content-Type: application/json unless headers
+        says another; never raises on a status."""
         timeout = timeout or TIMEOUT
+        headers = dict(headers or {})
+        names = {k.lower() for k in headers}
+        if auth and self.token and "authorization" not in names:
+            headers["Authorization"] = "Bearer " + self.token
+        if body is not None and "content-type" not in names and (
+                path == "/execute" or path.startswith("/agentbox/")):
+            headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url + path, data=body, method=method,
-                                     headers=headers or {})
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.headers, r.read()

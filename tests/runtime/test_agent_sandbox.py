@@ -8,6 +8,13 @@ a git snapshot of kubernetes-sigs/agent-sandbox pinned at PINNED, never
 copied into this repository. Stand-ins only for the kubernetes and
 prometheus_client modules the SDK imports, when they are not installed.
 
+The runtime asks for its token (Authorization: Bearer), which these
+clients at PINNED cannot be told to send on their own: the SDK's
+connector keeps a requests.Session, whose default headers carry it (as an
+application holding the Secret would set them); tester.py calls
+requests.get/post with no session, so each Session it makes has the token
+added (what a sidecar holding the Secret would do).
+
 The snapshot: AGENTBOX_AGENT_SANDBOX_GIT (a git directory holding PINNED),
 else MIRROR. Without it the test skips; it fails instead when
 AGENTBOX_AGENT_SANDBOX_GIT was given and does not hold PINNED. (CI's fresh
@@ -22,6 +29,7 @@ import sys
 import tempfile
 import unittest
 from contextlib import redirect_stdout
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtlib import Runtime  # noqa: E402
@@ -155,6 +163,15 @@ class AgentSandboxClients(unittest.TestCase):
         and lightgbm in the sandbox (its image has them; the host's view here
         has not): a sys.exit(1) in any of them fails this test."""
         tester = importlib.import_module("tester")
+        import requests
+        plain = requests.Session.request
+        token = self.rt.token
+
+        def with_token(session, method, url, **kw):
+            kw["headers"] = dict(kw.get("headers") or {}, Authorization="Bearer " + token)
+            return plain(session, method, url, **kw)
+
+        self.enterContext(mock.patch.object(requests.Session, "request", with_token))
         out = io.StringIO()
         for name in ("test_health_check", "test_execute", "test_list_files", "test_exists",
                      "test_path_traversal", "test_absolute_path_traversal", "test_upload",
@@ -174,9 +191,11 @@ class AgentSandboxClients(unittest.TestCase):
             def get_sandbox(self, *a, **k):
                 return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
 
-        return Sandbox(claim_name="agentbox", sandbox_id="agentbox",
-                       connection_config=SandboxDirectConnectionConfig(api_url=self.rt.url),
-                       k8s_helper=K8sStandIn())
+        sb = Sandbox(claim_name="agentbox", sandbox_id="agentbox",
+                     connection_config=SandboxDirectConnectionConfig(api_url=self.rt.url),
+                     k8s_helper=K8sStandIn())
+        sb.connector.session.headers["Authorization"] = "Bearer " + self.rt.token
+        return sb
 
     def test_sdk_direct_connection(self):
         sb = self.sandbox()
@@ -218,6 +237,7 @@ class AgentSandboxClients(unittest.TestCase):
         sb = Sandbox(claim_name="agentbox", sandbox_id="agentbox",
                      connection_config=SandboxdPodTunnelConnectionConfig(),
                      k8s_helper=K8sStandIn())
+        sb.connector.session.headers["Authorization"] = "Bearer " + self.rt.token
         try:
             self.assertTrue(sb.connector.is_sandboxd())
             sb.files.write("v1/notes.txt", "sandboxd notes\n")

@@ -241,9 +241,10 @@ class Connections(unittest.TestCase):
 
     def test_half_requests_are_closed_and_others_served(self):
         half_head = socket.create_connection(("127.0.0.1", self.rt.port))
-        half_head.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        half_head.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + self.rt.auth_header())
         half_body = socket.create_connection(("127.0.0.1", self.rt.port))
-        half_body.sendall(b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"co")
+        half_body.sendall(b"POST /execute HTTP/1.1\r\nHost: 127.0.0.1\r\n" + self.rt.auth_header() +
+                          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"co")
         silent = socket.create_connection(("127.0.0.1", self.rt.port))
         t = time.monotonic()
         self.assertEqual(self.rt.request("GET", "/", timeout=5)[0], 200)
@@ -256,14 +257,16 @@ class Connections(unittest.TestCase):
         # announced: answered before the body (which never comes)
         s = socket.create_connection(("127.0.0.1", self.rt.port))
         with s:
-            s.sendall(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
+            s.sendall(b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\n" + self.rt.auth_header() +
+                      b"Content-Type: multipart/form-data; "
                       b"boundary=b\r\nContent-Length: 10000000000\r\n\r\n--b\r\n")
             s.settimeout(5)
             self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 413"))
         # chunked, no length: cut off at the bound, not read to its end
         s = socket.create_connection(("127.0.0.1", self.rt.port))
         with s:
-            s.sendall(b"POST /execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            s.sendall(b"POST /execute HTTP/1.1\r\nHost: 127.0.0.1\r\n" + self.rt.auth_header() +
+                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
             chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
             got = b""
             s.settimeout(5)
@@ -304,7 +307,7 @@ class Connections(unittest.TestCase):
         with s:
             s.sendall(b"GET / HTTP/1.1\r\n")
             time.sleep(0.5)
-            s.sendall(b"Host: x\r\n")
+            s.sendall(b"Host: 127.0.0.1\r\n")
             self.assert_closed_within(s, 5)
 
     def test_sigterm_drains_and_exits_0(self):

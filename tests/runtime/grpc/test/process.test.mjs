@@ -3,7 +3,8 @@
 // by ../run from the pinned agent-sandbox snapshot): Execute, Start's
 // stream with stdin, signals and a terminal, the errors the contract names
 // as gRPC statuses, malformed bytes, a client that goes away, and a client
-// that stops reading.
+// that stops reading; its locks: the token (authorization metadata, which
+// an interceptor adds), and a process reachable only from its connection.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -25,6 +26,15 @@ const def = loader.loadSync(PROTO, { longs: Number, enums: String, defaults: tru
 const { ProcessService } = grpc.loadPackageDefinition(def).process.v1;
 
 let rt, ws, client, port;
+
+// a client's options that send token (an interceptor: grpc-js will not put
+// call credentials on an insecure channel)
+function withToken(token, options = {}) {
+  const auth = (opts, next) => new grpc.InterceptingCall(next(opts), {
+    start(md, listener, nxt) { md.set('authorization', 'Bearer ' + token); nxt(md, listener); },
+  });
+  return { ...options, interceptors: [auth] };
+}
 
 function freePort() {
   return new Promise((resolve) => {
@@ -64,6 +74,8 @@ async function runtime(extra = []) {
     });
     o.exited.then(() => reject(new Error('agentbox runtime ended: ' + o.err)));
   });
+  o.tokenFile = /token in (\S+) \(send it/.exec(o.err)?.[1];
+  o.token = o.tokenFile ? fs.readFileSync(o.tokenFile, 'utf8').trim() : undefined;
   return o;
 }
 
@@ -72,7 +84,8 @@ before(async () => {
   fs.mkdirSync(path.join(ws, 'sub'));
   rt = await runtime(['--http-timeout', '3']);
   port = rt.port;
-  client = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure());
+  client = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure(),
+    withToken(rt.token));
 });
 
 after(async () => {
@@ -242,7 +255,8 @@ test('unknown ids are NOT_FOUND; an unspecified signal INVALID_ARGUMENT; input a
 });
 
 test('malformed protobuf bytes are INVALID_ARGUMENT, an unknown method UNIMPLEMENTED', async () => {
-  const raw = new grpc.Client('127.0.0.1:' + port, grpc.credentials.createInsecure());
+  const raw = new grpc.Client('127.0.0.1:' + port, grpc.credentials.createInsecure(),
+    withToken(rt.token));
   const call = (method, bytes) => new Promise((resolve) => raw.makeUnaryRequest(
     '/process.v1.ProcessService/' + method, (b) => b, (b) => b, bytes, (err, res) =>
       resolve({ err, res })));
@@ -269,7 +283,7 @@ test('malformed protobuf bytes are INVALID_ARGUMENT, an unknown method UNIMPLEME
 
 test('a request past 4 MiB is RESOURCE_EXHAUSTED', async () => {
   const big = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure(),
-    { 'grpc.max_send_message_length': 8 << 20 });
+    withToken(rt.token, { 'grpc.max_send_message_length': 8 << 20 }));
   const r = await unary('Execute', { config: { command: ['true', 'x'.repeat(5 << 20)] } }, big);
   assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
   big.close();
@@ -282,7 +296,8 @@ test('a request that stops coming, and a connection that says nothing, end after
   const closed = new Promise((resolve) => sock.on('close', resolve).on('error', () => {}).resume());
   const session = http2.connect('http://127.0.0.1:' + port);
   const req = session.request({ ':method': 'POST', ':path': '/process.v1.ProcessService/Execute',
-    'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+    'content-type': 'application/grpc', te: 'trailers', authorization: 'Bearer ' + rt.token },
+  { endStream: false });
   req.write(Buffer.from([0, 0, 0, 0, 10, 0x0a])); // 5 of its 10 bytes, then nothing
   const code = await new Promise((resolve) => req.on('close', () => resolve(req.rstCode)));
   assert.equal(code, http2.constants.NGHTTP2_CANCEL);
@@ -325,7 +340,8 @@ test('a client that stops reading: output paused, none lost, the server bounded'
 
 test('SIGTERM: a running Start is answered UNAVAILABLE after the drain, its process ended', async () => {
   const own = await runtime(['--drain-timeout', '1']);
-  const c = new ProcessService('127.0.0.1:' + own.port, grpc.credentials.createInsecure());
+  const c = new ProcessService('127.0.0.1:' + own.port, grpc.credentials.createInsecure(),
+    withToken(own.token));
   const call = c.Start({ config: { command: ['sleep', '302.5'] } });
   const done = new Promise((resolve) => {
     call.on('error', resolve);
@@ -342,4 +358,45 @@ test('SIGTERM: a running Start is answered UNAVAILABLE after the drain, its proc
   assert.ok(await waitFor(() => running('302.5') === 0));
   c.close();
   assert.doesNotMatch(own.err, /Sanitizer|runtime error:/);
+});
+
+test('no token, a wrong one: UNAUTHENTICATED, and nothing runs', async () => {
+  const local = { 'grpc.use_local_subchannel_pool': 1 }; // a connection of its own
+  const none = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure(), local);
+  const wrong = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure(),
+    withToken(rt.token + 'x', local));
+  for (const c of [none, wrong]) {
+    const r = await unary('Execute', { config: { command: ['touch', 'unauthenticated'] } }, c);
+    assert.equal(r.err?.code, grpc.status.UNAUTHENTICATED);
+    for (const m of ['WriteStdin', 'SendSignal']) {
+      assert.equal((await unary(m, { processId: 1, signal: 'SIGNAL_SIGKILL' }, c)).err?.code,
+        grpc.status.UNAUTHENTICATED);
+    }
+    const s = c.Start({ config: { command: ['touch', 'unauthenticated'] } });
+    const err = await new Promise((resolve) => { s.on('error', resolve); s.on('data', () => {}); });
+    assert.equal(err.code, grpc.status.UNAUTHENTICATED);
+    c.close();
+  }
+  assert.equal(fs.existsSync(path.join(ws, 'unauthenticated')), false);
+});
+
+test("another connection's process is not there, even with the token", async () => {
+  const other = new ProcessService('127.0.0.1:' + port, grpc.credentials.createInsecure(),
+    withToken(rt.token, { 'grpc.use_local_subchannel_pool': 1 }));
+  const s = start({ config: { command: ['sh', '-c', 'read x; echo "got $x"; sleep 303.5'] } });
+  const id = await new Promise((r) => s.call.once('data', (m) => r(m.init.processId)));
+  for (const [m, req] of [['WriteStdin', { processId: id, input: Buffer.from('theirs\n') }],
+    ['SendSignal', { processId: id, signal: 'SIGNAL_SIGKILL' }],
+    ['ResizeTTY', { processId: id, rows: 10, cols: 10 }]]) {
+    const r = await unary(m, req, other);
+    assert.equal(r.err?.code, grpc.status.NOT_FOUND, m);
+  }
+  // its own connection still reaches it, and it heard nothing from the other
+  assert.equal((await unary('WriteStdin', { processId: id, input: Buffer.from('mine\n') })).err,
+    null);
+  assert.ok(await waitFor(() => out(s.events).includes('got ')));
+  assert.equal(out(s.events), 'got mine\n');
+  assert.equal((await unary('SendSignal', { processId: id, signal: 'SIGNAL_SIGKILL' })).err, null);
+  await s.done;
+  other.close();
 });
