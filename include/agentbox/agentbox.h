@@ -170,6 +170,7 @@ struct ab_config {
 	unsigned long long kill_after_ms;  /* SIGTERM -> SIGKILL grace */
 	unsigned long long max_timeout_ms; /* requested timeouts are clamped to it; 0: none */
 	bool timeout_set;		   /* --timeout given (a profile or the command line) */
+	bool model_commits; /* agentbox mcp --model-commits: commit and discard as tools */
 	/* the defaults files applied (cli/defaults.c), for agentbox check */
 	char *defaults_files[2];
 	size_t n_defaults_files;

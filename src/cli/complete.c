@@ -28,7 +28,7 @@ static const struct command {
 } commands[] = {
 	{"run", RUN, "-c -t", 'c'},
 	{"serve", SESSION, "", 0},
-	{"mcp", SESSION, "", 0},
+	{"mcp", SESSION, "--model-commits", 0},
 	{"runtime", SESSION,
 	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
 	 "--no-auth-on-network --host --allow-origin",

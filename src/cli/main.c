@@ -221,12 +221,17 @@ static const char usage_mcp[] =
 	"Cursor, VS Code...): one sandbox, built as agentbox serve builds it, for\n"
 	"the server's lifetime, offered as the tools execute, read_file,\n"
 	"write_file, edit_file, ls, glob and grep (with --workspace-mode overlay\n"
-	"also changes, commit and discard). End of file on stdin, SIGTERM, SIGINT\n"
+	"also changes; the user commits with agentbox commit on --keep-changes\n"
+	"DIR). End of file on stdin, SIGTERM, SIGINT\n"
 	"or SIGHUP end it: every process is killed and everything agentbox made is\n"
 	"removed. docs/mcp.md has the hosts' configuration lines.\n"
 	"\n"
 	"Options: those of agentbox serve --help (but --audit-log), e.g.\n"
 	"  agentbox mcp --profile agent --workspace ~/project --net allow=pypi.org\n"
+	"and\n"
+	"  --model-commits      with --workspace-mode overlay: offer commit and\n"
+	"                       discard as tools, so the model applies its own\n"
+	"                       changes (by default only the user does)\n"
 	"\n"
 	"Exit status: 0 after a clean end; 125 when the sandbox cannot be built\n"
 	"or dies.\n";
@@ -467,9 +472,18 @@ static int cmd_front(int argc, char **argv, const char *usage, int (*fn)(struct 
 {
 	struct ab_config cfg;
 	struct ab_error err = {0};
-	bool help = false;
+	bool help = false, model_commits = false;
 	ab_config_init(&cfg);
+	/* mcp's own option, taken out before the session's options */
+	int n = 0;
+	for (int i = 0; i < argc; i++)
+		if (fn == ab_mcp && i > 0 && strcmp(argv[i], "--model-commits") == 0)
+			model_commits = true;
+		else
+			argv[n++] = argv[i];
+	argc = n;
 	int r = ab_config_parse_serve(&cfg, argc, argv, &help, &err);
+	cfg.model_commits = model_commits;
 	if (r == 0 && help) {
 		fputs(usage, stdout);
 		ab_config_free(&cfg);

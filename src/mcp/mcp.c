@@ -277,13 +277,21 @@ static void layer_poll(struct mcp *m)
 	layer_start_waiting(m);
 }
 
+/* What this server offers beyond the plain tools: the layer's review in an
+ * overlay session, and its commit and discard with --model-commits. */
+static unsigned offer(const struct mcp *m)
+{
+	if (!ab_session_layer(m->s))
+		return 0;
+	return MCP_OFFER_LAYER | (m->cfg->model_commits ? MCP_OFFER_COMMIT : 0);
+}
+
 static void tools_call(struct mcp *m, json_object *id, json_object *params)
 {
 	json_object *name = json_object_object_get(params, "name");
 	json_object *args = json_object_object_get(params, "arguments");
-	bool overlay = ab_session_layer(m->s) != NULL;
 	const struct mcp_tool *t = json_object_is_type(name, json_type_string)
-					   ? mcp_tool_find(json_object_get_string(name), overlay)
+					   ? mcp_tool_find(json_object_get_string(name), offer(m))
 					   : NULL;
 	if (!t) {
 		rpc_error(m, id, RPC_INVALID_PARAMS, "Unknown tool: %.64s",
@@ -459,7 +467,7 @@ static json_object *initialize_result(struct mcp *m, json_object *params)
 	json_object_object_add(info, "title", json_object_new_string("agentbox sandbox"));
 	json_object_object_add(info, "version", json_object_new_string(AGENTBOX_VERSION));
 	json_object_object_add(r, "serverInfo", info);
-	bool overlay = ab_session_layer(m->s) != NULL;
+	unsigned offered = offer(m);
 	char text[1024];
 	snprintf(text, sizeof(text),
 		 "Every tool runs in one agentbox sandbox (%s) that lives as long as this "
@@ -470,9 +478,12 @@ static json_object *initialize_result(struct mcp *m, json_object *params)
 		 m->cfg->net == AB_NET_HOST    ? "the host's"
 		 : m->cfg->net == AB_NET_PROXY ? "limited to an allowlist (a proxy)"
 					       : "off (loopback only)",
-		 overlay ? " Writes land in a layer: review them with changes, then commit "
+		 offered & MCP_OFFER_COMMIT
+			 ? " Writes land in a layer: review them with changes, then commit "
 			   "them to the user's files or discard them."
-			 : "");
+		 : offered ? " Writes land in a layer: list them with changes; the user reviews "
+			     "and commits them to their files."
+			   : "");
 	json_object_object_add(r, "instructions", json_object_new_string(text));
 	return r;
 }
@@ -499,7 +510,7 @@ static void handle_request(struct mcp *m, json_object *id, const char *method, j
 		rpc_result(m, id, json_object_new_object());
 	} else if (!strcmp(method, "tools/list")) {
 		json_object *r = json_object_new_object();
-		json_object_object_add(r, "tools", mcp_tools_list(ab_session_layer(m->s) != NULL));
+		json_object_object_add(r, "tools", mcp_tools_list(offer(m)));
 		rpc_result(m, id, r);
 	} else if (!strcmp(method, "tools/call")) {
 		tools_call(m, id, params);

@@ -19,7 +19,7 @@ struct mcp_tool {
 	const char *title;
 	enum mcp_tool_kind kind;
 	const char *op;	    /* the protocol op */
-	bool overlay;	    /* only in an overlay session */
+	unsigned needs;	    /* MCP_OFFER_*: offered only where all of them hold */
 	bool read_only;	    /* annotations: readOnlyHint */
 	bool destructive;   /* annotations: destructiveHint */
 	const char *fixed;  /* fields every request of the tool has, JSON */
@@ -109,8 +109,8 @@ static const char schema_discard[] =
 	"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
 
 static const struct mcp_tool tools[] = {
-	{"execute", "Run a shell command in the sandbox", MCP_TOOL_EXEC, "exec", false, false,
-	 false, "{\"merge_output\":true}", NULL, NULL,
+	{"execute", "Run a shell command in the sandbox", MCP_TOOL_EXEC, "exec", 0, false, false,
+	 "{\"merge_output\":true}", NULL, NULL,
 	 "Executes a shell command in an isolated sandbox and returns combined stdout/stderr with "
 	 "the exit code (truncated if very large).\n\n"
 	 "The sandbox is agentbox: the command runs by /bin/sh -c in /workspace (the project), "
@@ -127,8 +127,8 @@ static const struct mcp_tool tools[] = {
 	 "- You MUST avoid using search commands like find and grep. Instead use the grep, glob "
 	 "tools to search. Use read_file rather than cat/head/tail.",
 	 schema_execute},
-	{"read_file", "Read a file", MCP_TOOL_FILE, "read", false, true, false, NULL,
-	 "file_path=path", NULL,
+	{"read_file", "Read a file", MCP_TOOL_FILE, "read", 0, true, false, NULL, "file_path=path",
+	 NULL,
 	 "Reads a file from the filesystem. Assume any path the user provides is valid; reading "
 	 "a missing file returns an error.\n\n"
 	 "Usage:\n"
@@ -144,7 +144,7 @@ static const struct mcp_tool tools[] = {
 	 "- Always read a file before editing it.\n"
 	 "- Paths are in the sandbox: relative ones are under /workspace.",
 	 schema_read_file},
-	{"write_file", "Write a file", MCP_TOOL_FILE, "write", false, false, false,
+	{"write_file", "Write a file", MCP_TOOL_FILE, "write", 0, false, false,
 	 "{\"overwrite\":true}", "file_path=path", NULL,
 	 "Writes content to a file. Creates the file if it does not exist; replaces it entirely "
 	 "if it does.\n\n"
@@ -155,8 +155,8 @@ static const struct mcp_tool tools[] = {
 	 "possible.\n"
 	 "- Missing parent directories are created.",
 	 schema_write_file},
-	{"edit_file", "Edit a file", MCP_TOOL_FILE, "edit", false, false, false, NULL,
-	 "file_path=path", NULL,
+	{"edit_file", "Edit a file", MCP_TOOL_FILE, "edit", 0, false, false, NULL, "file_path=path",
+	 NULL,
 	 "Performs exact string replacements in files.\n\n"
 	 "Usage:\n"
 	 "- You must read the file before editing.\n"
@@ -167,19 +167,18 @@ static const struct mcp_tool tools[] = {
 	 "- Prefer editing an existing file over creating a new one.\n"
 	 "- Only use emojis if the user explicitly requests it.",
 	 schema_edit_file},
-	{"ls", "List a directory", MCP_TOOL_FILE, "ls", false, true, false, NULL, NULL, NULL,
+	{"ls", "List a directory", MCP_TOOL_FILE, "ls", 0, true, false, NULL, NULL, NULL,
 	 "Lists all files in a directory.\n\n"
 	 "This is useful for exploring the filesystem and finding the right file to read or "
 	 "edit. You should almost ALWAYS use this tool before using the read_file or edit_file "
 	 "tools.",
 	 schema_ls},
-	{"glob", "Find files by pattern", MCP_TOOL_FILE, "glob", false, true, false, NULL, NULL,
-	 NULL,
+	{"glob", "Find files by pattern", MCP_TOOL_FILE, "glob", 0, true, false, NULL, NULL, NULL,
 	 "Find files matching a glob pattern, returning absolute paths.\n\n"
 	 "Supports `*` (any characters), `**` (any directories), `?` (single character), e.g. "
 	 "`**/*.py`, `*.txt`, `/workspace/subdir/**/*.md`. Newest first.",
 	 schema_glob},
-	{"grep", "Search file contents", MCP_TOOL_FILE, "grep", false, true, false, NULL, NULL,
+	{"grep", "Search file contents", MCP_TOOL_FILE, "grep", 0, true, false, NULL, NULL,
 	 "output_mode",
 	 "Search for a LITERAL text pattern across files (NOT regex).\n\n"
 	 "The pattern is matched verbatim: regex metacharacters are ordinary characters, not "
@@ -190,21 +189,22 @@ static const struct mcp_tool tools[] = {
 	 "instead.\n\n"
 	 "Returns matching files or content per `output_mode`.",
 	 schema_grep},
-	{"changes", "Review the workspace's changes", MCP_TOOL_LAYER, "changes", true, true, false,
-	 NULL, NULL, NULL,
+	{"changes", "Review the workspace's changes", MCP_TOOL_LAYER, "changes", MCP_OFFER_LAYER,
+	 true, false, NULL, NULL, NULL,
 	 "Lists what the commands changed in the workspace so far. The workspace is an overlay: "
-	 "writes land in a layer and reach the user's files only when committed. Each change has "
+	 "writes land in a layer and reach the user's files only when committed (by the user, "
+	 "unless a commit tool is offered). Each change has "
 	 "its path, status (added, modified, deleted, renamed), type and whether it conflicts "
 	 "with a change made on the host meanwhile; with diff, a unified diff of text files.",
 	 schema_changes},
-	{"commit", "Apply changes to the workspace", MCP_TOOL_LAYER, "commit", true, false, true,
-	 NULL, NULL, NULL,
+	{"commit", "Apply changes to the workspace", MCP_TOOL_LAYER, "commit",
+	 MCP_OFFER_LAYER | MCP_OFFER_COMMIT, false, true, NULL, NULL, NULL,
 	 "Applies the changes (all of them, or those under the given paths) to the user's real "
 	 "workspace. When a selected path conflicts (the host's file changed since the session "
 	 "started) nothing is written and the conflicts are listed, unless force is true.",
 	 schema_commit},
-	{"discard", "Drop every change and end the sandbox", MCP_TOOL_LAYER, "discard", true, false,
-	 true, NULL, NULL, NULL,
+	{"discard", "Drop every change and end the sandbox", MCP_TOOL_LAYER, "discard",
+	 MCP_OFFER_LAYER | MCP_OFFER_COMMIT, false, true, NULL, NULL, NULL,
 	 "Throws away every change the commands made to the workspace and ends the sandbox: "
 	 "after it, no tool works until the MCP server is started again.",
 	 schema_discard},
@@ -222,12 +222,12 @@ enum mcp_tool_kind mcp_tool_kind(const struct mcp_tool *t)
 	return t->kind;
 }
 
-json_object *mcp_tools_list(bool overlay)
+json_object *mcp_tools_list(unsigned offer)
 {
 	json_object *list = json_object_new_array();
 	for (size_t i = 0; i < N_TOOLS; i++) {
 		const struct mcp_tool *t = &tools[i];
-		if (t->overlay && !overlay)
+		if ((t->needs & offer) != t->needs)
 			continue;
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(t->name));
@@ -247,10 +247,10 @@ json_object *mcp_tools_list(bool overlay)
 	return list;
 }
 
-const struct mcp_tool *mcp_tool_find(const char *name, bool overlay)
+const struct mcp_tool *mcp_tool_find(const char *name, unsigned offer)
 {
 	for (size_t i = 0; i < N_TOOLS; i++)
-		if (strcmp(tools[i].name, name) == 0 && (!tools[i].overlay || overlay))
+		if (strcmp(tools[i].name, name) == 0 && (tools[i].needs & offer) == tools[i].needs)
 			return &tools[i];
 	return NULL;
 }

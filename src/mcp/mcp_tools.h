@@ -22,10 +22,14 @@ enum mcp_tool_kind {
 
 struct mcp_tool;
 
-/* The tools/list result's "tools" (overlay: with the layer's tools). */
-json_object *mcp_tools_list(bool overlay);
-/* The tool named name, or NULL (a layer tool only when overlay). */
-const struct mcp_tool *mcp_tool_find(const char *name, bool overlay);
+/* What a server offers beyond the plain tools. */
+#define MCP_OFFER_LAYER	 1u /* an overlay session: changes */
+#define MCP_OFFER_COMMIT 2u /* --model-commits: commit and discard for the model too */
+
+/* The tools/list result's "tools": those whose needs offer holds. */
+json_object *mcp_tools_list(unsigned offer);
+/* The tool named name, or NULL (none, or one offer does not hold). */
+const struct mcp_tool *mcp_tool_find(const char *name, unsigned offer);
 const char *mcp_tool_name(const struct mcp_tool *t);
 enum mcp_tool_kind mcp_tool_kind(const struct mcp_tool *t);
 

@@ -347,7 +347,7 @@ test("versions, and end of file ends the server and the sandbox with nothing lef
 
 test("overlay: changes, commit and discard", async () => {
   const ws = tempDir("overlay");
-  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay", "--model-commits"]);
   try {
     const { tools } = await srv.client.listTools();
     for (const n of ["changes", "commit", "discard"]) assert.ok(tools.some((t) => t.name === n), n);
@@ -371,9 +371,26 @@ test("overlay: changes, commit and discard", async () => {
   }
 });
 
+test("overlay: commit is the user's unless --model-commits", async () => {
+  const ws = tempDir("review");
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  try {
+    const { tools } = await srv.client.listTools();
+    const names = tools.map((t) => t.name);
+    assert.ok(names.includes("changes"), "the model may review");
+    assert.ok(!names.includes("commit") && !names.includes("discard"), `offered: ${names}`);
+    await assert.rejects(srv.client.callTool({ name: "commit", arguments: {} }), /Unknown tool: commit/);
+    await call(srv.client, "write_file", { file_path: "a.txt", content: "A\n" });
+    assert.ok(!existsSync(join(ws, "a.txt")), "nothing reaches the workspace");
+  } finally {
+    await srv.client.close();
+    rmSync(ws, { recursive: true, force: true });
+  }
+});
+
 test("overlay: a commit of many files stops no other call and no deadline", async () => {
   const ws = tempDir("bigcommit");
-  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay", "--model-commits"]);
   try {
     const made = await call(srv.client, "execute", {
       command: "mkdir -p many && cd many && seq -f f%g 20000 | xargs touch && echo made",
@@ -405,7 +422,7 @@ test("overlay: a commit of many files stops no other call and no deadline", asyn
 test("overlay: a cancelled commit is stopped; end of file waits for a commit sent before it", async () => {
   const ws = tempDir("cancelcommit");
   try {
-    const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+    const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay", "--model-commits"]);
     try {
       const made = await call(srv.client, "execute", {
         command: "mkdir -p many && cd many && seq -f f%g 20000 | xargs touch && echo made",
@@ -426,7 +443,7 @@ test("overlay: a cancelled commit is stopped; end of file waits for a commit sen
     } finally {
       await srv.client.close();
     }
-    const s = rawServer(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+    const s = rawServer(["mcp", "--workspace", ws, "--workspace-mode", "overlay", "--model-commits"]);
     s.send({ id: 1, method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
     await s.reply(1);
     s.send({ id: 2, method: "tools/call", params: { name: "write_file", arguments: { file_path: "late.txt", content: "L\n" } } });
