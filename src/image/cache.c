@@ -23,37 +23,28 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image/cache_dir.h"
 #include "image/untar.h"
 #include "util/error.h"
 #include "util/util.h"
 
 #define LOCK_WAIT_MS (10 * 60 * 1000)
 
-/* Where the cache is, made when missing: $AGENTBOX_IMAGE_CACHE when set
- * (an absolute path), else the state directory's. */
+/* Where the cache is (cache_dir.c: made when missing, trusted only when
+ * no one but its owner can change it), as a path overlay's options can
+ * name. */
 static int cache_base(char *buf, size_t n, struct ab_error *err)
 {
-	const char *own = getenv("AGENTBOX_IMAGE_CACHE");
-	if (own && own[0] == '/')
-		snprintf(buf, n, "%s", own);
-	else if (ab_state_dir("images", buf, n) < 0)
-		return ab_error_plain(err, ENOENT,
-				      "--image: no home directory for the image cache; set "
-				      "XDG_STATE_HOME");
+	int fd = cache_dir_open(buf, n, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
 	if (strpbrk(buf, ":,\\\n"))
 		return ab_error_plain(err, EINVAL,
 				      "--image: the image cache %s has a ':', ',' or '\\' in its "
 				      "path, which overlay's options cannot name; set "
 				      "XDG_STATE_HOME elsewhere",
 				      buf);
-	const char *subs[] = {"", "/layers", "/images", "/tmp", "/empty"};
-	for (size_t i = 0; i < AB_ARRAY_SIZE(subs); i++) {
-		char p[PATH_MAX + 200];
-		snprintf(p, sizeof(p), "%s%s", buf, subs[i]);
-		int r = ab_mkdir_p(p, i == 0 ? 0700 : 0755);
-		if (r < 0)
-			return ab_error_set(err, -r, "cannot create the image cache %s", p);
-	}
 	return 0;
 }
 
