@@ -250,15 +250,56 @@ static int record_image(struct image_use *u)
 	return write_text(p, text);
 }
 
-/* Layer i, found unpacked in the cache, compared with its seal: 0 when it
- * is as it was unpacked, or when it has no seal of this version (unpacked
- * before layers were sealed, or its seal removed) and no sandbox uses it:
- * then it is removed, to be unpacked anew from its blob. A changed layer
- * is refused, never repaired silently: someone changed it. */
+/* The seal of layer hex in layers: an fd when it is a regular file of the
+ * caller's, else -1. */
+static int open_seal(int layers, const char *hex)
+{
+	int fd = openat(layers, seal_name(hex).s, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Layer i, found unpacked in the cache without a seal this version reads
+ * (unpacked before layers were sealed, or its seal removed): removed, to
+ * be unpacked anew from its blob, when no sandbox uses it (the cache's
+ * lock held). */
+static int unsealed_layer(struct image_use *u, size_t i, struct ab_error *err)
+{
+	const char *hex = u->img.layers[i].hex;
+	char name[80];
+	cleanup_fd int layers = open_layers(u->base, err);
+	if (layers < 0)
+		return layers;
+	cleanup_fd int seal = open_seal(layers, hex);
+	if (seal >= 0 && seal_known(seal))
+		return 0;
+	snprintf(name, sizeof(name), "%.64s.lock", hex);
+	cleanup_fd int lk = openat(layers, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+		return ab_error_plain(err, EBUSY,
+				      "--image %s: layer %zu at %s/layers/%s has no seal (it was "
+				      "unpacked by an older agentbox) and a sandbox uses it: run "
+				      "again when that sandbox has ended, and it is unpacked anew",
+				      u->spec, i + 1, u->base, hex);
+	int r = untar_remove(layers, hex, UNTAR_MAX_DEPTH + 4);
+	if (r < 0)
+		return ab_error_set(err, -r, "cannot remove %s/layers/%s to unpack it anew",
+				    u->base, hex);
+	unlinkat(layers, seal_name(hex).s, 0);
+	return 0;
+}
+
+/* Layer i compared with its seal (its shared lock held, so that prune
+ * leaves it): a layer changed since it was unpacked is refused, never
+ * repaired silently: someone changed it. */
 static int check_layer(struct image_use *u, size_t i, struct ab_error *err)
 {
 	const char *hex = u->img.layers[i].hex;
-	char what[2 * PATH_MAX], name[80];
+	char what[2 * PATH_MAX];
 	snprintf(what, sizeof(what), "--image %s: layer %zu (sha256:%.12s) at %s/layers/%s",
 		 u->spec, i + 1, hex, u->base, hex);
 	cleanup_fd int layers = open_layers(u->base, err);
@@ -268,27 +309,12 @@ static int check_layer(struct image_use *u, size_t i, struct ab_error *err)
 		openat(layers, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (root < 0)
 		return ab_error_set(err, errno, "%s: cannot open it", what);
-	cleanup_fd int seal =
-		openat(layers, seal_name(hex).s, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	int r = -ENOENT;
-	if (seal >= 0 && fstat(seal, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
-		r = seal_check(root, seal, what, err);
-	if (r != -ENOENT)
-		return r;
-	snprintf(name, sizeof(name), "%.64s.lock", hex);
-	cleanup_fd int lk = openat(layers, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
-		return ab_error_plain(err, EBUSY,
-				      "%s has no seal (it was unpacked by an older agentbox) and a "
-				      "sandbox uses it: run again when that sandbox has ended, and "
-				      "it is unpacked anew",
+	cleanup_fd int seal = open_seal(layers, hex);
+	int r = seal < 0 ? -ENOENT : seal_check(root, seal, what, err);
+	if (r == -ENOENT)
+		return ab_error_plain(err, EBADMSG, "%s: its seal is gone or not the caller's",
 				      what);
-	r = untar_remove(layers, hex, UNTAR_MAX_DEPTH + 4);
-	if (r < 0)
-		return ab_error_set(err, -r, "%s: cannot remove it to unpack it anew", what);
-	unlinkat(layers, seal_name(hex).s, 0);
-	return 0;
+	return r;
 }
 
 /* empty/, the overlays' bottom layer, must be empty: a name in it would be
@@ -324,16 +350,19 @@ static int use_layers(struct image_use *u, struct ab_error *err)
 	int r = check_empty(u, err);
 	if (r < 0)
 		return r;
+	bool fresh[OCI_MAX_LAYERS] = {false}; /* unpacked and sealed by this start */
 	for (size_t i = 0; i < u->img.n_layers; i++) {
 		const char *hex = u->img.layers[i].hex;
 		char p[PATH_MAX + 200];
 		snprintf(p, sizeof(p), "%s/layers/%s", u->base, hex);
 		struct stat st;
 		r = 0;
+		size_t before = u->unpacked;
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			r = check_layer(u, i, err);
+			r = unsealed_layer(u, i, err);
 		if (r == 0 && (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode)))
 			r = unpack(u, i, err);
+		fresh[i] = u->unpacked > before;
 		if (r == 0 && !(u->layer_dirs[i] = strdup(p)))
 			r = ab_error_set(err, ENOMEM, "--image");
 		if (r < 0)
@@ -346,7 +375,12 @@ static int use_layers(struct image_use *u, struct ab_error *err)
 			return ab_error_set(err, errno, "cannot lock %s", p);
 	}
 	record_image(u); /* only for agentbox images */
-	return 0;
+	/* checked without the cache's lock: other sandboxes start meanwhile */
+	close(ab_steal_fd(&lock));
+	for (size_t i = 0; i < u->img.n_layers && r == 0; i++)
+		if (!fresh[i])
+			r = check_layer(u, i, err);
+	return r;
 }
 
 int image_use_open(const char *spec, struct image_use **out, struct ab_error *err)

@@ -10,10 +10,15 @@
 #ifndef AB_SEAL_H
 #define AB_SEAL_H
 
+#include <stdbool.h>
+
 #include "agentbox/agentbox.h"
 
 /* Walk the tree at root (a directory fd) and write its listing to fd. */
 int seal_write(int root, int fd, struct ab_error *err);
+
+/* Whether seal (an fd) is a listing this version writes. */
+bool seal_known(int seal);
 
 /* Walk the tree at root and compare it with the listing at seal (an fd
  * on it): 0 when it is the same; -ENOENT when seal is not a listing this
