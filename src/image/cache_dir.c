@@ -65,6 +65,18 @@ static int judge(const struct stat *st, const char *path, const char *cache, boo
 	return 0;
 }
 
+/* Whether rest names no directory further: only "/" and "." in it. */
+static bool only_dots(const char *rest)
+{
+	for (rest += strspn(rest, "/"); *rest; rest += strspn(rest, "/")) {
+		size_t cl = strcspn(rest, "/");
+		if (cl != 1 || rest[0] != '.')
+			return false;
+		rest += cl;
+	}
+	return true;
+}
+
 /* todo = head + "/" + tail (tail may be empty or start with '/'). */
 static int rewrite(char *todo, size_t n, const char *head, const char *tail)
 {
@@ -100,7 +112,7 @@ static int walk_once(char *todo, size_t n, const char *cache, char *done, struct
 		memcpy(comp, rest, cl);
 		comp[cl] = '\0';
 		rest += cl;
-		bool last = rest[strspn(rest, "/")] == '\0';
+		bool last = only_dots(rest);
 		if (strcmp(comp, ".") == 0)
 			continue;
 		size_t dl = strlen(done);
@@ -154,6 +166,12 @@ static int walk_once(char *todo, size_t n, const char *cache, char *done, struct
 	}
 	if (!done[0])
 		return ab_error_plain(err, EINVAL, "the image cache %s: / cannot be it", cache);
+	/* judged again as the cache itself: a trailing "." made the last
+	 * directory look like one on the way */
+	if (fstat(fd, &st) < 0)
+		return ab_error_set(err, errno, "cannot stat %s", done);
+	if ((r = judge(&st, done, done, false, err)) < 0)
+		return r;
 	return ab_steal_fd(&fd);
 }
 

@@ -116,8 +116,9 @@ class CacheTrustTest(unittest.TestCase):
     def test_a_cache_its_group_or_others_may_write_is_refused(self):
         for mode, who in ((0o770, "its group"), (0o777, "others"), (0o1777, "others")):
             os.chmod(self.cache, mode)
-            self.refused(self.cache, "the image cache %s is writable by %s (mode %04o" %
-                         (self.cache, who, mode), "chmod go-w %s" % self.cache)
+            for name in (self.cache, self.cache + "/."):
+                self.refused(name, "the image cache %s is writable by %s (mode %04o" %
+                             (self.cache, who, mode), "chmod go-w %s" % self.cache)
         os.chmod(self.cache, 0o755)
         self.works(self.cache)
         # its layers/ too
