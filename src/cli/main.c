@@ -322,7 +322,12 @@ static const char usage_images[] =
 	"\n"
 	"The image cache (--image): the images seen and the layers unpacked, their\n"
 	"sizes and whether a running sandbox uses them. prune removes every layer\n"
-	"no sandbox uses, and the images that named them (docs/images.md).\n";
+	"no sandbox uses, and the images that named them (docs/images.md).\n"
+	"\n"
+	"The cache ($AGENTBOX_IMAGE_CACHE, else the state directory's) must be\n"
+	"yours or root's and writable by no one else, nor any directory on the way;\n"
+	"each layer is compared with its seal at every start, and a layer changed\n"
+	"since it was unpacked is refused until prune removes it.\n";
 
 static int cmd_images(int argc, char **argv)
 {

@@ -3,6 +3,7 @@
  *   layers/HEX/        a layer's tree, complete (renamed from tmp/)
  *   layers/HEX.lock    shared-locked by every sandbox that uses the layer
  *   layers/HEX.info    what unpacking it found: bytes, entries, devices
+ *   layers/HEX.seal    its tree as unpacked, checked at every use (seal.h)
  *   images/HEX         an image seen (HEX: its manifest's sha256): its
  *                      source, tag and layers, for agentbox images
  *   tmp/               layers being unpacked (stale ones removed)
@@ -23,37 +24,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image/cache_dir.h"
+#include "image/seal.h"
 #include "image/untar.h"
 #include "util/error.h"
 #include "util/util.h"
 
 #define LOCK_WAIT_MS (10 * 60 * 1000)
 
-/* Where the cache is, made when missing: $AGENTBOX_IMAGE_CACHE when set
- * (an absolute path), else the state directory's. */
+/* Where the cache is (cache_dir.c: made when missing, trusted only when
+ * no one but its owner can change it), as a path overlay's options can
+ * name. */
 static int cache_base(char *buf, size_t n, struct ab_error *err)
 {
-	const char *own = getenv("AGENTBOX_IMAGE_CACHE");
-	if (own && own[0] == '/')
-		snprintf(buf, n, "%s", own);
-	else if (ab_state_dir("images", buf, n) < 0)
-		return ab_error_plain(err, ENOENT,
-				      "--image: no home directory for the image cache; set "
-				      "XDG_STATE_HOME");
+	int fd = cache_dir_open(buf, n, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
 	if (strpbrk(buf, ":,\\\n"))
 		return ab_error_plain(err, EINVAL,
 				      "--image: the image cache %s has a ':', ',' or '\\' in its "
 				      "path, which overlay's options cannot name; set "
 				      "XDG_STATE_HOME elsewhere",
 				      buf);
-	const char *subs[] = {"", "/layers", "/images", "/tmp", "/empty"};
-	for (size_t i = 0; i < AB_ARRAY_SIZE(subs); i++) {
-		char p[PATH_MAX + 200];
-		snprintf(p, sizeof(p), "%s%s", buf, subs[i]);
-		int r = ab_mkdir_p(p, i == 0 ? 0700 : 0755);
-		if (r < 0)
-			return ab_error_set(err, -r, "cannot create the image cache %s", p);
-	}
 	return 0;
 }
 
@@ -130,6 +123,25 @@ static long long ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000LL + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+struct name80 {
+	char s[80];
+};
+
+static struct name80 seal_name(const char *hex)
+{
+	struct name80 n;
+	snprintf(n.s, sizeof(n.s), "%.64s.seal", hex);
+	return n;
+}
+
+static int open_layers(const char *base, struct ab_error *err)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/layers", base);
+	int fd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? ab_error_set(err, errno, "cannot open %s", p) : fd;
+}
+
 /* Layer i into layers/HEX through a temporary directory. */
 static int unpack(struct image_use *u, size_t i, struct ab_error *err)
 {
@@ -156,9 +168,28 @@ static int unpack(struct image_use *u, size_t i, struct ab_error *err)
 	cleanup_fd int root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = root < 0 ? ab_error_set(err, errno, "cannot open %s", tmp)
 			 : untar_layer(blob, l, what, root, &stats, err);
-	/* the tree reaches the disk before its name says it is complete */
-	if (r == 0 && (fchmod(root, 0755) < 0 || syncfs(root) < 0))
+	if (r == 0 && fchmod(root, 0755) < 0)
 		r = ab_error_set(err, errno, "cannot write %s", tmp);
+	/* sealed as it is now: every later use compares the tree with this */
+	char seal_new[80];
+	snprintf(seal_new, sizeof(seal_new), "%s.seal.new", l->hex);
+	cleanup_fd int layers = open_layers(u->base, err);
+	cleanup_fd int seal = -1;
+	if (r == 0 && layers < 0)
+		r = layers;
+	if (r == 0 &&
+	    (seal = openat(layers, seal_new, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			   0600)) < 0)
+		r = ab_error_set(err, errno, "cannot write %s/layers/%s", u->base, seal_new);
+	if (r == 0)
+		r = seal_write(root, seal, err);
+	/* the tree and its seal reach the disk before the name says complete */
+	if (r == 0 && syncfs(root) < 0)
+		r = ab_error_set(err, errno, "cannot write %s", tmp);
+	if (r < 0 && layers >= 0)
+		unlinkat(layers, seal_new, 0);
+	if (r == 0 && renameat(layers, seal_new, layers, seal_name(l->hex).s) < 0)
+		r = ab_error_set(err, errno, "cannot put the layer's seal in %s/layers", u->base);
 	if (r == 0) {
 		char info[256];
 		snprintf(info, sizeof(info),
@@ -219,20 +250,119 @@ static int record_image(struct image_use *u)
 	return write_text(p, text);
 }
 
+/* The seal of layer hex in layers: an fd when it is a regular file of the
+ * caller's, else -1. */
+static int open_seal(int layers, const char *hex)
+{
+	int fd = openat(layers, seal_name(hex).s, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Layer i, found unpacked in the cache without a seal this version reads
+ * (unpacked before layers were sealed, or its seal removed): removed, to
+ * be unpacked anew from its blob, when no sandbox uses it (the cache's
+ * lock held). */
+static int unsealed_layer(struct image_use *u, size_t i, struct ab_error *err)
+{
+	const char *hex = u->img.layers[i].hex;
+	char name[80];
+	cleanup_fd int layers = open_layers(u->base, err);
+	if (layers < 0)
+		return layers;
+	cleanup_fd int seal = open_seal(layers, hex);
+	if (seal >= 0 && seal_known(seal))
+		return 0;
+	snprintf(name, sizeof(name), "%.64s.lock", hex);
+	cleanup_fd int lk = openat(layers, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+		return ab_error_plain(err, EBUSY,
+				      "--image %s: layer %zu at %s/layers/%s has no seal (it was "
+				      "unpacked by an older agentbox) and a sandbox uses it: run "
+				      "again when that sandbox has ended, and it is unpacked anew",
+				      u->spec, i + 1, u->base, hex);
+	int r = untar_remove(layers, hex, UNTAR_MAX_DEPTH + 4);
+	if (r < 0)
+		return ab_error_set(err, -r, "cannot remove %s/layers/%s to unpack it anew",
+				    u->base, hex);
+	unlinkat(layers, seal_name(hex).s, 0);
+	return 0;
+}
+
+/* Layer i compared with its seal (its shared lock held, so that prune
+ * leaves it): a layer changed since it was unpacked is refused, never
+ * repaired silently: someone changed it. */
+static int check_layer(struct image_use *u, size_t i, struct ab_error *err)
+{
+	const char *hex = u->img.layers[i].hex;
+	char what[2 * PATH_MAX];
+	snprintf(what, sizeof(what), "--image %s: layer %zu (sha256:%.12s) at %s/layers/%s",
+		 u->spec, i + 1, hex, u->base, hex);
+	cleanup_fd int layers = open_layers(u->base, err);
+	if (layers < 0)
+		return layers;
+	cleanup_fd int root =
+		openat(layers, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (root < 0)
+		return ab_error_set(err, errno, "%s: cannot open it", what);
+	cleanup_fd int seal = open_seal(layers, hex);
+	int r = seal < 0 ? -ENOENT : seal_check(root, seal, what, err);
+	if (r == -ENOENT)
+		return ab_error_plain(err, EBADMSG, "%s: its seal is gone or not the caller's",
+				      what);
+	return r;
+}
+
+/* empty/, the overlays' bottom layer, must be empty: a name in it would be
+ * in every sandbox's system. */
+static int check_empty(const struct image_use *u, struct ab_error *err)
+{
+	int fd = open(u->empty, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		ab_close_keep_errno(fd);
+		return ab_error_set(err, errno, "cannot open %s", u->empty);
+	}
+	struct dirent *de;
+	const char *found = NULL;
+	while (!found && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			found = de->d_name;
+	int r = found ? ab_error_plain(err, EBADMSG,
+				       "the image cache's %s must be empty and has '%.200s': "
+				       "someone put it there; refused: remove it",
+				       u->empty, found)
+		      : 0;
+	closedir(d);
+	return r;
+}
+
 static int use_layers(struct image_use *u, struct ab_error *err)
 {
 	cleanup_fd int lock = lock_cache(u->base, err);
 	if (lock < 0)
 		return lock;
 	sweep_tmp(u->base);
+	int r = check_empty(u, err);
+	if (r < 0)
+		return r;
+	bool fresh[OCI_MAX_LAYERS] = {false}; /* unpacked and sealed by this start */
 	for (size_t i = 0; i < u->img.n_layers; i++) {
 		const char *hex = u->img.layers[i].hex;
 		char p[PATH_MAX + 200];
 		snprintf(p, sizeof(p), "%s/layers/%s", u->base, hex);
 		struct stat st;
-		int r = 0;
-		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+		r = 0;
+		size_t before = u->unpacked;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			r = unsealed_layer(u, i, err);
+		if (r == 0 && (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode)))
 			r = unpack(u, i, err);
+		fresh[i] = u->unpacked > before;
 		if (r == 0 && !(u->layer_dirs[i] = strdup(p)))
 			r = ab_error_set(err, ENOMEM, "--image");
 		if (r < 0)
@@ -245,7 +375,12 @@ static int use_layers(struct image_use *u, struct ab_error *err)
 			return ab_error_set(err, errno, "cannot lock %s", p);
 	}
 	record_image(u); /* only for agentbox images */
-	return 0;
+	/* checked without the cache's lock: other sandboxes start meanwhile */
+	close(ab_steal_fd(&lock));
+	for (size_t i = 0; i < u->img.n_layers && r == 0; i++)
+		if (!fresh[i])
+			r = check_layer(u, i, err);
+	return r;
 }
 
 int image_use_open(const char *spec, struct image_use **out, struct ab_error *err)
@@ -481,6 +616,7 @@ int image_cache_prune(FILE *out, struct ab_error *err)
 			return ab_error_set(err, -r, "cannot remove %s/%s", p, layers[i]);
 		snprintf(name, sizeof(name), "%.64s.info", layers[i]);
 		unlinkat(dir, name, 0);
+		unlinkat(dir, seal_name(layers[i]).s, 0);
 		snprintf(name, sizeof(name), "%.64s.lock", layers[i]);
 		unlinkat(dir, name, 0);
 		removed++;

@@ -72,7 +72,7 @@ class Image(unittest.TestCase):
         self.assertEqual((r.output, r.exit_code), ("layered\ndeleted\nfromimage\n", 0))
         sb.write("/workspace/a.txt", "written\n")
         self.assertEqual(sb.execute("cat /workspace/a.txt").output, "written\n")
-        self.assertEqual(len(os.listdir(os.path.join(cache, "layers"))), 6)  # 2 x dir, info, lock
+        self.assertEqual(len(os.listdir(os.path.join(cache, "layers"))), 8)  # 2 x dir, info, lock, seal
 
 
 class Commands(Base):
