@@ -326,12 +326,11 @@ static void assess_cgroups(const struct check_facts *f, struct check_item *it)
 		if (!all && strcmp(f->host_cgroup, "v1") == 0 && !f->root)
 			fix(it,
 			    "cgroup v1 cannot be delegated to users safely: boot with "
-			    "systemd.unified_cgroup_hierarchy=1 for cgroup v2, or have root make "
-			    "you a "
-			    "group in each controller (memory, cpu, pids) that you own, and pass "
-			    "--cgroup-parent PATH, its path below each controller's mount (as "
-			    "/agentbox-$USER for /sys/fs/cgroup/memory/agentbox-$USER; 'agentbox "
-			    "check --cgroup-parent PATH' tries it)");
+			    "systemd.unified_cgroup_hierarchy=1 for cgroup v2, or have root give "
+			    "you a group in each controller ('sudo agentbox setup-delegation "
+			    "$USER', kept across reboots) and pass --cgroup-parent /agentbox-$USER "
+			    "(or set \"cgroup-parent\" in ~/.config/agentbox/config.json; "
+			    "'agentbox check --cgroup-parent /agentbox-$USER' tries it)");
 		else if (!all && !f->root)
 			fix(it,
 			    "agentbox asks your systemd user manager for a Delegate=yes scope when "

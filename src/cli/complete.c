@@ -45,6 +45,7 @@ static const struct command {
 	{"changes", NONE, "--json --diff --max-diff-bytes --ignored --help", 'd'},
 	{"commit", NONE, "--force --help", 'd'},
 	{"discard", NONE, "--help", 'd'},
+	{"setup-delegation", NONE, "--remove --help", 0},
 	{"completion", NONE, "bash zsh", 0},
 };
 

@@ -9,6 +9,7 @@
 #include "agentbox/agentbox.h"
 #include "cli/check.h"
 #include "cli/complete.h"
+#include "cli/delegate.h"
 #include "detach/detach.h"
 #include "image/cache.h"
 #include "layer/layer.h"
@@ -42,6 +43,7 @@ static const char usage_main[] =
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
 	"  commit    apply a kept layer's changes to the workspace\n"
 	"  discard   remove a kept layer\n"
+	"  setup-delegation USER  (root) USER's own cgroups on a v1 or hybrid host\n"
 	"  completion bash|zsh  the shell's completion script (source it)\n"
 	"\n"
 	"Options:\n"
@@ -559,6 +561,8 @@ int main(int argc, char **argv)
 			return detached[i].fn(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "setup-delegation") == 0)
+		return ab_setup_delegation(argc - 1, argv + 1);
 	if (strcmp(argv[1], "__complete") == 0)
 		return ab_complete(argc - 2, argv + 2);
 	if (strcmp(argv[1], "completion") == 0)
