@@ -38,6 +38,7 @@ static const struct command {
 	{"connect", NONE, "--help", 'i'},
 	{"ls", NONE, "--json --help", 0},
 	{"rm", NONE, "-f --help", 'i'},
+	{"logs", NONE, "--follow -f --help", 'i'},
 	{"pause", NONE, "--help", 'i'},
 	{"resume", NONE, "--help", 'i'},
 	{"check", NONE, "--json --cgroup-parent --rootfs --image --help", 0},

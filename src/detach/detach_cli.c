@@ -643,3 +643,76 @@ int detach_cli_connect(int argc, char **argv)
 		}
 	}
 }
+
+/* ---- logs ---- */
+
+static const char usage_logs[] =
+	"Usage: agentbox logs [--follow] ID\n"
+	"\n"
+	"What sandbox ID's launcher said: its notices, and for each command that\n"
+	"timed out, was killed for memory, or was denied a syscall or a connection,\n"
+	"the line agentbox run prints, with the time and the request's id. With\n"
+	"--follow (-f), new lines as they come, until the sandbox ends or Ctrl-C.\n";
+
+/* What is in fd from where it stands to its end, to stdout. */
+static int copy_log(int fd)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -1 : 0;
+		if (detach_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+			return -1;
+	}
+}
+
+int detach_cli_logs(int argc, char **argv)
+{
+	bool follow = false;
+	const char *id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (detach_is_help(argv[i])) {
+			fputs(usage_logs, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
+			follow = true;
+		} else if (argv[i][0] == '-' || id) {
+			return detach_fail("logs: unexpected '%s' (try 'agentbox logs --help')",
+					   argv[i]);
+		} else {
+			id = argv[i];
+		}
+	}
+	if (!id)
+		return detach_fail("logs: which sandbox? (agentbox logs ID)");
+	char root[PATH_MAX], path[PATH_MAX], dir[PATH_MAX + 80];
+	struct ab_error err = {0};
+	if (!detach_id_valid(id))
+		return detach_fail("'%s' is not a sandbox id (agentbox ls lists them)", id);
+	if (detach_root(root, sizeof(root), false, &err) < 0 ||
+	    detach_path(path, sizeof(path), root, id, "log", &err) < 0)
+		return detach_fail("no sandbox %s (agentbox ls lists them)", id);
+	/* its own file, never what a link there names */
+	cleanup_fd int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return detach_fail("no sandbox %s (agentbox ls lists them)", id);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, id) >= sizeof(dir))
+		return detach_fail("no sandbox %s (agentbox ls lists them)", id);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		if (copy_log(fd) < 0)
+			return 0; /* our reader is gone */
+		if (!follow)
+			return 0;
+		/* until the sandbox's directory is gone (rm, its end) */
+		if (access(dir, F_OK) < 0) {
+			copy_log(fd);
+			return 0;
+		}
+		poll(NULL, 0, 200);
+	}
+}

@@ -595,6 +595,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		/* its output is escaped as it goes */
 		out_json(sv->to ? sv->to : &sv->out, head, res);
 		serve_audit_result(&sv->audit, r->q.id, res, NULL);
+		serve_log_result(sv, r->q.id, res);
 	}
 	sv->to = NULL;
 	list_del(sv, r);

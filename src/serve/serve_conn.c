@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
+#include "session/result_say.h"
 #include "util/signals.h"
 #include "util/util.h"
 
@@ -293,6 +295,43 @@ int serve_listen_wait_ms(struct server *sv)
 	if (end == ~0ull)
 		return -1;
 	return end <= now ? 0 : end - now > 60000 ? 60000 : (int)(end - now);
+}
+
+/* The log past which a detached sandbox writes no more of it (its disk). */
+#define LOG_MAX (16u << 20)
+
+void serve_log_result(struct server *sv, json_object *id, const struct ab_result *res)
+{
+	struct stat st;
+	if (!sv->listen || fstat(STDERR_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > LOG_MAX)
+		return;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	struct ab_say_limits lim = {.kill_after_ms = sv->cfg->kill_after_ms,
+				    .memory = sv->cfg->memory,
+				    .pids = sv->cfg->pids};
+	ab_result_say(f, res, &lim, true);
+	fclose(f);
+	char when[32];
+	time_t now = time(NULL);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&now));
+	const char *rid = json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN);
+	/* each "agentbox: ..." line as "TIME request ID: ..." */
+	for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		const char *what = strncmp(line, "agentbox: ", 10) == 0 ? line + 10 : line;
+		fprintf(stderr, "%s request %.80s: %s\n", when, rid, what);
+	}
+	if (st.st_size + (off_t)len > LOG_MAX)
+		fprintf(stderr, "%s agentbox: the log is over %u MiB: no more is written\n", when,
+			LOG_MAX >> 20);
+	free(text);
 }
 
 static void print_notice(const char *line)

@@ -98,6 +98,10 @@ void serve_control(struct server *sv);
 /* ms until the idle timeout or the ttl ends the sandbox (-1: never,
  * 0: now). */
 int serve_listen_wait_ms(struct server *sv);
+/* A detached sandbox's log (its stderr, agentbox logs ID): what agentbox
+ * run says of a command's end (a timeout, an OOM kill, denials), a line
+ * each, with the time and the request's id; bounded. */
+void serve_log_result(struct server *sv, json_object *id, const struct ab_result *res);
 
 /* The hello: the protocol, the sandbox, its limits (serve_conn.c). */
 json_object *serve_hello_json(struct server *sv);

@@ -335,6 +335,25 @@ class Detached(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("--timeout needs a duration", r.stderr)
 
+    def test_logs_say_what_the_launcher_said(self):
+        sid = self.create("--name", "lg")
+        self.ab("exec", sid, "--timeout", "200ms", "--", "sleep", "5")
+        r = self.ab("logs", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"request \"exec-[0-9-]+\": timed out after 200ms")
+        # --follow: a later line, and the end with the sandbox
+        f = subprocess.Popen([BIN, "logs", "--follow", sid], stdout=subprocess.PIPE, text=True,
+                             env=self.env)
+        self.addCleanup(f.kill)
+        self.ab("exec", sid, "--", "unshare", "-U", "true")
+        self.assertEqual(self.ab("rm", sid).returncode, 0)
+        out, _ = f.communicate(timeout=20)
+        self.assertIn("seccomp denied: unshare (1)", out)
+        self.assertEqual(f.returncode, 0)
+        r = self.ab("logs", "nosuch")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no sandbox nosuch", r.stderr)
+
     def test_changes_commit_discard_of_a_detached_overlay_sandbox(self):
         with open(os.path.join(self.ws, "a"), "w") as f:
             f.write("a\n")
