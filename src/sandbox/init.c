@@ -260,12 +260,23 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 				;
-			for (pid_t p; (p = waitpid(-1, NULL, WNOHANG)) > 0;)
+			int st;
+			for (pid_t p; (p = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0;) {
+				/* stopped (a command's kill -STOP, where no
+				 * Landlock signal scope keeps it out): it would
+				 * take work and never do it. Killed, and its
+				 * socket's end tells the launcher, which asks
+				 * for another; reaped on its SIGCHLD */
+				if (WIFSTOPPED(st)) {
+					kill(p, SIGKILL);
+					continue;
+				}
 				for (size_t i = 0; i < n_shims;)
 					if (shim[i] == p)
 						shim[i] = shim[--n_shims];
 					else
 						i++;
+			}
 			/* a shim or an orphan died: what it left is the init's now */
 			kill_orphans(shim, n_shims);
 		}
