@@ -10,8 +10,9 @@ scopes signals, and those kills fail with EPERM; elsewhere the init kills a
 shim that stops and the launcher takes another (tested here with
 AGENTBOX_TEST_NO_SIGNAL_SCOPE=1, as an older kernel would be).
 
-Serve mode only: `agentbox run`'s one command has no shims, and its init is
-pid 1, which no process of its namespace can stop or kill."""
+`Signals` is serve mode only: `agentbox run`'s one command has no shims, and
+its init is pid 1, which no process of its namespace can stop or kill
+(`InitSignals`, run mode only, shows it)."""
 
 import os
 import time
@@ -196,7 +197,23 @@ class Signals(Extra, Attacks):
         self.assert_session_answers(box)
 
 
+class InitSignals(Extra, Attacks):
+    """`agentbox run`: its one command's supervisor is the init, pid 1 of the
+    sandbox's pid namespace. The kernel drops a signal sent from inside that
+    pid 1 has no handler for (it installs none), SIGSTOP and SIGKILL
+    included; those it blocks (SIGCHLD, the forwarded ones) it reads from a
+    signalfd or leaves pending: no signal of the command disturbs it."""
+
+    def test_every_signal_to_the_init(self):
+        t = time.monotonic()
+        r = self.guarded("for s in STOP TSTP TERM INT HUP QUIT USR1 USR2 ALRM PIPE CHLD SEGV "
+                         "KILL; do kill -$s 1; done; sleep 0.2; echo alive")
+        self.assertEqual((r.code, r.out), (0, "alive\n"), r)
+        self.assertLess(time.monotonic() - t, PROMPT, r)
+
+
 one_mode(globals(), Signals, ServeMode)
+one_mode(globals(), InitSignals, harness.RunMode)
 
 if __name__ == "__main__":
     unittest.main()
