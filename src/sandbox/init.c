@@ -27,8 +27,9 @@
  *   8. start command shims (shim.c) as the launcher asks and hand their
  *      sockets over, or, in a one-command session, be that shim itself
  *      (which leaves its v1 cgroups before its last word, so the launcher
- *      removes them without waiting for its end); as pid 1, reap, and
- *      kill what a command left when it killed its shim. When it exits,
+ *      removes them without waiting for its end); as pid 1, reap, kill
+ *      a shim that stops (its socket's end tells the launcher), and kill
+ *      what a command left when it killed its shim. When it exits,
  *      the kernel kills whatever is left.
  */
 #include "sandbox/init.h"
