@@ -271,9 +271,17 @@ static void assess_seccomp(const struct check_facts *f, struct check_item *it)
 
 static void assess_landlock(const struct check_facts *f, struct check_item *it)
 {
-	if (f->landlock_abi > 0) {
+	if (f->landlock_abi >= 6) {
 		item(it, "landlock", CHECK_OK,
-		     "ABI %d: writes only beneath the view's writable places", f->landlock_abi);
+		     "ABI %d: writes only beneath the view's writable places; scoped signals: a "
+		     "session command signals only its own processes",
+		     f->landlock_abi);
+	} else if (f->landlock_abi > 0) {
+		item(it, "landlock", CHECK_OK,
+		     "ABI %d: writes only beneath the view's writable places; no scoped signals "
+		     "(Linux 6.12): a command can stop or kill agentbox's supervisors, which are "
+		     "then replaced",
+		     f->landlock_abi);
 	} else {
 		item(it, "landlock", CHECK_WARN,
 		     "not available: the mount view alone keeps writes in the workspace (no second "
@@ -486,6 +494,8 @@ int check_print(const struct check_facts *f, bool json)
 		json_object_object_add(o, "host_cgroup", json_object_new_string(f->host_cgroup));
 		json_object_object_add(o, "cgroup", json_object_new_string(f->cgroup_version));
 		json_object_object_add(o, "landlock_abi", json_object_new_int(f->landlock_abi));
+		json_object_object_add(o, "landlock_signal_scope",
+				       json_object_new_boolean(f->landlock_abi >= 6));
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);

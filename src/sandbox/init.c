@@ -27,8 +27,9 @@
  *   8. start command shims (shim.c) as the launcher asks and hand their
  *      sockets over, or, in a one-command session, be that shim itself
  *      (which leaves its v1 cgroups before its last word, so the launcher
- *      removes them without waiting for its end); as pid 1, reap, and
- *      kill what a command left when it killed its shim. When it exits,
+ *      removes them without waiting for its end); as pid 1, reap, kill
+ *      a shim that stops (its socket's end tells the launcher), and kill
+ *      what a command left when it killed its shim. When it exits,
  *      the kernel kills whatever is left.
  */
 #include "sandbox/init.h"
@@ -260,12 +261,23 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
 				;
-			for (pid_t p; (p = waitpid(-1, NULL, WNOHANG)) > 0;)
+			int st;
+			for (pid_t p; (p = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0;) {
+				/* stopped (a command's kill -STOP, where no
+				 * Landlock signal scope keeps it out): it would
+				 * take work and never do it. Killed, and its
+				 * socket's end tells the launcher, which asks
+				 * for another; reaped on its SIGCHLD */
+				if (WIFSTOPPED(st)) {
+					kill(p, SIGKILL);
+					continue;
+				}
 				for (size_t i = 0; i < n_shims;)
 					if (shim[i] == p)
 						shim[i] = shim[--n_shims];
 					else
 						i++;
+			}
 			/* a shim or an orphan died: what it left is the init's now */
 			kill_orphans(shim, n_shims);
 		}

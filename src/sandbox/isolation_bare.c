@@ -33,11 +33,6 @@
 #include "util/proc.h"
 #include "util/util.h"
 
-/* struct landlock_ruleset_attr as of ABI 6, whatever the headers know */
-struct bare_ruleset_attr {
-	uint64_t handled_access_fs, handled_access_net, scoped;
-};
-
 #define FS_READ                                                                                    \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 #define FS_ALL                                                                                     \
@@ -86,7 +81,7 @@ static int bare_landlock(const struct ab_config *cfg, int *out, int *abi_out, st
 		handled |= LANDLOCK_ACCESS_FS_REFER;
 	if (abi >= 3)
 		handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
-	struct bare_ruleset_attr rs = {.handled_access_fs = handled};
+	struct ab_landlock_ruleset_attr rs = {.handled_access_fs = handled};
 	size_t size = sizeof(uint64_t);
 	if (abi >= 4 && cfg->net == AB_NET_NONE) {
 		/* no rule: every TCP bind and connect is refused */

@@ -530,8 +530,8 @@ static void command_shim_gone(struct ab_session *s, struct cmd *c, bool broke)
 		c->msg.status = EIO;
 		snprintf(c->msg.text, sizeof(c->msg.text),
 			 "the command's supervisor in the sandbox was killed (did "
-			 "the command kill every process, e.g. kill -9 -1?); the "
-			 "command was killed");
+			 "a command signal every process, e.g. kill -9 -1 or kill "
+			 "-STOP -1?); the command was killed");
 		cmd_kill(c);
 	}
 	/* the shim reaped every process it had: the pipes are at

@@ -28,6 +28,7 @@
 #include "net/netproxy.h"
 #include "session/session.h"
 #include "util/sync.h"
+#include "view/landlock.h"
 #include "warm/warm.h"
 #include "util/util.h"
 
@@ -176,8 +177,11 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 		return r;
 	}
 	s->started_ms = session_now_ms();
-	if (!one_command)
-		warm_read_knobs(); /* the shims' copy: they have no environment */
+	if (!one_command) {
+		/* the shims' copy: they have no environment */
+		warm_read_knobs();
+		landlock_read_knobs();
+	}
 	r = session_alloc(s, err);
 	if (r == 0)
 		r = session_clone(s, err);

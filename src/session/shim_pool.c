@@ -4,7 +4,10 @@
  * next command's path. In a one-command session (`agentbox run`) the init
  * itself is the only shim and no spare is ever asked for. Each command's
  * shim is the ancestor of its processes: what the seccomp listener denies a
- * process is routed to its command by it. */
+ * process is routed to its command by it. A shim a command stopped (kill
+ * -STOP, where Landlock does not scope its signals) is killed by the init
+ * (init.c): its socket's end drops it from the pool as a dead one's does,
+ * so no work waits on it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

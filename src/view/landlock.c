@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -101,12 +102,37 @@ int landlock_enforce(int fd, struct ab_error *err)
 	return 0;
 }
 
+/* AGENTBOX_TEST_NO_SIGNAL_SCOPE=1 in the launcher's environment: a command
+ * layer without the signal scope, as on a kernel before Landlock ABI 6, so
+ * that the fallback (a stopped supervisor replaced, init.c) is tested here */
+static bool knob_no_signal_scope;
+
+void landlock_read_knobs(void)
+{
+	const char *v = getenv("AGENTBOX_TEST_NO_SIGNAL_SCOPE");
+	knob_no_signal_scope = v && strcmp(v, "1") == 0;
+}
+
+bool landlock_signal_scope(int abi)
+{
+	return abi >= 6 && !knob_no_signal_scope;
+}
+
 int landlock_command_layer(void)
 {
 	/* nothing an unprivileged process could do anyway: the layer is for
 	 * its domain, not for its rights */
-	struct landlock_ruleset_attr rs = {.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK};
-	int fd = (int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
+	struct ab_landlock_ruleset_attr rs = {.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK};
+	size_t size = sizeof(rs.handled_access_fs);
+	int abi =
+		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (landlock_signal_scope(abi)) {
+		/* Linux 6.12: no signal out of the domain, so the init, the
+		 * shims, the warm shells and other commands are out of its kill */
+		rs.scoped = LANDLOCK_SCOPE_SIGNAL;
+		size = sizeof(rs);
+	}
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
 	if (fd < 0)
 		return -errno;
 	/* above the fds a command's child is given (0-4), close-on-exec */

@@ -4,6 +4,8 @@
 #ifndef AB_LANDLOCK_H
 #define AB_LANDLOCK_H
 
+#include <stdbool.h>
+
 #include "agentbox/agentbox.h"
 #include "view/mount.h"
 
@@ -21,7 +23,20 @@ int landlock_enforce(int fd, struct ab_error *err);
  * a command any ptrace-class access (ptrace, /proc/PID/mem,
  * process_vm_*) to another command or to an idle warm shell, whatever
  * the seccomp profile; within a command (its own children) it allows it.
+ * Where the kernel has it (ABI 6, Linux 6.12) the layer also scopes
+ * signals (LANDLOCK_SCOPE_SIGNAL): a command's kill reaches only its own
+ * processes, not the init, the shims, the warm shells or other commands
+ * (nor what an earlier command left in the background).
  * The fd (close-on-exec, >= 10), or -errno. */
 int landlock_command_layer(void);
+
+/* Whether the command layer scopes signals on a kernel of Landlock ABI
+ * abi (and the launcher's test knob, landlock_read_knobs, allows it). */
+bool landlock_signal_scope(int abi);
+
+/* The launcher's test knob, read before the sandbox is cloned (the init
+ * has no environment): AGENTBOX_TEST_NO_SIGNAL_SCOPE=1, a command layer
+ * without the signal scope, as before Linux 6.12. */
+void landlock_read_knobs(void);
 
 #endif

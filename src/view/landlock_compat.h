@@ -4,6 +4,7 @@
 #define AB_LANDLOCK_COMPAT_H
 
 #include <linux/landlock.h>
+#include <stdint.h>
 
 #ifndef LANDLOCK_ACCESS_FS_REFER
 #define LANDLOCK_ACCESS_FS_REFER (1ULL << 13) /* ABI 2 */
@@ -19,5 +20,11 @@
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
 #endif
+
+/* struct landlock_ruleset_attr as of ABI 6 (scoped), whatever the headers
+ * know: pass sizeof(uint64_t) for ABI 1 to 3, 2 * for ABI 4 and 5 */
+struct ab_landlock_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
 
 #endif

@@ -177,6 +177,20 @@ Test(check, missing_layers_are_warnings_with_fixes)
 	cr_assert_not(can_run(&f));
 }
 
+Test(check, landlock_says_whether_signals_are_scoped)
+{
+	struct check_facts f = good();
+	struct check_item items[CHECK_MAX_ITEMS];
+	const struct check_item *it = find(&f, "landlock", items);
+	cr_assert_eq(it->level, CHECK_OK);
+	cr_assert(strstr(it->detail, "no scoped signals"), "%s", it->detail);
+	f.landlock_abi = 6;
+	it = find(&f, "landlock", items);
+	cr_assert_eq(it->level, CHECK_OK);
+	cr_assert(strstr(it->detail, "scoped signals: a session command signals only its own"),
+		  "%s", it->detail);
+}
+
 Test(check, cgroup_limits_say_which_are_real)
 {
 	struct check_facts f = good();
