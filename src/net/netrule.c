@@ -103,6 +103,9 @@ static bool cidr_bits(const char *s)
 
 const char *netrule_split(char *pat, bool host_only, struct net_rule *r)
 {
+	if (strstr(pat, "://"))
+		return "a URL: give a host (registry.npmjs.org, api.example.com:443), with an "
+		       "optional path after it, and no scheme";
 	char *colon = strchr(pat, ':'), *rest = pat;
 	if (colon && upper_list(pat, (size_t)(colon - pat)) && !all_digits_or_star(colon + 1)) {
 		const char *why = parse_methods(pat, (size_t)(colon - pat), r);

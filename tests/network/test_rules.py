@@ -188,6 +188,7 @@ class Rules(unittest.TestCase):
                           ("allow=GET", "'GET': methods without a host"),
                           ("allow=GET:x.org/a/../b", "'.' or '..' segments"),
                           ("allow=x.org/a?b", "without a query"),
+                          ("allow=https://registry.npmjs.org", "a URL: give a host"),
                           ("allow=GET:/a", "no host"),
                           ("allow=GET:*x.org/a", "is not a host name"),
                           ("deny=GET:x.org", "methods and paths are for allow= only"),
