@@ -635,9 +635,14 @@ const char *netpolicy_check_body(const struct net_policy *p, const struct net_ta
 				return NULL;
 		}
 	int m = (int)(ml > 16 ? 16 : ml);
-	snprintf(why, wlen,
-		 "a body on %.*s is refused: a server may read it as another request (a --net "
-		 "allow rule %.*s+body:HOST/PATH allows one)",
-		 m, head, m, head);
+	if (netrule_is_method(head, ml))
+		snprintf(why, wlen,
+			 "a body on %.*s is refused: a server may read it as another request (a "
+			 "--net allow rule %.*s+body:HOST/PATH allows one)",
+			 m, head, m, head);
+	else
+		snprintf(why, wlen,
+			 "a body on %.*s is refused: a server may read it as another request", m,
+			 head);
 	return why;
 }
