@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "http/http_frame.h"
 #include "net/netparse.h"
 #include "net/netproxy_int.h"
 #include "net/netresolve.h"
@@ -264,6 +265,26 @@ static void start_lookup(struct netproxy *p, struct conn *c)
 	c->st = S_LOOKUP;
 }
 
+/* A plain request to a host with rules by method and path, framed as on a
+ * terminated connection (http/http_frame.h): a head a server could frame another
+ * way, or a body on GET (and the like) no rule allows, is refused: the
+ * server may not read such a body, and take it for a request the rules
+ * never saw. True (and why in why[0..len)) when refused. */
+static bool plain_framing(struct netproxy *p, struct conn *c, char *why, size_t len)
+{
+	struct net_http_msg m;
+	const char *bad = NULL;
+	char rule[300];
+	if (net_http_msg_scan(c->req.head, c->req.head_len, &m, &bad) == 1 &&
+	    (!net_http_has_body(&m) || !net_http_bodyless_method(c->req.head, m.method_len) ||
+	     !(bad = netpolicy_check_body(&p->pol, &c->req.target, c->req.head, c->req.head_len,
+					  rule, sizeof(rule)))))
+		return false;
+	snprintf(why, len, "bad request to %s: %s", c->req.target.host,
+		 bad ? bad : "malformed request head");
+	return true;
+}
+
 /* The client's request is known: judge the name, then look up or connect. */
 static void target_known(struct netproxy *p, struct conn *c)
 {
@@ -278,9 +299,14 @@ static void target_known(struct netproxy *p, struct conn *c)
 			why = "the host has --net allow rules by method and path, and the proxy "
 			      "terminates TLS only when such a rule (or a secret=) is given at "
 			      "start";
-		else if (c->req.kind == NET_REQ_HTTP)
-			why = netpolicy_check_head(&p->pol, &c->req.target, c->req.head,
-						   c->req.head_len, rule, sizeof(rule));
+		else if (c->req.kind == NET_REQ_HTTP &&
+			 !(why = netpolicy_check_head(&p->pol, &c->req.target, c->req.head,
+						      c->req.head_len, rule, sizeof(rule))) &&
+			 plain_framing(p, c, rule, sizeof(rule))) {
+			conn_record(p, c, false, rule);
+			conn_fail(c, 400, 1, rule);
+			return;
+		}
 	}
 	if (why) {
 		deny(p, c, why);

@@ -9,9 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/http_frame.h"
 #include "net/netpolicy.h"
-
-#define NET_HEAD_MAX 16384
 
 enum net_req_kind { NET_REQ_CONNECT, NET_REQ_HTTP, NET_REQ_SOCKS };
 
@@ -40,32 +39,5 @@ int net_socks_greeting(const uint8_t *b, size_t n, size_t *used);
  * -EAFNOSUPPORT an unknown address type (reply 8), -EINVAL a name that is
  * not a host name (reply 4). */
 int net_socks_request(const uint8_t *b, size_t n, struct net_request *r);
-
-/* One request the sandbox sends in a terminated connection (netterm.c):
- * its head's length and how its body is framed. */
-struct net_http_msg {
-	size_t head_len; /* the request line and headers, CRLF CRLF included */
-	bool chunked;
-	unsigned long long length; /* Content-Length (0 without) */
-	bool upgrade;		   /* Upgrade: or CONNECT: what follows is not HTTP */
-	bool origin_form;	   /* the target is a path ("/..."), not a URL */
-	size_t host_off, host_len; /* the Host header's value (host_len 0: none) */
-};
-/* 1: a complete head at b; 0: need more; -E2BIG: longer than
- * NET_HEAD_MAX; -EPROTO: malformed (*why says how; also a body framed
- * two ways, two Host headers: a request the server could read otherwise). */
-int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const char **why);
-
-/* The body after a head, followed byte by byte without changing it. */
-struct net_body {
-	int st;
-	unsigned long long left;
-	unsigned digits, line;
-	bool cr, done, bad;
-};
-void net_body_init(struct net_body *b, const struct net_http_msg *m);
-/* How many of p[0..n) belong to the body; done once it ended, bad when
- * the chunked framing is broken. */
-size_t net_body_step(struct net_body *b, const uint8_t *p, size_t n);
 
 #endif

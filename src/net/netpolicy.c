@@ -589,18 +589,26 @@ const char *netpolicy_check_request(const struct net_policy *p, const struct net
 	return "no --net allow rule for the host allows the method and path";
 }
 
+/* head's method (*ml bytes) and target (*tl bytes) */
+static const char *head_parts(const char *head, size_t len, size_t *ml, size_t *tl)
+{
+	*ml = 0;
+	while (*ml < len && head[*ml] != ' ' && head[*ml] != '\r')
+		(*ml)++;
+	const char *target = head + *ml + (*ml < len);
+	*tl = 0;
+	while (target + *tl < head + len && target[*tl] != ' ' && target[*tl] != '\r')
+		(*tl)++;
+	return target;
+}
+
 const char *netpolicy_check_head(const struct net_policy *p, const struct net_target *t,
 				 const char *head, size_t len, char *why, size_t wlen)
 {
 	if (!netpolicy_restricted(p, t))
 		return NULL;
-	size_t ml = 0;
-	while (ml < len && head[ml] != ' ' && head[ml] != '\r')
-		ml++;
-	const char *target = head + ml + (ml < len);
-	size_t tl = 0;
-	while (target + tl < head + len && target[tl] != ' ' && target[tl] != '\r')
-		tl++;
+	size_t ml, tl;
+	const char *target = head_parts(head, len, &ml, &tl);
 	char path[NET_PATH_MAX + 1];
 	const char *bad = netrule_path(target, tl, path, sizeof(path));
 	if (!bad)
@@ -610,5 +618,31 @@ const char *netpolicy_check_head(const struct net_policy *p, const struct net_ta
 	int pl = (int)(tl > 200 ? 200 : tl);
 	/* the reason first: a report keeps its start */
 	snprintf(why, wlen, "%s (%.*s %.*s)", bad, (int)(ml > 16 ? 16 : ml), head, pl, target);
+	return why;
+}
+
+const char *netpolicy_check_body(const struct net_policy *p, const struct net_target *t,
+				 const char *head, size_t len, char *why, size_t wlen)
+{
+	size_t ml, tl;
+	const char *target = head_parts(head, len, &ml, &tl);
+	char path[NET_PATH_MAX + 1];
+	if (!netrule_path(target, tl, path, sizeof(path)))
+		for (size_t i = 0; i < p->n; i++) {
+			const struct net_rule *r = &p->r[i];
+			if (!r->deny && !r->implicit && net_rule_names(r, t) &&
+			    netrule_allows_body(r, head, ml, path))
+				return NULL;
+		}
+	int m = (int)(ml > 16 ? 16 : ml);
+	if (netrule_is_method(head, ml))
+		snprintf(why, wlen,
+			 "a body on %.*s is refused: a server may read it as another request (a "
+			 "--net allow rule %.*s+body:HOST/PATH allows one)",
+			 m, head, m, head);
+	else
+		snprintf(why, wlen,
+			 "a body on %.*s is refused: a server may read it as another request", m,
+			 head);
 	return why;
 }

@@ -27,6 +27,7 @@ struct net_rule {
 	unsigned prefix;	     /* in bits of the 128 */
 	bool implicit;		     /* a secret='s host, allowed by it */
 	unsigned methods;	     /* bit i: netrule.c's methods[i]; 0: any */
+	unsigned body_methods;	     /* of those, "GET+body": may carry a body */
 	char path[NET_PATH_MAX + 1]; /* a prefix or glob; "": any */
 };
 
@@ -81,7 +82,8 @@ bool net_rule_names(const struct net_rule *r, const struct net_target *t);
  * (and port) in pat; NULL, or why not (host_only: deny=, secret=). */
 const char *netrule_split(char *pat, bool host_only, struct net_rule *r);
 bool netrule_restricted(const struct net_rule *r);
-/* "GET" alone: a method list's part that a ',' split off its pattern. */
+/* "GET" (or "GET+body") alone: a method list's part that a ',' split off
+ * its pattern. */
 bool netrule_is_method(const char *s, size_t n);
 /* The path of an origin-form target: query and fragment cut, percent-
  * escapes decoded, "//", "." and ".." resolved; NULL, or why refused
@@ -90,6 +92,9 @@ bool netrule_is_method(const char *s, size_t n);
 const char *netrule_path(const char *target, size_t n, char *out, size_t cap);
 /* Whether a request's method (mlen bytes) and normalised path are r's. */
 bool netrule_matches(const struct net_rule *r, const char *method, size_t mlen, const char *path);
+/* Whether r allows a body on the method ("GET+body:") and the path. */
+bool netrule_allows_body(const struct net_rule *r, const char *method, size_t mlen,
+			 const char *path);
 /* netpolicy.c, with r's rules: true when t's allow rules all carry methods
  * or paths (no host-only rule for it): its requests are read and checked
  * (TLS terminated). */
@@ -100,6 +105,11 @@ const char *netpolicy_check_request(const struct net_policy *p, const struct net
 /* A request head to t ("METHOD TARGET HTTP/1.1\r\n..."): NULL when
  * allowed, else why (written to why[0..wlen): method, target, reason). */
 const char *netpolicy_check_head(const struct net_policy *p, const struct net_target *t,
+				 const char *head, size_t len, char *why, size_t wlen);
+/* A request head with a body to t whose method has no body by definition
+ * (GET, HEAD, OPTIONS, DELETE, TRACE): NULL when an allow rule naming t
+ * allows it ("GET+body:host/path"), else why not (in why[0..wlen)). */
+const char *netpolicy_check_body(const struct net_policy *p, const struct net_target *t,
 				 const char *head, size_t len, char *why, size_t wlen);
 /* sockaddr_in/in6 to the 16-byte form (IPv4 mapped); -EAFNOSUPPORT else. */
 int net_addr_from_sockaddr(const struct sockaddr *sa, uint8_t out[16], unsigned *port);

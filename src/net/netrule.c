@@ -23,16 +23,22 @@ static int method_bit(const char *m, size_t n)
 
 bool netrule_is_method(const char *s, size_t n)
 {
+	if (n > 5 && memcmp(s + n - 5, "+body", 5) == 0)
+		n -= 5;
 	return method_bit(s, n) >= 0;
 }
 
+/* "GET,POST" or "GET+body,HEAD": a method list before a host */
 static bool upper_list(const char *s, size_t n)
 {
 	if (!n)
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!(s[i] >= 'A' && s[i] <= 'Z') && s[i] != ',')
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '+' && n - i >= 5 && memcmp(s + i, "+body", 5) == 0)
+			i += 4;
+		else if (!(s[i] >= 'A' && s[i] <= 'Z') && s[i] != ',')
 			return false;
+	}
 	return true;
 }
 
@@ -54,11 +60,14 @@ static const char *parse_methods(const char *s, size_t n, struct net_rule *r)
 		size_t l = strcspn(s + i, ",");
 		if (l > n - i)
 			l = n - i;
-		int b = method_bit(s + i, l);
+		bool body = l > 5 && memcmp(s + i + l - 5, "+body", 5) == 0;
+		int b = method_bit(s + i, body ? l - 5 : l);
 		if (b < 0)
 			return "unknown method (one of GET, HEAD, POST, PUT, PATCH, DELETE, "
 			       "OPTIONS)";
 		r->methods |= 1u << b;
+		if (body)
+			r->body_methods |= 1u << b;
 		i += l + 1;
 		if (i == n)
 			return "empty method";
@@ -231,4 +240,11 @@ bool netrule_matches(const struct net_rule *r, const char *method, size_t mlen, 
 	if (r->methods && (b < 0 || !(r->methods & (1u << b))))
 		return false;
 	return !r->path[0] || glob(r->path, path);
+}
+
+bool netrule_allows_body(const struct net_rule *r, const char *method, size_t mlen,
+			 const char *path)
+{
+	int b = method_bit(method, mlen);
+	return b >= 0 && (r->body_methods & (1u << b)) && netrule_matches(r, method, mlen, path);
 }

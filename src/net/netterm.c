@@ -1,12 +1,22 @@
 /* A terminated connection (netsecret.h): for a CONNECT to a host a --net
- * secret= goes to, one thread (at most NET_TERM_MAX at once) answers the
- * CONNECT, does TLS with the sandbox's client under a leaf certificate of
- * the per-sandbox CA, makes its own verified TLS connection upstream, and
- * relays: each request's head from the sandbox has the placeholders put
- * right, its body is followed (Content-Length, chunked) and relayed as
- * is, and what the server sends goes back unchanged. The loop keeps the
- * connection's slot (max-conns) and its fds; the thread says when it is
- * done, and what to report, over a SOCK_SEQPACKET pair (W_TERM). */
+ * secret= goes to, or one with rules by method and path, one thread (at
+ * most NET_TERM_MAX at once) answers the CONNECT, does TLS with the
+ * sandbox's client under a leaf certificate of the per-sandbox CA, makes
+ * its own verified TLS connection upstream, and relays one exchange at a
+ * time: the proxy frames each request itself (http/http_frame.c), judges
+ * it (its Host, its method and path, a body on a method that has none),
+ * forwards its head with the placeholders put right and exactly the bytes
+ * of its body, then reads the response in full (framed too) and passes it
+ * back before it reads the sandbox's next request. So a server that
+ * frames a request otherwise (one that does not read a GET's body) never
+ * gets a byte the proxy did not judge as part of the request it sent, and
+ * never two requests at once. A request with a body is the last on its
+ * upstream connection ("Connection: close" both ways): a server that did
+ * not read that body cannot take it for a request. After a 101 answer to
+ * an Upgrade request (refused where rules by method and path apply) the
+ * connection is relayed as it is. The loop keeps the connection's slot
+ * (max-conns) and its fds; the thread says when it is done, and what to
+ * report, over a SOCK_SEQPACKET pair (W_TERM). */
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -25,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/http_frame.h"
 #include "net/netparse.h"
 #include "net/netproxy_int.h"
 #include "net/netsecret.h"
@@ -49,14 +60,14 @@ struct term_msg {
 	char why[400];
 };
 
-static void tell(struct term *t, bool done, const char *why)
+void tell(struct term *t, bool done, const char *why)
 {
 	struct term_msg m = {.id = t->id, .done = done};
 	snprintf(m.why, sizeof(m.why), "%s", why ? why : "");
 	(void)!send(t->notify, &m, sizeof(m), MSG_NOSIGNAL);
 }
 
-static bool wait_fd(struct term *t, int fd, short ev, int ms)
+bool wait_fd(struct term *t, int fd, short ev, int ms)
 {
 	struct pollfd pf = {.fd = fd, .events = ev};
 	return !atomic_load(&t->stop) && poll(&pf, 1, ms) > 0 && !atomic_load(&t->stop);
@@ -88,7 +99,7 @@ static bool handshake(struct term *t, SSL *s, int fd, bool server)
 	}
 }
 
-static bool write_all(struct term *t, SSL *s, int fd, const void *buf, size_t n)
+bool write_all(struct term *t, SSL *s, int fd, const void *buf, size_t n)
 {
 	while (n) {
 		int rc = SSL_write(s, buf, n > INT_MAX ? INT_MAX : (int)n);
@@ -102,7 +113,7 @@ static bool write_all(struct term *t, SSL *s, int fd, const void *buf, size_t n)
 	return true;
 }
 
-static void reply(struct term *t, int code, const char *text, const char *why)
+void reply(struct term *t, int code, const char *text, const char *why)
 {
 	char body[800], head[200];
 	int bn = snprintf(body, sizeof(body), "agentbox: %s\n", why);
@@ -131,7 +142,7 @@ static void reply(struct term *t, int code, const char *text, const char *why)
  * its value; others reported (they go out as they are). */
 static char *replace(struct term *t, const char *head, size_t len, size_t *out_len)
 {
-	size_t cap = len + 1;
+	size_t cap = len + 1 + NET_CLOSE_ROOM;
 	for (size_t i = 0; i < t->sec->n; i++)
 		cap += (len / NET_PLACEHOLDER_LEN + 1) * strlen(t->sec->v[i].value);
 	char *o = malloc(cap);
@@ -205,7 +216,7 @@ static char *basic_auth(struct term *t, char *o, size_t *n)
 			return NULL;
 		}
 		size_t pre = (size_t)(v - o), el = 4 * ((nl + 2) / 3);
-		char *no = malloc(*n - bl + el + 1);
+		char *no = malloc(*n - bl + el + 1 + NET_CLOSE_ROOM);
 		if (!no) {
 			drop(rep, nl);
 			drop(o, *n);
@@ -262,122 +273,264 @@ static const char *wrong_host(const struct term *t, const char *head, const stru
 	return NULL;
 }
 
-enum { C_HEAD, C_BODY, C_BLIND };
+/* ---- the requests and responses, one exchange at a time ---- */
 
-/* The client's bytes in cb: heads (rewritten), bodies (as they are).
- * False when the connection is to end. */
-static bool from_client(struct term *t, uint8_t *cb, size_t *clen, int *cs, struct net_body *body)
+struct side {
+	SSL *s;
+	int fd;
+	uint8_t *b;
+	size_t len, cap;
+};
+
+/* 1 read, 0 nothing yet (or no room), -1 closed or failed */
+static int pull(struct side *x)
+{
+	size_t room = x->cap - x->len;
+	if (!room)
+		return 0;
+	int rc = SSL_read(x->s, x->b + x->len, room > INT_MAX ? INT_MAX : (int)room);
+	if (rc > 0) {
+		x->len += (size_t)rc;
+		return 1;
+	}
+	int e = SSL_get_error(x->s, rc);
+	return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+static void eat(struct side *x, size_t n)
+{
+	memmove(x->b, x->b + n, x->len - n);
+	x->len -= n;
+}
+
+/* Which side has bytes (bit 1: the client, when asked; bit 2: the
+ * upstream); 0 when none within ms or the thread is to stop. */
+static int ready(struct term *t, bool client, int ms)
+{
+	int r = (client && SSL_pending(t->c) ? 1 : 0) | (SSL_pending(t->u) ? 2 : 0);
+	if (r)
+		return r;
+	struct pollfd pf[2] = {{.fd = client ? t->cfd : -1, .events = POLLIN},
+			       {.fd = t->ufd, .events = POLLIN}};
+	if (atomic_load(&t->stop) || poll(pf, 2, ms) <= 0 || atomic_load(&t->stop))
+		return 0;
+	return (pf[0].revents ? 1 : 0) | (pf[1].revents ? 2 : 0);
+}
+
+static bool to_client(struct term *t, const void *b, size_t n)
+{
+	return write_all(t, t->c, t->cfd, b, n);
+}
+
+static bool to_upstream(struct term *t, const void *b, size_t n)
+{
+	return write_all(t, t->u, t->ufd, b, n);
+}
+
+/* A refused request: reported, answered, and the connection ends. */
+static bool refuse(struct term *t, int code, const char *text, const char *why)
+{
+	tell(t, false, why);
+	reply(t, code, text, why);
+	return false;
+}
+
+static bool bad_upstream(struct term *t, const char *what)
+{
+	char msg[400];
+	snprintf(msg, sizeof(msg), "%s sent a bad response: %s", t->target.host, what);
+	return refuse(t, 502, "Bad Gateway", msg);
+}
+
+/* What the proxy holds against the request at c->b: 0 (nothing), or the
+ * status to refuse it with, msg saying why. */
+static int judge(struct term *t, const char *head, const struct net_http_msg *m, char *msg,
+		 size_t len)
+{
+	const char *why = wrong_host(t, head, m);
+	if (why) {
+		snprintf(msg, len, "request to %s refused: %s", t->target.host, why);
+		return 400;
+	}
+	bool restricted = netpolicy_restricted(&t->rules, &t->target);
+	if (m->upgrade && restricted) {
+		snprintf(msg, len,
+			 "the host has --net allow rules by method and path, and what follows an "
+			 "Upgrade (WebSocket) request cannot be checked: it is refused");
+		return 403;
+	}
+	if (netpolicy_check_head(&t->rules, &t->target, head, m->head_len, msg, len))
+		return 403;
+	if (net_http_has_body(m) && m->upgrade) {
+		snprintf(msg, len, "an Upgrade request with a body is refused");
+		return 400;
+	}
+	if (net_http_has_body(m) && net_http_bodyless_method(head, m->method_len) &&
+	    netpolicy_check_body(&t->rules, &t->target, head, m->head_len, msg, len))
+		return 400;
+	return 0;
+}
+
+/* After a 101: both ways as they are, until either side ends. */
+static void blind(struct term *t, struct side *c, struct side *u)
 {
 	for (;;) {
-		size_t used = 0;
-		if (*cs == C_HEAD) {
-			struct net_http_msg m;
-			const char *why;
-			int r = net_http_msg_scan((const char *)cb, *clen, &m, &why);
-			if (r == 0)
-				return true;
-			if (r < 0) {
-				char msg[400];
-				snprintf(msg, sizeof(msg), "bad request to %s: %s", t->target.host,
-					 why);
-				reply(t, r == -E2BIG ? 431 : 400, "Bad Request", msg);
-				return false;
-			}
-			const char *bad_host = wrong_host(t, (const char *)cb, &m);
-			if (bad_host) {
-				char msg[400];
-				snprintf(msg, sizeof(msg), "request to %s refused: %s",
-					 t->target.host, bad_host);
-				tell(t, false, msg);
-				reply(t, 400, "Bad Request", msg);
-				return false;
-			}
-			char msg[400];
-			if (m.upgrade && netpolicy_restricted(&t->rules, &t->target))
-				snprintf(msg, sizeof(msg),
-					 "the host has --net allow rules by method and path, and "
-					 "what follows an Upgrade (WebSocket) request cannot be "
-					 "checked: it is refused");
-			if ((m.upgrade && netpolicy_restricted(&t->rules, &t->target)) ||
-			    netpolicy_check_head(&t->rules, &t->target, (const char *)cb,
-						 m.head_len, msg, sizeof(msg))) {
-				tell(t, false, msg);
-				reply(t, 403, "Forbidden", msg);
-				return false;
-			}
-			size_t n;
-			char *head = substitute(t, (const char *)cb, m.head_len, &n);
-			bool ok = head && write_all(t, t->u, t->ufd, head, n);
-			if (head) {
-				OPENSSL_cleanse(head, n);
-				free(head);
-			}
-			if (!ok)
-				return false;
-			used = m.head_len;
-			net_body_init(body, &m);
-			*cs = m.upgrade ? C_BLIND : body->done ? C_HEAD : C_BODY;
-		} else if (*cs == C_BODY) {
-			used = net_body_step(body, cb, *clen);
-			if (body->bad)
-				return false;
-			if (!write_all(t, t->u, t->ufd, cb, used))
-				return false;
-			if (body->done)
-				*cs = C_HEAD;
-		} else {
-			used = *clen;
-			if (!write_all(t, t->u, t->ufd, cb, used))
-				return false;
-		}
-		memmove(cb, cb + used, *clen - used);
-		*clen -= used;
-		if (!*clen || (!used && *cs != C_HEAD))
-			return true;
+		int w = ready(t, true, IDLE_MS);
+		if (!w)
+			return;
+		if (w & 1 && (pull(c) < 0 || (c->len && !to_upstream(t, c->b, c->len))))
+			return;
+		c->len = 0;
+		if (w & 2 && (pull(u) < 0 || (u->len && !to_client(t, u->b, u->len))))
+			return;
+		u->len = 0;
 	}
 }
 
-/* 1 read, 0 nothing yet, -1 closed or failed */
-static int read_some(SSL *s, uint8_t *b, size_t room, size_t *got)
+/* The response's head at u->b (r), sent on with "Connection: close" when
+ * close and the server did not say so itself. */
+static bool send_head(struct term *t, struct side *u, const struct net_http_resp *r, bool close)
 {
-	*got = 0;
-	if (!room)
-		return 0;
-	int rc = SSL_read(s, b, (int)room);
-	if (rc > 0) {
-		*got = (size_t)rc;
-		return 1;
+	if (!close || r->close)
+		return to_client(t, u->b, r->head_len);
+	char *h = malloc(r->head_len + NET_CLOSE_ROOM);
+	if (!h)
+		return false;
+	size_t n = r->head_len;
+	memcpy(h, u->b, n);
+	net_http_set_close(h, &n);
+	bool ok = to_client(t, h, n);
+	free(h);
+	return ok;
+}
+
+/* The final response's body; false when the connection is to end. */
+static bool send_body(struct term *t, struct side *u, const struct net_http_resp *r)
+{
+	struct net_body b;
+	net_body_init_resp(&b, r);
+	for (;;) {
+		if (u->len && !b.done) {
+			size_t used = net_body_step(&b, u->b, u->len);
+			if (used && !to_client(t, u->b, used))
+				return false;
+			eat(u, used);
+			if (b.bad)
+				return false; /* cut: the client sees it end short */
+		}
+		if (b.done)
+			return !u->len; /* bytes after the response: out of turn */
+		if (!ready(t, false, IDLE_MS) || pull(u) < 0)
+			return false; /* the end of a response until close, or cut */
 	}
-	int e = SSL_get_error(s, rc);
-	return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/* Send the request at the head of c (m) and its body, and pass its
+ * response back. True when the connection goes on. */
+static bool exchange(struct term *t, struct side *c, struct side *u, const struct net_http_msg *m)
+{
+	bool is_head = m->method_len == 4 && memcmp(c->b, "HEAD", 4) == 0;
+	bool body = net_http_has_body(m), close = m->close || body;
+	size_t n;
+	char *head = substitute(t, (const char *)c->b, m->head_len, &n);
+	if (!head)
+		return false;
+	if (body)
+		net_http_set_close(head, &n);
+	bool ok = to_upstream(t, head, n);
+	OPENSSL_cleanse(head, n);
+	free(head);
+	if (!ok)
+		return false;
+	eat(c, m->head_len);
+	struct net_body rb;
+	net_body_init(&rb, m);
+	struct net_http_resp r;
+	for (;;) {
+		if (!rb.done && c->len) {
+			size_t used = net_body_step(&rb, c->b, c->len);
+			if (used && !to_upstream(t, c->b, used))
+				return false;
+			eat(c, used);
+			if (rb.bad) {
+				char msg[300];
+				snprintf(msg, sizeof(msg),
+					 "request to %s refused: a broken chunked body (what "
+					 "came before it was sent, the rest was not)",
+					 t->target.host);
+				return refuse(t, 400, "Bad Request", msg);
+			}
+		}
+		const char *why;
+		int s = net_http_resp_scan((const char *)u->b, u->len, is_head, &r, &why);
+		if (s < 0)
+			return bad_upstream(t, why);
+		if (s == 1 && r.status == 101) {
+			if (!m->upgrade)
+				return bad_upstream(t, "101 to a request without Upgrade");
+			if (!to_client(t, u->b, u->len) ||
+			    (c->len && !to_upstream(t, c->b, c->len)))
+				return false;
+			u->len = c->len = 0;
+			blind(t, c, u);
+			return false;
+		}
+		if (s == 1 && r.status < 200) { /* 100 Continue, 103 Early Hints */
+			if (!to_client(t, u->b, r.head_len))
+				return false;
+			eat(u, r.head_len);
+			continue;
+		}
+		if (s == 1)
+			break;
+		int w = ready(t, !rb.done && !c->len, IDLE_MS);
+		if (!w || (w & 1 && pull(c) < 0) || (w & 2 && pull(u) < 0))
+			return false;
+	}
+	/* the server answered before the body ended: what it made of the
+	 * rest is unknown, so the connection ends after the answer */
+	close |= !rb.done || r.close;
+	if (!send_head(t, u, &r, close))
+		return false;
+	eat(u, r.head_len);
+	return send_body(t, u, &r) && !close;
 }
 
 static void relay(struct term *t)
 {
-	uint8_t cb[NET_HEAD_MAX], ub[16384];
-	size_t clen = 0;
-	int cs = C_HEAD;
-	struct net_body body = {0};
-	for (;;) {
-		if (!SSL_pending(t->c) && !SSL_pending(t->u)) {
-			struct pollfd pf[2] = {{.fd = t->cfd, .events = POLLIN},
-					       {.fd = t->ufd, .events = POLLIN}};
-			if (poll(pf, 2, IDLE_MS) <= 0 || atomic_load(&t->stop))
-				return;
+	struct side c = {t->c, t->cfd, malloc(NET_HEAD_MAX), 0, NET_HEAD_MAX};
+	struct side u = {t->u, t->ufd, malloc(NET_RESP_HEAD_MAX), 0, NET_RESP_HEAD_MAX};
+	while (c.b && u.b) {
+		struct net_http_msg m;
+		const char *why;
+		int s = net_http_msg_scan((const char *)c.b, c.len, &m, &why);
+		if (s < 0) {
+			char msg[400];
+			snprintf(msg, sizeof(msg), "bad request to %s: %s", t->target.host, why);
+			refuse(t, s == -E2BIG ? 431 : 400, "Bad Request", msg);
+			break;
 		}
-		size_t got;
-		int r = read_some(t->c, cb + clen, sizeof(cb) - clen, &got);
-		if (r < 0)
-			return;
-		clen += got;
-		if (got && !from_client(t, cb, &clen, &cs, &body))
-			return;
-		r = read_some(t->u, ub, sizeof(ub), &got);
-		if (r < 0)
-			return;
-		if (got && !write_all(t, t->c, t->cfd, ub, got))
-			return;
+		if (s == 0) {
+			/* between requests the server has nothing to say: a
+			 * close (or bytes out of turn) ends the connection */
+			int w = ready(t, true, IDLE_MS);
+			if (!w || (w & 2 && (pull(&u) != 0 || u.len)) || (w & 1 && pull(&c) < 0))
+				break;
+			continue;
+		}
+		char msg[400];
+		int code = judge(t, (const char *)c.b, &m, msg, sizeof(msg));
+		if (code) {
+			refuse(t, code, code == 403 ? "Forbidden" : "Bad Request", msg);
+			break;
+		}
+		if (!exchange(t, &c, &u, &m))
+			break;
 	}
+	if (c.b)
+		OPENSSL_cleanse(c.b, c.cap);
+	free(c.b);
+	free(u.b);
 }
 
 static const char *upstream_why(SSL *u, char *buf, size_t len)

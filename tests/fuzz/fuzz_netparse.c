@@ -2,7 +2,8 @@
  * (src/net/netpolicy.c). The first byte picks what the rest is: 0 an HTTP
  * request head, 1 a SOCKS5 greeting and request, 3 a request target whose
  * path netrule.c normalises, else a --net value whose rules then judge a
- * few names, addresses and requests (methods, paths). What they accept
+ * few names, addresses and requests (methods, paths, a body on GET by a
+ * "GET+body" rule). What they accept
  * must keep its promises: a head is complete only once, the rewritten head
  * names the checked host once and carries no proxy header, ports are in
  * range, a normalised path starts with '/' and has no '//', '.' or '..'
@@ -99,10 +100,16 @@ static void policy(const char *s)
 				FUZZ_CHECK(!w || (w == why && why[0]));
 				/* no method/path rule: nothing is read, all is allowed */
 				FUZZ_CHECK(w == NULL || netpolicy_restricted(&p, &t));
+				/* a body on GET: allowed by a GET+body rule, or why not */
+				w = netpolicy_check_body(&p, &t, heads[j], strlen(heads[j]), why,
+							 sizeof(why));
+				FUZZ_CHECK(!w || (w == why && why[0]));
 			}
 		}
-		for (size_t i = 0; i < p.n; i++)
+		for (size_t i = 0; i < p.n; i++) {
 			FUZZ_CHECK(!p.r[i].path[0] || p.r[i].path[0] == '/');
+			FUZZ_CHECK((p.r[i].body_methods & ~p.r[i].methods) == 0);
+		}
 	}
 	netpolicy_free(&p);
 }

@@ -249,3 +249,38 @@ Test(netpolicy, methods_and_paths, .fini = done)
 	cr_assert_null(netrule_path("/a/%62/..", 9, out, sizeof(out)));
 	cr_assert_str_eq(out, "/a/");
 }
+
+/* "GET+body:host/path": a body on a method that has none, per rule */
+static const char *body(const char *host, const char *head)
+{
+	static char why[300];
+	struct net_target t;
+	cr_assert_eq(net_target_set(&t, host, strlen(host), 443), 0, "%s", host);
+	return netpolicy_check_body(&pol, &t, head, strlen(head), why, sizeof(why));
+}
+
+Test(netpolicy, a_body_on_get_by_rule, .fini = done)
+{
+	with((const char *const[]){"allow=GET+body,HEAD:es.example/_search,GET:es.example/",
+				   "allow=x.org,DELETE+body:y.org/items/*", NULL});
+	cr_assert_null(body("es.example", "GET /_search/x HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("es.example", 443, "GET /_search HTTP/1.1\r\n\r\n"));
+	cr_assert_null(req("es.example", 443, "HEAD /_search HTTP/1.1\r\n\r\n"));
+	const char *why = body("es.example", "GET /other HTTP/1.1\r\n\r\n");
+	cr_assert(why && strstr(why, "a body on GET is refused"), "%s", why);
+	cr_assert(why && strstr(why, "GET+body:HOST/PATH"), "%s", why);
+	cr_assert_not_null(body("es.example", "HEAD /_search HTTP/1.1\r\n\r\n"));
+	why = body("es.example", "TRACE /_search HTTP/1.1\r\n\r\n");
+	cr_assert(why && strstr(why, "a body on TRACE is refused") && !strstr(why, "+body"), "%s",
+		  why);
+	/* a host-only rule allows every method, never a body on GET */
+	cr_assert_not_null(body("x.org", "GET / HTTP/1.1\r\n\r\n"));
+	cr_assert_null(body("y.org", "DELETE /items/3 HTTP/1.1\r\n\r\n"));
+	cr_assert_not_null(body("y.org", "DELETE /other HTTP/1.1\r\n\r\n"));
+	struct ab_error err = {0};
+	struct net_policy p;
+	netpolicy_init(&p);
+	cr_assert_lt(netpolicy_add(&p, "allow=GET+bod:x.org/a", &err), 0);
+	cr_assert_lt(netpolicy_add(&p, "allow=+body:x.org/a", &err), 0);
+	netpolicy_free(&p);
+}
