@@ -43,9 +43,12 @@ static bool user_defaults_path(char *out, size_t size)
 static int trusted_file(const char *path, struct ab_error *err)
 {
 	struct stat st;
+	/* none there, or where the caller cannot look (a HOME of another
+	 * user's, as under sudo or in a container): no file of the caller's */
 	if (stat(path, &st) < 0)
-		return errno == ENOENT || errno == ENOTDIR ? -ENOENT
-							   : ab_error_set(err, errno, "%s", path);
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES
+			       ? -ENOENT
+			       : ab_error_set(err, errno, "%s", path);
 	if (!S_ISREG(st.st_mode))
 		return ab_error_plain(err, EINVAL, "%s: not a regular file", path);
 	if (st.st_uid != getuid() && st.st_uid != 0)
