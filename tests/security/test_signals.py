@@ -52,8 +52,9 @@ def attack(sigs, seconds, spare_parent=False):
     "done"."""
     return GUARD + FUNCS + r'''
 mine=$(sid self); parent=$PPID
-end=$(( $(date +%s) + {secs} ))
-while [ $(date +%s) -lt $end ]; do
+now() {{ read u _ </proc/uptime; echo ${{u%.*}}; }}  # no date(1) in every image
+end=$(( $(now) + {secs} ))
+while [ $(now) -lt $end ]; do
   for d in /proc/[0-9]*; do
     p=${{d#/proc/}}
     [ "$(sid $p)" = "$mine" ] && continue
