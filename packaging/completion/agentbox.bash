@@ -21,7 +21,7 @@ _agentbox()
 	local common="--profile --workspace --workspace-mode --keep-changes --cwd --skills --ro-bind --bind --tmpfs --home --hostname --net
 		--uid --gid --host-uid --host-gid --env-policy --pass-env --env --memory --cpus --pids
 		--cgroup-parent --require-limits --timeout --kill-after --max-timeout --tmpfs-size
-		--rlimit --max-output --seccomp --landlock --protect --unprotect --help"
+		--rlimit --max-output --seccomp --landlock --protect --protect-created --unprotect --help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "run serve mcp runtime check changes commit discard --help --version" -- "$cur"))
 		return
@@ -33,6 +33,7 @@ _agentbox()
 	--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
 	--env-policy) COMPREPLY=($(compgen -W "core none all" -- "$cur")); return ;;
 	--landlock) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
+	--protect-created) COMPREPLY=($(compgen -W "quarantine report" -- "$cur")); return ;;
 	--output-encoding) COMPREPLY=($(compgen -W "utf8 base64" -- "$cur")); return ;;
 	--profile) COMPREPLY=($(compgen -W "$(_agentbox_profiles)" -- "$cur") $(compgen -f -- "$cur")); return ;;
 	--seccomp) COMPREPLY=($(compgen -W "default strict permissive none" -- "$cur") $(compgen -f -- "$cur")); return ;;
