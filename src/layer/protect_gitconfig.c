@@ -12,10 +12,9 @@
  * diff.external, diff.*.textconv, diff.*.command, merge.*.driver,
  * gpg.program, sequence.editor, pager.*, interactive.diffFilter,
  * uploadpack.packObjectsHook, remote.*.uploadpack, remote.*.receivepack,
- * protocol.*, hook.*, include.path, includeIf.*, extensions.worktreeConfig
- * and those git adds later) are out by construction. alias.* is out too
- * (an alias cannot shadow a git command, but an allowlist keeps no
- * exceptions). */
+ * protocol.*, hook.*, include.path, includeIf.* and those git adds later) are out by construction.
+ * alias.* is out too (an alias cannot shadow a git command, but an allowlist keeps no exceptions).
+ */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +47,10 @@ static const struct allowed config_keys[] = {
 	{"core", false, "untrackedcache"},
 	{"extensions", false, "objectformat"},
 	{"extensions", false, "refstorage"},
+	{"extensions", false, "partialclone"},
+	/* loads .git/config.worktree, itself a protected path judged as this
+	 * file is (git sparse-checkout sets it) */
+	{"extensions", false, "worktreeconfig"},
 	{"init", false, "defaultbranch"},
 	{"user", false, "name"},
 	{"user", false, "email"},
