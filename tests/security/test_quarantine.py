@@ -20,8 +20,9 @@ HOOKS_PATH = ("git init -q && mkdir h && printf '#!/bin/sh\\ntouch PWNED\\n' > h
               "chmod +x h/pre-commit && git config core.hooksPath h")
 HOOK = ("git init -q && printf '#!/bin/sh\\ntouch PWNED\\n' > .git/hooks/pre-commit && "
         "chmod +x .git/hooks/pre-commit")
-GITFILE = ("git init -q --separate-git-dir=/workspace/elsewhere && "
-           "git config core.fsmonitor 'touch PWNED'")
+# as `git init --separate-git-dir` makes it, with a path the host reads too
+GITFILE = ("git init -q elsewhere && mv elsewhere/.git elsewhere/repo && "
+           "echo 'gitdir: elsewhere/repo' > .git && git config core.fsmonitor 'touch PWNED'")
 
 
 def text_of(path):
