@@ -99,8 +99,30 @@ static const char *judge_parent(const char *rel, const struct protect_walk *w)
 		   : "is not a directory";
 }
 
-/* Rename name in dir to name.agentbox-quarantine-STAMP[-N], new. */
+/* A command may leave the directory without write permission (`chmod
+ * a-w .git`) so that the rename fails: when it is ours, chmod u+wx it
+ * through its fd's magic link (which chmod follows to that very inode; an
+ * O_PATH fd has no fchmod), rename, and put the mode back. */
+static int move_aside_once(int dir, const char *name, char *to, size_t len);
+
 static int move_aside(int dir, const char *name, char *to, size_t len)
+{
+	int r = move_aside_once(dir, name, to, len);
+	struct stat st;
+	if ((r != -EACCES && r != -EPERM) || fstat(dir, &st) < 0 || st.st_uid != geteuid() ||
+	    !S_ISDIR(st.st_mode))
+		return r;
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dir);
+	if (chmod(self, (st.st_mode & 07777) | S_IWUSR | S_IXUSR) < 0)
+		return r;
+	r = move_aside_once(dir, name, to, len);
+	chmod(self, st.st_mode & 07777);
+	return r;
+}
+
+/* Rename name in dir to name.agentbox-quarantine-STAMP[-N], new. */
+static int move_aside_once(int dir, const char *name, char *to, size_t len)
 {
 	char stamp[32];
 	time_t now = time(NULL);
@@ -181,7 +203,16 @@ int protect_quarantine(const struct ab_config *cfg, const struct protect_state *
 		if (e->exists)
 			continue; /* bound read-only in the sandbox, or reached by a symlink */
 		struct protect_walk w;
-		if (protect_walk(ws, e->rel, &w) < 0)
+		int walked = protect_walk(ws, e->rel, &w);
+		if (walked == -EACCES) {
+			/* a parent the command made unsearchable: the host's git
+			 * cannot read it either, but say so */
+			if (add(out, n, e->rel, strlen(e->rel), "could not be looked at", NULL,
+				walked) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (walked < 0)
 			continue; /* not there */
 		cleanup_fd int dir = w.dir;
 		char why[256];

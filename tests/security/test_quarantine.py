@@ -137,6 +137,14 @@ class Quarantine(HostGit):
                          "https://example.com/r.git\n")
         self.assertEqual(r.err.count("agentbox:"), 0, r)
 
+    def test_a_git_directory_left_read_only(self):
+        # the rename needs .git writable: agentbox makes it so, and back
+        git = os.path.join(self.ws, ".git")
+        self.addCleanup(lambda: os.path.isdir(git) and os.chmod(git, 0o755))
+        self.attack(FSMONITOR + " && chmod 555 .git", [".git/config"])
+        if not harness.OVERLAY:
+            self.assertEqual(os.stat(git).st_mode & 0o777, 0o555)
+
     def test_commondir_in_an_existing_repository(self):
         # .git/config is read-only, but a .git/commondir makes git read
         # another repository's config instead
