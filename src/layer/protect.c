@@ -78,19 +78,20 @@ int protect_walk(int ws, const char *rel, struct protect_walk *w)
 	w->dir = -1;
 	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	cleanup_fd int cur = fcntl(ws, F_DUPFD_CLOEXEC, 3);
-	if (cur < 0)
-		return -errno;
+	cleanup_fd int cur = -1; /* the directory below ws reached so far, or ws */
 	char *save = NULL;
 	for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		if (strcmp(c, "..") == 0 || strcmp(c, ".") == 0 || strlen(c) >= sizeof(w->name))
 			return -EXDEV;
-		cleanup_fd int fd = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int at = cur >= 0 ? cur : ws;
+		cleanup_fd int fd = openat(at, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return -errno;
 		bool last = !save || !*save;
 		if (last || S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+			if (cur < 0 && (cur = fcntl(ws, F_DUPFD_CLOEXEC, 3)) < 0)
+				return -errno;
 			snprintf(w->name, sizeof(w->name), "%s", c);
 			w->len = (size_t)(c - buf) + strlen(c);
 			w->st = st;
@@ -98,7 +99,8 @@ int protect_walk(int ws, const char *rel, struct protect_walk *w)
 			w->dir = ab_steal_fd(&cur);
 			return 0;
 		}
-		close(cur);
+		if (cur >= 0)
+			close(cur);
 		cur = ab_steal_fd(&fd);
 	}
 	return -ENOENT;

@@ -202,6 +202,11 @@ int protect_quarantine(const struct ab_config *cfg, const struct protect_state *
 		const struct protect_entry *e = &start->e[i];
 		if (e->exists)
 			continue; /* bound read-only in the sandbox, or reached by a symlink */
+		/* most are simply not there: one syscall (a .git file or
+		 * symlink on the way answers ENOTDIR, or the path it leads to) */
+		struct stat there;
+		if (fstatat(ws, e->rel, &there, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			continue;
 		struct protect_walk w;
 		int walked = protect_walk(ws, e->rel, &w);
 		if (walked == -EACCES) {
@@ -220,8 +225,7 @@ int protect_quarantine(const struct ab_config *cfg, const struct protect_state *
 		if (w.odd && w.len < strlen(e->rel)) {
 			if (w.len == e->odd_len && w.st.st_dev == e->odd_dev &&
 			    w.st.st_ino == e->odd_ino)
-				continue; /* that parent was there at the start (a worktree's .git)
-					   */
+				continue; /* there at the start: a worktree's .git */
 			reason = judge_parent(e->rel, &w);
 		} else if (!(reason = judge(e->rel, &w, why, sizeof(why)))) {
 			kept_add(kept, &n_kept, e->rel);
