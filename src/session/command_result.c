@@ -114,7 +114,7 @@ static char **layer_protected_once(struct ab_session *s, char ***created)
 	return all;
 }
 
-/* changed, with path added when it is not there (NULL-terminated) */
+/* v (NULL-terminated, or NULL) with path added when it is not there */
 static char **strv_add_once(char **v, const char *path)
 {
 	size_t n = 0;
