@@ -156,6 +156,14 @@ struct ab_config {
 	size_t n_protect;
 	char **unprotect; /* taken out of the default list */
 	size_t n_unprotect;
+	/* --protect-created: what becomes of a protected path a command
+	 * created in a direct workspace that the host would run (a .git/config
+	 * naming a program, an executable hook): renamed aside, or only
+	 * reported */
+	enum ab_protect_created {
+		AB_PROTECT_CREATED_QUARANTINE = 0,
+		AB_PROTECT_CREATED_REPORT,
+	} protect_created;
 
 	/* limits and results */
 	unsigned long long memory; /* bytes; 0: no limit */
@@ -289,6 +297,16 @@ struct ab_result {
 	/* protected files a write to was refused (seen from the lock file git
 	 * makes beside them: FILE.lock), or NULL */
 	char **protected_refused;
+	/* protected paths the command created that the host would run, put
+	 * out of effect (--protect-created quarantine): renamed aside in their
+	 * own directory */
+	struct ab_quarantined {
+		char *path;	/* workspace-relative: the protected path or its parent */
+		char *reason;	/* "sets core.fsmonitor" */
+		char *moved_to; /* workspace-relative, or NULL: it could not be moved */
+		char *error;	/* why not, when moved_to is NULL */
+	} * quarantined;
+	size_t n_quarantined;
 	/* syscalls the seccomp profile denied, most frequent first */
 	struct ab_denied_syscall {
 		char name[32];

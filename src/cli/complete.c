@@ -62,6 +62,7 @@ static const struct {
 	{"--limits", "full best"},
 	{"--output-encoding", "utf8 base64"},
 	{"--seccomp", "default strict permissive none"},
+	{"--protect-created", "quarantine report"},
 };
 
 /* Options whose value is a directory, or a file. */

@@ -182,9 +182,16 @@ static const char usage_run[] =
 	"\n"
 	"Protection:\n"
 	"  --protect PATH       keep workspace-relative PATH read-only when it exists\n"
-	"                       (defaults: .git/hooks .git/config .gitmodules .bashrc\n"
-	"                       .bash_profile .profile .zshrc .envrc .mcp.json .vscode\n"
-	"                       .idea); creating or changing one is reported\n"
+	"                       (defaults: .git/hooks .git/config .git/commondir\n"
+	"                       .git/config.worktree .gitmodules .bashrc .bash_profile\n"
+	"                       .profile .zshrc .envrc .mcp.json .vscode .idea);\n"
+	"                       creating or changing one is reported\n"
+	"  --protect-created quarantine|report\n"
+	"                       quarantine (default): a protected path the command\n"
+	"                       created in a direct workspace that the host would run\n"
+	"                       (a .git/config naming a program, a hook, a .bashrc) is\n"
+	"                       renamed aside (PATH.agentbox-quarantine-TIME) before\n"
+	"                       the result; report: left in place and reported\n"
 	"  --unprotect PATH     take PATH off the protected list: a write to a protected\n"
 	"                       file fails with \"Read-only file system\", or, renamed\n"
 	"                       over as git does, \"Device or resource busy\"\n"
@@ -399,7 +406,8 @@ static void print_notice(const char *line)
 
 /* Protected paths the command changed, removed or replaced: one warning.
  * Those it created where there were none (`git init`) are in the report
- * only. */
+ * only; those put out of effect get a line each, with how to take them
+ * back. */
 static void print_protected(const struct ab_result *res)
 {
 	bool any = false;
@@ -407,6 +415,13 @@ static void print_protected(const struct ab_result *res)
 		bool created = false;
 		for (char **c = res->protected_created; c && *c && !created; c++)
 			created = strcmp(*c, *p) == 0;
+		/* moved aside, or beneath what was: said below */
+		for (size_t i = 0; i < res->n_quarantined && !created; i++) {
+			const char *q = res->quarantined[i].path;
+			size_t n = q ? strlen(q) : 0;
+			created =
+				q && strncmp(q, *p, n) == 0 && ((*p)[n] == '\0' || (*p)[n] == '/');
+		}
 		if (created)
 			continue;
 		fprintf(stderr, "%s %s",
@@ -415,6 +430,19 @@ static void print_protected(const struct ab_result *res)
 	}
 	if (any)
 		fputs(" (review them before anything on the host runs them)\n", stderr);
+	for (size_t i = 0; i < res->n_quarantined; i++) {
+		const struct ab_quarantined *q = &res->quarantined[i];
+		if (q->moved_to)
+			fprintf(stderr,
+				"agentbox: the command created %s, which %s; moved aside to %s "
+				"(to take it back, in the workspace: mv -T %s %s)\n",
+				q->path, q->reason, q->moved_to, q->moved_to, q->path);
+		else
+			fprintf(stderr,
+				"agentbox: the command created %s, which %s, and it could not be "
+				"moved aside (%s): remove it before anything on the host runs it\n",
+				q->path, q->reason, q->error ? q->error : "unknown error");
+	}
 	for (char **p = res->protected_refused; p && *p; p++)
 		fprintf(stderr,
 			"agentbox: %s is protected (read-only in the sandbox), so the "

@@ -44,6 +44,7 @@ enum {
 	OPT_ENV,
 	OPT_PROTECT,
 	OPT_UNPROTECT,
+	OPT_PROTECT_CREATED,
 	OPT_SECCOMP,
 	OPT_LANDLOCK,
 	OPT_ISOLATION, /* isolation.c */
@@ -117,6 +118,7 @@ static const struct option run_options[] = {
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"allow-broad-workspace", no_argument, NULL, OPT_ALLOW_BROAD_WORKSPACE},
 	{"unprotect", required_argument, NULL, OPT_UNPROTECT},
+	{"protect-created", required_argument, NULL, OPT_PROTECT_CREATED},
 	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{"profile", required_argument, NULL, OPT_PROFILE},
@@ -254,6 +256,8 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		return parse_protect_path(cfg, opt, arg, true, err);
 	case OPT_UNPROTECT:
 		return parse_protect_path(cfg, opt, arg, false, err);
+	case OPT_PROTECT_CREATED:
+		return parse_protect_created(cfg, arg, err);
 	}
 	return OPTION_ELSEWHERE;
 }

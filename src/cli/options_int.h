@@ -27,6 +27,7 @@ int add_mount(struct ab_config *cfg, enum ab_mount_kind kind, const char *opt, c
 bool in_strv(char *const *v, size_t n, const char *s);
 int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value, bool add,
 		       struct ab_error *err);
+int parse_protect_created(struct ab_config *cfg, const char *value, struct ab_error *err);
 bool valid_hostname(const char *s);
 bool valid_env_name(const char *s, size_t n);
 

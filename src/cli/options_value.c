@@ -199,3 +199,16 @@ bool valid_env_name(const char *s, size_t n)
 			return false;
 	return true;
 }
+
+int parse_protect_created(struct ab_config *cfg, const char *value, struct ab_error *err)
+{
+	if (strcmp(value, "quarantine") == 0)
+		cfg->protect_created = AB_PROTECT_CREATED_QUARANTINE;
+	else if (strcmp(value, "report") == 0)
+		cfg->protect_created = AB_PROTECT_CREATED_REPORT;
+	else
+		return ab_error_plain(err, EINVAL,
+				      "--protect-created: '%s' is not one of quarantine, report",
+				      value);
+	return 0;
+}

@@ -15,9 +15,13 @@
 #include "util/error.h"
 #include "util/util.h"
 
+/* .git/commondir and .git/config.worktree point git at another config (a
+ * commondir's, or one extensions.worktreeConfig loads) */
 const char *const protect_default_paths[] = {
-	".git/hooks", ".git/config", ".gitmodules", ".bashrc", ".bash_profile", ".profile",
-	".zshrc",     ".envrc",	     ".mcp.json",   ".vscode", ".idea",		NULL,
+	".git/hooks",  ".git/config", ".git/commondir", ".git/config.worktree",
+	".gitmodules", ".bashrc",     ".bash_profile",	".profile",
+	".zshrc",      ".envrc",      ".mcp.json",	".vscode",
+	".idea",       NULL,
 };
 
 static int open_beneath_walk(int dir, const char *rel)
@@ -67,12 +71,57 @@ int ab_open_beneath(int dir, const char *rel)
 	return open_beneath_walk(dir, rel);
 }
 
+int protect_walk(int ws, const char *rel, struct protect_walk *w)
+{
+	char buf[4096];
+	memset(w, 0, sizeof(*w));
+	w->dir = -1;
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	cleanup_fd int cur = -1; /* the directory below ws reached so far, or ws */
+	char *save = NULL;
+	for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (strcmp(c, "..") == 0 || strcmp(c, ".") == 0 || strlen(c) >= sizeof(w->name))
+			return -EXDEV;
+		int at = cur >= 0 ? cur : ws;
+		cleanup_fd int fd = openat(at, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return -errno;
+		bool last = !save || !*save;
+		if (last || S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+			if (cur < 0 && (cur = fcntl(ws, F_DUPFD_CLOEXEC, 3)) < 0)
+				return -errno;
+			snprintf(w->name, sizeof(w->name), "%s", c);
+			w->len = (size_t)(c - buf) + strlen(c);
+			w->st = st;
+			w->odd = S_ISLNK(st.st_mode) || !last;
+			w->dir = ab_steal_fd(&cur);
+			return 0;
+		}
+		if (cur >= 0)
+			close(cur);
+		cur = ab_steal_fd(&fd);
+	}
+	return -ENOENT;
+}
+
 static void entry_probe(int ws, struct protect_entry *e)
 {
 	e->exists = e->bindable = false;
+	e->odd_len = 0;
 	struct stat st;
-	if (fstatat(ws, e->rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(ws, e->rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		struct protect_walk w;
+		if (protect_walk(ws, e->rel, &w) == 0 && w.odd) {
+			e->odd_len = w.len;
+			e->odd_dev = w.st.st_dev;
+			e->odd_ino = w.st.st_ino;
+		}
+		if (w.dir >= 0)
+			close(w.dir);
 		return;
+	}
 	e->exists = true;
 	e->mode = st.st_mode;
 	e->dev = st.st_dev;
@@ -178,7 +227,7 @@ static bool git_init_config(int fd)
 }
 
 /* A .git/hooks of `git init`: at most a few dozen regular *.sample files. */
-static bool git_init_hooks(int fd)
+bool protect_hooks_samples_only(int fd, char *first, size_t len)
 {
 	DIR *d = fdopendir(fd);
 	if (!d) {
@@ -191,9 +240,11 @@ static bool git_init_hooks(int fd)
 	while (ok && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		size_t len = strlen(de->d_name);
-		ok = ++n <= 64 && de->d_type == DT_REG && len > 7 &&
-		     strcmp(de->d_name + len - 7, ".sample") == 0;
+		size_t l = strlen(de->d_name);
+		ok = ++n <= 64 && de->d_type == DT_REG && l > 7 &&
+		     strcmp(de->d_name + l - 7, ".sample") == 0;
+		if (!ok && first)
+			snprintf(first, len, "%s", n > 64 ? "more than 64 entries" : de->d_name);
 	}
 	closedir(d);
 	return ok;
@@ -211,7 +262,7 @@ static bool as_git_init_made_it(int ws, const char *rel)
 	if (fd < 0)
 		return false;
 	if (!config)
-		return git_init_hooks(fd); /* closes fd */
+		return protect_hooks_samples_only(fd, NULL, 0); /* closes fd */
 	bool ok = git_init_config(fd);
 	close(fd);
 	return ok;

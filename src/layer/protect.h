@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -20,6 +21,21 @@ struct protect_entry {
 	mode_t mode;
 	dev_t dev;
 	ino_t ino;
+	/* when it does not exist: the first parent that is there but is a
+	 * symlink or no directory (a worktree's `.git` file), or odd_len 0 */
+	size_t odd_len;
+	dev_t odd_dev;
+	ino_t odd_ino;
+};
+
+/* One walk down rel beneath a directory, following no symlink: where it
+ * stops. */
+struct protect_walk {
+	int dir; /* the directory holding name (owned), or -1 */
+	char name[256];
+	size_t len;	/* of rel, up to and including name */
+	struct stat st; /* of name, not followed */
+	bool odd;	/* name is a symlink, or a parent that is no directory */
 };
 
 struct protect_state {
@@ -31,6 +47,15 @@ struct protect_state {
  * RESOLVE_NO_SYMLINKS, or one O_NOFOLLOW component at a time): the fd, or
  * -errno (-ELOOP for a symlink on the way). */
 int ab_open_beneath(int dir, const char *rel);
+
+/* Walk rel beneath ws one O_NOFOLLOW component at a time, to the leaf or
+ * to the first odd component: 0 with w filled (w->dir to close), or -errno
+ * (-ENOENT: something on the way is missing). */
+int protect_walk(int ws, const char *rel, struct protect_walk *w);
+/* Whether the open directory fd holds only regular *.sample files, at most
+ * a few dozen (what `git init` makes in .git/hooks); else the first other
+ * name in first. Closes fd. */
+bool protect_hooks_samples_only(int fd, char *first, size_t len);
 
 /* The protected list a configuration starts with. */
 extern const char *const protect_default_paths[];

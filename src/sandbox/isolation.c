@@ -33,7 +33,8 @@ static const struct {
 } layers[] = {
 	{AB_MISSING_NAMESPACES, "namespaces",
 	 "no mount view (the command sees the host's paths: the workspace at its host "
-	 "path, not /workspace, the rest read-only, protected paths not protected), no "
+	 "path, not /workspace, the rest read-only, protected paths not read-only: those "
+	 "created are still renamed aside), no "
 	 "pid, network (Landlock refuses TCP), ipc or uts namespace; Landlock, seccomp, "
 	 "no_new_privs, no capabilities, rlimits, the env policy, timeouts and the "
 	 "whole-tree kill remain"},

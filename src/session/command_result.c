@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "layer/layer.h"
 #include "layer/protect.h"
+#include "layer/protect_quarantine.h"
 #include "session/session.h"
 #include "util/util.h"
 
@@ -113,15 +114,50 @@ static char **layer_protected_once(struct ab_session *s, char ***created)
 	return all;
 }
 
-static char **protected_changes(struct ab_session *s, char ***created)
+/* v (NULL-terminated, or NULL) with path added when it is not there */
+static char **strv_add_once(char **v, const char *path)
+{
+	size_t n = 0;
+	for (; v && v[n]; n++)
+		if (strcmp(v[n], path) == 0)
+			return v;
+	char **grown = realloc(v, (n + 2) * sizeof(char *));
+	if (!grown)
+		return v;
+	if (!(grown[n] = strdup(path)))
+		return grown;
+	grown[n + 1] = NULL;
+	return grown;
+}
+
+/* In a direct workspace: the changes since the last scan, then what of
+ * them (against the sandbox's start: a path created by an earlier command
+ * and rewritten in place by this one too) the host would run, put out of
+ * effect before the result goes out (protect_quarantine.h). */
+static char **protected_changes(struct ab_session *s, struct ab_result *res)
 {
 	if (s->sb.plan.layer)
-		return layer_protected_once(s, created);
+		return layer_protected_once(s, &res->protected_created);
 	const struct protect_state *base = s->have_seen ? &s->seen : &s->sb.protect;
 	char **changed = protect_changes(&s->sb.cfg, base);
+	if (changed)
+		res->protected_created = protect_created(&s->sb.cfg, base, changed);
+	cleanup_strv char **kept = NULL;
+	if (protect_quarantine(&s->sb.cfg, &s->sb.protect, &res->quarantined, &res->n_quarantined,
+			       &kept) < 0 &&
+	    s->sb.cfg.notice)
+		s->sb.cfg.notice("out of memory while putting protected paths out of effect");
+	/* what it judged safe (a repository's own config) is reported as
+	 * what git init makes is: without a warning */
+	for (char **k = kept; k && *k; k++)
+		for (char **c = changed; c && *c; c++)
+			if (strcmp(*c, *k) == 0)
+				res->protected_created = strv_add_once(res->protected_created, *k);
+	for (size_t i = 0; i < res->n_quarantined; i++)
+		if (res->quarantined[i].path)
+			changed = strv_add_once(changed, res->quarantined[i].path);
 	if (!changed)
 		return NULL;
-	*created = protect_created(&s->sb.cfg, base, changed);
 	struct protect_state now = {0};
 	struct ab_error ignored;
 	if (protect_scan(&s->sb.cfg, &now, &ignored) == 0) {
@@ -130,6 +166,26 @@ static char **protected_changes(struct ab_session *s, char ***created)
 		s->have_seen = true;
 	}
 	return changed;
+}
+
+void command_quarantine_at_close(struct ab_session *s)
+{
+	/* a run's one command was checked once its processes were gone */
+	if (s->sb.plan.layer || s->sb.cfg.exit_after_run)
+		return;
+	struct ab_quarantined *q = NULL;
+	size_t n = 0;
+	cleanup_strv char **kept = NULL;
+	protect_quarantine(&s->sb.cfg, &s->sb.protect, &q, &n, &kept);
+	for (size_t i = 0; i < n && s->sb.cfg.notice; i++) {
+		char line[1024];
+		snprintf(line, sizeof(line), "after the session's last command, %s %s; %s%s",
+			 q[i].path ? q[i].path : "?", q[i].reason ? q[i].reason : "",
+			 q[i].moved_to ? "moved aside to " : "it could not be moved aside: ",
+			 q[i].moved_to ? q[i].moved_to : (q[i].error ? q[i].error : "?"));
+		s->sb.cfg.notice(line);
+	}
+	protect_quarantined_free(q, n);
 }
 
 /* The exit status and signal, from the main process's wait status. */
@@ -180,7 +236,7 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 	/* a file operation's reply has no such fields: a change it made (or a
 	 * command before it) is the next command's to report */
 	if (!c->file_op) {
-		res->protected_changed = protected_changes(s, &res->protected_created);
+		res->protected_changed = protected_changes(s, res);
 		res->protected_refused = protect_watch_refused(&s->sb.watch);
 	}
 	if (s->net) { /* --net allow=: the command's connections move into the result */
@@ -245,5 +301,6 @@ void ab_result_free(struct ab_result *res)
 	ab_cleanup_strvp(&res->protected_changed);
 	ab_cleanup_strvp(&res->protected_created);
 	ab_cleanup_strvp(&res->protected_refused);
+	protect_quarantined_free(res->quarantined, res->n_quarantined);
 	memset(res, 0, sizeof(*res));
 }

@@ -151,6 +151,23 @@ json_object *ab_result_fields_json(const struct ab_result *res, bool ran, bool c
 	for (char **p = ran ? res->protected_changed : NULL; p && *p; p++)
 		json_object_array_add(prot, json_object_new_string(*p));
 	json_object_object_add(o, "protected_paths_changed", prot);
+	/* what of them was put out of effect (protect_quarantine.h) */
+	json_object *quar = json_object_new_array();
+	for (size_t i = 0; ran && i < res->n_quarantined; i++) {
+		const struct ab_quarantined *q = &res->quarantined[i];
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "path", json_object_new_string(q->path ? q->path : ""));
+		json_object_object_add(e, "reason",
+				       json_object_new_string(q->reason ? q->reason : ""));
+		json_object_object_add(e, "moved_to",
+				       q->moved_to ? json_object_new_string(q->moved_to) : NULL);
+		if (!q->moved_to)
+			json_object_object_add(
+				e, "error",
+				json_object_new_string(q->error ? q->error : "unknown"));
+		json_object_array_add(quar, e);
+	}
+	json_object_object_add(o, "protected_paths_quarantined", quar);
 	if (ran && res->network.on) /* --net allow= (netreport.h) */
 		json_object_object_add(o, "network", ab_net_report_json(&res->network));
 	/* "full", or what --isolation best dropped (isolation.h) */

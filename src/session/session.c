@@ -475,6 +475,7 @@ void ab_session_close(struct ab_session *s)
 		bool gone = s->sb.cfg.exit_after_run && ab_cgroup_remove_left(s->sb.cg);
 		while (!gone && !s->init_reaped && waitpid(s->init, NULL, 0) < 0 && errno == EINTR)
 			;
+		command_quarantine_at_close(s);
 	}
 	for (size_t i = 0; s->cmds && i < s->max; i++)
 		if (s->cmds[i].used)

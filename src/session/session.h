@@ -212,6 +212,11 @@ void command_release(struct ab_session *s, struct cmd *c);
 /* The command's RESULT event (a result, or the error why there is none),
  * then its slot is free. */
 void command_finish(struct ab_session *s, struct cmd *c, ab_event_fn fn, void *arg);
+/* At a session's end, once every process of the sandbox is gone: the
+ * protected paths a kept background process or a file operation created
+ * after the last command's check, put out of effect (protect_quarantine.h)
+ * and told through cfg.notice. */
+void command_quarantine_at_close(struct ab_session *s);
 /* The OOM killer struck in the sandbox's cgroup since the command started
  * (the cgroup's own events, counted before and after). */
 bool command_oom(struct ab_session *s, const struct cmd *c);

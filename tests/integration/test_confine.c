@@ -429,13 +429,18 @@ Test(confine, created_protected_paths_are_reported_and_git_init_works)
 	       "git init -q . && echo ok > .envrc && echo done", NULL);
 	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
 	cr_assert_str_eq(r.out, "done\n");
-	/* what git init made is reported (in --report), not warned about */
-	cr_assert_str_eq(r.err,
-			 "agentbox: the command changed protected workspace paths: .envrc "
-			 "(review them before anything on the host runs them)\n",
-			 "%s", r.err);
-	/* nothing was planted on the host for paths the command did not create */
+	/* what git init made is reported (in --report), not warned about, and
+	 * stays; the .envrc is moved aside (--protect-created quarantine) */
+	const char *want = "agentbox: the command created .envrc, which the host may run or "
+			   "load; moved aside to .envrc.agentbox-quarantine-";
+	cr_assert(strncmp(r.err, want, strlen(want)) == 0 && !strchr(strchr(r.err, '\n') + 1, '\n'),
+		  "%s", r.err);
 	char path[4200];
+	snprintf(path, sizeof(path), "%s/.envrc", ws);
+	cr_assert_eq(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/.git/config", ws);
+	cr_assert_eq(access(path, F_OK), 0);
+	/* nothing was planted on the host for paths the command did not create */
 	snprintf(path, sizeof(path), "%s/.vscode", ws);
 	cr_assert_eq(access(path, F_OK), -1);
 }

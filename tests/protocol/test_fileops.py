@@ -726,9 +726,13 @@ class ProtectedReport(unittest.TestCase):
         self.assertEqual(m["type"], "result", m)
         m = sv.call(op="exec", command="true")
         self.assertEqual(m["protected_paths_changed"], [".profile"], m)
+        # and put out of effect by that command's end (--protect-created)
+        self.assertEqual([q["path"] for q in m["protected_paths_quarantined"]], [".profile"], m)
         m = sv.call(op="exec", command="echo more >> .bashrc; true")
         self.assertEqual(m["protected_paths_changed"], [".bashrc"], m)
-        self.assertEqual(sv.call(op="read", path=".bashrc")["type"], "result")
+        self.assertEqual(sv.call(op="read", path=".bashrc")["type"], "error")
+        moved = m["protected_paths_quarantined"][0]["moved_to"]
+        self.assertEqual(sv.call(op="read", path=moved)["type"], "result")
         m = sv.call(op="exec", command="true")
         self.assertEqual(m["protected_paths_changed"], [], m)
 

@@ -112,15 +112,17 @@ both_modes(globals(), Planted)
 
 
 class PlantedReport(Attacks):
-    """Run only: protected paths that did not exist at the start may be
-    created (so `git init` works), and `agentbox run` then reports them in
-    `protected_paths_changed` and on stderr. A session has no such report:
-    it runs many commands and writes no per-command report of the
-    workspace."""
+    """Run only, with --protect-created report (the default quarantines
+    them: test_quarantine.py): protected paths that did not exist at the
+    start may be created (so `git init` works), and `agentbox run` then
+    reports them in `protected_paths_changed` and on stderr, and leaves
+    them. A session has no such report: it runs many commands and writes no
+    per-command report of the workspace."""
 
     def run_report(self, script):
         r, w = os.pipe()
-        p = subprocess.run([BIN, "run", *base_options(self.ws), "--report", "fd:%d" % w, "--",
+        p = subprocess.run([BIN, "run", *base_options(self.ws), "--protect-created", "report",
+                            "--report", "fd:%d" % w, "--",
                             "/bin/sh", "-c", script], pass_fds=(w,), capture_output=True,
                            text=True, stdin=subprocess.DEVNULL, timeout=60)
         os.close(w)

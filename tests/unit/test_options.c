@@ -106,6 +106,23 @@ Test(parse_run, dash_dash_protects_a_command_starting_with_dash)
 	ab_config_free(&cfg);
 }
 
+Test(parse_run, protect_created)
+{
+	struct ab_config cfg;
+	ab_config_init(&cfg);
+	cr_assert_eq(cfg.protect_created, AB_PROTECT_CREATED_QUARANTINE, "the default");
+	PARSE_OK(&cfg, "run", "--protect-created", "report", "--", "true");
+	cr_assert_eq(cfg.protect_created, AB_PROTECT_CREATED_REPORT);
+	ab_config_free(&cfg);
+	ab_config_init(&cfg);
+	PARSE_OK(&cfg, "run", "--protect-created", "report", "--protect-created", "quarantine",
+		 "--", "true");
+	cr_assert_eq(cfg.protect_created, AB_PROTECT_CREATED_QUARANTINE);
+	ab_config_free(&cfg);
+	PARSE_FAILS("--protect-created: 'off' is not one of quarantine, report", "run",
+		    "--protect-created", "off", "--", "true");
+}
+
 Test(parse_run, shell_string)
 {
 	struct ab_config cfg;
