@@ -129,7 +129,9 @@ static const char usage_exec[] =
 	"                      restored after; SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
 	"                      SIGUSR1 and SIGUSR2 go to the command instead of\n"
 	"                      cancelling it. stdin must be a terminal (else 125)\n"
-	"  --timeout DURATION  the command's timeout (default: the sandbox's)\n"
+	"  --timeout DURATION  the command's timeout (default: the sandbox's; with\n"
+	"                      -t, the sandbox's --max-timeout: create --max-timeout\n"
+	"                      none for a terminal with no deadline)\n"
 	"  --quiet             none of agentbox's own lines on stderr (a timeout,\n"
 	"                      an OOM kill, denials) but its errors\n"
 	"  --no-keep-background  end the processes the command left in the\n"
@@ -228,6 +230,8 @@ static json_object *exec_request(int argc, char **argv, int i, const char *timeo
 	}
 	if (ms)
 		json_object_object_add(req, "timeout", json_object_new_double((double)ms / 1000));
+	else if (pty) /* a person at a terminal: as long as the sandbox lets it run */
+		json_object_object_add(req, "timeout", json_object_new_int(10000000));
 	return req;
 }
 
