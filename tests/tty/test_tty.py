@@ -300,8 +300,11 @@ class RunWithoutTty(unittest.TestCase):
         return p.returncode
 
     def wait_changed(self, before):
+        """Until the command's two stty have both run (modes, then size)."""
+        def changed(now):
+            return now[1] == (5, 7) and not now[0][3] & (termios.ECHO | termios.ICANON)
         deadline = time.monotonic() + WAIT
-        while self.state() == before and time.monotonic() < deadline:
+        while not changed(self.state()) and time.monotonic() < deadline:
             self.drain()
             time.sleep(0.02)
         now = self.state()
