@@ -268,8 +268,17 @@ describe("agentbox mcp, as the docs start it", () => {
 });
 
 // A server spoken to line by line, for what the SDK would not send.
+// servers a failed test left running end with the file's tests, so that no
+// child keeps node (and ctest) waiting
+const liveServers = new Set();
+after(() => {
+  for (const p of liveServers) p.kill("SIGKILL");
+});
+
 function rawServer(args) {
   const p = spawn(BIN, args, { stdio: ["pipe", "pipe", "pipe"] });
+  liveServers.add(p);
+  p.on("exit", () => liveServers.delete(p));
   const messages = [];
   const stderr = [];
   p.stderr.on("data", (d) => stderr.push(d));
@@ -321,7 +330,10 @@ test("versions, and end of file ends the server and the sandbox with nothing lef
     assert.equal((await s.reply(3)).error.code, -32601);
     s.send({ id: 4, method: "tools/call", params: { name: "execute", arguments: { command: "sleep 39.4321" } } });
     await waitFor("the command to run", () => processesWith("39.4321").length > 0);
-    const init = readFileSync(`/proc/${s.p.pid}/task/${s.p.pid}/children`, "utf8").trim().split(/\s+/)[0];
+    // the sandbox's init: the server's child that runs (a short-lived helper
+    // of the launcher's may be there too, exited and not yet reaped)
+    const init = readFileSync(`/proc/${s.p.pid}/task/${s.p.pid}/children`, "utf8").trim().split(/\s+/)
+      .find((pid) => { try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "latin1")); } catch { return false; } });
     const cgroups = agentboxCgroups(init);
     if (process.getuid() === 0) assert.ok(cgroups.length > 0, "as root the sandbox has its own cgroups");
     s.p.stdin.end();
