@@ -2,7 +2,7 @@
  * the view's own tmpfs ($HOME, /tmp, a --tmpfs): not a mount point, which
  * rename(2) over it refuses with EBUSY (an atomic save), but a file of the
  * view seeded with the host file's content, and synced back when the
- * session ends (docs/sandbox.md, "Bound files").
+ * session ends (README.md, "Bound files").
  *
  *   bindfile_plan        launcher: which binds are copies; their seeds read
  *   bindfile_seed        inside, while the view is built: the seed written
