@@ -14,9 +14,12 @@ import tempfile
 import threading
 import unittest
 
-from harness import Attacks, ROOT, both_modes
+from harness import Attacks, EXTRA_OPTIONS, ROOT, both_modes
 
-DST = "/home/agent/cfg.json"
+# /tmp is the sandbox's own tmpfs whatever the system (the battery also runs
+# on an --image, whose $HOME is the image's)
+DST = "/tmp/cfg.json"
+IMAGE = "--image" in EXTRA_OPTIONS
 SAVE = ("import os\n"
         "p = %r\n"
         "open(p + '.tmp', 'w').write(open(p).read() + 'saved\\n')\n"
@@ -156,14 +159,17 @@ class BoundFile(Attacks):
 
     def test_readme_recipe(self):
         """README's line for Claude Code, with a script in its place (and
-        without -t, which tests/tty covers)."""
+        without -t). On an image, whose /home has no agent, $HOME is put
+        elsewhere first."""
         claude = os.path.join(self.home, ".claude")
         os.mkdir(claude)
         os.chmod(claude, 0o777 if ROOT else 0o755)
-        b = self.sandbox(options=("--net", "allow=api.anthropic.com",
-                                  "--bind", claude + ":/home/agent/.claude",
-                                  "--bind", self.src + ":/home/agent/.claude.json"))
-        r = b.sh("cd /home/agent && echo '{\"b\":2}' > .claude.json.tmp.$$ && "
+        home = "/tmp/agent" if IMAGE else "/home/agent"
+        b = self.sandbox(options=(("--home", home) if IMAGE else ()) + (
+            "--net", "allow=api.anthropic.com",
+            "--bind", claude + ":" + home + "/.claude",
+            "--bind", self.src + ":" + home + "/.claude.json"))
+        r = b.sh("cd " + home + " && echo '{\"b\":2}' > .claude.json.tmp.$$ && "
                  "mv .claude.json.tmp.$$ .claude.json && echo hist > .claude/history && "
                  "echo OK")
         b.close()
