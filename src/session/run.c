@@ -130,7 +130,7 @@ static int run_command(struct ab_session *s, const struct ab_config *cfg, int si
 	struct ab_error why = {0};
 	/* why the sandbox could not be built comes first: the start may
 	 * have failed only because its init was gone */
-	int ready = session_ready(s, &why);
+	int ready = s->one_command ? session_ready(s, &why) : 0;
 	if (ready < 0) {
 		*err = why;
 		return ready;

@@ -28,6 +28,7 @@
 #include "net/netproxy.h"
 #include "session/session.h"
 #include "util/sync.h"
+#include "view/bindfile.h"
 #include "view/landlock.h"
 #include "warm/warm.h"
 #include "util/util.h"
@@ -109,6 +110,7 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 		return r;
 	/* from now on read when epoll says so, or in idle_shim: never block */
 	fcntl(s->sync_fd, F_SETFL, O_NONBLOCK);
+	s->ready = true;
 	if ((r = session_watch(s, s->sync_fd, (size_t)-1, K_SYNC)) < 0 ||
 	    (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
 	    (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
@@ -177,6 +179,10 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 		return r;
 	}
 	s->started_ms = session_now_ms();
+	/* a bound file is read back after the command: the init must outlive
+	 * it, as in a session of many (with one slot) */
+	if (one_command && view_plan_has_copies(&s->sb.plan))
+		s->one_command = one_command = false;
 	if (!one_command) {
 		/* the shims' copy: they have no environment */
 		warm_read_knobs();
@@ -192,7 +198,7 @@ int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limi
 	if (r == 0 && !one_command)
 		r = session_ready(s, err);
 	if (r < 0) {
-		ab_session_close(s);
+		session_free(s);
 		ab_isolation_explain(cfg, ~0u, err); /* name what a container refuses */
 		return r;
 	}
@@ -463,7 +469,7 @@ int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 	return 0;
 }
 
-void ab_session_close(struct ab_session *s)
+void session_free(struct ab_session *s)
 {
 	if (!s)
 		return;

@@ -81,6 +81,7 @@ struct cmd {
 struct ab_session {
 	struct sandbox sb;
 	bool one_command; /* `agentbox run`: the init is the only shim */
+	bool ready;	  /* the init said READY: file operations can go in */
 	pid_t init;
 	bool init_reaped; /* its pid may be another process's now */
 	bool sync_eof;	  /* the init's end of the sync socket closed: it is dying */
@@ -137,6 +138,8 @@ struct ab_session {
 int session_open(struct ab_config *cfg, bool one_command, struct ab_result *limits,
 		 struct ab_session **out, struct ab_error *err);
 int session_ready(struct ab_session *s, struct ab_error *err);
+/* ab_session_close without the --bind files' sync (bindsync.c). */
+void session_free(struct ab_session *s);
 
 /* session_watch.c */
 unsigned long long session_now_ms(void);

@@ -28,6 +28,7 @@
 #include "layer/layer.h"
 #include "view/overlay.h"
 #include "view/image.h"
+#include "view/bindfile.h"
 #include "view/rootfs.h"
 #include "util/parse.h"
 #include "util/util.h"
@@ -209,6 +210,8 @@ int view_plan_build(const struct ab_config *cfg, const struct protect_state *pro
 					    err)) < 0)
 			return r;
 	}
+	if ((r = bindfile_plan(plan, err)) < 0)
+		return r;
 	return overlay_plan(cfg, protect, plan, err);
 }
 
@@ -248,6 +251,7 @@ void view_plan_free(struct view_plan *plan)
 		free(plan->e[i].dst);
 		ab_close_keep_errno(plan->e[i].src_fd);
 		ab_close_keep_errno(plan->e[i].tree_fd);
+		free(plan->e[i].seed);
 	}
 	free(plan->e);
 	if (plan->setid_guard)
@@ -296,7 +300,8 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err)
 		return ab_error_set(err, errno, "cannot open /");
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
-		if (e->kind != VIEW_BIND || e->tree_fd >= 0 || e->from_view || e->image_mask)
+		if (e->kind != VIEW_BIND || e->tree_fd >= 0 || e->from_view || e->image_mask ||
+		    e->copy)
 			continue;
 		int r = view_open_source(root, e, err);
 		if (r < 0)
@@ -592,6 +597,11 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 			attrs |= MOUNT_ATTR_RDONLY;
 		if (e->overlay)
 			return overlay_mount_workspace(root, e, plan->layer, err);
+		if (e->copy) {
+			/* a file of the view's own, seeded with the host's copy */
+			cleanup_fd int target = make_target(root, e->dst, false, err);
+			return target < 0 ? target : bindfile_seed(target, e, err);
+		}
 		if (e->from_view)
 			return overlay_bind_from_view(root, e, err);
 		if (e->image_mask && e->tree_fd < 0) {
@@ -703,6 +713,9 @@ int view_build(struct view_plan *plan, struct ab_error *err)
 		ab_close_keep_errno(plan->e[i].src_fd);
 		ab_close_keep_errno(plan->e[i].tree_fd);
 		plan->e[i].src_fd = plan->e[i].tree_fd = -1;
+		/* the launcher keeps its copy of the seed; the init needs none */
+		free(plan->e[i].seed);
+		plan->e[i].seed = NULL;
 		if (r < 0)
 			return r;
 	}

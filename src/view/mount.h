@@ -39,6 +39,9 @@ struct view_entry {
 	bool overlay;	     /* the workspace, mounted as an overlay (layer.h) */
 	bool from_view;	     /* bound from the view's overlay /workspace, not the host */
 	uint64_t image_mask; /* --image: an overlay of these layers' src (view/image.h) */
+	bool copy;	     /* a --bind file copied in and synced back (view/bindfile.h) */
+	char *seed;	     /* copy: src's bytes as the launcher read them */
+	size_t seed_len;
 };
 
 struct view_plan {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/parse.h"
 #include "util/util.h"
 
 /* the PATH every command gets (sandbox/env.c) */
@@ -327,6 +328,21 @@ int rootfs_check_tree(const struct ab_config *cfg, int root, struct view_plan *p
 
 /* ---- the tree's top-level entries ---- */
 
+/* Whether dst lies beneath another of the view's mount points (one of
+ * fixed, or a user mount's), where its own mount point is made, not in the
+ * tree. */
+static bool beneath_a_mount(const struct ab_config *cfg, const char *const *fixed, size_t nfixed,
+			    const char *dst)
+{
+	for (size_t j = 0; j < nfixed + cfg->n_mounts; j++) {
+		const struct ab_mount *o = j >= nfixed ? &cfg->mounts[j - nfixed] : NULL;
+		const char *d = o ? (o->dst ? o->dst : o->src) : fixed[j];
+		if (d && d[0] == '/' && strcmp(d, dst) != 0 && ab_path_is_under(dst, d))
+			return true;
+	}
+	return false;
+}
+
 /* Whether DIR's top-level entry name stays out of the view (*skip): where
  * the view mounts its own at /name, or $HOME below it that the tree lacks
  * (the tree is read-only: no mount point can be made in it). */
@@ -352,6 +368,8 @@ int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *
 		struct stat st;
 		if (fstatat(root, dst + 1, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			continue; /* mounted on what the tree has there */
+		if (m && beneath_a_mount(cfg, fixed, nfixed, dst))
+			continue; /* on the view's /tmp, $HOME, a --tmpfs... */
 		if (!m) {
 			*skip = true; /* $HOME on the view's own root */
 			continue;

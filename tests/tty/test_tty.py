@@ -122,6 +122,41 @@ class RunTty(TtyCase):
         self.assertIn("30 100", s)
         self.assertIn(m + "=3", s)
 
+    def test_readme_recipe_with_a_bound_file(self):
+        """README's line for an agent CLI: its config directory and its
+        ~/.claude.json bound in; the program saves the file by renaming a
+        new one over it (as Claude Code does), which reaches the host."""
+        claude, cfg = os.path.join(self.tmp, ".claude"), os.path.join(self.tmp, ".claude.json")
+        os.mkdir(claude)
+        with open(cfg, "w") as f:
+            f.write("{}\n")
+        script = os.path.join(self.tmp, "agent.py")
+        with open(script, "w") as f:
+            f.write("import os, sys\n"
+                    "p = os.path.expanduser('~/.claude.json')\n"
+                    "print('agent-re' + 'ady', flush=True)\n"
+                    "open(p + '.tmp', 'w').write(open(p).read() + sys.stdin.readline())\n"
+                    "os.replace(p + '.tmp', p)\n"
+                    "open(os.path.expanduser('~/.claude/history'), 'w').write('h\\n')\n")
+        st, s = self.run_shell_typed(
+            "%s --net allow=api.anthropic.com --bind %s:/home/agent/.claude --bind "
+            "%s:/home/agent/.claude.json --ro-bind %s:/agent.py -- python3 /agent.py"
+            % (self.run_t, claude, cfg, script), "typed")
+        self.assertEqual(st, 0, s)
+        with open(cfg) as f:
+            self.assertEqual(f.read(), "{}\ntyped\n")
+        with open(os.path.join(claude, "history")) as f:
+            self.assertEqual(f.read(), "h\n")
+
+    def run_shell_typed(self, cmd, text):
+        """cmd in the tmux shell, text typed to it once it says agent-ready."""
+        m = self.mark()
+        self.t.line('%s; echo %s"="$?' % (cmd, m))
+        self.t.wait_for("agent-ready")
+        self.t.line(text)
+        s = self.t.wait_for(m + "=")
+        return int(s.split(m + "=")[1].split()[0]), s
+
     def test_ctrl_c_interrupts(self):
         # and when agentbox's caller ignores SIGINT (as a background job
         # does): the command's new terminal still has its Ctrl-C
