@@ -81,7 +81,6 @@ static int cli_changes(json_object *out, bool json, struct layer_change_opts *o)
 								 JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
 		print_changes(out, o->diff, o->include_ignored);
-	json_object_put(out);
 	return 0;
 }
 
@@ -106,7 +105,6 @@ static int cli_commit(json_object *out)
 			"agentbox: commit: not applied, outside the paths given (the other end "
 			"of a rename): %s\n",
 			json_object_get_string(json_object_array_get_idx(outside, i)));
-	json_object_put(out);
 	return code;
 }
 
