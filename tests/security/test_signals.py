@@ -206,9 +206,14 @@ class InitSignals(Extra, Attacks):
     signalfd or leaves pending: no signal of the command disturbs it."""
 
     def test_every_signal_to_the_init(self):
+        # a sanitizer's runtime (tests/CMakeLists.txt, AGENTBOX_SANITIZED)
+        # gives the init a handler for SIGSEGV (and SIGBUS, SIGFPE), so one
+        # sent from inside reaches it there: not what a release build runs
+        sigs = "STOP TSTP TERM INT HUP QUIT USR1 USR2 ALRM PIPE CHLD KILL"
+        if os.environ.get("AGENTBOX_SANITIZED") != "1":
+            sigs += " SEGV"
         t = time.monotonic()
-        r = self.guarded("for s in STOP TSTP TERM INT HUP QUIT USR1 USR2 ALRM PIPE CHLD SEGV "
-                         "KILL; do kill -$s 1; done; sleep 0.2; echo alive")
+        r = self.guarded("for s in %s; do kill -$s 1; done; sleep 0.2; echo alive" % sigs)
         self.assertEqual((r.code, r.out), (0, "alive\n"), r)
         self.assertLess(time.monotonic() - t, PROMPT, r)
 
