@@ -237,7 +237,7 @@ static const char usage_mcp[] =
 	"or SIGHUP end it: every process is killed and everything agentbox made is\n"
 	"removed. docs/mcp.md has the hosts' configuration lines.\n"
 	"\n"
-	"Options: those of agentbox serve --help (but --audit-log), e.g.\n"
+	"Options: those of agentbox serve --help (--audit-log too), e.g.\n"
 	"  agentbox mcp --profile agent --workspace ~/project --net allow=pypi.org\n"
 	"and\n"
 	"  --model-commits      with --workspace-mode overlay: offer commit and\n"

@@ -32,6 +32,7 @@
 #include "layer/layer.h"
 #include "mcp/mcp_tools.h"
 #include "serve/request.h"
+#include "serve/serve_audit.h"
 #include "sandbox/isolation.h"
 #include "serve/serve_layer.h"
 #include "serve/serve_out.h"
@@ -82,6 +83,7 @@ struct mcp {
 	size_t in_len;
 	bool discarding, stdin_eof, ending;
 	int log_level; /* index in log_levels; N_LEVELS: none asked for */
+	int audit;     /* --audit-log, or -1 */
 };
 
 static unsigned long long now_ms(void)
@@ -224,6 +226,8 @@ static void start_waiting(struct mcp *m)
 /* A layer call's reply (a protocol result or error) into its result. */
 static void layer_done(struct mcp *m, struct call *c, json_object *reply)
 {
+	serve_audit_result(&m->audit, json_object_object_get(reply, "id"), NULL,
+			   json_object_get_string(json_object_object_get(reply, "code")));
 	call_done(m, c, mcp_tool_reply_result(c->tool, c->args, reply));
 	json_object_put(reply);
 }
@@ -324,6 +328,8 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 		rpc_result(m, id, mcp_tool_error("%s", why));
 		return;
 	}
+	serve_audit_request(&m->audit, req,
+			    json_object_get_string(json_object_object_get(req, "op")));
 	size_t len;
 	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len);
 	struct call *c = calloc(1, sizeof(*c));
@@ -436,6 +442,10 @@ static void on_event(const struct ab_event *ev, void *arg)
 	struct call *c = call_by_tag(m, ev->tag);
 	if (!c || ev->kind != AB_EVENT_RESULT)
 		return;
+	json_object *tag = json_object_new_int64((int64_t)c->tag);
+	serve_audit_result(&m->audit, tag, ev->error ? NULL : ev->result,
+			   ev->error ? ab_errc_name(ab_error_errc(ev->error)) : NULL);
+	json_object_put(tag);
 	if (c->cancelled)
 		call_del(m, c);
 	else if (ev->error)
@@ -733,13 +743,14 @@ static int serve_loop(struct mcp *m, int sigfd)
 
 int ab_mcp(struct ab_config *cfg)
 {
-	if (cfg->audit_log) {
-		fputs("agentbox: mcp: --audit-log is not supported by agentbox mcp (use agentbox "
-		      "serve for an audit log)\n",
-		      stderr);
+	struct mcp m = {.cfg = cfg, .log_level = N_LEVELS, .audit = -1};
+	if (cfg->audit_log &&
+	    (m.audit = open(cfg->audit_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY,
+			    0600)) < 0) {
+		fprintf(stderr, "agentbox: --audit-log: cannot write '%s': %s\n", cfg->audit_log,
+			strerror(errno));
 		return AB_EXIT_FAILURE;
 	}
-	struct mcp m = {.cfg = cfg, .log_level = N_LEVELS};
 	serve_layer_init(&m.layer);
 	out_init(&m.out, STDOUT_FILENO, false);
 	signal(SIGPIPE, SIG_IGN);
@@ -751,6 +762,12 @@ int ab_mcp(struct ab_config *cfg)
 		return AB_EXIT_FAILURE;
 	}
 	report_limits(&m);
+	if (m.audit >= 0) {
+		json_object *o = serve_audit_entry("start");
+		json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(m.s)));
+		json_object_object_add(o, "front", json_object_new_string("mcp"));
+		serve_audit_write(&m.audit, o);
+	}
 	m.out.nonblock = stdout_nonblock();
 	m.in = malloc(MAX_LINE + READ_CHUNK + 1);
 	if (!m.in) {
@@ -769,6 +786,10 @@ int ab_mcp(struct ab_config *cfg)
 		call_del(&m, m.head);
 	}
 	ab_session_close(m.s);
+	if (m.audit >= 0) {
+		serve_audit_write(&m.audit, serve_audit_entry("end"));
+		close(m.audit);
+	}
 	m.out.stop_fd = sigfd;
 	out_flush(&m.out, true);
 	free(m.in);

@@ -383,6 +383,27 @@ test("overlay: changes, commit and discard", async () => {
   }
 });
 
+test("--audit-log: a line per tool call and per result, as serve's", async () => {
+  const ws = tempDir("audit");
+  const log = join(ws, "..", `${ws.split("/").pop()}.audit`);
+  const srv = await connect(["mcp", "--workspace", ws, "--audit-log", log]);
+  try {
+    await call(srv.client, "execute", { command: "echo audited" });
+  } finally {
+    await srv.client.close();
+  }
+  try {
+    await waitFor("the end line", () => existsSync(log) && readFileSync(log, "utf8").includes('"end"'));
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => l.event), ["start", "request", "result", "end"]);
+    assert.equal(lines[1].command, "echo audited");
+    assert.equal(lines[2].exit_code, 0);
+  } finally {
+    rmSync(ws, { recursive: true, force: true });
+    rmSync(log, { force: true });
+  }
+});
+
 test("overlay: commit is the user's unless --model-commits", async () => {
   const ws = tempDir("review");
   const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
