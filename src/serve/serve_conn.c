@@ -303,7 +303,9 @@ int serve_listen_wait_ms(struct server *sv)
 void serve_log_result(struct server *sv, json_object *id, const struct ab_result *res)
 {
 	struct stat st;
-	if (!sv->listen || fstat(STDERR_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
+	bool says = res->timed_out || res->oom_killed || res->pids_refused || res->n_denied ||
+		    res->network.n_denied; /* what ab_result_say has a line for */
+	if (!sv->listen || !says || fstat(STDERR_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size > LOG_MAX)
 		return;
 	char *text = NULL;
