@@ -4,8 +4,9 @@
  * (src/sandbox/isolation.c) is tested on a host without Podman (tests/containers/
  * graded-host.sh), as root and as an unprivileged user:
  *   --mask-proc        a user and mount namespace of its own in which a file
- *                      of /proc is covered, as runtimes mask /proc: the
- *                      kernel then refuses a new procfs (mount_too_revealing).
+ *                      of /proc (and of any other procfs mount) is covered,
+ *                      as runtimes mask /proc: the kernel then refuses a new
+ *                      procfs (mount_too_revealing).
  *                      Root first becomes uid/gid 65534, like a container's
  *                      unprivileged user, who has no capability left at exec.
  *   --no-sethostname   sethostname fails with EPERM (Podman's default profile)
@@ -36,6 +37,58 @@ static int put(const char *file, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
+/* mountinfo's octal escapes (\040 for a space) undone in place */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; w++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+/* The kernel allows a new procfs while any procfs mount of the namespace is
+ * fully visible (mnt_already_visible), so a file of every one is covered, not
+ * only /proc's: a host with a second procfs (a chroot's, left mounted) would
+ * otherwise let agentbox mount its own and the test would see no container. */
+static int cover_every_procfs(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	char line[4096];
+	int covered = 0, r = 0;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		char *point = NULL, *save = NULL;
+		char *tok = strtok_r(line, " ", &save);
+		for (int field = 0; tok && field < 4; field++)
+			tok = strtok_r(NULL, " ", &save);
+		point = tok;
+		if (!sep || !point || strncmp(sep, " - proc ", 8) != 0)
+			continue;
+		unescape(point);
+		char file[4200];
+		snprintf(file, sizeof(file), "%s/uptime", point);
+		if (mount("/dev/null", file, NULL, MS_BIND, NULL) < 0) {
+			fprintf(stderr, "as_container: cannot cover %s: %s\n", file,
+				strerror(errno));
+			r = -1;
+		}
+		covered++;
+	}
+	fclose(f);
+	if (r == 0 && covered == 0)
+		errno = ENOENT, r = -1;
+	return r;
+}
+
 static int mask_proc(void)
 {
 	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
@@ -56,7 +109,7 @@ static int mask_proc(void)
 		return -1;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -1;
-	return mount("/dev/null", "/proc/uptime", NULL, MS_BIND, NULL);
+	return cover_every_procfs();
 }
 
 static int deny(scmp_filter_ctx ctx, bool sethost, bool userns, bool setns)
