@@ -6,9 +6,9 @@
  * its result comes back as the tool's result. Everything wrong with a
  * call is a tool error (isError); only what is wrong with a message
  * itself is a JSON-RPC error, and the server goes on after both. Replies
- * go out through serve_out.c's bounded, non-blocking queue, so a client
+ * go out through front_out.c's bounded, non-blocking queue, so a client
  * that does not read never stops timeouts; the overlay's changes, commit
- * and discard run one at a time under serve_layer.c's watchdog, as serve's,
+ * and discard run one at a time under front_layer.c's watchdog, as serve's,
  * so a commit of many files stops no other call and no deadline. End of
  * file on stdin ends the session (every process killed, the cgroup
  * removed) once the layer calls sent before it are answered. */
@@ -31,11 +31,11 @@
 #include "files/fileop.h"
 #include "layer/layer.h"
 #include "mcp/mcp_tools.h"
-#include "serve/request.h"
-#include "serve/serve_audit.h"
+#include "front/request.h"
+#include "front/front_audit.h"
 #include "sandbox/isolation.h"
-#include "serve/serve_layer.h"
-#include "serve/serve_out.h"
+#include "front/front_layer.h"
+#include "front/front_out.h"
 #include "session/result.h"
 #include "util/error.h"
 #include "util/signals.h"
@@ -73,8 +73,8 @@ struct call {
 struct mcp {
 	struct ab_config *cfg;
 	struct ab_session *s;
-	struct serve_out out;
-	struct serve_layer layer; /* the layer call running, one at a time */
+	struct front_out out;
+	struct front_layer layer; /* the layer call running, one at a time */
 	unsigned long long layer_tag;
 	struct call *head, *tail;
 	size_t n_calls;
@@ -226,7 +226,7 @@ static void start_waiting(struct mcp *m)
 /* A layer call's reply (a protocol result or error) into its result. */
 static void layer_done(struct mcp *m, struct call *c, json_object *reply)
 {
-	serve_audit_result(&m->audit, json_object_object_get(reply, "id"), NULL,
+	front_audit_result(&m->audit, json_object_object_get(reply, "id"), NULL,
 			   json_object_get_string(json_object_object_get(reply, "code")));
 	call_done(m, c, mcp_tool_reply_result(c->tool, c->args, reply));
 	json_object_put(reply);
@@ -240,7 +240,7 @@ static struct call *call_by_tag(struct mcp *m, unsigned long long tag)
 	return c;
 }
 
-/* changes, commit, discard: one at a time, each in serve_layer.c's
+/* changes, commit, discard: one at a time, each in front_layer.c's
  * watchdog child as serve's, so that no other call and no deadline waits
  * for a review or a commit of many files. discard is answered at once. */
 static void layer_start_waiting(struct mcp *m)
@@ -253,7 +253,7 @@ static void layer_start_waiting(struct mcp *m)
 			return;
 		json_object *reply = NULL, *id = json_object_new_int64((int64_t)c->tag);
 		bool end = false;
-		int started = serve_layer_start(&m->layer, ab_session_layer(m->s), c->q.op,
+		int started = front_layer_start(&m->layer, ab_session_layer(m->s), c->q.op,
 						c->q.req, id, &reply, &end);
 		json_object_put(id);
 		if (started) {
@@ -270,7 +270,7 @@ static void layer_start_waiting(struct mcp *m)
 /* The running layer call's reply, once it came (or its bound passed). */
 static void layer_poll(struct mcp *m)
 {
-	json_object *reply = m->layer.pid > 0 ? serve_layer_poll(&m->layer) : NULL;
+	json_object *reply = m->layer.pid > 0 ? front_layer_poll(&m->layer) : NULL;
 	if (!reply)
 		return;
 	struct call *c = call_by_tag(m, m->layer_tag);
@@ -328,7 +328,7 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 		rpc_result(m, id, mcp_tool_error("%s", why));
 		return;
 	}
-	serve_audit_request(&m->audit, req,
+	front_audit_request(&m->audit, req,
 			    json_object_get_string(json_object_object_get(req, "op")));
 	size_t len;
 	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len);
@@ -381,7 +381,7 @@ static void cancelled(struct mcp *m, json_object *params)
 	}
 	if (mcp_tool_kind(c->tool) == MCP_TOOL_LAYER) {
 		/* stopped as at its bound: what a commit wrote before stays */
-		serve_layer_stop(&m->layer);
+		front_layer_stop(&m->layer);
 		call_del(m, c);
 		layer_start_waiting(m);
 		return;
@@ -443,7 +443,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 	if (!c || ev->kind != AB_EVENT_RESULT)
 		return;
 	json_object *tag = json_object_new_int64((int64_t)c->tag);
-	serve_audit_result(&m->audit, tag, ev->error ? NULL : ev->result,
+	front_audit_result(&m->audit, tag, ev->error ? NULL : ev->result,
 			   ev->error ? ab_errc_name(ab_error_errc(ev->error)) : NULL);
 	json_object_put(tag);
 	if (c->cancelled)
@@ -703,7 +703,7 @@ static int serve_loop(struct mcp *m, int sigfd)
 	struct ab_error err = {0};
 	while (!m->ending && (!m->stdin_eof || layer_pending(m)) && !m->out.broken) {
 		int wait = progress_tick(m); /* first: what it sends is written below */
-		int lw = serve_layer_timeout(&m->layer);
+		int lw = front_layer_timeout(&m->layer);
 		if (lw >= 0 && (wait < 0 || lw < wait))
 			wait = lw;
 		bool busy = out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER;
@@ -712,7 +712,7 @@ static int serve_loop(struct mcp *m, int sigfd)
 			{.fd = out_waiting(&m->out) ? STDOUT_FILENO : -1, .events = POLLOUT},
 			{.fd = sigfd, .events = POLLIN},
 			{.fd = ab_session_fd(m->s), .events = POLLIN},
-			{.fd = serve_layer_fd(&m->layer), .events = POLLIN},
+			{.fd = front_layer_fd(&m->layer), .events = POLLIN},
 		};
 		if (poll(p, 5, wait) < 0 && errno != EINTR)
 			break;
@@ -751,7 +751,7 @@ int ab_mcp(struct ab_config *cfg)
 			strerror(errno));
 		return AB_EXIT_FAILURE;
 	}
-	serve_layer_init(&m.layer);
+	front_layer_init(&m.layer);
 	out_init(&m.out, STDOUT_FILENO, false);
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = ab_ending_signals_fd();
@@ -763,10 +763,10 @@ int ab_mcp(struct ab_config *cfg)
 	}
 	report_limits(&m);
 	if (m.audit >= 0) {
-		json_object *o = serve_audit_entry("start");
+		json_object *o = front_audit_entry("start");
 		json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(m.s)));
 		json_object_object_add(o, "front", json_object_new_string("mcp"));
-		serve_audit_write(&m.audit, o);
+		front_audit_write(&m.audit, o);
 	}
 	m.out.nonblock = stdout_nonblock();
 	m.in = malloc(MAX_LINE + READ_CHUNK + 1);
@@ -777,7 +777,7 @@ int ab_mcp(struct ab_config *cfg)
 		return AB_EXIT_FAILURE;
 	}
 	int status = serve_loop(&m, sigfd) < 0 ? AB_EXIT_FAILURE : 0;
-	serve_layer_stop(&m.layer); /* a signal or the sandbox's death */
+	front_layer_stop(&m.layer); /* a signal or the sandbox's death */
 	while (m.head) {	    /* the calls still running: the sandbox ends */
 		if (!m.head->cancelled)
 			rpc_result(&m, m.head->rpc_id,
@@ -787,7 +787,7 @@ int ab_mcp(struct ab_config *cfg)
 	}
 	ab_session_close(m.s);
 	if (m.audit >= 0) {
-		serve_audit_write(&m.audit, serve_audit_entry("end"));
+		front_audit_write(&m.audit, front_audit_entry("end"));
 		close(m.audit);
 	}
 	m.out.stop_fd = sigfd;

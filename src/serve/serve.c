@@ -28,19 +28,19 @@
 #include "sandbox/isolation.h"
 #include "util/jsonw.h"
 #include "layer/layer.h"
-#include "net/netop.h"
+#include "front/netop.h"
 #include "util/output.h"
 #include "util/util.h"
-#include "serve/request.h"
+#include "front/request.h"
 #include "session/result.h"
-#include "serve/serve_audit.h"
+#include "front/front_audit.h"
 #include "serve/serve_int.h"
-#include "serve/serve_layer.h"
+#include "front/front_layer.h"
 #include "serve/serve_input.h"
-#include "serve/serve_out.h"
+#include "front/front_out.h"
 
 #define READ_CHUNK (256u << 10)
-/* Replies piling up unread beyond this (serve_out.h): stdin waits. */
+/* Replies piling up unread beyond this (front_out.h): stdin waits. */
 #define OUT_HIGH_WATER (1u << 20)
 /* The pipe to the client this big (the kernel's default is 64 KiB), where
  * the user's pipe budget allows: fewer, bigger writes and reads. Not more:
@@ -86,7 +86,7 @@ static void send_json(struct server *sv, json_object *o)
 }
 
 /* Replies for r: to the client attached, or kept when r is another's. */
-static struct serve_out *route(struct server *sv, const struct request *r)
+static struct front_out *route(struct server *sv, const struct request *r)
 {
 	return sv->listen && r->gen != sv->client_gen ? &sv->kept : NULL;
 }
@@ -119,7 +119,7 @@ static void send_error(struct server *sv, json_object *id, enum ab_errc code, co
 	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
 	send_json(sv, error_reply(id, &err));
-	serve_audit_error(&sv->audit, id, ab_errc_name(code));
+	front_audit_error(&sv->audit, id, ab_errc_name(code));
 }
 
 /* ---- requests ---- */
@@ -290,13 +290,13 @@ static void op_input(struct server *sv, const struct ab_request *q)
 		send_json(sv, rc < 0 ? error_reply(q->id, &e) : serve_input_ok(q->id, q->op));
 }
 
-/* A layer op's reply (serve_layer.h), result or error. */
+/* A layer op's reply (front_layer.h), result or error. */
 static void layer_done(struct server *sv, json_object *o)
 {
 	json_object *t, *c;
 	if (json_object_object_get_ex(o, "type", &t) &&
 	    !strcmp(json_object_get_string(t), "error") && json_object_object_get_ex(o, "code", &c))
-		serve_audit_error(&sv->audit, json_object_object_get(o, "id"),
+		front_audit_error(&sv->audit, json_object_object_get(o, "id"),
 				  json_object_get_string(c));
 	send_json(sv, o);
 }
@@ -313,7 +313,7 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		ab_request_clear(&q);
 		return;
 	}
-	serve_audit_request(&sv->audit, q.req, q.op);
+	front_audit_request(&sv->audit, q.req, q.op);
 	if (sv->shutting_down) {
 		send_error(sv, q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
 	} else if (q.kind == AB_REQUEST_EXEC || q.kind == AB_REQUEST_FILE_OP) {
@@ -331,7 +331,7 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		json_object_object_add(o, "type", json_object_new_string("pong"));
 		json_object_object_add(o, "id", id_copy(q.id));
 		send_json(sv, o);
-	} else if (q.kind == AB_REQUEST_NET) { /* --net allow=: src/net/netop.c */
+	} else if (q.kind == AB_REQUEST_NET) { /* --net allow=: src/front/netop.c */
 		struct ab_error ne = {0};
 		json_object *o = ab_net_op(sv->s, q.req, &ne);
 		if (o)
@@ -343,10 +343,10 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
 		sv->shutting_down = true;
 		sv->shutdown_id = json_object_get(q.id);
-	} else if (q.kind == AB_REQUEST_LAYER) { /* under a watchdog: serve_layer.c */
+	} else if (q.kind == AB_REQUEST_LAYER) { /* under a watchdog: front_layer.c */
 		json_object *o = NULL;
 		bool end = false;
-		if (!serve_layer_start(&sv->layer, ab_session_layer(sv->s), q.op, q.req, q.id, &o,
+		if (!front_layer_start(&sv->layer, ab_session_layer(sv->s), q.op, q.req, q.id, &o,
 				       &end))
 			layer_done(sv, o);
 		sv->shutting_down = end; /* discard: the sandbox and its layer go */
@@ -405,7 +405,7 @@ static void handle_input(struct server *sv)
  * lines that waited for it. */
 static void layer_poll(struct server *sv)
 {
-	json_object *o = serve_layer_poll(&sv->layer);
+	json_object *o = front_layer_poll(&sv->layer);
 	if (o) {
 		layer_done(sv, o);
 		handle_input(sv);
@@ -539,7 +539,7 @@ static void file_op_done(struct server *sv, struct request *r, const struct ab_r
 	json_object *c;
 	if (json_object_object_get_ex(o, "code", &c))
 		code = json_object_get_string(c);
-	serve_audit_result(&sv->audit, r->q.id, NULL,
+	front_audit_result(&sv->audit, r->q.id, NULL,
 			   code); /* before o, which holds code, is gone */
 	send_json(sv, o);
 }
@@ -565,7 +565,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
 		send_json(sv, error_reply(r->q.id, ev->error));
-		serve_audit_result(&sv->audit, r->q.id, NULL,
+		front_audit_result(&sv->audit, r->q.id, NULL,
 				   ab_errc_name(ab_error_errc(ev->error)));
 	} else {
 		struct ab_result *res = ev->result;
@@ -594,7 +594,7 @@ static void on_event(const struct ab_event *ev, void *arg)
 		json_object_object_add(head, "error", NULL);
 		/* its output is escaped as it goes */
 		out_json(sv->to ? sv->to : &sv->out, head, res);
-		serve_audit_result(&sv->audit, r->q.id, res, NULL);
+		front_audit_result(&sv->audit, r->q.id, res, NULL);
 		serve_log_result(sv, r->q.id, res);
 	}
 	sv->to = NULL;
@@ -609,11 +609,11 @@ static void audit_start(struct server *sv)
 {
 	if (sv->audit < 0)
 		return;
-	json_object *o = serve_audit_entry("start");
+	json_object *o = front_audit_entry("start");
 	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
 	json_object_object_add(o, "workspace", json_object_new_string(sv->cfg->workspace));
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
-	serve_audit_write(&sv->audit, o);
+	front_audit_write(&sv->audit, o);
 }
 
 /* Every command still running or queued is answered "shutdown". */
@@ -661,12 +661,12 @@ static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *
 		{.fd = lst ? sv->listen->sock_fd : -1, .events = POLLIN},
 		{.fd = lst ? sv->listen->ctl_fd : -1, .events = POLLIN},
 		{.fd = lst ? sv->listen->exec_fd : -1, .events = POLLIN},
-		{.fd = serve_layer_fd(&sv->layer), .events = POLLIN},
+		{.fd = front_layer_fd(&sv->layer), .events = POLLIN},
 	};
 	int wait = lst ? serve_listen_wait_ms(sv) : -1;
 	if (wait == 0)
 		return SERVE_DONE; /* idle timeout or ttl */
-	int lw = serve_layer_timeout(&sv->layer);
+	int lw = front_layer_timeout(&sv->layer);
 	if (lw >= 0 && (wait < 0 || lw < wait))
 		wait = lw;
 	int n = poll(p, 8, wait);
@@ -724,7 +724,7 @@ static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *
 static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 {
 	struct server sv = {.cfg = cfg, .audit = -1, .listen = l, .in_fd = STDIN_FILENO};
-	serve_layer_init(&sv.layer);
+	front_layer_init(&sv.layer);
 	out_init(&sv.out, STDOUT_FILENO, false);
 	out_init(&sv.kept, -1, false);
 	int sigfd = -1;
@@ -753,7 +753,7 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		status = AB_EXIT_FAILURE;
 	}
-	serve_layer_stop(&sv.layer);
+	front_layer_stop(&sv.layer);
 	end_all(&sv);
 	if (sv.frozen) /* what is killed next must run to die */
 		serve_freeze(&sv, false, &err);
@@ -775,7 +775,7 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		status = AB_EXIT_FAILURE;
 	}
 	if (sv.audit >= 0) {
-		serve_audit_write(&sv.audit, serve_audit_entry("end"));
+		front_audit_write(&sv.audit, front_audit_entry("end"));
 		close(sv.audit);
 	}
 	if (l)

@@ -16,7 +16,7 @@
 
 #include "files/fileop.h"
 #include "sandbox/isolation.h"
-#include "serve/serve_audit.h"
+#include "front/front_audit.h"
 #include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
@@ -145,7 +145,7 @@ void serve_client_attach(struct server *sv, int fd, json_object *hello, bool rep
 		out_splice(&sv->out, &sv->kept);
 		out_init(&sv->kept, -1, false);
 	}
-	serve_audit_write(&sv->audit, serve_audit_entry("attach"));
+	front_audit_write(&sv->audit, front_audit_entry("attach"));
 }
 
 void serve_client_detach(struct server *sv)
@@ -159,7 +159,7 @@ void serve_client_detach(struct server *sv)
 	out_splice(&sv->kept, &sv->out);
 	out_init(&sv->out, -1, false);
 	sv->conn.idle_since_ms = conn_now_ms();
-	serve_audit_write(&sv->audit, serve_audit_entry("detach"));
+	front_audit_write(&sv->audit, front_audit_entry("detach"));
 }
 
 bool serve_client_done(struct server *sv)
@@ -231,7 +231,7 @@ int serve_freeze(struct server *sv, bool freeze, struct ab_error *err)
 	if (ab_session_freeze(sv->s, freeze, err) < 0)
 		return -1;
 	sv->frozen = freeze;
-	serve_audit_write(&sv->audit, serve_audit_entry(freeze ? "pause" : "resume"));
+	front_audit_write(&sv->audit, front_audit_entry(freeze ? "pause" : "resume"));
 	return 0;
 }
 

@@ -12,8 +12,8 @@
 
 #include "agentbox/agentbox.h"
 #include "serve/serve.h"
-#include "serve/serve_layer.h"
-#include "serve/serve_out.h"
+#include "front/front_layer.h"
+#include "front/front_out.h"
 
 struct serve_conn {
 	int ctl_fd;				      /* listening for control requests */
@@ -35,7 +35,7 @@ struct server {
 	struct request *head, *tail; /* queued and running, in arrival order */
 	size_t queued;
 	unsigned long long next_tag;
-	struct serve_out out; /* the replies on their way (serve_out.h) */
+	struct front_out out; /* the replies on their way (front_out.h) */
 	bool paused;	      /* ab_session_pause_output */
 	char *in;
 	size_t in_len;
@@ -48,11 +48,11 @@ struct server {
 	struct serve_conn conn;
 	/* detached: the replies for requests of another client than the one
 	 * attached (client_gen, 0: none), kept for the next that replays */
-	struct serve_out kept;
-	struct serve_out *to; /* where replies go now: NULL, out */
+	struct front_out kept;
+	struct front_out *to; /* where replies go now: NULL, out */
 	unsigned gen, client_gen;
 	bool frozen;		  /* paused: ab_session_freeze */
-	struct serve_layer layer; /* a changes or commit running (lines wait) */
+	struct front_layer layer; /* a changes or commit running (lines wait) */
 };
 
 /* The sandbox's id: a detached one's is its name (agentbox create). */

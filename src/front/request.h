@@ -21,7 +21,7 @@ enum ab_request_op {
 	AB_REQUEST_STATS,
 	AB_REQUEST_PING,
 	AB_REQUEST_SHUTDOWN,
-	AB_REQUEST_NET,	  /* src/net/netop.c */
+	AB_REQUEST_NET,	  /* src/front/netop.c */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
 	AB_REQUEST_STDIN, /* a running command's input (serve_input.c) */
 	AB_REQUEST_RESIZE,

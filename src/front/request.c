@@ -2,7 +2,7 @@
  * Every field is checked here, before anything runs; the first problem
  * found is the error, with the protocol's code and a message naming the
  * field. */
-#include "serve/request.h"
+#include "front/request.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -419,7 +419,7 @@ static int parse_line(const char *line, size_t len, bool host_files, struct ab_r
 		q->kind = AB_REQUEST_PING;
 	else if (strcmp(op, "shutdown") == 0)
 		q->kind = AB_REQUEST_SHUTDOWN;
-	else if (strcmp(op, "net") == 0) { /* src/net/netop.c checks the values */
+	else if (strcmp(op, "net") == 0) { /* src/front/netop.c checks the values */
 		static const char *const net_fields[] = {"allow", "deny", NULL};
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);
