@@ -1,7 +1,9 @@
-/* One request line of agentbox serve (docs/protocol.md), parsed and
- * checked: everything the protocol says of a request that does not need
- * the session's state (duplicate ids, the queue, shutdown, cancel targets
- * that are not there), which serve.c decides. The line comes from the
+/* A request to the front engine (front.h): one request line of the
+ * JSON-lines protocol (docs/protocol.md, agentbox serve) parsed and
+ * checked, or a JSON object another front built. Checked here is
+ * everything the protocol says of a request that does not need the
+ * session's state (duplicate ids, the queue, shutdown, cancel targets
+ * that are not there), which the engine decides. The line comes from the
  * client, so nothing in it is trusted. */
 #ifndef AB_REQUEST_H
 #define AB_REQUEST_H
@@ -67,6 +69,10 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 /* The same for a client on the caller's own host as its own user (agentbox
  * serve's): upload and download may name host paths ("from", "to"). */
 int ab_request_parse_host(const char *line, size_t len, struct ab_request *q, struct ab_error *e);
+/* The same for a request that is a JSON object already (req, taken: q
+ * owns it even on error): a front whose wire format is JSON too (MCP's
+ * tool calls) checks it without writing a line to parse back. Never 1. */
+int ab_request_object(json_object *req, bool host_files, struct ab_request *q, struct ab_error *e);
 void ab_request_clear(struct ab_request *q);
 
 /* The id of a request line too long to parse: the value of the first
