@@ -1,8 +1,8 @@
 /* The request engine every protocol front sits on (docs/architecture.md,
  * "The front engine"): one session, the requests in flight over it, and
  * the loop that waits on it. A codec (serve's JSON lines, MCP, ...) maps
- * its wire format to requests (request.h: parsed from a line, or checked
- * as an object) and the engine's callbacks back to its wire format; the
+ * its wire format to requests (request.h: parsed from a line, or built
+ * from C values) and the engine's callbacks back to its wire format; the
  * engine decides everything else, once:
  *
  * - the queue, in arrival order, each request under a tag of its own;
