@@ -485,7 +485,7 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 
 const char *const *layer_op_fields(const char *op)
 {
-	/* timeout: the watchdog's bound (serve/serve_layer.c) */
+	/* timeout: the watchdog's bound (front/front_layer.c) */
 	static const char *const changes[] = {"diff", "max_diff_bytes", "include_ignored",
 					      "timeout", NULL};
 	static const char *const commit[] = {"paths", "force", "timeout", NULL};

@@ -1,44 +1,42 @@
 /* agentbox mcp: the Model Context Protocol over stdio (JSON-RPC 2.0, one
- * message a line; revisions 2025-11-25 and 2025-06-18) on one session of
- * the session API, the way serve.c is for agentbox/1. A tool call becomes
- * a request of that protocol (mcp_tools.c), checked by request.c as every
- * request is, and runs as a command or file operation of the session;
- * its result comes back as the tool's result. Everything wrong with a
- * call is a tool error (isError); only what is wrong with a message
- * itself is a JSON-RPC error, and the server goes on after both. Replies
- * go out through serve_out.c's bounded, non-blocking queue, so a client
- * that does not read never stops timeouts; the overlay's changes, commit
- * and discard run one at a time under serve_layer.c's watchdog, as serve's,
- * so a commit of many files stops no other call and no deadline. End of
- * file on stdin ends the session (every process killed, the cgroup
- * removed) once the layer calls sent before it are answered. */
+ * message a line; revisions 2025-11-25 and 2025-06-18), a codec over the
+ * request engine (front/front.h) as serve.c is for agentbox/1. A tool
+ * call becomes a request of that protocol (mcp_tools.c), checked by
+ * request.c as every request is (an object, never a line written to be
+ * parsed back), and the engine runs it as a command, file operation or
+ * layer op of the session; its result comes back as the tool's result.
+ * Everything wrong with a call is a tool error (isError); only what is
+ * wrong with a message itself is a JSON-RPC error, and the server goes on
+ * after both. Replies go out through front_out.c's bounded, non-blocking
+ * queue, so a client that does not read never stops timeouts; the
+ * overlay's changes, commit and discard run one at a time under the
+ * engine's watchdog (front_layer.c), as serve's, so a commit of many
+ * files stops no other call and no deadline. End of file on stdin ends
+ * the session (every process killed, the cgroup removed) once the layer
+ * calls sent before it are answered. */
 #include "mcp/mcp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "files/fileop.h"
-#include "layer/layer.h"
+#include "front/front.h"
+#include "front/front_audit.h"
+#include "front/front_out.h"
+#include "front/request.h"
 #include "mcp/mcp_tools.h"
-#include "serve/request.h"
-#include "serve/serve_audit.h"
 #include "sandbox/isolation.h"
-#include "serve/serve_layer.h"
-#include "serve/serve_out.h"
 #include "session/result.h"
 #include "util/error.h"
-#include "util/signals.h"
 
 #define MAX_LINE	 (16u << 20) /* a write_file of 6 MiB, escaped */
 #define READ_CHUNK	 (256u << 10)
@@ -58,30 +56,25 @@ static const char *const log_levels[] = {"debug", "info",     "notice", "warning
 					 "error", "critical", "alert",	"emergency"};
 #define N_LEVELS (int)(sizeof(log_levels) / sizeof(log_levels[0]))
 
+/* A tool call: a request in the engine (front.h), with what MCP keeps. */
 struct call {
-	struct call *next, *prev;
-	json_object *rpc_id; /* the tools/call's id */
-	json_object *args;   /* its arguments, for the result's text */
-	json_object *token;  /* _meta.progressToken, or NULL */
+	struct ab_front_req fr; /* first: the engine's; its q the protocol request */
+	json_object *rpc_id;	/* the tools/call's id (fr.key) */
+	json_object *args;	/* its arguments, for the result's text */
+	json_object *token;	/* _meta.progressToken, or NULL */
 	const struct mcp_tool *tool;
-	struct ab_request q; /* the protocol request it became */
-	unsigned long long tag, started_ms, progress_ms;
+	unsigned long long started_ms, progress_ms; /* progress_ms 0: not yet */
 	long long progress;
-	bool running, cancelled;
 };
 
 struct mcp {
+	struct ab_front f; /* the request engine: the session, the calls */
 	struct ab_config *cfg;
-	struct ab_session *s;
-	struct serve_out out;
-	struct serve_layer layer; /* the layer call running, one at a time */
-	unsigned long long layer_tag;
-	struct call *head, *tail;
-	size_t n_calls;
-	unsigned long long next_tag;
+	struct ab_session *s; /* f.s */
+	struct front_out out;
 	char *in;
 	size_t in_len;
-	bool discarding, stdin_eof, ending;
+	bool discarding, stdin_eof;
 	int log_level; /* index in log_levels; N_LEVELS: none asked for */
 	int audit;     /* --audit-log, or -1 */
 };
@@ -154,40 +147,18 @@ __attribute__((format(printf, 3, 4))) static void log_msg(struct mcp *m, int lev
 
 /* ---- tool calls ---- */
 
-static void call_free(struct call *c)
+static void call_free(void *arg, struct ab_front_req *r)
 {
-	if (!c)
-		return;
+	(void)arg;
+	struct call *c = (struct call *)r;
 	json_object_put(c->rpc_id);
 	json_object_put(c->args);
 	json_object_put(c->token);
-	ab_request_clear(&c->q);
+	ab_request_clear(&c->fr.q);
 	free(c);
 }
 
-static void call_del(struct mcp *m, struct call *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		m->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		m->tail = c->prev;
-	m->n_calls--;
-	call_free(c);
-}
-
-static struct call *call_by_id(struct mcp *m, json_object *id)
-{
-	for (struct call *c = m->head; c; c = c->next)
-		if (json_object_equal(c->rpc_id, id))
-			return c;
-	return NULL;
-}
-
-/* The call's result, and the call is done. */
+/* The call's result (the engine frees the call after). */
 static void call_done(struct mcp *m, struct call *c, json_object *result)
 {
 	log_msg(m, 0, "%s: done in %llu ms%s", mcp_tool_name(c->tool), now_ms() - c->started_ms,
@@ -195,90 +166,49 @@ static void call_done(struct mcp *m, struct call *c, json_object *result)
 			? " (a tool error)"
 			: "");
 	rpc_result(m, c->rpc_id, result);
-	call_del(m, c);
+}
+
+/* A layer call's reply (a protocol result or error) into its result:
+ * changes, commit and discard run one at a time in the engine's watchdog
+ * child, so that no other call and no deadline waits for a review or a
+ * commit of many files; discard is answered at once. r is NULL when the
+ * call was cancelled meanwhile. */
+static void layer_reply(void *arg, struct ab_front_req *r, json_object *reply)
+{
+	struct mcp *m = arg;
+	struct call *c = (struct call *)r;
+	if (c) {
+		front_audit_result(&m->audit, json_object_object_get(reply, "id"), NULL,
+				   json_object_get_string(json_object_object_get(reply, "code")));
+		call_done(m, c, mcp_tool_reply_result(c->tool, c->args, reply));
+	}
+	json_object_put(reply);
+}
+
+/* A call that ends without a result of the session: it could not start,
+ * it was cancelled before it did (no response, as the protocol says), or
+ * the sandbox ends. */
+static void refused(void *arg, struct ab_front_req *r, enum ab_front_why why,
+		    const struct ab_error *e)
+{
+	struct mcp *m = arg;
+	struct call *c = (struct call *)r;
+	if (why == AB_FRONT_START_FAILED)
+		call_done(m, c, mcp_tool_error("%s", e->msg));
+	else if (why == AB_FRONT_ENDED && !c->fr.cancelled)
+		rpc_result(m, c->rpc_id,
+			   mcp_tool_error("the sandbox ended before the call finished (%s)",
+					  m->f.ending ? "discard" : "the server is stopping"));
 }
 
 /* Waiting calls start while slots are free and the client reads its
  * replies: past OUT_HIGH_WATER unread, none starts, so what results wait
  * in memory is bounded by the calls running, whatever commands print. */
-static void start_waiting(struct mcp *m)
+static void backlog(void *arg, size_t *results, size_t *bytes)
 {
-	for (struct call *c = m->head, *next; c; c = next) {
-		next = c->next;
-		if (c->running || mcp_tool_kind(c->tool) == MCP_TOOL_LAYER)
-			continue;
-		if (ab_session_running(m->s) >= m->cfg->max_concurrent ||
-		    out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER)
-			return;
-		struct ab_error err = {0};
-		int rc = ab_session_start(m->s, &c->q.x, c->tag, &err);
-		if (rc == -EBUSY)
-			return;
-		if (rc < 0) {
-			call_done(m, c, mcp_tool_error("%s", err.msg));
-			continue;
-		}
-		c->running = true;
-		c->progress_ms = now_ms() + PROGRESS_MS;
-	}
-}
-
-/* A layer call's reply (a protocol result or error) into its result. */
-static void layer_done(struct mcp *m, struct call *c, json_object *reply)
-{
-	serve_audit_result(&m->audit, json_object_object_get(reply, "id"), NULL,
-			   json_object_get_string(json_object_object_get(reply, "code")));
-	call_done(m, c, mcp_tool_reply_result(c->tool, c->args, reply));
-	json_object_put(reply);
-}
-
-static struct call *call_by_tag(struct mcp *m, unsigned long long tag)
-{
-	struct call *c = m->head;
-	while (c && c->tag != tag)
-		c = c->next;
-	return c;
-}
-
-/* changes, commit, discard: one at a time, each in serve_layer.c's
- * watchdog child as serve's, so that no other call and no deadline waits
- * for a review or a commit of many files. discard is answered at once. */
-static void layer_start_waiting(struct mcp *m)
-{
-	while (!m->ending && m->layer.pid <= 0) {
-		struct call *c = m->head;
-		while (c && (c->running || mcp_tool_kind(c->tool) != MCP_TOOL_LAYER))
-			c = c->next;
-		if (!c)
-			return;
-		json_object *reply = NULL, *id = json_object_new_int64((int64_t)c->tag);
-		bool end = false;
-		int started = serve_layer_start(&m->layer, ab_session_layer(m->s), c->q.op,
-						c->q.req, id, &reply, &end);
-		json_object_put(id);
-		if (started) {
-			c->running = true;
-			c->progress_ms = now_ms() + PROGRESS_MS;
-			m->layer_tag = c->tag;
-			return;
-		}
-		m->ending |= end; /* discard: the sandbox and its layer go */
-		layer_done(m, c, reply);
-	}
-}
-
-/* The running layer call's reply, once it came (or its bound passed). */
-static void layer_poll(struct mcp *m)
-{
-	json_object *reply = m->layer.pid > 0 ? serve_layer_poll(&m->layer) : NULL;
-	if (!reply)
-		return;
-	struct call *c = call_by_tag(m, m->layer_tag);
-	if (c)
-		layer_done(m, c, reply);
-	else
-		json_object_put(reply);
-	layer_start_waiting(m);
+	struct mcp *m = arg;
+	*results = 0;
+	*bytes = out_pending(&m->out) + m->out.parts_raw;
 }
 
 /* What this server offers beyond the plain tools: the layer's review in an
@@ -302,7 +232,7 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 			  name ? json_object_get_string(name) : "(no name)");
 		return;
 	}
-	if (call_by_id(m, id)) {
+	if (ab_front_find(&m->f, id)) {
 		rpc_error(m, id, RPC_INVALID_REQUEST, "a request with this id is in progress");
 		return;
 	}
@@ -311,39 +241,39 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 			   mcp_tool_error("%s: arguments must be an object", mcp_tool_name(t)));
 		return;
 	}
-	if (m->ending) {
+	if (m->f.ending) {
 		rpc_result(m, id, mcp_tool_error("the sandbox has ended (discard)"));
 		return;
 	}
-	if (m->n_calls >= MAX_CALLS) {
+	if (ab_front_admit(&m->f, id) < 0) {
 		rpc_result(
 			m, id,
 			mcp_tool_error("%d tool calls are running or waiting already", MAX_CALLS));
 		return;
 	}
 	char why[512];
-	unsigned long long tag = ++m->next_tag;
+	unsigned long long tag = ab_front_tag(&m->f);
 	json_object *req = mcp_tool_request(t, args, (long long)tag, why, sizeof(why));
 	if (!req) {
 		rpc_result(m, id, mcp_tool_error("%s", why));
 		return;
 	}
-	serve_audit_request(&m->audit, req,
+	front_audit_request(&m->audit, req,
 			    json_object_get_string(json_object_object_get(req, "op")));
-	size_t len;
-	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len);
 	struct call *c = calloc(1, sizeof(*c));
 	struct ab_error e = {0};
-	if (!c || ab_request_parse(line, len, &c->q, &e) < 0) {
-		rpc_result(m, id, mcp_tool_error("%s", c ? e.msg : "out of memory"));
+	if (!c) {
+		rpc_result(m, id, mcp_tool_error("out of memory"));
 		json_object_put(req);
-		if (c)
-			ab_request_clear(&c->q);
+		return;
+	}
+	if (ab_request_object(req, false, &c->fr.q, &e) < 0) { /* q holds req */
+		rpc_result(m, id, mcp_tool_error("%s", e.msg));
+		ab_request_clear(&c->fr.q);
 		free(c);
 		return;
 	}
-	json_object_put(req);
-	c->rpc_id = json_object_get(id);
+	c->rpc_id = c->fr.key = json_object_get(id);
 	c->args = args ? json_object_get(args) : json_object_new_object();
 	json_object *meta = json_object_object_get(params, "_meta");
 	json_object *token = json_object_object_get(meta, "progressToken");
@@ -351,43 +281,23 @@ static void tools_call(struct mcp *m, json_object *id, json_object *params)
 	    json_object_is_type(token, json_type_int))
 		c->token = json_object_get(token);
 	c->tool = t;
-	c->tag = tag;
+	c->fr.tag = tag;
 	c->started_ms = now_ms();
-	c->prev = m->tail;
-	if (m->tail)
-		m->tail->next = c;
-	else
-		m->head = c;
-	m->tail = c;
-	m->n_calls++;
 	log_msg(m, 0, "%s: called", mcp_tool_name(t));
-	if (mcp_tool_kind(t) == MCP_TOOL_LAYER)
-		layer_start_waiting(m);
-	else
-		start_waiting(m);
+	ab_front_submit(&m->f, &c->fr);
 }
 
-/* notifications/cancelled: the call ends (a command as on a timeout) and
- * gets no response, as the protocol says. */
+/* notifications/cancelled: the call ends (a command as on a timeout, a
+ * layer call as at its bound: what a commit wrote before stays) and gets
+ * no response, as the protocol says. */
 static void cancelled(struct mcp *m, json_object *params)
 {
-	struct call *c = call_by_id(m, json_object_object_get(params, "requestId"));
-	if (!c || c->cancelled)
+	struct call *c =
+		(struct call *)ab_front_find(&m->f, json_object_object_get(params, "requestId"));
+	if (!c || c->fr.cancelled)
 		return;
 	log_msg(m, 0, "%s: cancelled by the client", mcp_tool_name(c->tool));
-	if (!c->running) {
-		call_del(m, c);
-		return;
-	}
-	if (mcp_tool_kind(c->tool) == MCP_TOOL_LAYER) {
-		/* stopped as at its bound: what a commit wrote before stays */
-		serve_layer_stop(&m->layer);
-		call_del(m, c);
-		layer_start_waiting(m);
-		return;
-	}
-	c->cancelled = true;
-	ab_session_cancel(m->s, c->tag);
+	ab_front_cancel(&m->f, &c->fr);
 }
 
 /* notifications/progress for every running call that asked, each second:
@@ -395,9 +305,12 @@ static void cancelled(struct mcp *m, json_object *params)
 static int progress_tick(struct mcp *m)
 {
 	unsigned long long now = now_ms(), wait = ~0ull;
-	for (struct call *c = m->head; c; c = c->next) {
-		if (!c->running || !c->token || c->cancelled)
+	for (struct ab_front_req *r = m->f.head; r; r = r->next) {
+		struct call *c = (struct call *)r;
+		if (!r->running || !c->token || r->cancelled)
 			continue;
+		if (!c->progress_ms) /* started since the last tick */
+			c->progress_ms = now + PROGRESS_MS;
 		if (c->progress_ms <= now) {
 			json_object *p = json_object_new_object();
 			json_object_object_add(p, "progressToken", json_object_get(c->token));
@@ -419,7 +332,7 @@ static int progress_tick(struct mcp *m)
 
 static json_object *file_op_result(struct call *c, const struct ab_result *res)
 {
-	const char *op = c->q.file_op;
+	const char *op = c->fr.q.file_op;
 	if (res->timed_out)
 		return mcp_tool_error("%s: took longer than its timeout of %llu ms", op,
 				      res->timeout_ms);
@@ -427,8 +340,8 @@ static json_object *file_op_result(struct call *c, const struct ab_result *res)
 		return mcp_tool_error("%s: the operation failed (exit status %d%s)", op,
 				      res->exit_code, res->oom_killed ? ", out of memory" : "");
 	struct ab_error err = {0};
-	json_object *reply =
-		fileop_reply(op, c->q.id, res->out.data ? res->out.data : "", res->out.len, &err);
+	json_object *reply = fileop_reply(op, c->fr.q.id, res->out.data ? res->out.data : "",
+					  res->out.len, &err);
 	if (!reply)
 		return mcp_tool_error("%s", err.msg);
 	json_object *r = mcp_tool_reply_result(c->tool, c->args, reply);
@@ -436,21 +349,22 @@ static json_object *file_op_result(struct call *c, const struct ab_result *res)
 	return r;
 }
 
-static void on_event(const struct ab_event *ev, void *arg)
+/* A session event of c: only its result counts (the engine frees c). */
+static void on_event(void *arg, struct ab_front_req *r, const struct ab_event *ev)
 {
 	struct mcp *m = arg;
-	struct call *c = call_by_tag(m, ev->tag);
-	if (!c || ev->kind != AB_EVENT_RESULT)
+	struct call *c = (struct call *)r;
+	if (ev->kind != AB_EVENT_RESULT)
 		return;
-	json_object *tag = json_object_new_int64((int64_t)c->tag);
-	serve_audit_result(&m->audit, tag, ev->error ? NULL : ev->result,
+	json_object *tag = json_object_new_int64((int64_t)c->fr.tag);
+	front_audit_result(&m->audit, tag, ev->error ? NULL : ev->result,
 			   ev->error ? ab_errc_name(ab_error_errc(ev->error)) : NULL);
 	json_object_put(tag);
-	if (c->cancelled)
-		call_del(m, c);
-	else if (ev->error)
+	if (c->fr.cancelled)
+		return; /* no response, as the protocol says */
+	if (ev->error)
 		call_done(m, c, mcp_tool_error("%s", ev->error->msg));
-	else if (c->q.file_op)
+	else if (c->fr.q.file_op)
 		call_done(m, c, file_op_result(c, ev->result));
 	else
 		call_done(m, c, mcp_tool_exec_result(ev->result));
@@ -689,57 +603,78 @@ static void report_limits(struct mcp *m)
  * commit the client sent before it closed is one it meant. */
 static bool layer_pending(const struct mcp *m)
 {
-	for (const struct call *c = m->head; c; c = c->next)
-		if (mcp_tool_kind(c->tool) == MCP_TOOL_LAYER)
+	for (const struct ab_front_req *r = m->f.head; r; r = r->next)
+		if (r->q.kind == AB_REQUEST_LAYER)
 			return true;
 	return false;
 }
 
-/* The loop: stdin, stdout, signals, the session and the layer call until
- * end of file (and the layer calls sent before it), a signal, a discard
- * or the sandbox's death (-1). */
-static int serve_loop(struct mcp *m, int sigfd)
+/* ---- the codec's turns in the engine's loop (front.h) ---- */
+
+/* stdin (not while replies pile up unread), stdout while replies wait;
+ * the next progress notification. */
+static int mcp_fds(void *arg, struct pollfd *p, int max, int *wait_ms)
 {
-	struct ab_error err = {0};
-	while (!m->ending && (!m->stdin_eof || layer_pending(m)) && !m->out.broken) {
-		int wait = progress_tick(m); /* first: what it sends is written below */
-		int lw = serve_layer_timeout(&m->layer);
-		if (lw >= 0 && (wait < 0 || lw < wait))
-			wait = lw;
-		bool busy = out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER;
-		struct pollfd p[5] = {
-			{.fd = busy || m->stdin_eof ? -1 : STDIN_FILENO, .events = POLLIN},
-			{.fd = out_waiting(&m->out) ? STDOUT_FILENO : -1, .events = POLLOUT},
-			{.fd = sigfd, .events = POLLIN},
-			{.fd = ab_session_fd(m->s), .events = POLLIN},
-			{.fd = serve_layer_fd(&m->layer), .events = POLLIN},
-		};
-		if (poll(p, 5, wait) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			out_flush(&m->out, !m->out.nonblock);
-		if (p[2].revents)
-			break;
-		if (p[3].revents && ab_session_dispatch(m->s, 0, on_event, m, &err) < 0) {
-			fprintf(stderr, "agentbox: %s\n", err.msg);
-			log_msg(m, 4, "the sandbox died: %s", err.msg);
-			return -1;
-		}
-		if (p[0].revents) {
-			ssize_t n = read(STDIN_FILENO, m->in + m->in_len, READ_CHUNK);
-			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-				m->stdin_eof = true;
-			if (n > 0)
-				m->in_len += (size_t)n;
-			handle_input(m);
-		}
-		layer_poll(m);
-		if (!out_waiting(&m->out) || m->out.nonblock)
-			out_flush(&m->out, false);
-		start_waiting(m);
-	}
-	return 0;
+	struct mcp *m = arg;
+	(void)max;
+	*wait_ms = progress_tick(m); /* first: what it sends is written below */
+	bool busy = out_pending(&m->out) + m->out.parts_raw > OUT_HIGH_WATER;
+	p[0] = (struct pollfd){.fd = busy || m->stdin_eof ? -1 : STDIN_FILENO, .events = POLLIN};
+	p[1] = (struct pollfd){.fd = out_waiting(&m->out) ? STDOUT_FILENO : -1, .events = POLLOUT};
+	return 2;
 }
+
+static void mcp_early(void *arg, struct pollfd *p, int n)
+{
+	struct mcp *m = arg;
+	(void)n;
+	if (p[1].revents)
+		out_flush(&m->out, !m->out.nonblock);
+}
+
+static void mcp_read(void *arg, struct pollfd *p, int n)
+{
+	struct mcp *m = arg;
+	(void)n;
+	if (!p[0].revents)
+		return;
+	ssize_t r = read(STDIN_FILENO, m->in + m->in_len, READ_CHUNK);
+	if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+		m->stdin_eof = true;
+	if (r > 0)
+		m->in_len += (size_t)r;
+	handle_input(m);
+}
+
+static void mcp_late(void *arg, struct pollfd *p, int n)
+{
+	struct mcp *m = arg;
+	(void)p;
+	(void)n;
+	if (!out_waiting(&m->out) || m->out.nonblock)
+		out_flush(&m->out, false);
+}
+
+/* Until end of file (and the layer calls sent before it), a discard or a
+ * client gone. */
+static bool mcp_go_on(void *arg)
+{
+	struct mcp *m = arg;
+	return !m->f.ending && (!m->stdin_eof || layer_pending(m)) && !m->out.broken;
+}
+
+static const struct ab_front_codec mcp_codec = {
+	.fds = mcp_fds,
+	.early = mcp_early,
+	.input = mcp_read,
+	.late = mcp_late,
+	.go_on = mcp_go_on,
+	.event = on_event,
+	.layer_reply = layer_reply,
+	.refused = refused,
+	.backlog = backlog,
+	.free_req = call_free,
+};
 
 int ab_mcp(struct ab_config *cfg)
 {
@@ -751,49 +686,49 @@ int ab_mcp(struct ab_config *cfg)
 			strerror(errno));
 		return AB_EXIT_FAILURE;
 	}
-	serve_layer_init(&m.layer);
+	const struct ab_front_limits lim = {.max_queue = MAX_CALLS,
+					    .queue_counts_running = true,
+					    .max_backlog = OUT_HIGH_WATER};
+	ab_front_init(&m.f, cfg, &mcp_codec, &m, &lim);
 	out_init(&m.out, STDOUT_FILENO, false);
-	signal(SIGPIPE, SIG_IGN);
-	int sigfd = ab_ending_signals_fd();
 	struct ab_error err = {0};
 	cfg->notice = print_notice;
-	if (sigfd < 0 || ab_session_open(cfg, &m.s, &err) < 0) {
-		fprintf(stderr, "agentbox: %s\n", sigfd < 0 ? strerror(errno) : err.msg);
+	if (ab_front_open(&m.f, &err) < 0) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
 		return AB_EXIT_FAILURE;
 	}
+	m.s = m.f.s;
 	report_limits(&m);
 	if (m.audit >= 0) {
-		json_object *o = serve_audit_entry("start");
+		json_object *o = front_audit_entry("start");
 		json_object_object_add(o, "sandbox_id", json_object_new_string(ab_session_id(m.s)));
 		json_object_object_add(o, "front", json_object_new_string("mcp"));
-		serve_audit_write(&m.audit, o);
+		front_audit_write(&m.audit, o);
 	}
 	m.out.nonblock = stdout_nonblock();
 	m.in = malloc(MAX_LINE + READ_CHUNK + 1);
 	if (!m.in) {
 		fputs("agentbox: out of memory\n", stderr);
-		ab_session_close(m.s);
-		close(sigfd);
+		ab_front_close(&m.f);
+		ab_front_free(&m.f);
 		return AB_EXIT_FAILURE;
 	}
-	int status = serve_loop(&m, sigfd) < 0 ? AB_EXIT_FAILURE : 0;
-	serve_layer_stop(&m.layer); /* a signal or the sandbox's death */
-	while (m.head) {	    /* the calls still running: the sandbox ends */
-		if (!m.head->cancelled)
-			rpc_result(&m, m.head->rpc_id,
-				   mcp_tool_error("the sandbox ended before the call finished (%s)",
-						  m.ending ? "discard" : "the server is stopping"));
-		call_del(&m, m.head);
+	int status = 0;
+	if (ab_front_run(&m.f, &err) == AB_FRONT_DEAD) {
+		fprintf(stderr, "agentbox: %s\n", err.msg);
+		log_msg(&m, 4, "the sandbox died: %s", err.msg);
+		status = AB_EXIT_FAILURE;
 	}
-	ab_session_close(m.s);
+	ab_front_drop_all(&m.f); /* the calls still there: the sandbox ends */
+	ab_front_close(&m.f);
 	if (m.audit >= 0) {
-		serve_audit_write(&m.audit, serve_audit_entry("end"));
+		front_audit_write(&m.audit, front_audit_entry("end"));
 		close(m.audit);
 	}
-	m.out.stop_fd = sigfd;
+	m.out.stop_fd = m.f.sigfd;
 	out_flush(&m.out, true);
 	free(m.in);
 	out_free(&m.out);
-	close(sigfd);
+	ab_front_free(&m.f);
 	return status;
 }

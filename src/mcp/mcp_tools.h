@@ -17,7 +17,7 @@
 enum mcp_tool_kind {
 	MCP_TOOL_EXEC,	/* runs as a command of the session */
 	MCP_TOOL_FILE,	/* a file operation, run like a command */
-	MCP_TOOL_LAYER, /* changes, commit, discard: serve_layer.c's child */
+	MCP_TOOL_LAYER, /* changes, commit, discard: front_layer.c's child */
 };
 
 struct mcp_tool;

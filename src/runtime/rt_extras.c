@@ -6,7 +6,7 @@
  * bad body or query.
  *
  * changes and commit read what commands wrote, hostile files: they run in
- * a child under serve_layer.c's watchdog (its bound: the body's or query's
+ * a child under front_layer.c's watchdog (its bound: the body's or query's
  * "timeout", default 300 s), one at a time, the others waiting in order,
  * while the loop goes on. discard cannot empty a mounted overlay's layer
  * (the overlay caches what it looked up): it ends the sandbox, its layer
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/netop.h"
+#include "front/netop.h"
 #include "runtime/rt_int.h"
 
 #define AB_PREFIX "/agentbox/v1/"
@@ -184,7 +184,7 @@ static void start_next(struct rt *rt)
 		json_object *reply = NULL;
 		bool end = false;
 		int started = rt->gone ? 0
-				       : serve_layer_start(&rt->layer, ab_session_layer(rt->s),
+				       : front_layer_start(&rt->layer, ab_session_layer(rt->s),
 							   r->route == R_AB_CHANGES ? "changes"
 										    : "commit",
 							   r->ab_req, NULL, &reply, &end);
@@ -322,15 +322,15 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 
 int rt_ab_pollfd(const struct rt *rt, int *timeout_ms)
 {
-	int t = serve_layer_timeout(&rt->layer);
+	int t = front_layer_timeout(&rt->layer);
 	if (t >= 0 && t < *timeout_ms)
 		*timeout_ms = t;
-	return serve_layer_fd(&rt->layer);
+	return front_layer_fd(&rt->layer);
 }
 
 void rt_ab_run(struct rt *rt)
 {
-	json_object *reply = rt->layer.pid > 0 ? serve_layer_poll(&rt->layer) : NULL;
+	json_object *reply = rt->layer.pid > 0 ? front_layer_poll(&rt->layer) : NULL;
 	if (reply) {
 		struct req *r = rt->ab_cur;
 		rt->ab_cur = NULL;
@@ -368,7 +368,7 @@ bool rt_ab_forget(struct rt *rt, struct req *r)
 
 void rt_ab_close(struct rt *rt)
 {
-	serve_layer_stop(&rt->layer);
+	front_layer_stop(&rt->layer);
 	if (rt->ab_cur) {
 		rt->ab_cur->wnext = rt->ab_wait;
 		rt->ab_wait = rt->ab_cur;

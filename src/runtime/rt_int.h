@@ -14,8 +14,8 @@
 #include "runtime/rt_auth.h"
 #include "runtime/runtime.h"
 #include "lex/shlex.h"
-#include "serve/request.h"
-#include "serve/serve_layer.h"
+#include "front/request.h"
+#include "front/front_layer.h"
 
 #define BASE	      "/workspace"
 #define EXEC_BODY_MAX (1u << 20)  /* a POST /execute's JSON */
@@ -100,7 +100,7 @@ struct rt {
 	time_t started;
 	char gone_why[256];
 	struct rt_grpc *grpc;	  /* --grpc-port's server (rt_grpc.c), or NULL */
-	struct serve_layer layer; /* the changes or commit running (rt_extras.c) */
+	struct front_layer layer; /* the changes or commit running (rt_extras.c) */
 	struct req *ab_cur;	  /* its request */
 	struct req *ab_wait;	  /* the ones waiting for it, in order (wnext) */
 	struct rt_auth auth;	  /* the token, the clients (rt_auth.c) */

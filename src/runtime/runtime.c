@@ -29,7 +29,7 @@
 #include "runtime/rt_reply.h"
 #include "lex/rtpath.h"
 #include "lex/shlex.h"
-#include "serve/request.h"
+#include "front/request.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/signals.h"
@@ -739,7 +739,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
-	serve_layer_init(&rt.layer);
+	front_layer_init(&rt.layer);
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = ab_ending_signals_fd();
 	struct ab_error err = {0};

@@ -1,11 +1,14 @@
-/* agentbox serve: the session protocol agentbox/1 (docs/protocol.md) on
- * stdin and stdout, a thin loop over the session API. Every line is
- * checked before anything runs; a bad one gets an error reply and the
- * session goes on. Replies are queued and written without blocking when
- * stdout is a pipe, so a slow client never stops timeouts from firing;
- * the queue is bounded: streamed output waits in the command's pipe
- * (backpressure, ab_session_pause_output) and a result's output is
- * escaped from the captured bytes as the client reads it. */
+/* agentbox serve: the session protocol agentbox/1 (docs/protocol.md), JSON
+ * lines on stdin and stdout or a detached sandbox's socket (serve_conn.c),
+ * as a codec over the request engine (front/front.h): this file maps
+ * lines to requests and the engine's events back to lines; the engine
+ * queues, starts, cancels and ends them. Every line is checked before
+ * anything runs; a bad one gets an error reply and the session goes on.
+ * Replies are queued and written without blocking when stdout is a pipe,
+ * so a slow client never stops timeouts from firing; the queue is
+ * bounded: streamed output waits in the command's pipe (backpressure,
+ * ab_session_pause_output) and a result's output is escaped from the
+ * captured bytes as the client reads it. */
 #include "serve/serve.h"
 
 #include <errno.h>
@@ -17,30 +20,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
-#include "util/error.h"
 #include "files/fileop.h"
 #include "files/fileop_host.h"
-#include "sandbox/isolation.h"
+#include "front/front.h"
+#include "front/front_audit.h"
+#include "front/front_out.h"
+#include "front/netop.h"
+#include "front/request.h"
+#include "serve/serve_input.h"
+#include "serve/serve_int.h"
+#include "session/result.h"
+#include "util/error.h"
 #include "util/jsonw.h"
-#include "layer/layer.h"
-#include "net/netop.h"
 #include "util/output.h"
 #include "util/util.h"
-#include "serve/request.h"
-#include "session/result.h"
-#include "serve/serve_audit.h"
-#include "serve/serve_int.h"
-#include "serve/serve_layer.h"
-#include "serve/serve_input.h"
-#include "serve/serve_out.h"
 
 #define READ_CHUNK (256u << 10)
-/* Replies piling up unread beyond this (serve_out.h): stdin waits. */
+/* Replies piling up unread beyond this (front_out.h): stdin waits. */
 #define OUT_HIGH_WATER (1u << 20)
 /* The pipe to the client this big (the kernel's default is 64 KiB), where
  * the user's pipe budget allows: fewer, bigger writes and reads. Not more:
@@ -51,13 +51,11 @@
  * commands wait to start. */
 #define MAX_DEFERRED 16
 
+/* A request in the engine (front.h), with what this codec keeps of it. */
 struct request {
-	struct request *next, *prev;
-	struct ab_request q; /* checked (request.h); its strings live in q.req */
-	unsigned long long tag;
-	bool running;
-	unsigned gen;	 /* the client that asked (serve_int.h) */
-	char hold[2][4]; /* stream: an incomplete UTF-8 sequence held back */
+	struct ab_front_req fr; /* first: the engine's; its q checked (request.h) */
+	unsigned gen;		/* the client that asked (serve_int.h) */
+	char hold[2][4];	/* stream: an incomplete UTF-8 sequence held back */
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
@@ -86,7 +84,7 @@ static void send_json(struct server *sv, json_object *o)
 }
 
 /* Replies for r: to the client attached, or kept when r is another's. */
-static struct serve_out *route(struct server *sv, const struct request *r)
+static struct front_out *route(struct server *sv, const struct request *r)
 {
 	return sv->listen && r->gen != sv->client_gen ? &sv->kept : NULL;
 }
@@ -119,107 +117,34 @@ static void send_error(struct server *sv, json_object *id, enum ab_errc code, co
 	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
 	send_json(sv, error_reply(id, &err));
-	serve_audit_error(&sv->audit, id, ab_errc_name(code));
+	front_audit_error(&sv->audit, id, ab_errc_name(code));
 }
 
 /* ---- requests ---- */
 
-static void request_free(struct request *r)
+static void request_free(void *arg, struct ab_front_req *fr)
 {
-	if (!r)
-		return;
-	ab_request_clear(&r->q);
+	(void)arg;
+	struct request *r = (struct request *)fr;
+	ab_request_clear(&r->fr.q);
 	json_object_put(r->stdin_id);
 	free(r->id_json);
 	free(r);
 }
 
-static void list_add(struct server *sv, struct request *r)
+/* q (taken) into the engine as a request of the client attached. */
+static void submit(struct server *sv, struct ab_request *q)
 {
-	r->prev = sv->tail;
-	if (sv->tail)
-		sv->tail->next = r;
-	else
-		sv->head = r;
-	sv->tail = r;
-}
-
-static void list_del(struct server *sv, struct request *r)
-{
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		sv->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		sv->tail = r->prev;
-}
-
-static struct request *by_tag(struct server *sv, unsigned long long tag)
-{
-	for (struct request *r = sv->head; r; r = r->next)
-		if (r->tag == tag)
-			return r;
-	return NULL;
-}
-
-static struct request *by_id(struct server *sv, json_object *id)
-{
-	for (struct request *r = sv->head; r; r = r->next)
-		if (json_object_equal(r->q.id, id))
-			return r;
-	return NULL;
-}
-
-/* A request to the session; a host file's pipe (fileop_host.h) is its
- * stdin, and the copier runs from now on. */
-static int start_one(struct server *sv, struct request *r, struct ab_error *err)
-{
-	if (!r->q.host || r->q.host->running)
-		return ab_session_start(sv->s, &r->q.x, r->tag, err);
-	int fds[3] = {-1, -1, -1};
-	int rc = fileop_host_start(r->q.host, &fds[0], err);
-	if (rc < 0)
-		return rc;
-	r->q.x.fds = fds;
-	rc = ab_session_start(sv->s, &r->q.x, r->tag, err);
-	r->q.x.fds = NULL;
-	close(fds[0]);	    /* the sandbox's now, or nobody's: the copier sees its end */
-	if (rc == -EBUSY) { /* not started after all: a new pipe next time */
-		fileop_host_free(r->q.host);
-		r->q.host = NULL;
-		ab_error_proto(err, AB_ERRC_BUSY, "%s: the session is busy", r->q.file_op);
-		return -EAGAIN;
+	struct request *r = calloc(1, sizeof(*r));
+	if (!r) {
+		send_error(sv, q->id, AB_ERRC_INTERNAL, "out of memory");
+		return;
 	}
-	return rc;
-}
-
-static void start_queued(struct server *sv)
-{
-	for (struct request *r = sv->head, *next; r; r = next) {
-		next = r->next;
-		if (r->running)
-			continue;
-		if (ab_session_running(sv->s) >= sv->cfg->max_concurrent ||
-		    sv->out.parts_text + sv->kept.parts_text >= MAX_DEFERRED)
-			return;
-		struct ab_error err = {0};
-		int rc = start_one(sv, r, &err);
-		if (rc == -EBUSY)
-			return;
-		sv->queued--;
-		if (rc < 0) {
-			sv->to = route(sv, r);
-			send_error(sv, r->q.id, ab_error_errc(&err), "%s: %s",
-				   r->q.file_op ? r->q.file_op : "exec", err.msg);
-			sv->to = NULL;
-			list_del(sv, r);
-			request_free(r);
-			continue;
-		}
-		r->running = true;
-	}
+	r->fr.q = *q; /* the request is r's now */
+	*q = (struct ab_request){0};
+	r->fr.key = r->fr.q.id;
+	r->gen = sv->client_gen;
+	ab_front_submit(&sv->f, &r->fr);
 }
 
 /* exec and the file operations: queued, then run as slots free up. A
@@ -227,36 +152,21 @@ static void start_queued(struct server *sv)
  * (bad: NULL when there is nothing wrong). */
 static void op_exec(struct server *sv, struct ab_request *q, const struct ab_error *bad)
 {
-	if (by_id(sv, q->id)) {
+	int rc = ab_front_admit(&sv->f, q->id);
+	if (rc == -EEXIST)
 		send_error(sv, q->id, AB_ERRC_DUPLICATE_ID,
 			   "a request with this id is running or queued");
-		return;
-	}
-	if (sv->queued >= MAX_QUEUE) {
+	else if (rc == -ENOSPC)
 		send_error(sv, q->id, AB_ERRC_BUSY, "%d requests are queued already", MAX_QUEUE);
-		return;
-	}
-	if (bad) {
+	else if (bad)
 		send_error(sv, q->id, bad->kind, "%s", bad->msg);
-		return;
-	}
-	struct request *r = calloc(1, sizeof(*r));
-	if (!r) {
-		send_error(sv, q->id, AB_ERRC_INTERNAL, "out of memory");
-		return;
-	}
-	r->q = *q; /* the request is r's now */
-	*q = (struct ab_request){0};
-	r->tag = ++sv->next_tag;
-	r->gen = sv->client_gen;
-	list_add(sv, r);
-	sv->queued++;
-	start_queued(sv);
+	else
+		submit(sv, q);
 }
 
 static void op_cancel(struct server *sv, const struct ab_request *q)
 {
-	struct request *r = by_id(sv, q->target);
+	struct ab_front_req *r = ab_front_find(&sv->f, q->target);
 	if (!r) {
 		send_error(sv, q->id, AB_ERRC_INVALID_REQUEST,
 			   "cancel: no command with this target id is running or queued");
@@ -267,38 +177,57 @@ static void op_cancel(struct server *sv, const struct ab_request *q)
 	json_object_object_add(ok, "id", id_copy(q->id));
 	json_object_object_add(ok, "op", json_object_new_string("cancel"));
 	send_json(sv, ok);
-	if (r->running) {
-		ab_session_cancel(sv->s, r->tag);
-		return;
-	}
-	send_error(sv, r->q.id, AB_ERRC_CANCELLED, "cancelled before it started");
-	sv->queued--;
-	list_del(sv, r);
-	request_free(r);
+	ab_front_cancel(&sv->f, r); /* refused (below) when it had not started */
 }
 
 /* stdin, resize, signal to a running command (serve_input.c) */
 static void op_input(struct server *sv, const struct ab_request *q)
 {
-	struct request *r = by_id(sv, q->target);
+	struct request *r = (struct request *)ab_front_find(&sv->f, q->target);
 	struct ab_error e = {0};
-	enum serve_target t = !r ? TARGET_NONE : r->running ? TARGET_RUNNING : TARGET_QUEUED;
-	int rc = serve_input(sv->s, q, t, r ? r->tag : 0, &e);
+	enum serve_target t = !r ? TARGET_NONE : r->fr.running ? TARGET_RUNNING : TARGET_QUEUED;
+	int rc = serve_input(sv->s, q, t, r ? r->fr.tag : 0, &e);
 	if (rc == 0)
 		r->stdin_id = json_object_get(q->id); /* answered at AB_EVENT_STDIN */
 	else
 		send_json(sv, rc < 0 ? error_reply(q->id, &e) : serve_input_ok(q->id, q->op));
 }
 
-/* A layer op's reply (serve_layer.h), result or error. */
-static void layer_done(struct server *sv, json_object *o)
+/* A layer op's reply (the engine's watchdog, front_layer.h), result or
+ * error; the lines that waited for it are read next (serve_late). */
+static void layer_reply(void *arg, struct ab_front_req *r, json_object *o)
 {
+	(void)r;
+	struct server *sv = arg;
 	json_object *t, *c;
 	if (json_object_object_get_ex(o, "type", &t) &&
 	    !strcmp(json_object_get_string(t), "error") && json_object_object_get_ex(o, "code", &c))
-		serve_audit_error(&sv->audit, json_object_object_get(o, "id"),
+		front_audit_error(&sv->audit, json_object_object_get(o, "id"),
 				  json_object_get_string(c));
 	send_json(sv, o);
+	sv->layer_answered = true;
+}
+
+/* ping, stats, net: answered at once */
+static void op_now(struct server *sv, const struct ab_request *q)
+{
+	if (q->kind == AB_REQUEST_STATS) {
+		send_json(sv, serve_stats_json(sv, q->id));
+	} else if (q->kind == AB_REQUEST_PING) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("pong"));
+		json_object_object_add(o, "id", id_copy(q->id));
+		send_json(sv, o);
+	} else { /* --net allow=: front/netop.c */
+		struct ab_error ne = {0};
+		json_object *o = ab_net_op(sv->s, q->req, &ne);
+		if (o)
+			json_object_object_add(o, "id", id_copy(q->id));
+		if (o)
+			send_json(sv, o);
+		else
+			send_error(sv, q->id, AB_ERRC_INVALID_REQUEST, "%s", ne.msg);
+	}
 }
 
 static void handle_line(struct server *sv, const char *line, size_t len)
@@ -313,8 +242,8 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		ab_request_clear(&q);
 		return;
 	}
-	serve_audit_request(&sv->audit, q.req, q.op);
-	if (sv->shutting_down) {
+	front_audit_request(&sv->audit, q.req, q.op);
+	if (sv->f.ending) {
 		send_error(sv, q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
 	} else if (q.kind == AB_REQUEST_EXEC || q.kind == AB_REQUEST_FILE_OP) {
 		op_exec(sv, &q, rc < 0 ? &e : NULL);
@@ -324,32 +253,13 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		op_cancel(sv, &q);
 	} else if (serve_input_kind(q.kind)) {
 		op_input(sv, &q);
-	} else if (q.kind == AB_REQUEST_STATS) {
-		send_json(sv, serve_stats_json(sv, q.id));
-	} else if (q.kind == AB_REQUEST_PING) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string("pong"));
-		json_object_object_add(o, "id", id_copy(q.id));
-		send_json(sv, o);
-	} else if (q.kind == AB_REQUEST_NET) { /* --net allow=: src/net/netop.c */
-		struct ab_error ne = {0};
-		json_object *o = ab_net_op(sv->s, q.req, &ne);
-		if (o)
-			json_object_object_add(o, "id", id_copy(q.id));
-		if (o)
-			send_json(sv, o);
-		else
-			send_error(sv, q.id, AB_ERRC_INVALID_REQUEST, "%s", ne.msg);
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
-		sv->shutting_down = true;
+		sv->f.ending = true;
 		sv->shutdown_id = json_object_get(q.id);
-	} else if (q.kind == AB_REQUEST_LAYER) { /* under a watchdog: serve_layer.c */
-		json_object *o = NULL;
-		bool end = false;
-		if (!serve_layer_start(&sv->layer, ab_session_layer(sv->s), q.op, q.req, q.id, &o,
-				       &end))
-			layer_done(sv, o);
-		sv->shutting_down = end; /* discard: the sandbox and its layer go */
+	} else if (q.kind == AB_REQUEST_LAYER) { /* under the engine's watchdog */
+		submit(sv, &q);
+	} else {
+		op_now(sv, &q);
 	}
 	ab_request_clear(&q);
 }
@@ -372,7 +282,7 @@ static void handle_input(struct server *sv)
 {
 	size_t start = 0;
 	for (;;) {
-		if (sv->layer.pid > 0)
+		if (ab_front_layer_busy(&sv->f))
 			break; /* the lines after a changes or commit wait for it */
 		char *nl = memchr(sv->in + start, '\n', sv->in_len - start);
 		if (!nl)
@@ -394,21 +304,10 @@ static void handle_input(struct server *sv)
 		sv->discarding = true;
 		sv->in_len = 0;
 	}
-	if (sv->stdin_eof && sv->in_len && !sv->discarding && sv->layer.pid <= 0) {
+	if (sv->stdin_eof && sv->in_len && !sv->discarding && !ab_front_layer_busy(&sv->f)) {
 		/* a last line without its newline */
 		handle_line(sv, sv->in, sv->in_len);
 		sv->in_len = 0;
-	}
-}
-
-/* A layer op that ended (or was stopped at its bound): its reply, then the
- * lines that waited for it. */
-static void layer_poll(struct server *sv)
-{
-	json_object *o = serve_layer_poll(&sv->layer);
-	if (o) {
-		layer_done(sv, o);
-		handle_input(sv);
 	}
 }
 
@@ -452,17 +351,17 @@ static void output_line(struct server *sv, struct request *r, int k, const char 
 	if (!r->id_json) {
 		struct ab_jw w;
 		ab_jw_init(&w, id_sink, r);
-		ab_jw_value(&w, r->q.id);
+		ab_jw_value(&w, r->fr.q.id);
 		if (ab_jw_finish(&w) < 0) {
 			out_fail(&sv->out);
 			return;
 		}
 	}
 	out_event(&sv->out, r->id_json, r->id_len,
-		  r->q.merged ? "output"
-		  : k	      ? "stderr"
-			      : "stdout",
-		  r->q.base64, a, alen, b, blen);
+		  r->fr.q.merged ? "output"
+		  : k		 ? "stderr"
+				 : "stdout",
+		  r->fr.q.base64, a, alen, b, blen);
 	out_backpressure(sv);
 }
 
@@ -471,7 +370,7 @@ static void output_line(struct server *sv, struct request *r, int k, const char 
 static void on_output(struct server *sv, struct request *r, const struct ab_event *ev)
 {
 	int k = ev->stream == 2 ? 1 : 0;
-	if (r->q.base64) {
+	if (r->fr.q.base64) {
 		output_line(sv, r, k, ev->data, ev->len, NULL, 0);
 		return;
 	}
@@ -520,36 +419,65 @@ static void file_op_done(struct server *sv, struct request *r, const struct ab_r
 	struct ab_error err = {0};
 	json_object *o = NULL;
 	if (res->cancelled)
-		ab_error_proto(&err, AB_ERRC_CANCELLED, "%s: cancelled", r->q.file_op);
+		ab_error_proto(&err, AB_ERRC_CANCELLED, "%s: cancelled", r->fr.q.file_op);
 	else if (res->timed_out)
 		ab_error_proto(&err, AB_ERRC_TIMEOUT, "%s: took longer than its timeout of %llu ms",
-			       r->q.file_op, res->timeout_ms);
+			       r->fr.q.file_op, res->timeout_ms);
 	else if (res->exit_code != 0 || res->out.truncated)
 		ab_error_proto(&err, AB_ERRC_INTERNAL,
-			       "%s: the operation failed (exit status %d%s)", r->q.file_op,
+			       "%s: the operation failed (exit status %d%s)", r->fr.q.file_op,
 			       res->exit_code, res->oom_killed ? ", out of memory" : "");
 	else
-		o = fileop_reply(r->q.host ? fileop_host_op(r->q.host) : r->q.file_op, r->q.id,
-				 res->out.data ? res->out.data : "", res->out.len, &err);
+		o = fileop_reply(r->fr.q.host ? fileop_host_op(r->fr.q.host) : r->fr.q.file_op,
+				 r->fr.q.id, res->out.data ? res->out.data : "", res->out.len,
+				 &err);
 	if (!o)
-		o = error_reply(r->q.id, &err);
-	if (r->q.host) /* the copier's end: the reply may become an error */
-		fileop_host_finish(r->q.host, &o);
+		o = error_reply(r->fr.q.id, &err);
+	if (r->fr.q.host) /* the copier's end: the reply may become an error */
+		fileop_host_finish(r->fr.q.host, &o);
 	const char *code = NULL;
 	json_object *c;
 	if (json_object_object_get_ex(o, "code", &c))
 		code = json_object_get_string(c);
-	serve_audit_result(&sv->audit, r->q.id, NULL,
+	front_audit_result(&sv->audit, r->fr.q.id, NULL,
 			   code); /* before o, which holds code, is gone */
 	send_json(sv, o);
 }
 
-static void on_event(const struct ab_event *ev, void *arg)
+/* The result's line: its fields, then the output, escaped as it goes. */
+static void result_line(struct server *sv, struct request *r, struct ab_result *res)
+{
+	json_object *o = ab_result_fields_json(res, true, true, r->fr.q.merged, r->fr.q.base64);
+	json_object *head = json_object_new_object();
+	json_object_object_add(head, "type", json_object_new_string("result"));
+	json_object_object_add(head, "id", id_copy(r->fr.q.id));
+	json_object_object_foreach(o, k, v) json_object_object_add(head, k, json_object_get(v));
+	json_object_put(o);
+	json_object_object_add(head, "cancelled", json_object_new_boolean(res->cancelled));
+	json_object *bg = json_object_new_array();
+	for (size_t i = 0; i < res->n_background; i++) {
+		json_object *b = json_object_new_object();
+		json_object_object_add(b, "pid", json_object_new_int(res->background[i].pid));
+		json_object_object_add(b, "command",
+				       json_object_new_string(res->background[i].command));
+		json_object_array_add(bg, b);
+	}
+	json_object_object_add(head, "background", bg);
+	json_object_object_add(head, "background_log",
+			       res->background_log[0] ? json_object_new_string(res->background_log)
+						      : NULL);
+	json_object_object_add(head, "error", NULL);
+	/* its output is escaped as it goes */
+	out_json(sv->to ? sv->to : &sv->out, head, res);
+	front_audit_result(&sv->audit, r->fr.q.id, res, NULL);
+	serve_log_result(sv, r->fr.q.id, res);
+}
+
+/* A session event of r (the engine frees r after its result). */
+static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *ev)
 {
 	struct server *sv = arg;
-	struct request *r = by_tag(sv, ev->tag);
-	if (!r)
-		return;
+	struct request *r = (struct request *)fr;
 	if (ev->kind == AB_EVENT_OUTPUT) {
 		on_output(sv, r, ev);
 		return;
@@ -561,45 +489,43 @@ static void on_event(const struct ab_event *ev, void *arg)
 	}
 	flush_held(sv, r);
 	sv->to = route(sv, r);
-	if (r->q.file_op && !ev->error) {
+	if (r->fr.q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
-		send_json(sv, error_reply(r->q.id, ev->error));
-		serve_audit_result(&sv->audit, r->q.id, NULL,
+		send_json(sv, error_reply(r->fr.q.id, ev->error));
+		front_audit_result(&sv->audit, r->fr.q.id, NULL,
 				   ab_errc_name(ab_error_errc(ev->error)));
 	} else {
-		struct ab_result *res = ev->result;
-		json_object *o = ab_result_fields_json(res, true, true, r->q.merged, r->q.base64);
-		json_object *head = json_object_new_object();
-		json_object_object_add(head, "type", json_object_new_string("result"));
-		json_object_object_add(head, "id", id_copy(r->q.id));
-		json_object_object_foreach(o, k, v)
-			json_object_object_add(head, k, json_object_get(v));
-		json_object_put(o);
-		json_object_object_add(head, "cancelled", json_object_new_boolean(res->cancelled));
-		json_object *bg = json_object_new_array();
-		for (size_t i = 0; i < res->n_background; i++) {
-			json_object *b = json_object_new_object();
-			json_object_object_add(b, "pid",
-					       json_object_new_int(res->background[i].pid));
-			json_object_object_add(b, "command",
-					       json_object_new_string(res->background[i].command));
-			json_object_array_add(bg, b);
-		}
-		json_object_object_add(head, "background", bg);
-		json_object_object_add(head, "background_log",
-				       res->background_log[0]
-					       ? json_object_new_string(res->background_log)
-					       : NULL);
-		json_object_object_add(head, "error", NULL);
-		/* its output is escaped as it goes */
-		out_json(sv->to ? sv->to : &sv->out, head, res);
-		serve_audit_result(&sv->audit, r->q.id, res, NULL);
-		serve_log_result(sv, r->q.id, res);
+		result_line(sv, r, ev->result);
 	}
 	sv->to = NULL;
-	list_del(sv, r);
-	request_free(r);
+}
+
+/* r ends without a result: not started (its client's), cancelled before
+ * it started, or the session ends (a layer op then gets no reply). */
+static void refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+		    const struct ab_error *e)
+{
+	struct server *sv = arg;
+	struct request *r = (struct request *)fr;
+	if (why == AB_FRONT_START_FAILED) {
+		sv->to = route(sv, r);
+		send_error(sv, r->fr.q.id, ab_error_errc(e), "%s: %s",
+			   r->fr.q.file_op ? r->fr.q.file_op : "exec", e->msg);
+		sv->to = NULL;
+	} else if (why == AB_FRONT_CANCELLED) {
+		send_error(sv, r->fr.q.id, AB_ERRC_CANCELLED, "cancelled before it started");
+	} else if (r->fr.q.kind != AB_REQUEST_LAYER) {
+		send_error(sv, r->fr.q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
+	}
+}
+
+/* Results whose output waits to be written (MAX_DEFERRED). */
+static void backlog(void *arg, size_t *results, size_t *bytes)
+{
+	struct server *sv = arg;
+	*results = sv->out.parts_text + sv->kept.parts_text;
+	*bytes = 0;
 }
 
 /* ---- the session ---- */
@@ -609,23 +535,11 @@ static void audit_start(struct server *sv)
 {
 	if (sv->audit < 0)
 		return;
-	json_object *o = serve_audit_entry("start");
+	json_object *o = front_audit_entry("start");
 	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
 	json_object_object_add(o, "workspace", json_object_new_string(sv->cfg->workspace));
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
-	serve_audit_write(&sv->audit, o);
-}
-
-/* Every command still running or queued is answered "shutdown". */
-static void end_all(struct server *sv)
-{
-	while (sv->head) {
-		struct request *r = sv->head;
-		send_error(sv, r->q.id, AB_ERRC_SHUTDOWN, "the session is shutting down");
-		list_del(sv, r);
-		request_free(r);
-	}
-	sv->queued = 0;
+	front_audit_write(&sv->audit, o);
 }
 
 /* Replies to a pipe or a socket are written without blocking (a slow
@@ -641,95 +555,119 @@ static bool stdout_nonblock(void)
 	return fl >= 0 && fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-/* ---- the loop ---- */
+/* ---- the codec's turns in the engine's loop (front.h) ---- */
 
-enum serve_end { SERVE_ON, SERVE_DONE, SERVE_DEAD, SERVE_SIGNAL };
+enum { P_IN, P_OUT, P_SOCK, P_CTL, P_EXEC, N_FDS };
 
-static enum serve_end serve_step(struct server *sv, int sigfd, struct ab_error *err)
+/* The client (not while replies pile up unread, nor while a layer op
+ * runs: the lines wait for it), its replies, a detached sandbox's
+ * sockets; the idle timeout or ttl. */
+static int serve_fds(void *arg, struct pollfd *p, int max, int *wait_ms)
 {
-	/* the session is always watched (timeouts, cancels, other
-	 * commands); the client not while replies pile up unread */
+	struct server *sv = arg;
+	(void)max;
 	bool busy = out_pending(&sv->out) + sv->out.parts_raw > OUT_HIGH_WATER ||
-		    sv->layer.pid > 0; /* lines wait while a layer op runs */
+		    ab_front_layer_busy(&sv->f);
 	bool lst = sv->listen != NULL;
 	bool client = sv->in_fd >= 0;
-	struct pollfd p[8] = {
-		{.fd = busy || sv->stdin_eof || !client ? -1 : sv->in_fd, .events = POLLIN},
-		{.fd = client && out_waiting(&sv->out) ? sv->out.fd : -1, .events = POLLOUT},
-		{.fd = sigfd, .events = POLLIN},
-		{.fd = ab_session_fd(sv->s), .events = POLLIN},
-		{.fd = lst ? sv->listen->sock_fd : -1, .events = POLLIN},
-		{.fd = lst ? sv->listen->ctl_fd : -1, .events = POLLIN},
-		{.fd = lst ? sv->listen->exec_fd : -1, .events = POLLIN},
-		{.fd = serve_layer_fd(&sv->layer), .events = POLLIN},
-	};
-	int wait = lst ? serve_listen_wait_ms(sv) : -1;
-	if (wait == 0)
-		return SERVE_DONE; /* idle timeout or ttl */
-	int lw = serve_layer_timeout(&sv->layer);
-	if (lw >= 0 && (wait < 0 || lw < wait))
-		wait = lw;
-	int n = poll(p, 8, wait);
-	if (n < 0 && errno != EINTR)
-		return SERVE_DONE;
-	if (p[1].revents)
+	p[P_IN] = (struct pollfd){.fd = busy || sv->stdin_eof || !client ? -1 : sv->in_fd,
+				  .events = POLLIN};
+	p[P_OUT] = (struct pollfd){.fd = client && out_waiting(&sv->out) ? sv->out.fd : -1,
+				   .events = POLLOUT};
+	p[P_SOCK] = (struct pollfd){.fd = lst ? sv->listen->sock_fd : -1, .events = POLLIN};
+	p[P_CTL] = (struct pollfd){.fd = lst ? sv->listen->ctl_fd : -1, .events = POLLIN};
+	p[P_EXEC] = (struct pollfd){.fd = lst ? sv->listen->exec_fd : -1, .events = POLLIN};
+	*wait_ms = lst ? serve_listen_wait_ms(sv) : -1;
+	return *wait_ms == 0 ? -1 : N_FDS; /* idle timeout or ttl */
+}
+
+static void serve_early(void *arg, struct pollfd *p, int n)
+{
+	struct server *sv = arg;
+	(void)n;
+	if (p[P_OUT].revents)
 		out_flush(&sv->out, !sv->out.nonblock);
-	if (p[2].revents) {
-		struct signalfd_siginfo si;
-		(void)!read(sigfd, &si, sizeof(si));
-		return SERVE_SIGNAL;
-	}
-	if (p[3].revents && ab_session_dispatch(sv->s, 0, on_event, sv, err) < 0)
-		return SERVE_DEAD;
-	if (p[0].revents) {
+}
+
+static void serve_read(void *arg, struct pollfd *p, int n)
+{
+	struct server *sv = arg;
+	(void)n;
+	bool lst = sv->listen != NULL;
+	if (p[P_IN].revents) {
 		ssize_t r = read(sv->in_fd, sv->in + sv->in_len, READ_CHUNK);
 		if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0)
 			sv->stdin_eof = true;
 		if (r > 0)
 			sv->in_len += (size_t)r;
 		handle_input(sv);
-		if (lst && r <= 0 && (p[0].revents & (POLLHUP | POLLERR)))
+		if (lst && r <= 0 && (p[P_IN].revents & (POLLHUP | POLLERR)))
 			sv->conn.hup = true;
-	} else if (lst && client && (p[1].revents & (POLLHUP | POLLERR))) {
+	} else if (lst && sv->in_fd >= 0 && (p[P_OUT].revents & (POLLHUP | POLLERR))) {
 		sv->conn.hup = true;
 	}
-	layer_poll(sv);
+}
+
+static void serve_late(void *arg, struct pollfd *p, int n)
+{
+	struct server *sv = arg;
+	(void)n;
+	bool lst = sv->listen != NULL;
+	bool client = sv->in_fd >= 0;
+	if (sv->layer_answered) { /* the lines that waited for it */
+		sv->layer_answered = false;
+		handle_input(sv);
+	}
 	if (client && (!out_waiting(&sv->out) || sv->out.nonblock))
 		out_flush(&sv->out, false);
 	if (lst && client && serve_client_done(sv))
 		serve_client_detach(sv);
-	for (int i = 4; lst && i < 7; i += 2) {
+	for (int i = P_SOCK; lst && i <= P_EXEC; i += 2) {
 		if (!p[i].revents)
 			continue;
 		int fd = conn_accept_client(p[i].fd, sv->conn.fd >= 0, sandbox_id(sv));
 		if (fd >= 0)
-			serve_client_attach(sv, fd, serve_hello_json(sv), i == 4);
+			serve_client_attach(sv, fd, serve_hello_json(sv), i == P_SOCK);
 	}
-	if (lst && p[5].revents)
+	if (lst && p[P_CTL].revents)
 		serve_control(sv);
-	/* after the flush: results it wrote may have made room for
-	 * queued commands (MAX_DEFERRED), and nothing else may come to
-	 * wake us for them */
-	start_queued(sv);
+}
+
+/* After the flush and the starts (results written may have made room
+ * for queued commands: MAX_DEFERRED): backpressure, and whether to end. */
+static bool serve_go_on(void *arg)
+{
+	struct server *sv = arg;
 	out_backpressure(sv);
-	if (sv->shutting_down)
-		return SERVE_DONE;
+	if (sv->f.ending)
+		return false;
 	/* end of input: no more requests; what was asked is finished and
 	 * answered first (a client that wants it stopped sends shutdown) */
-	if (!lst && ((sv->stdin_eof && !sv->head && sv->layer.pid <= 0) || sv->out.broken))
-		return SERVE_DONE;
-	return SERVE_ON;
+	return sv->listen || !((sv->stdin_eof && !sv->f.head) || sv->out.broken);
 }
+
+static const struct ab_front_codec serve_codec = {
+	.fds = serve_fds,
+	.early = serve_early,
+	.input = serve_read,
+	.late = serve_late,
+	.go_on = serve_go_on,
+	.event = on_event,
+	.layer_reply = layer_reply,
+	.refused = refused,
+	.backlog = backlog,
+	.free_req = request_free,
+};
 
 static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 {
 	struct server sv = {.cfg = cfg, .audit = -1, .listen = l, .in_fd = STDIN_FILENO};
-	serve_layer_init(&sv.layer);
+	const struct ab_front_limits lim = {.max_queue = MAX_QUEUE, .max_deferred = MAX_DEFERRED};
+	ab_front_init(&sv.f, cfg, &serve_codec, &sv, &lim);
 	out_init(&sv.out, STDOUT_FILENO, false);
 	out_init(&sv.kept, -1, false);
-	int sigfd = -1;
 	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);
-	if (serve_open(&sv, &sigfd) < 0)
+	if (serve_open(&sv) < 0)
 		return AB_EXIT_FAILURE;
 	struct ab_error err = {0};
 	audit_start(&sv);
@@ -744,18 +682,15 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		send_json(&sv, serve_hello_json(&sv));
 	}
 	int status = 0;
-	enum serve_end end;
-	while ((end = serve_step(&sv, sigfd, &err)) == SERVE_ON)
-		;
-	if (end == SERVE_DEAD) {
+	enum ab_front_end end = ab_front_run(&sv.f, &err);
+	if (end == AB_FRONT_DEAD) {
 		err.kind = AB_ERRC_INTERNAL;
 		send_json(&sv, error_reply(NULL, &err));
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		status = AB_EXIT_FAILURE;
 	}
-	serve_layer_stop(&sv.layer);
-	end_all(&sv);
-	if (sv.frozen) /* what is killed next must run to die */
+	ab_front_drop_all(&sv.f); /* each answered "shutdown" */
+	if (sv.frozen)		  /* what is killed next must run to die */
 		serve_freeze(&sv, false, &err);
 	if (sv.shutdown_id) {
 		json_object *o = json_object_new_object();
@@ -764,18 +699,18 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		json_object_object_add(o, "op", json_object_new_string("shutdown"));
 		send_json(&sv, o);
 	}
-	ab_session_close(sv.s);
+	ab_front_close(&sv.f);
 	/* the last replies: all of them, unless a signal says to end now
 	 * (a client that reads nothing would hold us for ever) */
-	sv.out.stop_fd = sigfd;
+	sv.out.stop_fd = sv.f.sigfd;
 	if (sv.out.fd >= 0)
-		out_flush(&sv.out, end != SERVE_SIGNAL);
+		out_flush(&sv.out, end != AB_FRONT_SIGNAL);
 	if (sv.out.failed) {
 		fputs("agentbox: out of memory for replies\n", stderr);
 		status = AB_EXIT_FAILURE;
 	}
 	if (sv.audit >= 0) {
-		serve_audit_write(&sv.audit, serve_audit_entry("end"));
+		front_audit_write(&sv.audit, front_audit_entry("end"));
 		close(sv.audit);
 	}
 	if (l)
@@ -783,7 +718,7 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 	free(sv.in);
 	out_free(&sv.out);
 	out_free(&sv.kept);
-	close(sigfd);
+	ab_front_free(&sv.f);
 	return status;
 }
 

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/signalfd.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <poll.h>
@@ -16,12 +15,11 @@
 
 #include "files/fileop.h"
 #include "sandbox/isolation.h"
-#include "serve/serve_audit.h"
+#include "front/front_audit.h"
 #include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
 #include "session/result_say.h"
-#include "util/signals.h"
 #include "util/util.h"
 
 /* A control client has this long to send its word and read the reply:
@@ -145,7 +143,7 @@ void serve_client_attach(struct server *sv, int fd, json_object *hello, bool rep
 		out_splice(&sv->out, &sv->kept);
 		out_init(&sv->kept, -1, false);
 	}
-	serve_audit_write(&sv->audit, serve_audit_entry("attach"));
+	front_audit_write(&sv->audit, front_audit_entry("attach"));
 }
 
 void serve_client_detach(struct server *sv)
@@ -159,14 +157,14 @@ void serve_client_detach(struct server *sv)
 	out_splice(&sv->kept, &sv->out);
 	out_init(&sv->out, -1, false);
 	sv->conn.idle_since_ms = conn_now_ms();
-	serve_audit_write(&sv->audit, serve_audit_entry("detach"));
+	front_audit_write(&sv->audit, front_audit_entry("detach"));
 }
 
 bool serve_client_done(struct server *sv)
 {
 	if (sv->out.broken || sv->conn.hup)
 		return true;
-	return sv->stdin_eof && !sv->head && !out_waiting(&sv->out);
+	return sv->stdin_eof && !serve_pending(sv) && !out_waiting(&sv->out);
 }
 
 json_object *serve_stats_json(struct server *sv, json_object *id)
@@ -179,7 +177,7 @@ json_object *serve_stats_json(struct server *sv, json_object *id)
 	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
 	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
 	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
-	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->f.queued));
 	json_object_object_add(o, "denied_syscalls", ab_denied_json(st.denied, st.n_denied));
 	json_object *cg = NULL;
 	if (st.have_cgroup) {
@@ -202,7 +200,7 @@ static json_object *status_json(struct server *sv)
 	struct ab_session_stats st;
 	ab_session_stats(sv->s, &st);
 	unsigned long long now = conn_now_ms();
-	bool idle = no_client(sv) && !sv->head;
+	bool idle = no_client(sv) && !serve_pending(sv);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("status"));
 	json_object_object_add(o, "sandbox_id", json_object_new_string(sandbox_id(sv)));
@@ -211,7 +209,7 @@ static json_object *status_json(struct server *sv)
 			       json_object_new_string(sv->frozen ? "paused" : "running"));
 	json_object_object_add(o, "attached", json_object_new_boolean(sv->conn.fd >= 0));
 	json_object_object_add(o, "running", json_object_new_int64((int64_t)st.running));
-	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->queued));
+	json_object_object_add(o, "queued", json_object_new_int64((int64_t)sv->f.queued));
 	json_object_object_add(o, "commands_run", json_object_new_int64((int64_t)st.commands_run));
 	json_object_object_add(o, "uptime_ms", json_object_new_int64((int64_t)st.uptime_ms));
 	json_object_object_add(
@@ -231,7 +229,7 @@ int serve_freeze(struct server *sv, bool freeze, struct ab_error *err)
 	if (ab_session_freeze(sv->s, freeze, err) < 0)
 		return -1;
 	sv->frozen = freeze;
-	serve_audit_write(&sv->audit, serve_audit_entry(freeze ? "pause" : "resume"));
+	front_audit_write(&sv->audit, front_audit_entry(freeze ? "pause" : "resume"));
 	return 0;
 }
 
@@ -255,7 +253,7 @@ void serve_control(struct server *sv)
 	if (pause || !strcmp(word, "resume")) {
 		/* answered with the status */
 	} else if (!strcmp(word, "stop")) {
-		sv->shutting_down = true;
+		sv->f.ending = true;
 		json_object_object_add(o, "state", json_object_new_string("stopping"));
 	} else if (strcmp(word, "status") != 0) {
 		json_object_put(o);
@@ -272,7 +270,7 @@ int serve_listen_wait_ms(struct server *sv)
 {
 	const struct ab_serve_listen *l = sv->listen;
 	unsigned long long now = conn_now_ms(), end = ~0ull;
-	if (!no_client(sv) || sv->head || sv->frozen)
+	if (!no_client(sv) || serve_pending(sv) || sv->frozen)
 		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
 	if (l->idle_timeout_ms)
 		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
@@ -341,11 +339,11 @@ static void print_notice(const char *line)
 	fprintf(stderr, "agentbox: %s\n", line);
 }
 
-/* The audit log, the signals that end the session, the sandbox. */
-int serve_open(struct server *sv, int *sigfd)
+/* The audit log, the engine (the signals that end the session, the
+ * sandbox). */
+int serve_open(struct server *sv)
 {
 	struct ab_error err = {0};
-	signal(SIGPIPE, SIG_IGN);
 	if (sv->cfg->audit_log) {
 		sv->audit = open(sv->cfg->audit_log,
 				 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
@@ -355,14 +353,12 @@ int serve_open(struct server *sv, int *sigfd)
 			goto fail;
 		}
 	}
-	*sigfd = ab_ending_signals_fd();
-	if (*sigfd < 0)
-		snprintf(err.msg, sizeof(err.msg), "%s", strerror(errno));
 	sv->cfg->notice = sv->cfg->quiet ? NULL : print_notice;
-	if (*sigfd >= 0 && !sv->in)
+	if (!sv->in)
 		snprintf(err.msg, sizeof(err.msg), "out of memory");
-	if (*sigfd < 0 || !sv->in || ab_session_open(sv->cfg, &sv->s, &err) < 0)
+	if (!sv->in || ab_front_open(&sv->f, &err) < 0)
 		goto fail;
+	sv->s = sv->f.s;
 	return 0;
 fail:
 	fprintf(stderr, "agentbox: %s\n", err.msg);
@@ -370,8 +366,6 @@ fail:
 		sv->listen->ready(sv->listen->arg, -1, err.msg);
 	if (sv->audit >= 0)
 		close(sv->audit);
-	if (*sigfd >= 0)
-		close(*sigfd);
 	free(sv->in);
 	return -1;
 }

@@ -7,7 +7,7 @@
 #include <json-c/json.h>
 
 #include "agentbox/agentbox.h"
-#include "serve/request.h"
+#include "front/request.h"
 
 enum serve_target { TARGET_NONE, TARGET_QUEUED, TARGET_RUNNING };
 

@@ -11,9 +11,9 @@
 #include <stddef.h>
 
 #include "agentbox/agentbox.h"
+#include "front/front.h"
+#include "front/front_out.h"
 #include "serve/serve.h"
-#include "serve/serve_layer.h"
-#include "serve/serve_out.h"
 
 struct serve_conn {
 	int ctl_fd;				      /* listening for control requests */
@@ -22,43 +22,47 @@ struct serve_conn {
 	unsigned long long started_ms, idle_since_ms; /* conn_now_ms() */
 };
 
-struct request; /* serve.c's */
-
 #define PROTOCOL  "agentbox/1"
 #define MAX_LINE  (8u << 20)
 #define MAX_QUEUE 1024
 
 struct server {
+	struct ab_front f; /* the request engine: the session, the requests */
 	struct ab_config *cfg;
-	struct ab_session *s;
+	struct ab_session *s; /* f.s */
 	int audit;
-	struct request *head, *tail; /* queued and running, in arrival order */
-	size_t queued;
-	unsigned long long next_tag;
-	struct serve_out out; /* the replies on their way (serve_out.h) */
+	struct front_out out; /* the replies on their way (front_out.h) */
 	bool paused;	      /* ab_session_pause_output */
 	char *in;
 	size_t in_len;
 	bool discarding;
 	bool stdin_eof;
-	bool shutting_down;
-	json_object *shutdown_id;
+	json_object *shutdown_id;	      /* a shutdown op's (f.ending) */
 	int in_fd;			      /* the client's requests: stdin, or conn.fd */
 	const struct ab_serve_listen *listen; /* detached, or NULL */
 	struct serve_conn conn;
 	/* detached: the replies for requests of another client than the one
 	 * attached (client_gen, 0: none), kept for the next that replays */
-	struct serve_out kept;
-	struct serve_out *to; /* where replies go now: NULL, out */
+	struct front_out kept;
+	struct front_out *to; /* where replies go now: NULL, out */
 	unsigned gen, client_gen;
-	bool frozen;		  /* paused: ab_session_freeze */
-	struct serve_layer layer; /* a changes or commit running (lines wait) */
+	bool frozen;	     /* paused: ab_session_freeze */
+	bool layer_answered; /* a layer op's reply: the lines that waited are next */
 };
 
 /* The sandbox's id: a detached one's is its name (agentbox create). */
 static inline const char *sandbox_id(const struct server *sv)
 {
 	return sv->listen && sv->listen->id ? sv->listen->id : ab_session_id(sv->s);
+}
+
+/* Commands or file operations queued or running (a layer op is not one). */
+static inline bool serve_pending(const struct server *sv)
+{
+	for (const struct ab_front_req *r = sv->f.head; r; r = r->next)
+		if (r->q.kind != AB_REQUEST_LAYER)
+			return true;
+	return false;
 }
 
 /* Detached and no client attached: replies wait for the next one. */
@@ -69,10 +73,10 @@ static inline bool no_client(const struct server *sv)
 
 unsigned long long conn_now_ms(void);
 
-/* The audit log, the signals that end the session (signalfd into
- * *sigfd), the sandbox; -1 after saying why (and freeing sv->in,
- * NULL: out of memory). */
-int serve_open(struct server *sv, int *sigfd);
+/* The audit log, the engine (the signals that end the session, the
+ * sandbox); -1 after saying why (and freeing sv->in, NULL: out of
+ * memory). */
+int serve_open(struct server *sv);
 
 /* The reply to {"op":"stats"} with id (NULL: none). */
 json_object *serve_stats_json(struct server *sv, json_object *id);

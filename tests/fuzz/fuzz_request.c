@@ -1,4 +1,4 @@
-/* agentbox serve's request parser (src/serve/request.c): one line from the
+/* agentbox serve's request parser (src/front/request.c): one line from the
  * client, any bytes. It must answer every line with a parsed request or
  * an error code and message, never crash, never leak; and find the id at
  * the start of a line too long to parse, or none. */
@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 #include "fuzz.h"
-#include "serve/request.h"
+#include "front/request.h"
 
 static const char *const codes[] = {"invalid_json", "invalid_request", "invalid_path",
 				    "unknown_op",   "internal",	       "too_large"};

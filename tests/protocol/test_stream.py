@@ -207,7 +207,7 @@ class ExactOutput(Base):
         self.assertEqual((res["stdout_bytes"], res["stderr_bytes"]), (len(blob), len(blob)))
 
     def test_result_output_is_what_was_captured(self):
-        # a result's output is escaped as it is sent (serve_out.c): big and
+        # a result's output is escaped as it is sent (front_out.c): big and
         # full of what JSON must escape, it still comes exact
         self.sv.send(op="exec", id="r", command="head -c 300000 /dev/zero; printf 'x\\377\"'",
                      max_output=1 << 20)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "files/fileop_host.h"
-#include "serve/request.h"
+#include "front/request.h"
 
 static int parse(bool host, const char *line, struct ab_request *q, struct ab_error *e)
 {

@@ -1,5 +1,5 @@
-/* The replies on their way to the client; see serve_out.h. */
-#include "serve/serve_out.h"
+/* The replies on their way to the client; see front_out.h. */
+#include "front/front_out.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -16,8 +16,8 @@
 /* What waits behind the buffer, in order: bytes (raw), or a result's
  * output to write as escaped or base64 content, piece by piece as the
  * buffer drains (own: its memory, freed when written). */
-struct serve_part {
-	struct serve_part *next;
+struct front_part {
+	struct front_part *next;
 	char *raw;
 	size_t raw_len;
 	const char *text;
@@ -26,24 +26,24 @@ struct serve_part {
 	char *own;
 };
 
-void out_init(struct serve_out *o, int fd, bool nonblock)
+void out_init(struct front_out *o, int fd, bool nonblock)
 {
-	*o = (struct serve_out){.fd = fd, .nonblock = nonblock, .stop_fd = -1};
+	*o = (struct front_out){.fd = fd, .nonblock = nonblock, .stop_fd = -1};
 }
 
-void out_fail(struct serve_out *o)
+void out_fail(struct front_out *o)
 {
 	/* the session cannot answer any more: it ends (ab_serve) */
 	o->failed = o->broken = true;
 }
 
-size_t out_pending(const struct serve_out *o)
+size_t out_pending(const struct front_out *o)
 {
 	return o->len - o->off;
 }
 
 /* Room for n more bytes at the end of the buffer: its address, or NULL. */
-static char *out_reserve(struct serve_out *o, size_t n)
+static char *out_reserve(struct front_out *o, size_t n)
 {
 	if (o->failed)
 		return NULL;
@@ -70,9 +70,9 @@ static char *out_reserve(struct serve_out *o, size_t n)
 	return o->buf + o->len;
 }
 
-static struct serve_part *part_new(struct serve_out *o)
+static struct front_part *part_new(struct front_out *o)
 {
-	struct serve_part *p = calloc(1, sizeof(*p));
+	struct front_part *p = calloc(1, sizeof(*p));
 	if (!p) {
 		out_fail(o);
 		return NULL;
@@ -85,7 +85,7 @@ static struct serve_part *part_new(struct serve_out *o)
 	return p;
 }
 
-void out_add(struct serve_out *o, const char *p, size_t n)
+void out_add(struct front_out *o, const char *p, size_t n)
 {
 	if (o->failed || !n)
 		return;
@@ -98,7 +98,7 @@ void out_add(struct serve_out *o, const char *p, size_t n)
 		return;
 	}
 	/* behind a text still to write: in order, after it */
-	struct serve_part *t = o->parts_tail;
+	struct front_part *t = o->parts_tail;
 	if (t->text || !t->raw)
 		t = part_new(o);
 	char *q = t ? realloc(t->raw, t->raw_len + n) : NULL;
@@ -122,11 +122,11 @@ static int out_sink(void *arg, const char *p, size_t n)
  * now but as the client reads: the result's buffer is kept till then. */
 static bool out_defer(void *arg, const char *data, size_t len, bool base64)
 {
-	struct serve_out *o = arg;
+	struct front_out *o = arg;
 	struct ab_result *res = o->stealing;
 	if (len < DEFER_MIN || !res || (data != res->out.data && data != res->err.data))
 		return false;
-	struct serve_part *p = part_new(o);
+	struct front_part *p = part_new(o);
 	if (!p)
 		return false;
 	p->text = data;
@@ -141,7 +141,7 @@ static bool out_defer(void *arg, const char *data, size_t len, bool base64)
 	return true;
 }
 
-void out_json(struct serve_out *o, json_object *v, struct ab_result *steal)
+void out_json(struct front_out *o, json_object *v, struct ab_result *steal)
 {
 	struct ab_jw w;
 	ab_jw_init(&w, out_sink, o);
@@ -154,7 +154,7 @@ void out_json(struct serve_out *o, json_object *v, struct ab_result *steal)
 	json_object_put(v);
 }
 
-static void part_free(struct serve_part *p)
+static void part_free(struct front_part *p)
 {
 	free(p->raw);
 	free(p->own);
@@ -162,10 +162,10 @@ static void part_free(struct serve_part *p)
 }
 
 /* Parts into the buffer while it is below OUT_PAUSE. */
-static void out_pump(struct serve_out *o)
+static void out_pump(struct front_out *o)
 {
 	while (o->parts && out_pending(o) < OUT_PAUSE && !o->failed) {
-		struct serve_part *p = o->parts;
+		struct front_part *p = o->parts;
 		if (p->raw) {
 			char *d = out_reserve(o, p->raw_len);
 			if (!d)
@@ -192,7 +192,7 @@ static void out_pump(struct serve_out *o)
 }
 
 /* Write what is queued; false when stdout is gone. */
-bool out_flush(struct serve_out *o, bool block)
+bool out_flush(struct front_out *o, bool block)
 {
 	for (;;) {
 		out_pump(o);
@@ -223,7 +223,7 @@ bool out_flush(struct serve_out *o, bool block)
 }
 
 /* Anything still to write to the client. */
-bool out_waiting(const struct serve_out *o)
+bool out_waiting(const struct front_out *o)
 {
 	return out_pending(o) || o->parts;
 }
@@ -232,7 +232,7 @@ bool out_waiting(const struct serve_out *o)
  * written out between pieces while the client keeps up: the memory
  * touched is about a piece, not the whole escaped chunk (six times its
  * size when it is NUL bytes). */
-static void out_content(struct serve_out *o, const char *s, size_t n, bool base64)
+static void out_content(struct front_out *o, const char *s, size_t n, bool base64)
 {
 	while (n) {
 		size_t room = 6 * (32u << 10);
@@ -245,7 +245,7 @@ static void out_content(struct serve_out *o, const char *s, size_t n, bool base6
 	}
 }
 
-void out_event(struct serve_out *o, const char *id, size_t id_len, const char *stream, bool base64,
+void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream, bool base64,
 	       const char *a, size_t alen, const char *b, size_t blen)
 {
 	static const char type[] = "{\"type\":\"output\",\"id\":";
@@ -289,19 +289,19 @@ void out_event(struct serve_out *o, const char *id, size_t id_len, const char *s
 		out_flush(o, false);
 }
 
-bool out_full(const struct serve_out *o)
+bool out_full(const struct front_out *o)
 {
 	return out_pending(o) >= OUT_PAUSE || o->parts;
 }
 
-bool out_drained(const struct serve_out *o)
+bool out_drained(const struct front_out *o)
 {
 	return !o->parts && out_pending(o) < OUT_RESUME;
 }
 
 /* Drop the rest of a line cut short: in the buffer, else on into the parts
  * up to the raw bytes that end it. */
-static void drop_line_rest(struct serve_out *o)
+static void drop_line_rest(struct front_out *o)
 {
 	char *nl = memchr(o->buf + o->off, '\n', out_pending(o));
 	if (nl) {
@@ -310,7 +310,7 @@ static void drop_line_rest(struct serve_out *o)
 	}
 	o->off = o->len = 0;
 	while (o->parts) {
-		struct serve_part *p = o->parts;
+		struct front_part *p = o->parts;
 		nl = p->raw ? memchr(p->raw, '\n', p->raw_len) : NULL;
 		if (nl) {
 			size_t cut = (size_t)(nl + 1 - p->raw);
@@ -329,7 +329,7 @@ static void drop_line_rest(struct serve_out *o)
 	}
 }
 
-void out_client_gone(struct serve_out *o)
+void out_client_gone(struct front_out *o)
 {
 	static const char ev[] = "{\"type\":\"output\",";
 	if (o->mid_line)
@@ -350,7 +350,7 @@ void out_client_gone(struct serve_out *o)
 	o->broken = false;
 }
 
-void out_splice(struct serve_out *dst, struct serve_out *src)
+void out_splice(struct front_out *dst, struct front_out *src)
 {
 	out_add(dst, src->buf + src->off, out_pending(src));
 	if (src->parts) {
@@ -368,10 +368,10 @@ void out_splice(struct serve_out *dst, struct serve_out *src)
 	src->off = src->len = src->cap = 0;
 }
 
-void out_free(struct serve_out *o)
+void out_free(struct front_out *o)
 {
 	while (o->parts) {
-		struct serve_part *p = o->parts;
+		struct front_part *p = o->parts;
 		o->parts = p->next;
 		part_free(p);
 	}

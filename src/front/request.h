@@ -1,7 +1,9 @@
-/* One request line of agentbox serve (docs/protocol.md), parsed and
- * checked: everything the protocol says of a request that does not need
- * the session's state (duplicate ids, the queue, shutdown, cancel targets
- * that are not there), which serve.c decides. The line comes from the
+/* A request to the front engine (front.h): one request line of the
+ * JSON-lines protocol (docs/protocol.md, agentbox serve) parsed and
+ * checked, or one built from C values by another front. Checked here is
+ * everything the protocol says of a request that does not need the
+ * session's state (duplicate ids, the queue, shutdown, cancel targets
+ * that are not there), which the engine decides. The line comes from the
  * client, so nothing in it is trusted. */
 #ifndef AB_REQUEST_H
 #define AB_REQUEST_H
@@ -21,7 +23,7 @@ enum ab_request_op {
 	AB_REQUEST_STATS,
 	AB_REQUEST_PING,
 	AB_REQUEST_SHUTDOWN,
-	AB_REQUEST_NET,	  /* src/net/netop.c */
+	AB_REQUEST_NET,	  /* src/front/netop.c */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
 	AB_REQUEST_STDIN, /* a running command's input (serve_input.c) */
 	AB_REQUEST_RESIZE,
@@ -67,7 +69,41 @@ int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct 
 /* The same for a client on the caller's own host as its own user (agentbox
  * serve's): upload and download may name host paths ("from", "to"). */
 int ab_request_parse_host(const char *line, size_t len, struct ab_request *q, struct ab_error *e);
+/* The same for a request that is a JSON object already (req, taken: q
+ * owns it even on error): a front whose wire format is JSON too (MCP's
+ * tool calls) checks it without writing a line to parse back. Never 1. */
+int ab_request_object(json_object *req, bool host_files, struct ab_request *q, struct ab_error *e);
 void ab_request_clear(struct ab_request *q);
+
+/* Typed builders (request_build.c), for fronts whose wire format is not
+ * these lines: the request from C values, as the object a line would
+ * hold (for the audit log) and checked by the same code, so the same
+ * values get the same errors. id is copied; 0 or a negative errno with e,
+ * q to be cleared either way. */
+struct ab_request_exec_args {
+	const char *command;	       /* a shell string (sh -c), or */
+	const char *const *argv;       /* the argv, NULL-ended */
+	const char *cwd;	       /* NULL: the session's */
+	const char *const *env;	       /* "NAME=VALUE", NULL-ended; NULL: none */
+	double timeout_s;	       /* < 0: the session's default */
+	unsigned long long max_output; /* bytes; 0: the session's */
+	bool merge_output, stream, keep_background;
+	bool base64; /* the output as base64 */
+	const char *stdin_data;
+	size_t stdin_len;
+	bool stdin_stream;	     /* input comes later (ab_session_stdin) */
+	unsigned pty_rows, pty_cols; /* both 0: no pty */
+};
+int ab_request_exec(struct ab_request *q, json_object *id, const struct ab_request_exec_args *a,
+		    struct ab_error *e);
+/* A file operation (files/fileop.h: read, write, ls, upload, ...) with
+ * its fields (an object, taken; NULL: none) and timeout (< 0: none). */
+int ab_request_file_op(struct ab_request *q, json_object *id, const char *op, json_object *fields,
+		       double timeout_s, struct ab_error *e);
+/* A layer op (changes, commit, discard: layer.h) with its fields (an
+ * object, taken; NULL: none). */
+int ab_request_layer(struct ab_request *q, json_object *id, const char *op, json_object *fields,
+		     struct ab_error *e);
 
 /* The id of a request line too long to parse: the value of the first
  * top-level "id" member found in the n bytes read of it (which need not

@@ -2,7 +2,7 @@
  * Every field is checked here, before anything runs; the first problem
  * found is the error, with the protocol's code and a message naming the
  * field. */
-#include "serve/request.h"
+#include "front/request.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -337,6 +337,7 @@ static bool is_blank(char c)
 
 static int parse_line(const char *line, size_t len, bool host_files, struct ab_request *q,
 		      struct ab_error *e);
+static int check_object(struct ab_request *q, struct ab_error *e);
 
 int ab_request_parse(const char *line, size_t len, struct ab_request *q, struct ab_error *e)
 {
@@ -375,6 +376,13 @@ static int parse_line(const char *line, size_t len, bool host_files, struct ab_r
 				      "not a JSON object on one line of UTF-8: %s",
 				      jerr != json_tokener_success ? json_tokener_error_desc(jerr)
 								   : "trailing characters");
+	return check_object(q, e);
+}
+
+/* q->req, an object or not, checked as a request: everything after the
+ * JSON itself. */
+static int check_object(struct ab_request *q, struct ab_error *e)
+{
 	if (!json_object_is_type(q->req, json_type_object))
 		return ab_error_proto(e, AB_ERRC_INVALID_JSON, "a request must be a JSON object");
 	json_object *id = NULL, *opv = NULL;
@@ -419,7 +427,7 @@ static int parse_line(const char *line, size_t len, bool host_files, struct ab_r
 		q->kind = AB_REQUEST_PING;
 	else if (strcmp(op, "shutdown") == 0)
 		q->kind = AB_REQUEST_SHUTDOWN;
-	else if (strcmp(op, "net") == 0) { /* src/net/netop.c checks the values */
+	else if (strcmp(op, "net") == 0) { /* src/front/netop.c checks the values */
 		static const char *const net_fields[] = {"allow", "deny", NULL};
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);
@@ -429,6 +437,14 @@ static int parse_line(const char *line, size_t len, bool host_files, struct ab_r
 	} else
 		return ab_error_proto(e, AB_ERRC_UNKNOWN_OP, "unknown op '%.64s'", op);
 	return only_fields(q->req, op, none, e);
+}
+
+int ab_request_object(json_object *req, bool host_files, struct ab_request *q, struct ab_error *e)
+{
+	*q = (struct ab_request){.kind = AB_REQUEST_UNKNOWN, .host_files = host_files, .req = req};
+	if (!req)
+		return ab_error_proto(e, AB_ERRC_INTERNAL, "out of memory");
+	return check_object(q, e);
 }
 
 void ab_request_clear(struct ab_request *q)

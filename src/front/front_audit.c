@@ -1,7 +1,7 @@
 /* The audit log of agentbox serve (--audit-log, docs/protocol.md "Audit
  * log"): one JSON line for each request, result and error, saying what was
  * asked but never the data. */
-#include "serve/serve_audit.h"
+#include "front/front_audit.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -15,7 +15,7 @@ static json_object *id_copy(json_object *id)
 	return id ? json_object_get(id) : NULL;
 }
 
-json_object *serve_audit_entry(const char *event)
+json_object *front_audit_entry(const char *event)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -30,7 +30,7 @@ json_object *serve_audit_entry(const char *event)
 	return o;
 }
 
-void serve_audit_write(int *fd, json_object *o)
+void front_audit_write(int *fd, json_object *o)
 {
 	struct ab_error err;
 	if (*fd >= 0 && ab_json_write_line(o, *fd, &err) < 0) {
@@ -41,21 +41,21 @@ void serve_audit_write(int *fd, json_object *o)
 	json_object_put(o);
 }
 
-void serve_audit_error(int *fd, json_object *id, const char *code)
+void front_audit_error(int *fd, json_object *id, const char *code)
 {
 	if (*fd < 0)
 		return;
-	json_object *o = serve_audit_entry("error");
+	json_object *o = front_audit_entry("error");
 	json_object_object_add(o, "id", id_copy(id));
 	json_object_object_add(o, "code", json_object_new_string(code));
-	serve_audit_write(fd, o);
+	front_audit_write(fd, o);
 }
 
-void serve_audit_request(int *fd, json_object *req, const char *op)
+void front_audit_request(int *fd, json_object *req, const char *op)
 {
 	if (*fd < 0)
 		return;
-	json_object *o = serve_audit_entry("request");
+	json_object *o = front_audit_entry("request");
 	json_object *v;
 	json_object_object_add(o, "id", id_copy(json_object_object_get(req, "id")));
 	json_object_object_add(o, "op", json_object_new_string(op));
@@ -79,14 +79,14 @@ void serve_audit_request(int *fd, json_object *req, const char *op)
 	if (json_object_object_get_ex(req, "stdin", &v))
 		json_object_object_add(o, "stdin_bytes",
 				       json_object_new_int(json_object_get_string_len(v)));
-	serve_audit_write(fd, o);
+	front_audit_write(fd, o);
 }
 
-void serve_audit_result(int *fd, json_object *id, const struct ab_result *res, const char *code)
+void front_audit_result(int *fd, json_object *id, const struct ab_result *res, const char *code)
 {
 	if (*fd < 0)
 		return;
-	json_object *o = serve_audit_entry("result");
+	json_object *o = front_audit_entry("result");
 	json_object_object_add(o, "id", id_copy(id));
 	if (res) {
 		json_object *f = ab_result_fields_json(res, true, false, false, false);
@@ -104,5 +104,5 @@ void serve_audit_result(int *fd, json_object *id, const struct ab_result *res, c
 		json_object_object_add(o, "cancelled", json_object_new_boolean(res->cancelled));
 	}
 	json_object_object_add(o, "error", code ? json_object_new_string(code) : NULL);
-	serve_audit_write(fd, o);
+	front_audit_write(fd, o);
 }

@@ -1,5 +1,5 @@
 /* {"op":"net"} (netop.h). */
-#include "net/netop.h"
+#include "front/netop.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * by piece as the client reads, never whole. Streamed output is
  * written straight into the buffer (out_event); the server stops reading
  * the commands' pipes while the buffer is full (out_full). */
-#ifndef AB_SERVE_OUT_H
-#define AB_SERVE_OUT_H
+#ifndef AB_FRONT_OUT_H
+#define AB_FRONT_OUT_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -19,9 +19,9 @@
 #define OUT_PAUSE  (128u << 10)
 #define OUT_RESUME (64u << 10)
 
-struct serve_part;
+struct front_part;
 
-struct serve_out {
+struct front_out {
 	int fd;
 	char *buf;
 	size_t len, cap, off; /* buf[off, len) is to write */
@@ -30,45 +30,45 @@ struct serve_out {
 	bool broken;	      /* the client is gone */
 	bool failed;	      /* no memory for the replies: the session ends */
 	bool mid_line;	      /* the last byte written ended no line */
-	struct serve_part *parts, *parts_tail;
+	struct front_part *parts, *parts_tail;
 	size_t parts_raw;  /* bytes in parts */
 	size_t parts_text; /* results' outputs in parts */
 	struct ab_result *stealing;
 };
 
-void out_init(struct serve_out *o, int fd, bool nonblock);
-void out_free(struct serve_out *o);
-void out_fail(struct serve_out *o);
+void out_init(struct front_out *o, int fd, bool nonblock);
+void out_free(struct front_out *o);
+void out_fail(struct front_out *o);
 /* Bytes written to the buffer and not yet to fd. */
-size_t out_pending(const struct serve_out *o);
+size_t out_pending(const struct front_out *o);
 /* Anything still to write. */
-bool out_waiting(const struct serve_out *o);
+bool out_waiting(const struct front_out *o);
 /* Whether streamed output must wait (a result's output, or a full buffer,
  * ahead of it); and whether it may come again. */
-bool out_full(const struct serve_out *o);
+bool out_full(const struct front_out *o);
 
 /* The client has gone (a detached sandbox): what it was sent of a line
  * is dropped with the rest of that line, and so are the output events
  * still in the buffer; the results and errors stay for the next client. */
-void out_client_gone(struct serve_out *o);
+void out_client_gone(struct front_out *o);
 /* Everything src holds to write, behind what dst holds; src is empty
  * (and freed) after. */
-void out_splice(struct serve_out *dst, struct serve_out *src);
-bool out_drained(const struct serve_out *o);
+void out_splice(struct front_out *dst, struct front_out *src);
+bool out_drained(const struct front_out *o);
 
-void out_add(struct serve_out *o, const char *p, size_t n);
+void out_add(struct front_out *o, const char *p, size_t n);
 /* v as one line; consumes v. steal: the result v was made from, whose
  * output buffers (res->out.data, res->err.data) it may keep, to escape
  * them as they are written (they are NULL then), or NULL. */
-void out_json(struct serve_out *o, json_object *v, struct ab_result *steal);
+void out_json(struct front_out *o, json_object *v, struct ab_result *steal);
 /* {"type":"output","id":ID,"stream":STREAM,"data":DATA,"encoding":...}:
  * id the request's id as JSON, data the content of the bytes a then b
  * (text: whole characters, escaped, lossy) or of a as base64. Written
  * without json-c, in the order every other reply has its fields. */
-void out_event(struct serve_out *o, const char *id, size_t id_len, const char *stream, bool base64,
+void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream, bool base64,
 	       const char *a, size_t alen, const char *b, size_t blen);
 /* Write what can be written (block: all of it, unless stop_fd becomes
  * readable meanwhile); false once fd is gone. */
-bool out_flush(struct serve_out *o, bool block);
+bool out_flush(struct front_out *o, bool block);
 
 #endif

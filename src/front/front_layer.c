@@ -1,4 +1,4 @@
-/* The watchdog of the layer ops (serve_layer.h). A review or a commit
+/* The watchdog of the layer ops (front_layer.h). A review or a commit
  * reads what commands wrote, which is hostile: opened without blocking and
  * type-checked (layer_diff.c), it still could take long (a huge tree, a
  * slow disk) or, were a defect left, block. So it runs in a child of the
@@ -6,7 +6,7 @@
  * reply's pipe; the loop reads the reply as it comes, and at the bound
  * kills the child and answers with a timeout error. What a commit wrote
  * before it was stopped stays (each file is atomic, layer_commit.c). */
-#include "serve/serve_layer.h"
+#include "front/front_layer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,9 +32,9 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-void serve_layer_init(struct serve_layer *j)
+void front_layer_init(struct front_layer *j)
 {
-	*j = (struct serve_layer){.fd = -1};
+	*j = (struct front_layer){.fd = -1};
 }
 
 static json_object *error_obj(json_object *id, enum ab_errc code, const char *msg)
@@ -89,7 +89,7 @@ static void child(int fd, struct ab_layer *l, const char *op, json_object *req)
 static int op_timeout(json_object *req, const char *op, unsigned long long *ms, char *msg, size_t n)
 {
 	json_object *v;
-	*ms = SERVE_LAYER_TIMEOUT_MS;
+	*ms = FRONT_LAYER_TIMEOUT_MS;
 	if (!json_object_object_get_ex(req, "timeout", &v))
 		return 0;
 	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
@@ -106,7 +106,7 @@ static int op_timeout(json_object *req, const char *op, unsigned long long *ms, 
 	return 0;
 }
 
-int serve_layer_start(struct serve_layer *j, struct ab_layer *l, const char *op, json_object *req,
+int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op, json_object *req,
 		      json_object *id, json_object **reply, bool *end)
 {
 	char msg[256];
@@ -152,12 +152,12 @@ int serve_layer_start(struct serve_layer *j, struct ab_layer *l, const char *op,
 	return 1;
 }
 
-int serve_layer_fd(const struct serve_layer *j)
+int front_layer_fd(const struct front_layer *j)
 {
 	return j->pid > 0 ? j->fd : -1;
 }
 
-int serve_layer_timeout(const struct serve_layer *j)
+int front_layer_timeout(const struct front_layer *j)
 {
 	if (j->pid <= 0)
 		return -1;
@@ -165,7 +165,7 @@ int serve_layer_timeout(const struct serve_layer *j)
 	return now >= j->deadline_ms ? 0 : (int)(j->deadline_ms - now);
 }
 
-static void reset(struct serve_layer *j)
+static void reset(struct front_layer *j)
 {
 	if (j->pid > 0) {
 		kill(j->pid, SIGKILL);
@@ -175,16 +175,16 @@ static void reset(struct serve_layer *j)
 	ab_close_keep_errno(j->fd);
 	json_object_put(j->id);
 	free(j->buf);
-	serve_layer_init(j);
+	front_layer_init(j);
 }
 
-void serve_layer_stop(struct serve_layer *j)
+void front_layer_stop(struct front_layer *j)
 {
 	reset(j);
 }
 
 /* The child's line into the protocol's reply. */
-static json_object *reply_of(struct serve_layer *j)
+static json_object *reply_of(struct front_layer *j)
 {
 	json_object *o = j->buf ? json_tokener_parse(j->buf) : NULL, *v, *reply = NULL;
 	char msg[sizeof(((struct ab_error *)0)->msg)];
@@ -207,7 +207,7 @@ static json_object *reply_of(struct serve_layer *j)
 	return reply;
 }
 
-json_object *serve_layer_poll(struct serve_layer *j)
+json_object *front_layer_poll(struct front_layer *j)
 {
 	char msg[256];
 	if (j->pid <= 0)
