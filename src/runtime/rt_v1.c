@@ -32,54 +32,6 @@ extern char **environ;
 	"cd /workspace && for f in * .[!.]* ..?*; do { test -e \"$f\" || test -L \"$f\"; } || "    \
 	"continue; rm -rf -- \"$f\" || exit 1; done"
 
-static const char *code_of(unsigned status)
-{
-	switch (status) {
-	case MHD_HTTP_BAD_REQUEST:
-		return "INVALID_ARGUMENT";
-	case MHD_HTTP_UNAUTHORIZED:
-		return "UNAUTHENTICATED";
-	case MHD_HTTP_FORBIDDEN:
-	case MHD_HTTP_MISDIRECTED_REQUEST:
-		return "PERMISSION_DENIED";
-	case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE:
-		return "INVALID_ARGUMENT";
-	case MHD_HTTP_NOT_FOUND:
-		return "NOT_FOUND";
-	case MHD_HTTP_METHOD_NOT_ALLOWED:
-		return "UNIMPLEMENTED";
-	case MHD_HTTP_CONFLICT:
-		return "CONFLICT";
-	case MHD_HTTP_CONTENT_TOO_LARGE:
-		return "RESOURCE_EXHAUSTED";
-	case MHD_HTTP_SERVICE_UNAVAILABLE:
-		return "UNAVAILABLE";
-	case MHD_HTTP_GATEWAY_TIMEOUT:
-		return "DEADLINE_EXCEEDED";
-	default:
-		return "INTERNAL";
-	}
-}
-
-char *rt_json_line(json_object *o)
-{
-	char *s = NULL;
-	if (asprintf(&s, "%s\n",
-		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
-		s = NULL;
-	json_object_put(o);
-	return s;
-}
-
-char *rt_v1_error(unsigned status, const char *msg)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "code", json_object_new_string(code_of(status)));
-	json_object_object_add(o, "message", json_object_new_string(msg));
-	return rt_json_line(o);
-}
-
 static void answer_text(struct req *r, unsigned status, const char *text)
 {
 	rt_answer(r, status, strdup(text));
