@@ -79,10 +79,7 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 	}
 	char rel[4096], view[4200] = BASE;
 	if (q->cwd && *q->cwd) { /* as sandboxd's SanitizePath: under the root */
-		const char *c = q->cwd;
-		if (!strncmp(c, BASE, strlen(BASE)) && (!c[strlen(BASE)] || c[strlen(BASE)] == '/'))
-			c += strlen(BASE);
-		int rc = ab_rtpath_within(BASE, c, rel, sizeof(rel));
+		int rc = ab_rtpath_within(BASE, q->cwd, AB_RTPATH_BASE_ABS, rel, sizeof(rel));
 		if (rc == -EACCES) {
 			grpc_finish(
 				call, G_PERMISSION_DENIED,

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lex/rtpath.h"
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
 
@@ -64,40 +65,6 @@ bool rt_v1_route(const char *url, const char *method, struct req *r, const char 
 		answer_text(r, MHD_HTTP_NOT_FOUND, "404 page not found\n");
 	}
 	return true;
-}
-
-/* sandboxd's SanitizePath, its lexical half: p under /workspace kept as
- * it is, any other joined to it, cleaned ("." and ".." resolved, ".." at
- * "/" staying there); false when the result leaves /workspace. */
-static bool v1_lexical(const char *p, char *out, size_t size)
-{
-	char buf[8300];
-	size_t b = strlen(BASE);
-	if (!strncmp(p, BASE, b) && (p[b] == 0 || p[b] == '/'))
-		p += b;
-	if (snprintf(buf, sizeof(buf), "%s/%s", BASE, p) >= (int)sizeof(buf))
-		return false;
-	size_t n = 0;
-	out[0] = 0;
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			char *slash = strrchr(out, '/');
-			n = slash ? (size_t)(slash - out) : 0;
-			out[n] = 0;
-			continue;
-		}
-		size_t l = strlen(c);
-		if (n + 1 + l + 1 > size)
-			return false;
-		out[n++] = '/';
-		memcpy(out + n, c, l + 1);
-		n += l;
-	}
-	if (!n)
-		snprintf(out, size, "/");
-	return !strncmp(out, BASE, b) && (out[b] == 0 || out[b] == '/');
 }
 
 static bool mode_of(const char *s, unsigned *mode)
@@ -199,11 +166,15 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
 		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
 		return;
 	}
-	if (!v1_lexical(rest, r->view, sizeof(r->view))) {
+	/* sandboxd's SanitizePath, its lexical half: a path under /workspace
+	 * as it is, any other joined to it */
+	char rel[sizeof(r->view) - sizeof(BASE)];
+	if (ab_rtpath_within(BASE, rest, AB_RTPATH_BASE_ABS, rel, sizeof(rel)) < 0) {
 		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
 			      "path traversal outside sandbox root is forbidden");
 		return;
 	}
+	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
 	char *argv[] = {"sh", "-c", V1_GUARD, "sh", r->view, NULL};
 	r->step = S_GUARD;
 	rt_start_exec(rt, r, argv, false);

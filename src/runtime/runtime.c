@@ -176,7 +176,7 @@ static bool path_of(struct req *r, const char *rest)
 	free(r->name);
 	r->name = dec;
 	if (rc == 0)
-		rc = ab_rtpath_within(BASE, dec, rel, sizeof(rel));
+		rc = ab_rtpath_within(BASE, dec, 0, rel, sizeof(rel));
 	if (rc == -ENAMETOOLONG) { /* main.py: realpath gives up, the file is not there */
 		if (r->route == R_EXISTS) {
 			json_object *o = json_object_new_object();
@@ -284,7 +284,7 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 	}
 	if (r->route == R_UPLOAD) { /* its filename is not percent-decoded */
 		char rel[4096];
-		int rc = ab_rtpath_within(BASE, r->name, rel, sizeof(rel));
+		int rc = ab_rtpath_within(BASE, r->name, 0, rel, sizeof(rel));
 		if (rc < 0) {
 			rt_answer_msg(r,
 				      rc == -EACCES ? MHD_HTTP_FORBIDDEN
