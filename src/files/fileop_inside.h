@@ -57,5 +57,14 @@ int fo_ls(json_object *q);
 int fo_glob(json_object *q);
 int fo_grep(json_object *q);
 int fo_delete(json_object *q);
+/* agentbox runtime's inner ops: clear_dir (fileop_tree.c), resolve_path and
+ * place_file (fileop_guard.c) */
+int fo_clear_dir(json_object *q);
+int fo_resolve_path(json_object *q);
+int fo_place_file(json_object *q);
+/* The directory path (absolute, no "." or ".." components) opened O_PATH
+ * one component at a time, none followed: a symlink anywhere on the way is
+ * an error (ENOTDIR). The fd, or -errno. */
+int fo_open_dir_exact(const char *path);
 
 #endif

@@ -39,6 +39,12 @@ static int run(const char *request, int data)
 		r = fo_upload_from(q, data);
 	else if (!strcmp(op, "download_to"))
 		r = fo_download_to(q, data);
+	else if (!strcmp(op, "resolve_path"))
+		r = fo_resolve_path(q);
+	else if (!strcmp(op, "place_file"))
+		r = fo_place_file(q);
+	else if (!strcmp(op, "clear_dir"))
+		r = fo_clear_dir(q);
 	json_object_put(q);
 	return r;
 }

@@ -24,8 +24,6 @@
 #define CHUNK	      FILEOP_CHUNK_MAX /* moved in chunks of this, one operation each */
 #define MAX_ARGS      65536
 #define CONN_LIMIT    256
-#define GUARD_SCRIPT                                                                               \
-	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$1\" || exit 1"
 
 enum route {
 	R_HEALTH,
@@ -118,6 +116,10 @@ bool rt_start_op(struct rt *rt, struct req *r);
 /* Start the session request line (taken) for r; false when r was answered
  * instead. */
 bool rt_start_json(struct rt *rt, struct req *r, json_object *line);
+/* Start the inner file operation op (fileop_prepare_inner) on path (and
+ * from and mode: place_file's) for r; false when r was answered instead. */
+bool rt_start_inner(struct rt *rt, struct req *r, const char *op, const char *path,
+		    const char *from, unsigned mode);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
 /* size bytes more of r's body; -ENOMEM */
@@ -128,7 +130,7 @@ char *rt_json_line(json_object *o);
 /* sandboxd's error body: {"code","message"} and a newline. */
 char *rt_v1_error(unsigned status, const char *msg);
 
-/* rt_files.c: the path guard's result (realpath inside the sandbox) and a
+/* rt_files.c: the path guard's result (resolve_path inside the sandbox) and a
  * file operation's, into r's next step or its answer. */
 void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res);
 void rt_op_done(struct req *r, const struct ab_result *res);

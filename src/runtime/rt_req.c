@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files/fileop.h"
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
 #include "serve/request.h"
@@ -54,17 +55,13 @@ void rt_req_free(struct req *r)
 
 /* Start the session request line (JSON) for r; suspended until its event.
  * False (r answered) when it could not start. */
-bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
+/* r's request, parsed (rc 0) or not (e says why), started on the session;
+ * suspended until its event. False (r answered) when it could not start. */
+static bool start(struct rt *rt, struct req *r, int rc, struct ab_error *e)
 {
-	ab_request_clear(&r->q);
-	size_t len;
-	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
-	struct ab_error e = {0};
-	int rc = ab_request_parse(s, len, &r->q, &e);
-	json_object_put(line);
 	if (rc == 0) {
 		r->tag = ++rt->next_tag;
-		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, &e);
+		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, e);
 	}
 	if (rc == -EBUSY) { /* started in turn as slots free (start_waiting) */
 		r->waiting = true;
@@ -78,12 +75,12 @@ bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
 	}
 	if (rc != 0) {
 		if (r->route == R_EXECUTE)
-			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e.msg));
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e->msg));
 		else
 			rt_answer_msg(r,
 				      rc == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
 						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      e.msg);
+				      e->msg);
 		return false;
 	}
 	r->prev = NULL;
@@ -93,6 +90,44 @@ bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
 	rt->head = r;
 	rt->in_flight++;
 	return true;
+}
+
+bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
+{
+	ab_request_clear(&r->q);
+	size_t len;
+	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
+	struct ab_error e = {0};
+	int rc = ab_request_parse(s, len, &r->q, &e);
+	json_object_put(line);
+	return start(rt, r, rc, &e);
+}
+
+bool rt_start_inner(struct rt *rt, struct req *r, const char *op, const char *path,
+		    const char *from, unsigned mode)
+{
+	ab_request_clear(&r->q);
+	struct ab_error e = {0};
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
+	json_object_object_add(o, "path", json_object_new_string(path));
+	if (from) {
+		json_object_object_add(o, "from", json_object_new_string(from));
+		json_object_object_add(o, "mode", json_object_new_int64(mode));
+	}
+	r->q.req = o;
+	r->q.kind = AB_REQUEST_FILE_OP;
+	r->q.op = op;
+	json_object_object_get_ex(o, "id", &r->q.id);
+	int rc = 0;
+	/* as a request line of a path that is not UTF-8 is refused */
+	if (!utf8_valid(path, strlen(path)) || (from && !utf8_valid(from, strlen(from))))
+		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8", op);
+	else if (!(r->q.file_op = fileop_prepare_inner(o, op, &r->q.inner, &e)))
+		rc = -(e.code ? e.code : EINVAL);
+	r->q.x.file_op = r->q.inner;
+	return start(rt, r, rc, &e);
 }
 
 static json_object *request_line(const char *op, unsigned long long id)

@@ -4,9 +4,11 @@
  * and a rename, DELETE), /v1/health and /v1/metadata, beside the legacy
  * routes on the same listener. As sandboxd resolves them, a path is taken
  * below /workspace (an absolute one under it as it is, any other rerooted),
- * then its symlinks are resolved inside the sandbox (realpath): what lands
- * outside /workspace is 403. Every operation runs in the sandbox, whose
- * view is the guard. */
+ * then its symlinks are resolved inside the sandbox (resolve_path, as
+ * realpath): what lands outside /workspace is 403. Every operation runs in
+ * the sandbox, whose view is the guard: the protocol's file operations and
+ * the runtime's inner ones (place_file, clear_dir; fileop_guard.c), no
+ * shell. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdint.h>
@@ -20,18 +22,6 @@
 #include "runtime/rt_reply.h"
 
 extern char **environ;
-
-/* realpath -m inside; exit 0 a file (then its size on a line of its own),
- * 4 a directory, 1 nothing there */
-#define V1_GUARD                                                                                   \
-	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$p\" || exit 1; "       \
-	"test -d \"$p\" && exit 4; printf '\\n%s' \"$(stat -Lc %s -- \"$p\")\""
-/* a PUT's temp file into place with its mode, or removed */
-#define V1_PLACE "chmod \"$1\" -- \"$2\" && mv -fT -- \"$2\" \"$3\" || { rm -f -- \"$2\"; exit 1; }"
-/* DELETE of /workspace itself, recursive: what is in it */
-#define V1_CLEAR                                                                                   \
-	"cd /workspace && for f in * .[!.]* ..?*; do { test -e \"$f\" || test -L \"$f\"; } || "    \
-	"continue; rm -rf -- \"$f\" || exit 1; done"
 
 static void answer_text(struct req *r, unsigned status, const char *text)
 {
@@ -175,9 +165,8 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
 		return;
 	}
 	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
-	char *argv[] = {"sh", "-c", V1_GUARD, "sh", r->view, NULL};
 	r->step = S_GUARD;
-	rt_start_exec(rt, r, argv, false);
+	rt_start_inner(rt, r, "resolve_path", r->view, NULL, 0);
 }
 
 /* ---- the session's answers ---- */
@@ -194,34 +183,33 @@ static void start_op(struct rt *rt, struct req *r, const char *op)
 	rt_start_json(rt, r, o);
 }
 
-/* The guard's verdict: where the path resolves, and what is there. */
+/* The guard's verdict (resolve_path): where the path resolves, and what is
+ * there. */
 static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
 {
-	char *p = res->out.data ? res->out.data : "";
-	size_t n = res->out.len, b = strlen(BASE);
-	int st = res->exit_code;
-	if ((st != 0 && st != 1 && st != 4) || res->out.truncated || !n) {
+	bool ok;
+	const char *code;
+	char text[600];
+	json_object *reply = rt_op_reply(r, res, &ok, &code, text, sizeof(text));
+	const char *p = ok ? json_object_get_string(json_object_object_get(reply, "path")) : NULL;
+	size_t b = strlen(BASE);
+	if (!p || strlen(p) >= sizeof(r->view)) {
+		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "the path could not be resolved");
 		return;
 	}
-	p[n] = 0;
-	if (st == 0) { /* the size on the last line */
-		char *nl = strrchr(p, '\n');
-		if (!nl) {
-			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      "the path could not be resolved");
-			return;
-		}
-		*nl = 0;
-		r->size = strtoull(nl + 1, NULL, 10);
-	}
 	if (strncmp(p, BASE, b) || (p[b] && p[b] != '/')) {
+		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
 			      "path traversal outside sandbox root is forbidden");
 		return;
 	}
+	bool exists = json_object_get_boolean(json_object_object_get(reply, "exists"));
+	r->is_dir = json_object_get_boolean(json_object_object_get(reply, "is_dir"));
+	r->size = (unsigned long long)json_object_get_int64(json_object_object_get(reply, "size"));
 	snprintf(r->view, sizeof(r->view), "%s", p);
-	r->is_dir = st == 4;
+	json_object_put(reply);
+
 	bool root = !strcmp(r->view, BASE);
 	if (r->put) {
 		if (r->is_dir) {
@@ -237,7 +225,7 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 		rt_start_op(rt, r);
 		return;
 	}
-	if (st == 1) {
+	if (!exists) {
 		rt_answer_msg(r, MHD_HTTP_NOT_FOUND, "path does not exist within the sandbox");
 		return;
 	}
@@ -249,9 +237,8 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 				"its contents");
 			return;
 		}
-		char *argv[] = {"sh", "-c", V1_CLEAR, NULL};
 		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		rt_start_inner(rt, r, "clear_dir", BASE, NULL, 0);
 		return;
 	}
 	if (r->del) {
@@ -315,19 +302,19 @@ static void op_done(struct rt *rt, struct req *r, const struct ab_result *res)
 		r->off += r->chunk;
 		rt_start_op(rt, r);
 	} else if (r->put && ok) {
-		char mode[8];
-		snprintf(mode, sizeof(mode), "%04o", r->mode);
-		char *argv[] = {"sh", "-c", V1_PLACE, "sh", mode, r->view, r->target, NULL};
-		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		r->step = S_FINISH; /* its mode, then renamed over the target */
+		rt_start_inner(rt, r, "place_file", r->target, r->view, r->mode);
 	} else if (r->put) { /* what was written goes, then the answer */
-		char *argv[] = {"rm", "-f", "--", r->view, NULL};
 		rt_answer_msg(r, st, text);
 		r->after = r->answer;
 		r->after_status = r->status;
 		r->answer = NULL;
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "op", json_object_new_string("delete"));
+		json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
+		json_object_object_add(o, "path", json_object_new_string(r->view));
 		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		rt_start_json(rt, r, o);
 	} else if (r->del && ok) {
 		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
 	} else if (r->del && code && !strcmp(code, "is_directory")) {
@@ -352,11 +339,16 @@ void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res)
 	} else if (r->after) { /* a failed PUT's temp file removed: its answer */
 		rt_answer(r, r->after_status, r->after);
 		r->after = NULL;
-	} else if (res->exit_code != 0 || res->timed_out) {
-		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-			      r->put ? "failed to move file into place"
-				     : "failed to clear the sandbox root");
-	} else {
-		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+	} else { /* place_file's or clear_dir's reply */
+		bool ok;
+		const char *code;
+		char text[600];
+		json_object_put(rt_op_reply(r, res, &ok, &code, text, sizeof(text)));
+		if (ok)
+			rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+		else
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      r->put ? "failed to move file into place"
+					     : "failed to clear the sandbox root");
 	}
 }

@@ -4,9 +4,10 @@
  * (its epoll fd polled beside the session's and the signals'); a request
  * that needs the sandbox starts a command or file operation there and its
  * connection is suspended until the session's event answers it. A file
- * route first resolves its path inside the sandbox (realpath), so that a
- * symlink out of /workspace is refused as main.py refuses it (403); the
- * operation itself runs in the view, which is the guard. */
+ * route first resolves its path inside the sandbox (resolve_path, as
+ * realpath), so that a symlink out of /workspace is refused as main.py
+ * refuses it (403); the operation itself runs in the view, which is the
+ * guard, on the path as resolved. */
 #include "runtime/runtime.h"
 
 #include <arpa/inet.h>
@@ -204,9 +205,8 @@ static bool path_of(struct req *r, const char *rest)
 /* The guard for a file route's path, then its operation. */
 static void file_route(struct rt *rt, struct req *r)
 {
-	char *argv[] = {"sh", "-c", GUARD_SCRIPT, "sh", r->view, NULL};
 	r->step = S_GUARD;
-	rt_start_exec(rt, r, argv, false);
+	rt_start_inner(rt, r, "resolve_path", r->view, NULL, 0);
 }
 
 static void execute(struct rt *rt, struct req *r)
