@@ -219,9 +219,8 @@ static int prepare(json_object *req, const char *op, char **inner, struct fileop
 	int r;
 	const char *hf = host_field(req, op, host);
 	const struct opdef *d = fileop_name(op) || inner_op ? opdef_of(op) : NULL;
-	if (!d) {
+	if (!d)
 		return ab_error_proto(err, code, "'%s' is not a file operation", op);
-	}
 	if (hf)
 		d = opdef_of(hf[0] == 'f' ? "upload_from" : "download_to");
 	json_object_object_foreach(req, key, val)
@@ -240,6 +239,8 @@ static int prepare(json_object *req, const char *op, char **inner, struct fileop
 	}
 	json_object *out = json_object_new_object();
 	json_object_object_add(out, "op", json_object_new_string(d->op));
+	if (inner_op) /* the runtime's: a resolved path, no symlink followed */
+		json_object_object_add(out, "exact", json_object_new_boolean(true));
 	for (const struct field *f = d->in; f->name; f++) {
 		json_object *v = NULL;
 		if (!json_object_object_get_ex(req, f->name, &v) || !v) {
@@ -344,9 +345,10 @@ int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_err
 const char *fileop_prepare_inner(json_object *req, const char *op, char **inner,
 				 struct ab_error *err)
 {
-	const struct opdef *d = strchr(op, '_') ? opdef_of(op) : NULL;
-	if (!d) {
-		ab_error_proto(err, AB_ERRC_INTERNAL, "'%s' is not an inner file operation", op);
+	const struct opdef *d = opdef_of(op);
+	if (!d || !strcmp(op, "upload_from") || !strcmp(op, "download_to")) {
+		ab_error_proto(err, AB_ERRC_INTERNAL, "'%s' is not the runtime's file operation",
+			       op);
 		return NULL;
 	}
 	return prepare(req, op, inner, NULL, true, err) < 0 ? NULL : d->op;

@@ -12,6 +12,9 @@
  *                 following any symlink, the file checked after it is
  *                 opened, removed when anything fails.
  *
+ * The protocol's operations the runtime sends run in exact mode
+ * (fileop_exact.c) on the path resolve_path answered.
+ *
  * Every walk is bounded: PATH_MAX bytes, FO_MAX_LINKS symlinks. */
 #include "files/fileop.h"
 #include "files/fileop_inside.h"
@@ -131,61 +134,15 @@ int fo_resolve_path(json_object *q)
 	return fo_result(o);
 }
 
-int fo_open_dir_exact(const char *path)
-{
-	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || path[0] != '/') {
-		if (dfd >= 0)
-			close(dfd);
-		return dfd < 0 ? -errno : -EINVAL;
-	}
-	char c[NAME_MAX + 1];
-	for (const char *p = path; *p;) {
-		while (*p == '/')
-			p++;
-		const char *e = strchrnul(p, '/');
-		size_t n = (size_t)(e - p);
-		if (n == 0)
-			break;
-		if (n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && !memcmp(p, "..", 2))) {
-			close(dfd);
-			return n > NAME_MAX ? -ENAMETOOLONG : -EINVAL;
-		}
-		memcpy(c, p, n);
-		c[n] = '\0';
-		int next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e2 = errno;
-		close(dfd);
-		if (next < 0) /* a symlink on the way: ENOTDIR, as for a file */
-			return -e2;
-		dfd = next;
-		p = e;
-	}
-	return dfd;
-}
-
-/* The name after path's last '/' in a directory opened exactly (its
- * parent), or -errno. */
-static int parent_of(const char *path, const char **name)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
-	if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(dir))
-		return -EINVAL;
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	*name = slash + 1;
-	return fo_open_dir_exact(dir);
-}
-
 int fo_place_file(json_object *q)
 {
 	const char *from = fo_jstr(q, "from", NULL), *path = fo_jstr(q, "path", NULL);
 	mode_t mode = (mode_t)fo_jint(q, "mode", 0644) & 07777;
 	const char *tmp, *name;
-	int dfd = parent_of(from, &tmp);
+	int dfd = fo_open_parent_exact(from, &tmp);
 	if (dfd < 0)
 		return fo_fail_errno(-dfd, path, "cannot place");
-	int pfd = parent_of(path, &name), r = 0;
+	int pfd = fo_open_parent_exact(path, &name), r = 0;
 	struct stat a, b, st;
 	if (pfd < 0 || fstat(dfd, &a) < 0 || fstat(pfd, &b) < 0)
 		r = pfd < 0 ? pfd : -errno;

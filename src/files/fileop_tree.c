@@ -84,7 +84,7 @@ static char *join(const char *dir, const char *name)
 int fo_ls(json_object *q)
 {
 	const char *path = fo_jstr(q, "path", NULL);
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	int dfd = fo_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK, 0);
 	if (dfd < 0)
 		return fo_fail_errno(errno, path, "cannot list");
 	size_t n;
@@ -504,7 +504,7 @@ int fo_delete(json_object *q)
 		slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!parent)
 		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
-	int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	int dfd = fo_open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK, 0);
 	if (dfd < 0)
 		return fo_fail_errno(errno, path, "cannot delete");
 	struct stat st;

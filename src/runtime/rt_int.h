@@ -113,13 +113,13 @@ void rt_answer_msg(struct req *r, unsigned status, const char *msg);
  * operation of r's route; false when r was answered instead. */
 bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout);
 bool rt_start_op(struct rt *rt, struct req *r);
-/* Start the session request line (taken) for r; false when r was answered
- * instead. */
-bool rt_start_json(struct rt *rt, struct req *r, json_object *line);
-/* Start the inner file operation op (fileop_prepare_inner) on path (and
- * from and mode: place_file's) for r; false when r was answered instead. */
-bool rt_start_inner(struct rt *rt, struct req *r, const char *op, const char *path,
-		    const char *from, unsigned mode);
+/* A file operation's request for rt_start_file: {"op","path"}, the rest
+ * of its fields added by the caller. */
+json_object *rt_file_req(const char *op, const char *path);
+/* Start the file operation o (taken) for r, as fileop_prepare_inner writes
+ * it: an inner op, or the protocol's in exact mode (r's path is the one
+ * resolve_path answered); false when r was answered instead. */
+bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
 /* size bytes more of r's body; -ENOMEM */

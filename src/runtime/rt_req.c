@@ -92,7 +92,9 @@ static bool start(struct rt *rt, struct req *r, int rc, struct ab_error *e)
 	return true;
 }
 
-bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
+/* Start the session request line (taken) for r; false when r was answered
+ * instead. */
+static bool start_json(struct rt *rt, struct req *r, json_object *line)
 {
 	ab_request_clear(&r->q);
 	size_t len;
@@ -103,28 +105,30 @@ bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
 	return start(rt, r, rc, &e);
 }
 
-bool rt_start_inner(struct rt *rt, struct req *r, const char *op, const char *path,
-		    const char *from, unsigned mode)
+json_object *rt_file_req(const char *op, const char *path)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "path", json_object_new_string(path));
+	return o;
+}
+
+bool rt_start_file(struct rt *rt, struct req *r, json_object *o)
 {
 	ab_request_clear(&r->q);
 	struct ab_error e = {0};
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "op", json_object_new_string(op));
 	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
-	json_object_object_add(o, "path", json_object_new_string(path));
-	if (from) {
-		json_object_object_add(o, "from", json_object_new_string(from));
-		json_object_object_add(o, "mode", json_object_new_int64(mode));
-	}
 	r->q.req = o;
 	r->q.kind = AB_REQUEST_FILE_OP;
-	r->q.op = op;
+	r->q.op = json_object_get_string(json_object_object_get(o, "op"));
 	json_object_object_get_ex(o, "id", &r->q.id);
+	const char *path = json_object_get_string(json_object_object_get(o, "path"));
+	const char *from = json_object_get_string(json_object_object_get(o, "from"));
 	int rc = 0;
 	/* as a request line of a path that is not UTF-8 is refused */
 	if (!utf8_valid(path, strlen(path)) || (from && !utf8_valid(from, strlen(from))))
-		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8", op);
-	else if (!(r->q.file_op = fileop_prepare_inner(o, op, &r->q.inner, &e)))
+		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8", r->q.op);
+	else if (!(r->q.file_op = fileop_prepare_inner(o, r->q.op, &r->q.inner, &e)))
 		rc = -(e.code ? e.code : EINVAL);
 	r->q.x.file_op = r->q.inner;
 	return start(rt, r, rc, &e);
@@ -147,7 +151,7 @@ bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_tim
 	json_object_object_add(o, "argv", a);
 	if (set_timeout)
 		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
-	return rt_start_json(rt, r, o);
+	return start_json(rt, r, o);
 }
 
 /* The file operation a route does once its path is known to be inside. */
@@ -156,8 +160,7 @@ bool rt_start_op(struct rt *rt, struct req *r)
 	const char *op = r->route == R_UPLOAD || r->put ? "upload"
 			 : r->route == R_LIST		? "ls"
 							: "download";
-	json_object *o = request_line(op, rt->next_tag + 1);
-	json_object_object_add(o, "path", json_object_new_string(r->view));
+	json_object *o = rt_file_req(op, r->view);
 	if (r->route != R_LIST) /* in chunks: a file over one line's bound */
 		json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
 	if (r->route == R_UPLOAD || r->put) {
@@ -174,7 +177,7 @@ bool rt_start_op(struct rt *rt, struct req *r)
 		free(b64);
 	}
 	r->step = S_OP;
-	return rt_start_json(rt, r, o);
+	return rt_start_file(rt, r, o);
 }
 
 /* size bytes more of the body, its buffer grown by halves (not a copy of

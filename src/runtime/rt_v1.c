@@ -166,21 +166,18 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
 	}
 	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
 	r->step = S_GUARD;
-	rt_start_inner(rt, r, "resolve_path", r->view, NULL, 0);
+	rt_start_file(rt, r, rt_file_req("resolve_path", r->view));
 }
 
 /* ---- the session's answers ---- */
 
 static void start_op(struct rt *rt, struct req *r, const char *op)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "op", json_object_new_string(op));
-	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
-	json_object_object_add(o, "path", json_object_new_string(r->view));
+	json_object *o = rt_file_req(op, r->view);
 	if (r->del)
 		json_object_object_add(o, "recursive", json_object_new_boolean(r->recursive));
 	r->step = S_OP;
-	rt_start_json(rt, r, o);
+	rt_start_file(rt, r, o);
 }
 
 /* The guard's verdict (resolve_path): where the path resolves, and what is
@@ -238,7 +235,7 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 			return;
 		}
 		r->step = S_FINISH;
-		rt_start_inner(rt, r, "clear_dir", BASE, NULL, 0);
+		rt_start_file(rt, r, rt_file_req("clear_dir", BASE));
 		return;
 	}
 	if (r->del) {
@@ -303,18 +300,17 @@ static void op_done(struct rt *rt, struct req *r, const struct ab_result *res)
 		rt_start_op(rt, r);
 	} else if (r->put && ok) {
 		r->step = S_FINISH; /* its mode, then renamed over the target */
-		rt_start_inner(rt, r, "place_file", r->target, r->view, r->mode);
+		json_object *o = rt_file_req("place_file", r->target);
+		json_object_object_add(o, "from", json_object_new_string(r->view));
+		json_object_object_add(o, "mode", json_object_new_int64(r->mode));
+		rt_start_file(rt, r, o);
 	} else if (r->put) { /* what was written goes, then the answer */
 		rt_answer_msg(r, st, text);
 		r->after = r->answer;
 		r->after_status = r->status;
 		r->answer = NULL;
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "op", json_object_new_string("delete"));
-		json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
-		json_object_object_add(o, "path", json_object_new_string(r->view));
 		r->step = S_FINISH;
-		rt_start_json(rt, r, o);
+		rt_start_file(rt, r, rt_file_req("delete", r->view));
 	} else if (r->del && ok) {
 		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
 	} else if (r->del && code && !strcmp(code, "is_directory")) {

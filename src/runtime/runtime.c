@@ -206,7 +206,7 @@ static bool path_of(struct req *r, const char *rest)
 static void file_route(struct rt *rt, struct req *r)
 {
 	r->step = S_GUARD;
-	rt_start_inner(rt, r, "resolve_path", r->view, NULL, 0);
+	rt_start_file(rt, r, rt_file_req("resolve_path", r->view));
 }
 
 static void execute(struct rt *rt, struct req *r)

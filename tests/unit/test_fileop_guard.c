@@ -58,18 +58,12 @@ static const char *at(const char *rel)
 	return p[i];
 }
 
-/* The inner op with path (and from, mode) as the runtime starts it; its
- * checked reply ("type" result or error). */
-static json_object *run(const char *op, const char *path, const char *from, int mode)
+/* The request q (taken) as the runtime starts it (fileop_prepare_inner);
+ * its checked reply ("type" result or error). */
+static json_object *run_q(json_object *q)
 {
-	json_object *q = json_object_new_object();
-	json_object_object_add(q, "op", json_object_new_string(op));
+	const char *op = json_object_get_string(json_object_object_get(q, "op"));
 	json_object_object_add(q, "id", json_object_new_int(1));
-	json_object_object_add(q, "path", json_object_new_string(path));
-	if (from) {
-		json_object_object_add(q, "from", json_object_new_string(from));
-		json_object_object_add(q, "mode", json_object_new_int(mode));
-	}
 	char *inner = NULL;
 	struct ab_error e = {0};
 	const char *name = fileop_prepare_inner(q, op, &inner, &e);
@@ -78,12 +72,31 @@ static json_object *run(const char *op, const char *path, const char *from, int 
 	cr_assert_eq(fileop_run_with(inner, put, b), 0);
 	json_object *id = json_object_new_int(1);
 	json_object *reply = fileop_reply(name, id, b->p, b->n, &e);
-	cr_assert_not_null(reply, "%s: %.*s: %s", op, (int)b->n, b->p, e.msg);
+	cr_assert_not_null(reply, "%s: %.*s: %s", name, (int)b->n, b->p, e.msg);
 	json_object_put(id);
 	json_object_put(q);
 	free(inner);
 	free(b);
 	return reply;
+}
+
+static json_object *req(const char *op, const char *path)
+{
+	json_object *q = json_object_new_object();
+	json_object_object_add(q, "op", json_object_new_string(op));
+	json_object_object_add(q, "path", json_object_new_string(path));
+	return q;
+}
+
+/* The inner op with path (and from, mode: place_file's). */
+static json_object *run(const char *op, const char *path, const char *from, int mode)
+{
+	json_object *q = req(op, path);
+	if (from) {
+		json_object_object_add(q, "from", json_object_new_string(from));
+		json_object_object_add(q, "mode", json_object_new_int(mode));
+	}
+	return run_q(q);
 }
 
 static const char *field(json_object *o, const char *k)
@@ -131,8 +144,8 @@ Test(fileop_guard, inner_ops_are_not_the_protocols)
 	}
 	char *inner = NULL;
 	struct ab_error e = {0};
-	json_object *q = json_tokener_parse("{\"op\":\"read\",\"id\":1,\"path\":\"a\"}");
-	cr_expect_null(fileop_prepare_inner(q, "read", &inner, &e));
+	json_object *q = json_tokener_parse("{\"op\":\"upload_from\",\"id\":1,\"path\":\"a\"}");
+	cr_expect_null(fileop_prepare_inner(q, "upload_from", &inner, &e));
 	json_object_put(q);
 }
 
@@ -292,4 +305,77 @@ Test(fileop_guard, clear_removes_what_is_in_and_follows_nothing)
 	cr_expect_str_eq(field(r, "type"), "error");
 	json_object_put(r);
 	expect_content(at("out/keep"), "k");
+}
+
+/* The protocol's operations as the runtime sends them, on the path
+ * resolve_path answered (exact mode): a symlink planted after the check,
+ * in a parent or at the end, is not followed. */
+static json_object *upload(const char *path, const char *b64)
+{
+	json_object *q = req("upload", path);
+	json_object_object_add(q, "data", json_object_new_string(b64));
+	json_object_object_add(q, "offset", json_object_new_int(0));
+	return run_q(q);
+}
+
+Test(fileop_guard, exact_upload_creates_parents_but_follows_no_symlink)
+{
+	json_object *r = upload(at("new/deeper/f"), "eHl6"); /* "xyz" */
+	cr_assert(is_result(r), "%s", json_object_to_json_string(r));
+	json_object_put(r);
+	expect_content(at("new/deeper/f"), "xyz");
+	cr_assert_eq(mkdir(at("out"), 0755), 0);
+	cr_assert_eq(symlink("out", at("sub")), 0);
+	r = upload(at("sub/f"), "eHl6");
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	r = upload(at("sub/made/f"), "eHl6");
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	struct stat st;
+	cr_expect_eq(lstat(at("out/f"), &st), -1, "written through a parent symlink");
+	cr_expect_eq(lstat(at("out/made"), &st), -1, "a directory made through a symlink");
+	write_file(at("victim"), "v");
+	cr_assert_eq(symlink("victim", at("lf")), 0);
+	r = upload(at("lf"), "eHl6");
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	expect_content(at("victim"), "v");
+}
+
+Test(fileop_guard, exact_download_ls_delete_follow_no_symlink)
+{
+	cr_assert_eq(mkdir(at("out"), 0755), 0);
+	write_file(at("out/f"), "secret");
+	cr_assert_eq(symlink("out", at("sub")), 0);
+	cr_assert_eq(symlink("out/f", at("lf")), 0);
+	json_object *q = req("download", at("lf"));
+	json_object_object_add(q, "offset", json_object_new_int(0));
+	json_object *r = run_q(q);
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	q = req("download", at("sub/f"));
+	json_object_object_add(q, "offset", json_object_new_int(0));
+	r = run_q(q);
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	r = run_q(req("ls", at("sub")));
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	r = run_q(req("delete", at("sub/f")));
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	expect_content(at("out/f"), "secret");
+	/* the same paths without a symlink on the way work */
+	q = req("download", at("out/f"));
+	json_object_object_add(q, "offset", json_object_new_int(0));
+	r = run_q(q);
+	cr_expect(is_result(r), "%s", json_object_to_json_string(r));
+	json_object_put(r);
+	r = run_q(req("ls", at("out")));
+	cr_expect(is_result(r), "%s", json_object_to_json_string(r));
+	json_object_put(r);
+	r = run_q(req("delete", at("out/f")));
+	cr_expect(is_result(r), "%s", json_object_to_json_string(r));
+	json_object_put(r);
 }
