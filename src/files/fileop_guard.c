@@ -116,7 +116,7 @@ int fo_resolve_path(json_object *q)
 	struct stat st;
 	bool exists = false;
 	int fd = open(res, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno != ENOENT && errno != ENOTDIR)
+	if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != EACCES) /* as test -e */
 		return fo_fail_errno(errno, path, "cannot resolve");
 	if (fd >= 0) {
 		r = fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
@@ -154,8 +154,8 @@ int fo_place_file(json_object *q)
 		   : openat(dfd, tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (!r && fd < 0)
 		r = -errno;
-	else if (!r && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		r = -ENODEV; /* not the regular file the upload made */
+	else if (!r && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1))
+		r = -ENODEV; /* not the regular file the upload made (nor a link to another) */
 	if (!r && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (!r && renameat(dfd, tmp, dfd, name) < 0)

@@ -265,6 +265,16 @@ Test(fileop_guard, place_refuses_a_fifo_and_a_directory_target)
 	json_object_put(r);
 	expect_content(at("d/keep"), "k");
 	cr_expect_eq(lstat(at(".t2"), &st), -1, "the temporary file stays");
+	/* a hard link to another file planted as the temporary file */
+	write_file(at("other"), "o");
+	cr_assert_eq(chmod(at("other"), 0600), 0);
+	cr_assert_eq(link(at("other"), at(".t3")), 0);
+	r = run("place_file", at("f"), at(".t3"), 0666);
+	cr_expect_str_eq(field(r, "type"), "error");
+	json_object_put(r);
+	cr_assert_eq(lstat(at("other"), &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0600, "a hard link's file given the mode");
+	cr_expect_eq(lstat(at("f"), &st), -1);
 }
 
 /* a symlink at the target is replaced, never written through */
