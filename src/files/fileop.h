@@ -52,6 +52,18 @@ struct fileop_host;
 int fileop_prepare_host(json_object *req, const char *op, char **inner, struct fileop_host **host,
 			struct ab_error *err);
 
+/* fileop_prepare for agentbox runtime's file routes (fileop_guard.c): the
+ * inner ops no client can send, resolve_path (path: its symlinks resolved
+ * in the view, as realpath -m; the reply's path, exists, is_dir, size),
+ * place_file (from, a temporary file beside path, given mode and renamed
+ * over path; the reply's path) and clear_dir (path: what is in it
+ * removed; path, deleted); and the protocol's operations in exact mode,
+ * on a path resolve_path answered: no symlink is followed on its way or
+ * at its end (one there was planted after the check). Returns the op's
+ * name (static, for fileop_reply), or NULL with err set. */
+const char *fileop_prepare_inner(json_object *req, const char *op, char **inner,
+				 struct ab_error *err);
+
 /* Inside the sandbox: run the request fileop_prepare wrote and write the
  * reply to out; data is the operation's stdin (the bulk path's pipe).
  * Returns 0 when a reply was written. Leaves nothing behind (memory, fds):

@@ -91,6 +91,12 @@ static const struct opdef ops[] = {
 	 {{"path", T_PATH, true}, {"overwrite", T_BOOL, false}},
 	 {"path:s", "bytes:i", "created:b", "size:i"}},
 	{"download_to", {{"path", T_PATH, true}}, {"path:s", "bytes:i", "size:i"}},
+	/* agentbox runtime's (fileop_prepare_inner; fileop_guard.c) */
+	{"resolve_path", {{"path", T_PATH, true}}, {"path:s", "exists:b", "is_dir:b", "size:i"}},
+	{"place_file",
+	 {{"from", T_PATH, true}, {"path", T_PATH, true}, {"mode", T_COUNT, true}},
+	 {"path:s"}},
+	{"clear_dir", {{"path", T_DIRPATH, true}}, {"path:s", "deleted:i"}},
 };
 
 static const struct opdef *opdef_of(const char *op)
@@ -207,15 +213,14 @@ static int open_host(json_object *req, const char *op, const char *hf, json_obje
 }
 
 static int prepare(json_object *req, const char *op, char **inner, struct fileop_host **host,
-		   struct ab_error *err)
+		   bool inner_op, struct ab_error *err)
 {
 	enum ab_errc code = AB_ERRC_INVALID_REQUEST;
 	int r;
 	const char *hf = host_field(req, op, host);
-	const struct opdef *d = fileop_name(op) ? opdef_of(op) : NULL;
-	if (!d) {
+	const struct opdef *d = fileop_name(op) || inner_op ? opdef_of(op) : NULL;
+	if (!d)
 		return ab_error_proto(err, code, "'%s' is not a file operation", op);
-	}
 	if (hf)
 		d = opdef_of(hf[0] == 'f' ? "upload_from" : "download_to");
 	json_object_object_foreach(req, key, val)
@@ -234,6 +239,8 @@ static int prepare(json_object *req, const char *op, char **inner, struct fileop
 	}
 	json_object *out = json_object_new_object();
 	json_object_object_add(out, "op", json_object_new_string(d->op));
+	if (inner_op) /* the runtime's: a resolved path, no symlink followed */
+		json_object_object_add(out, "exact", json_object_new_boolean(true));
 	for (const struct field *f = d->in; f->name; f++) {
 		json_object *v = NULL;
 		if (!json_object_object_get_ex(req, f->name, &v) || !v) {
@@ -332,14 +339,26 @@ bad:
 
 int fileop_prepare(json_object *req, const char *op, char **inner, struct ab_error *err)
 {
-	return prepare(req, op, inner, NULL, err);
+	return prepare(req, op, inner, NULL, false, err);
+}
+
+const char *fileop_prepare_inner(json_object *req, const char *op, char **inner,
+				 struct ab_error *err)
+{
+	const struct opdef *d = opdef_of(op);
+	if (!d || !strcmp(op, "upload_from") || !strcmp(op, "download_to")) {
+		ab_error_proto(err, AB_ERRC_INTERNAL, "'%s' is not the runtime's file operation",
+			       op);
+		return NULL;
+	}
+	return prepare(req, op, inner, NULL, true, err) < 0 ? NULL : d->op;
 }
 
 int fileop_prepare_host(json_object *req, const char *op, char **inner, struct fileop_host **host,
 			struct ab_error *err)
 {
 	*host = NULL;
-	return prepare(req, op, inner, host, err);
+	return prepare(req, op, inner, host, false, err);
 }
 
 /* ---- launcher: the reply ---- */

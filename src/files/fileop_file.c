@@ -232,7 +232,7 @@ static int put_file(const char *op, const char *path, const char *data, size_t l
 	if (r < 0)
 		return fo_fail_errno(-r, path, "cannot create the directories of");
 	bool created = true;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+	int fd = fo_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		if (!overwrite)
 			return fo_fail(AB_ERRC_EXISTS, path,

@@ -243,7 +243,7 @@ char *fo_base64_decode(const char *s, size_t n, size_t *out_len)
  * anything else that is not a regular file: a FIFO would block). */
 int fo_open_regular(const char *path, int flags, struct stat *st)
 {
-	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = fo_open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
@@ -339,6 +339,8 @@ int fo_write_all(int fd, const char *p, size_t n)
 /* Create the missing directories above path (mode 0755 before umask). */
 int fo_make_parents(const char *path)
 {
+	if (fo_exact_on())
+		return fo_make_parents_exact(path);
 	cleanup_free char *p = strdup(path);
 	if (!p)
 		return -ENOMEM;

@@ -57,5 +57,25 @@ int fo_ls(json_object *q);
 int fo_glob(json_object *q);
 int fo_grep(json_object *q);
 int fo_delete(json_object *q);
+/* agentbox runtime's inner ops: clear_dir (fileop_tree.c), resolve_path and
+ * place_file (fileop_guard.c) */
+int fo_clear_dir(json_object *q);
+int fo_resolve_path(json_object *q);
+int fo_place_file(json_object *q);
+/* fileop_exact.c. The directory path (absolute, no "." or ".."
+ * components) opened O_PATH one component at a time, none followed: a
+ * symlink anywhere on the way is an error (ENOTDIR). The fd, or -errno.
+ * fo_open_parent_exact opens so the directory path's last component is
+ * in, and points *name at that component. */
+int fo_open_dir_exact(const char *path);
+int fo_open_parent_exact(const char *path, const char **name);
+/* Exact mode, for the request running: on, open as
+ * fo_open and fo_make_parents reach a path follow no symlink on the way
+ * or at its end (ELOOP, ENOTDIR); off, as open(2) and mkdir -p. fo_open
+ * returns as open(2) does. */
+void fo_set_exact(bool on);
+bool fo_exact_on(void);
+int fo_open(const char *path, int flags, mode_t mode);
+int fo_make_parents_exact(const char *path);
 
 #endif

@@ -17,6 +17,7 @@ static int run(const char *request, int data)
 	}
 	const char *op = json_object_get_string(opv);
 	int r = 1;
+	fo_set_exact(fo_jbool(q, "exact", false));
 	if (!strcmp(op, "read"))
 		r = fo_read(q);
 	else if (!strcmp(op, "write"))
@@ -39,6 +40,13 @@ static int run(const char *request, int data)
 		r = fo_upload_from(q, data);
 	else if (!strcmp(op, "download_to"))
 		r = fo_download_to(q, data);
+	else if (!strcmp(op, "resolve_path"))
+		r = fo_resolve_path(q);
+	else if (!strcmp(op, "place_file"))
+		r = fo_place_file(q);
+	else if (!strcmp(op, "clear_dir"))
+		r = fo_clear_dir(q);
+	fo_set_exact(false);
 	json_object_put(q);
 	return r;
 }

@@ -84,7 +84,7 @@ static char *join(const char *dir, const char *name)
 int fo_ls(json_object *q)
 {
 	const char *path = fo_jstr(q, "path", NULL);
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	int dfd = fo_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK, 0);
 	if (dfd < 0)
 		return fo_fail_errno(errno, path, "cannot list");
 	size_t n;
@@ -504,7 +504,7 @@ int fo_delete(json_object *q)
 		slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!parent)
 		return fo_fail(AB_ERRC_IO_ERROR, path, "out of memory");
-	int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	int dfd = fo_open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK, 0);
 	if (dfd < 0)
 		return fo_fail_errno(errno, path, "cannot delete");
 	struct stat st;
@@ -529,6 +529,42 @@ int fo_delete(json_object *q)
 	if (r < 0)
 		return fo_fail_errno(-r, path,
 				     count ? "could not delete everything in" : "cannot delete");
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "deleted", json_object_new_int64((int64_t)count));
+	return fo_result(o);
+}
+
+/* clear_dir (an inner op, agentbox runtime's DELETE of /workspace): what is
+ * in the directory path removed, nothing followed, the directory itself
+ * kept; reached without following a symlink (fo_open_dir_exact). */
+int fo_clear_dir(json_object *q)
+{
+	const char *path = fo_jstr(q, "path", NULL);
+	int pfd = fo_open_dir_exact(path);
+	if (pfd < 0)
+		return fo_fail_errno(-pfd, path, "cannot clear");
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	int sub = dfd < 0 ? -1 : fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(pfd);
+	if (sub < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		return fo_fail_errno(e, path, "cannot clear");
+	}
+	size_t n = 0;
+	bool more;
+	uint64_t count = 0;
+	char **names = dir_names(dfd, SIZE_MAX, &n, &more); /* takes dfd */
+	int r = names ? 0 : -(errno ? errno : ENOMEM);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = remove_tree(sub, names[i], &count, 0);
+	free_names(names, n);
+	close(sub);
+	if (r < 0)
+		return fo_fail_errno(-r, path,
+				     count ? "could not delete everything in" : "cannot clear");
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "deleted", json_object_new_int64((int64_t)count));

@@ -57,12 +57,14 @@ static int walk(const char *s, char *w, size_t *wn, size_t wsz)
 	return 0;
 }
 
-int ab_rtpath_within(const char *base, const char *p, char *out, size_t outsz)
+int ab_rtpath_within(const char *base, const char *p, unsigned flags, char *out, size_t outsz)
 {
 	char w[8192];
-	size_t wn = 0, bn;
+	size_t wn = 0, bn = strlen(base);
 	if (base[0] != '/')
 		return -EINVAL;
+	if ((flags & AB_RTPATH_BASE_ABS) && !strncmp(p, base, bn) && (!p[bn] || p[bn] == '/'))
+		p += bn; /* already under base: its rest, not base joined to it again */
 	int r = walk(base, w, &wn, sizeof(w));
 	if (r < 0)
 		return r;

@@ -1,6 +1,6 @@
 /* agentbox runtime's file routes after their path is known (rt_int.h):
  * the guard's verdict (a path that resolves out of /workspace is main.py's
- * 403), then /upload, /download and /list from the session's file
+ * 403; resolve_path, fileop_guard.c), then /upload, /download and /list from the session's file
  * operations, a file moved in chunks of one operation each. */
 #include <json-c/json.h>
 #include <stdint.h>
@@ -12,24 +12,35 @@
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
 
-/* The guard's verdict: realpath's answer inside /workspace, or 403. */
+/* The guard's verdict (resolve_path: the path's symlinks resolved in the
+ * view): what it resolves to, inside /workspace, or 403. The operation
+ * then uses the resolved path. */
 void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
 {
-	const char *p = res->out.data ? res->out.data : "";
-	size_t n = res->out.len, b = strlen(BASE);
+	bool ok, exists = false;
+	const char *code;
+	char text[600];
+	json_object *reply = rt_op_reply(r, res, &ok, &code, text, sizeof(text));
+	const char *p = ok ? json_object_get_string(json_object_object_get(reply, "path")) : NULL;
+	size_t n = p ? strlen(p) : 0, b = strlen(BASE);
 	bool inside = n >= b && !memcmp(p, BASE, b) && (n == b || p[b] == '/');
-	if ((res->exit_code != 0 && res->exit_code != 1) || res->out.truncated || !n) {
-		char msg[300];
-		snprintf(msg, sizeof(msg), "%s failed: the path could not be resolved (status %d)",
-			 r->route == R_UPLOAD ? "File upload" : "Path check", res->exit_code);
+	if (!p || n >= sizeof(r->view)) {
+		char msg[800];
+		snprintf(msg, sizeof(msg), "%s failed: the path could not be resolved (%s)",
+			 r->route == R_UPLOAD ? "File upload" : "Path check", text);
+		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
 		return;
 	}
+	if (inside) {
+		snprintf(r->view, sizeof(r->view), "%s", p);
+		exists = json_object_get_boolean(json_object_object_get(reply, "exists"));
+	}
+	json_object_put(reply);
 	if (!inside) {
 		rt_answer_msg(r, MHD_HTTP_FORBIDDEN, "Access denied");
 		return;
 	}
-	bool exists = res->exit_code == 0;
 	if (r->route == R_EXISTS) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "path", json_object_new_string(r->name));

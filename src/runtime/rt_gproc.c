@@ -15,14 +15,6 @@
 #include "lex/rtpath.h"
 #include "util/error.h"
 
-const char *const grpc_methods[5] = {
-	[PB_START] = "Start",
-	[PB_EXECUTE] = "Execute",
-	[PB_WRITE_STDIN] = "WriteStdin",
-	[PB_SEND_SIGNAL] = "SendSignal",
-	[PB_RESIZE_TTY] = "ResizeTTY",
-};
-
 /* ---- processes ---- */
 
 static struct gproc *proc_by_id(struct rt_grpc *g, int32_t id)
@@ -87,10 +79,7 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 	}
 	char rel[4096], view[4200] = BASE;
 	if (q->cwd && *q->cwd) { /* as sandboxd's SanitizePath: under the root */
-		const char *c = q->cwd;
-		if (!strncmp(c, BASE, strlen(BASE)) && (!c[strlen(BASE)] || c[strlen(BASE)] == '/'))
-			c += strlen(BASE);
-		int rc = ab_rtpath_within(BASE, c, rel, sizeof(rel));
+		int rc = ab_rtpath_within(BASE, q->cwd, AB_RTPATH_BASE_ABS, rel, sizeof(rel));
 		if (rc == -EACCES) {
 			grpc_finish(
 				call, G_PERMISSION_DENIED,
@@ -215,7 +204,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 }
 
 /* A call whose request is in: its one message decoded, then its method. */
-void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
+static void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 {
 	if (!call->post || call->method < 0) {
 		grpc_finish(call, G_UNIMPLEMENTED,
@@ -251,7 +240,7 @@ void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 	int rc = pb_decode((enum pb_method)call->method, call->in + 5, n, &call->q, &why);
 	if (rc < 0) {
 		grpc_finish(call, rc == -E2BIG ? G_RESOURCE_EXHAUSTED : G_INVALID_ARGUMENT,
-			    "%s: %s", grpc_methods[call->method], why);
+			    "%s: %s", pb_method_names[call->method], why);
 		return;
 	}
 	if (g->rt->gone || g->stopping) {
@@ -367,7 +356,7 @@ bool rt_grpc_event(struct rt *rt, const struct ab_event *ev)
 	return true;
 }
 
-void grpc_procs_end(struct rt_grpc *g)
+static void grpc_procs_end(struct rt_grpc *g)
 {
 	while (g->procs) {
 		struct gproc *p = g->procs;
@@ -384,3 +373,5 @@ void grpc_procs_end(struct rt_grpc *g)
 		free(p);
 	}
 }
+
+const struct rt_grpc_service rt_gproc_service = {grpc_dispatch, grpc_procs_end};

@@ -298,9 +298,10 @@ static int on_header(nghttp2_session *h, const nghttp2_frame *f, const uint8_t *
 		return 0;
 	if (nl == 5 && !memcmp(name, ":path", 5)) {
 		size_t sl = strlen(SERVICE);
-		for (int i = 0; i < (int)(sizeof(grpc_methods) / sizeof(grpc_methods[0])); i++)
-			if (vl == sl + strlen(grpc_methods[i]) && !memcmp(value, SERVICE, sl) &&
-			    !memcmp(value + sl, grpc_methods[i], vl - sl))
+		for (int i = 0; i < (int)(sizeof(pb_method_names) / sizeof(pb_method_names[0]));
+		     i++)
+			if (vl == sl + strlen(pb_method_names[i]) && !memcmp(value, SERVICE, sl) &&
+			    !memcmp(value + sl, pb_method_names[i], vl - sl))
 				call->method = i;
 	} else if (nl == 7 && !memcmp(name, ":method", 7)) {
 		call->post = vl == 4 && !memcmp(value, "POST", 4);
@@ -377,7 +378,7 @@ static int on_frame(nghttp2_session *h, const nghttp2_frame *f, void *user)
 		return 0;
 	if (call && !call->dispatched) {
 		call->dispatched = true;
-		grpc_dispatch(c->g, call);
+		c->g->svc->dispatch(c->g, call);
 	}
 	return 0;
 }
@@ -587,7 +588,7 @@ static int listen_socket(struct rt *rt, unsigned port, struct ab_error *err)
 	return fd;
 }
 
-int rt_grpc_open(struct rt *rt, struct ab_error *err)
+int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err)
 {
 	char why[300];
 	if (!rt_h2_load(why, sizeof(why)))
@@ -596,6 +597,7 @@ int rt_grpc_open(struct rt *rt, struct ab_error *err)
 	if (!g)
 		return ab_error_plain(err, ENOMEM, "runtime: out of memory");
 	g->rt = rt;
+	g->svc = svc;
 	g->lfd = -1;
 	int rc = listen_socket(rt, rt->o->grpc_port, err);
 	if (rc < 0 || nghttp2_session_callbacks_new(&g->cb) != 0) {
@@ -633,7 +635,7 @@ void rt_grpc_close(struct rt *rt)
 	if (!g)
 		return;
 	rt_grpc_quiesce(rt);
-	grpc_procs_end(g);
+	g->svc->procs_end(g);
 	for (struct gconn *c = g->conns; c; c = c->next)
 		for (struct gcall *call = c->calls; call; call = call->next)
 			grpc_finish(call, G_UNAVAILABLE, "The server is stopping");

@@ -105,7 +105,6 @@ enum {
 	G_UNAUTHENTICATED = 16,
 };
 
-extern const char *const grpc_methods[5]; /* by enum pb_method */
 #define SERVICE "/process.v1.ProcessService/"
 
 struct gproc;
@@ -160,6 +159,7 @@ struct gconn {
 
 struct rt_grpc {
 	struct rt *rt;
+	const struct rt_grpc_service *svc;
 	int lfd;
 	nghttp2_session_callbacks *cb;
 	struct gconn *conns;
@@ -191,10 +191,13 @@ size_t grpc_enc_copy(uint8_t *out, size_t outsz, const void *arg);
 /* The gRPC code for an agentbox error, by its errno. */
 int grpc_code_of(const struct ab_error *e);
 
-/* rt_gproc.c: a call whose request is in, decoded and done; and, as the
- * server ends, its processes forgotten (the session is closed) and their
- * calls answered UNAVAILABLE. */
-void grpc_dispatch(struct rt_grpc *g, struct gcall *call);
-void grpc_procs_end(struct rt_grpc *g);
+/* The service on the connections (rt_gproc.c's rt_gproc_service, handed
+ * to rt_grpc_open): dispatch does a call whose request is in, decoded;
+ * procs_end, as the server ends, forgets its processes (the session is
+ * closed) and answers their calls UNAVAILABLE. */
+struct rt_grpc_service {
+	void (*dispatch)(struct rt_grpc *g, struct gcall *call);
+	void (*procs_end)(struct rt_grpc *g);
+};
 
 #endif

@@ -24,8 +24,6 @@
 #define CHUNK	      FILEOP_CHUNK_MAX /* moved in chunks of this, one operation each */
 #define MAX_ARGS      65536
 #define CONN_LIMIT    256
-#define GUARD_SCRIPT                                                                               \
-	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$1\" || exit 1"
 
 enum route {
 	R_HEALTH,
@@ -106,7 +104,8 @@ struct rt {
 	struct rt_auth auth;	  /* the token, the clients (rt_auth.c) */
 };
 
-/* r's answer: status and a heap body (NULL: a 500), which r takes. */
+/* rt_req.c, the floor the routes stand on (it calls none of them). r's
+ * answer: status and a heap body (NULL: a 500), which r takes. */
 void rt_answer(struct req *r, unsigned status, char *body);
 /* r's answer: status and {"message": msg}. */
 void rt_answer_msg(struct req *r, unsigned status, const char *msg);
@@ -114,15 +113,24 @@ void rt_answer_msg(struct req *r, unsigned status, const char *msg);
  * operation of r's route; false when r was answered instead. */
 bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout);
 bool rt_start_op(struct rt *rt, struct req *r);
-/* Start the session request line (taken) for r; false when r was answered
- * instead. */
-bool rt_start_json(struct rt *rt, struct req *r, json_object *line);
+/* A file operation's request for rt_start_file: {"op","path"}, the rest
+ * of its fields added by the caller. */
+json_object *rt_file_req(const char *op, const char *path);
+/* Start the file operation o (taken) for r, as fileop_prepare_inner writes
+ * it: an inner op, or the protocol's in exact mode (r's path is the one
+ * resolve_path answered); false when r was answered instead. */
+bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
 /* size bytes more of r's body; -ENOMEM */
 int rt_body_append(struct req *r, const char *data, size_t size);
+/* o as Go's json.Encoder writes it (compact, a newline after), o put;
+ * NULL when out of memory. */
+char *rt_json_line(json_object *o);
+/* sandboxd's error body: {"code","message"} and a newline. */
+char *rt_v1_error(unsigned status, const char *msg);
 
-/* rt_files.c: the path guard's result (realpath inside the sandbox) and a
+/* rt_files.c: the path guard's result (resolve_path inside the sandbox) and a
  * file operation's, into r's next step or its answer. */
 void rt_guard_done(struct rt *rt, struct req *r, const struct ab_result *res);
 void rt_op_done(struct req *r, const struct ab_result *res);
@@ -142,11 +150,6 @@ void rt_download_chunk(struct req *r, json_object *reply);
 bool rt_v1_route(const char *url, const char *method, struct req *r, const char **rest);
 void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest);
 void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
-/* o as Go's json.Encoder writes it (compact, a newline after), o put;
- * NULL when out of memory. */
-char *rt_json_line(json_object *o);
-/* sandboxd's error body: {"code","message"} and a newline. */
-char *rt_v1_error(unsigned status, const char *msg);
 
 /* rt_extras.c: agentbox's own routes under /agentbox/ (true: r's route
  * set, or its answer: 404, 405); rt_ab_allow is a route's Allow;
@@ -180,7 +183,8 @@ bool rt_auth_http_refused(struct rt *rt, struct MHD_Connection *c, struct req *r
 bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
 
 /* rt_grpc.c: sandboxd's gRPC ProcessService on --grpc-port. rt_grpc_open
- * listens (0, or -errno with err); rt_grpc_pollfds fills up to max poll
+ * listens (0, or -errno with err), the service's methods svc (rt_gproc.c's
+ * rt_gproc_service); rt_grpc_pollfds fills up to max poll
  * entries (the listener first) and rt_grpc_run does what they say;
  * rt_grpc_event takes a session event of one of its processes (true);
  * rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
@@ -188,7 +192,9 @@ bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
  * session is closed, answers and frees everything. */
 #define GRPC_CONN_LIMIT 64
 struct pollfd;
-int rt_grpc_open(struct rt *rt, struct ab_error *err);
+struct rt_grpc_service;
+extern const struct rt_grpc_service rt_gproc_service;
+int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err);
 size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
 void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
 bool rt_grpc_event(struct rt *rt, const struct ab_event *ev);

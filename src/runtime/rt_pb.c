@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pb_method_names[5] = {
+	[PB_START] = "Start",
+	[PB_EXECUTE] = "Execute",
+	[PB_WRITE_STDIN] = "WriteStdin",
+	[PB_SEND_SIGNAL] = "SendSignal",
+	[PB_RESIZE_TTY] = "ResizeTTY",
+};
+
 struct rd {
 	const uint8_t *p, *end;
 };

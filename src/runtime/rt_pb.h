@@ -14,6 +14,8 @@
 #define PB_MAX_ENV  1024 /* ProcessConfig.env_vars entries */
 
 enum pb_method { PB_START, PB_EXECUTE, PB_WRITE_STDIN, PB_SEND_SIGNAL, PB_RESIZE_TTY };
+/* The methods' names, by enum pb_method. */
+extern const char *const pb_method_names[5];
 
 /* One decoded request; its strings are copies (pb_req_free), input points
  * into the message decoded. */

@@ -4,9 +4,11 @@
  * and a rename, DELETE), /v1/health and /v1/metadata, beside the legacy
  * routes on the same listener. As sandboxd resolves them, a path is taken
  * below /workspace (an absolute one under it as it is, any other rerooted),
- * then its symlinks are resolved inside the sandbox (realpath): what lands
- * outside /workspace is 403. Every operation runs in the sandbox, whose
- * view is the guard. */
+ * then its symlinks are resolved inside the sandbox (resolve_path, as
+ * realpath): what lands outside /workspace is 403. Every operation runs in
+ * the sandbox, whose view is the guard: the protocol's file operations and
+ * the runtime's inner ones (place_file, clear_dir; fileop_guard.c), no
+ * shell. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdint.h>
@@ -15,70 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "lex/rtpath.h"
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
 
 extern char **environ;
-
-/* realpath -m inside; exit 0 a file (then its size on a line of its own),
- * 4 a directory, 1 nothing there */
-#define V1_GUARD                                                                                   \
-	"p=$(realpath -m -- \"$1\") || exit 3; printf %s \"$p\"; test -e \"$p\" || exit 1; "       \
-	"test -d \"$p\" && exit 4; printf '\\n%s' \"$(stat -Lc %s -- \"$p\")\""
-/* a PUT's temp file into place with its mode, or removed */
-#define V1_PLACE "chmod \"$1\" -- \"$2\" && mv -fT -- \"$2\" \"$3\" || { rm -f -- \"$2\"; exit 1; }"
-/* DELETE of /workspace itself, recursive: what is in it */
-#define V1_CLEAR                                                                                   \
-	"cd /workspace && for f in * .[!.]* ..?*; do { test -e \"$f\" || test -L \"$f\"; } || "    \
-	"continue; rm -rf -- \"$f\" || exit 1; done"
-
-static const char *code_of(unsigned status)
-{
-	switch (status) {
-	case MHD_HTTP_BAD_REQUEST:
-		return "INVALID_ARGUMENT";
-	case MHD_HTTP_UNAUTHORIZED:
-		return "UNAUTHENTICATED";
-	case MHD_HTTP_FORBIDDEN:
-	case MHD_HTTP_MISDIRECTED_REQUEST:
-		return "PERMISSION_DENIED";
-	case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE:
-		return "INVALID_ARGUMENT";
-	case MHD_HTTP_NOT_FOUND:
-		return "NOT_FOUND";
-	case MHD_HTTP_METHOD_NOT_ALLOWED:
-		return "UNIMPLEMENTED";
-	case MHD_HTTP_CONFLICT:
-		return "CONFLICT";
-	case MHD_HTTP_CONTENT_TOO_LARGE:
-		return "RESOURCE_EXHAUSTED";
-	case MHD_HTTP_SERVICE_UNAVAILABLE:
-		return "UNAVAILABLE";
-	case MHD_HTTP_GATEWAY_TIMEOUT:
-		return "DEADLINE_EXCEEDED";
-	default:
-		return "INTERNAL";
-	}
-}
-
-char *rt_json_line(json_object *o)
-{
-	char *s = NULL;
-	if (asprintf(&s, "%s\n",
-		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
-		s = NULL;
-	json_object_put(o);
-	return s;
-}
-
-char *rt_v1_error(unsigned status, const char *msg)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "code", json_object_new_string(code_of(status)));
-	json_object_object_add(o, "message", json_object_new_string(msg));
-	return rt_json_line(o);
-}
 
 static void answer_text(struct req *r, unsigned status, const char *text)
 {
@@ -112,40 +55,6 @@ bool rt_v1_route(const char *url, const char *method, struct req *r, const char 
 		answer_text(r, MHD_HTTP_NOT_FOUND, "404 page not found\n");
 	}
 	return true;
-}
-
-/* sandboxd's SanitizePath, its lexical half: p under /workspace kept as
- * it is, any other joined to it, cleaned ("." and ".." resolved, ".." at
- * "/" staying there); false when the result leaves /workspace. */
-static bool v1_lexical(const char *p, char *out, size_t size)
-{
-	char buf[8300];
-	size_t b = strlen(BASE);
-	if (!strncmp(p, BASE, b) && (p[b] == 0 || p[b] == '/'))
-		p += b;
-	if (snprintf(buf, sizeof(buf), "%s/%s", BASE, p) >= (int)sizeof(buf))
-		return false;
-	size_t n = 0;
-	out[0] = 0;
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			char *slash = strrchr(out, '/');
-			n = slash ? (size_t)(slash - out) : 0;
-			out[n] = 0;
-			continue;
-		}
-		size_t l = strlen(c);
-		if (n + 1 + l + 1 > size)
-			return false;
-		out[n++] = '/';
-		memcpy(out + n, c, l + 1);
-		n += l;
-	}
-	if (!n)
-		snprintf(out, size, "/");
-	return !strncmp(out, BASE, b) && (out[b] == 0 || out[b] == '/');
 }
 
 static bool mode_of(const char *s, unsigned *mode)
@@ -247,58 +156,57 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
 		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
 		return;
 	}
-	if (!v1_lexical(rest, r->view, sizeof(r->view))) {
+	/* sandboxd's SanitizePath, its lexical half: a path under /workspace
+	 * as it is, any other joined to it */
+	char rel[sizeof(r->view) - sizeof(BASE)];
+	if (ab_rtpath_within(BASE, rest, AB_RTPATH_BASE_ABS, rel, sizeof(rel)) < 0) {
 		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
 			      "path traversal outside sandbox root is forbidden");
 		return;
 	}
-	char *argv[] = {"sh", "-c", V1_GUARD, "sh", r->view, NULL};
+	snprintf(r->view, sizeof(r->view), "%s%s%s", BASE, rel[0] ? "/" : "", rel);
 	r->step = S_GUARD;
-	rt_start_exec(rt, r, argv, false);
+	rt_start_file(rt, r, rt_file_req("resolve_path", r->view));
 }
 
 /* ---- the session's answers ---- */
 
 static void start_op(struct rt *rt, struct req *r, const char *op)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "op", json_object_new_string(op));
-	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
-	json_object_object_add(o, "path", json_object_new_string(r->view));
+	json_object *o = rt_file_req(op, r->view);
 	if (r->del)
 		json_object_object_add(o, "recursive", json_object_new_boolean(r->recursive));
 	r->step = S_OP;
-	rt_start_json(rt, r, o);
+	rt_start_file(rt, r, o);
 }
 
-/* The guard's verdict: where the path resolves, and what is there. */
+/* The guard's verdict (resolve_path): where the path resolves, and what is
+ * there. */
 static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
 {
-	char *p = res->out.data ? res->out.data : "";
-	size_t n = res->out.len, b = strlen(BASE);
-	int st = res->exit_code;
-	if ((st != 0 && st != 1 && st != 4) || res->out.truncated || !n) {
+	bool ok;
+	const char *code;
+	char text[600];
+	json_object *reply = rt_op_reply(r, res, &ok, &code, text, sizeof(text));
+	const char *p = ok ? json_object_get_string(json_object_object_get(reply, "path")) : NULL;
+	size_t b = strlen(BASE);
+	if (!p || strlen(p) >= sizeof(r->view)) {
+		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "the path could not be resolved");
 		return;
 	}
-	p[n] = 0;
-	if (st == 0) { /* the size on the last line */
-		char *nl = strrchr(p, '\n');
-		if (!nl) {
-			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      "the path could not be resolved");
-			return;
-		}
-		*nl = 0;
-		r->size = strtoull(nl + 1, NULL, 10);
-	}
 	if (strncmp(p, BASE, b) || (p[b] && p[b] != '/')) {
+		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_FORBIDDEN,
 			      "path traversal outside sandbox root is forbidden");
 		return;
 	}
+	bool exists = json_object_get_boolean(json_object_object_get(reply, "exists"));
+	r->is_dir = json_object_get_boolean(json_object_object_get(reply, "is_dir"));
+	r->size = (unsigned long long)json_object_get_int64(json_object_object_get(reply, "size"));
 	snprintf(r->view, sizeof(r->view), "%s", p);
-	r->is_dir = st == 4;
+	json_object_put(reply);
+
 	bool root = !strcmp(r->view, BASE);
 	if (r->put) {
 		if (r->is_dir) {
@@ -314,7 +222,7 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 		rt_start_op(rt, r);
 		return;
 	}
-	if (st == 1) {
+	if (!exists) {
 		rt_answer_msg(r, MHD_HTTP_NOT_FOUND, "path does not exist within the sandbox");
 		return;
 	}
@@ -326,9 +234,8 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 				"its contents");
 			return;
 		}
-		char *argv[] = {"sh", "-c", V1_CLEAR, NULL};
 		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		rt_start_file(rt, r, rt_file_req("clear_dir", BASE));
 		return;
 	}
 	if (r->del) {
@@ -392,19 +299,18 @@ static void op_done(struct rt *rt, struct req *r, const struct ab_result *res)
 		r->off += r->chunk;
 		rt_start_op(rt, r);
 	} else if (r->put && ok) {
-		char mode[8];
-		snprintf(mode, sizeof(mode), "%04o", r->mode);
-		char *argv[] = {"sh", "-c", V1_PLACE, "sh", mode, r->view, r->target, NULL};
-		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		r->step = S_FINISH; /* its mode, then renamed over the target */
+		json_object *o = rt_file_req("place_file", r->target);
+		json_object_object_add(o, "from", json_object_new_string(r->view));
+		json_object_object_add(o, "mode", json_object_new_int64(r->mode));
+		rt_start_file(rt, r, o);
 	} else if (r->put) { /* what was written goes, then the answer */
-		char *argv[] = {"rm", "-f", "--", r->view, NULL};
 		rt_answer_msg(r, st, text);
 		r->after = r->answer;
 		r->after_status = r->status;
 		r->answer = NULL;
 		r->step = S_FINISH;
-		rt_start_exec(rt, r, argv, false);
+		rt_start_file(rt, r, rt_file_req("delete", r->view));
 	} else if (r->del && ok) {
 		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
 	} else if (r->del && code && !strcmp(code, "is_directory")) {
@@ -429,11 +335,16 @@ void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res)
 	} else if (r->after) { /* a failed PUT's temp file removed: its answer */
 		rt_answer(r, r->after_status, r->after);
 		r->after = NULL;
-	} else if (res->exit_code != 0 || res->timed_out) {
-		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-			      r->put ? "failed to move file into place"
-				     : "failed to clear the sandbox root");
-	} else {
-		rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+	} else { /* place_file's or clear_dir's reply */
+		bool ok;
+		const char *code;
+		char text[600];
+		json_object_put(rt_op_reply(r, res, &ok, &code, text, sizeof(text)));
+		if (ok)
+			rt_answer(r, MHD_HTTP_NO_CONTENT, strdup(""));
+		else
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      r->put ? "failed to move file into place"
+					     : "failed to clear the sandbox root");
 	}
 }

@@ -4,9 +4,10 @@
  * (its epoll fd polled beside the session's and the signals'); a request
  * that needs the sandbox starts a command or file operation there and its
  * connection is suspended until the session's event answers it. A file
- * route first resolves its path inside the sandbox (realpath), so that a
- * symlink out of /workspace is refused as main.py refuses it (403); the
- * operation itself runs in the view, which is the guard. */
+ * route first resolves its path inside the sandbox (resolve_path, as
+ * realpath), so that a symlink out of /workspace is refused as main.py
+ * refuses it (403); the operation itself runs in the view, which is the
+ * guard, on the path as resolved. */
 #include "runtime/runtime.h"
 
 #include <arpa/inet.h>
@@ -35,25 +36,6 @@
 #include "util/signals.h"
 
 #include "runtime/rt_int.h"
-
-/* ---- answers ---- */
-
-void rt_answer(struct req *r, unsigned status, char *body)
-{
-	free(r->answer);
-	free(r->data); /* a download's bytes are not what it answers */
-	r->data = NULL;
-	r->data_len = 0;
-	r->status = body ? status : MHD_HTTP_INTERNAL_SERVER_ERROR;
-	r->answer = body;
-	r->ctype = "application/json";
-	r->step = S_DONE;
-}
-
-void rt_answer_msg(struct req *r, unsigned status, const char *msg)
-{
-	rt_answer(r, status, r->route >= R_V1_FILE ? rt_v1_error(status, msg) : rt_message(msg));
-}
 
 /* never called: a HEAD's body is not sent */
 static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
@@ -112,114 +94,6 @@ static void unlink_req(struct rt *rt, struct req *r)
 		r->next->prev = r->prev;
 	r->next = r->prev = NULL;
 	rt->in_flight--;
-}
-
-void rt_req_free(struct req *r)
-{
-	if (!r)
-		return;
-	if (r->pp)
-		MHD_destroy_post_processor(r->pp);
-	ab_request_clear(&r->q);
-	ab_shlex_free(&r->sh);
-	free(r->body);
-	free(r->name);
-	free(r->answer);
-	free(r->disposition);
-	free(r->data);
-	free(r->after);
-	json_object_put(r->ab_req);
-	free(r);
-}
-
-/* Start the session request line (JSON) for r; suspended until its event.
- * False (r answered) when it could not start. */
-bool rt_start_json(struct rt *rt, struct req *r, json_object *line)
-{
-	ab_request_clear(&r->q);
-	size_t len;
-	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
-	struct ab_error e = {0};
-	int rc = ab_request_parse(s, len, &r->q, &e);
-	json_object_put(line);
-	if (rc == 0) {
-		r->tag = ++rt->next_tag;
-		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, &e);
-	}
-	if (rc == -EBUSY) { /* started in turn as slots free (start_waiting) */
-		r->waiting = true;
-		r->wnext = NULL;
-		if (rt->wait_tail)
-			rt->wait_tail->wnext = r;
-		else
-			rt->wait_head = r;
-		rt->wait_tail = r;
-		rc = 0;
-	}
-	if (rc != 0) {
-		if (r->route == R_EXECUTE)
-			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e.msg));
-		else
-			rt_answer_msg(r,
-				      rc == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
-						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      e.msg);
-		return false;
-	}
-	r->prev = NULL;
-	r->next = rt->head;
-	if (rt->head)
-		rt->head->prev = r;
-	rt->head = r;
-	rt->in_flight++;
-	return true;
-}
-
-static json_object *request_line(const char *op, unsigned long long id)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "op", json_object_new_string(op));
-	json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
-	return o;
-}
-
-bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout)
-{
-	json_object *o = request_line("exec", rt->next_tag + 1);
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; argv[i]; i++)
-		json_object_array_add(a, json_object_new_string(argv[i]));
-	json_object_object_add(o, "argv", a);
-	if (set_timeout)
-		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
-	return rt_start_json(rt, r, o);
-}
-
-/* The file operation a route does once its path is known to be inside. */
-bool rt_start_op(struct rt *rt, struct req *r)
-{
-	const char *op = r->route == R_UPLOAD || r->put ? "upload"
-			 : r->route == R_LIST		? "ls"
-							: "download";
-	json_object *o = request_line(op, rt->next_tag + 1);
-	json_object_object_add(o, "path", json_object_new_string(r->view));
-	if (r->route != R_LIST) /* in chunks: a file over one line's bound */
-		json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
-	if (r->route == R_UPLOAD || r->put) {
-		size_t n = r->len - r->off < CHUNK ? r->len - r->off : CHUNK;
-		r->chunk = n;
-		char *b64 = base64_encode(r->body ? r->body + r->off : "", n);
-		if (!b64) {
-			json_object_put(o);
-			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      "File upload failed: out of memory");
-			return false;
-		}
-		json_object_object_add(o, "data", json_object_new_string(b64));
-		free(b64);
-	}
-	r->step = S_OP;
-	return rt_start_json(rt, r, o);
 }
 
 static void on_event(const struct ab_event *ev, void *arg)
@@ -303,7 +177,7 @@ static bool path_of(struct req *r, const char *rest)
 	free(r->name);
 	r->name = dec;
 	if (rc == 0)
-		rc = ab_rtpath_within(BASE, dec, rel, sizeof(rel));
+		rc = ab_rtpath_within(BASE, dec, 0, rel, sizeof(rel));
 	if (rc == -ENAMETOOLONG) { /* main.py: realpath gives up, the file is not there */
 		if (r->route == R_EXISTS) {
 			json_object *o = json_object_new_object();
@@ -331,9 +205,8 @@ static bool path_of(struct req *r, const char *rest)
 /* The guard for a file route's path, then its operation. */
 static void file_route(struct rt *rt, struct req *r)
 {
-	char *argv[] = {"sh", "-c", GUARD_SCRIPT, "sh", r->view, NULL};
 	r->step = S_GUARD;
-	rt_start_exec(rt, r, argv, false);
+	rt_start_file(rt, r, rt_file_req("resolve_path", r->view));
 }
 
 static void execute(struct rt *rt, struct req *r)
@@ -411,7 +284,7 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 	}
 	if (r->route == R_UPLOAD) { /* its filename is not percent-decoded */
 		char rel[4096];
-		int rc = ab_rtpath_within(BASE, r->name, rel, sizeof(rel));
+		int rc = ab_rtpath_within(BASE, r->name, 0, rel, sizeof(rel));
 		if (rc < 0) {
 			rt_answer_msg(r,
 				      rc == -EACCES ? MHD_HTTP_FORBIDDEN
@@ -425,25 +298,6 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 	bool ok = r->route == R_UPLOAD || path_of(r, rest);
 	if (ok)
 		file_route(rt, r);
-}
-
-/* size bytes more of the body, its buffer grown by halves (not a copy of
- * the whole for each piece the daemon hands over) */
-int rt_body_append(struct req *r, const char *data, size_t size)
-{
-	if (r->len + size + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap + r->cap / 2 : 65536;
-		if (cap < r->len + size + 1)
-			cap = r->len + size + 1;
-		char *b = realloc(r->body, cap);
-		if (!b)
-			return -ENOMEM;
-		r->body = b;
-		r->cap = cap;
-	}
-	memcpy(r->body + r->len, data, size);
-	r->len += size;
-	return 0;
 }
 
 static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -755,7 +609,7 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
-	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &err) < 0) ||
+	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &rt_gproc_service, &err) < 0) ||
 	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_session_open(cfg, &rt.s, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		rt_auth_close(&rt.auth);

@@ -14,8 +14,9 @@
 #include "files/fileop.h"
 #include "fuzz.h"
 
-static const char *const ops[] = {"read", "write",  "edit",   "ls",	 "glob",
-				  "grep", "delete", "upload", "download"};
+static const char *const ops[] = {"read",     "write",	      "edit",	    "ls",
+				  "glob",     "grep",	      "delete",	    "upload",
+				  "download", "resolve_path", "place_file", "clear_dir"};
 
 /* s must be one object of strict JSON in valid UTF-8, on one line. */
 static void check_line(const char *s, size_t n)

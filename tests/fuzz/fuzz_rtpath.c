@@ -3,8 +3,11 @@
  * more bytes than they had or are refused for a NUL; a decoded path is
  * either refused as escaping the base or made a normal relative path (no
  * leading '/', no empty, "." or ".." component) that maps to itself again,
- * with the base "/" taking every path. */
+ * with the base "/" taking every path; with AB_RTPATH_BASE_ABS (sandboxd's
+ * REST paths) a path at or under the base is its rest below the base and
+ * any other is cleaned as without the flag. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,14 +29,27 @@ static void check_normal(const char *rel)
 
 static void check_within(const char *base, const char *p)
 {
-	char rel[512], again[512];
-	int r = ab_rtpath_within(base, p, rel, sizeof(rel));
+	char rel[512], again[512], abs_rel[512], rest_rel[512];
+	int r = ab_rtpath_within(base, p, 0, rel, sizeof(rel));
+	/* sandboxd's semantics (AB_RTPATH_BASE_ABS): a p at or under base is
+	 * its rest taken below base, any other p is get_safe_path()'s */
+	size_t bn = strlen(base);
+	bool under = !strncmp(p, base, bn) && (!p[bn] || p[bn] == '/');
+	int ra = ab_rtpath_within(base, p, AB_RTPATH_BASE_ABS, abs_rel, sizeof(abs_rel));
+	int rr = ab_rtpath_within(base, under ? p + bn : p, 0, rest_rel, sizeof(rest_rel));
+	FUZZ_CHECK(ra == rr && (ra < 0 || !strcmp(abs_rel, rest_rel)));
+	if (ra == 0) {
+		check_normal(abs_rel);
+		FUZZ_CHECK(ab_rtpath_within(base, abs_rel, AB_RTPATH_BASE_ABS, again,
+					    sizeof(again)) == 0);
+		FUZZ_CHECK(!strcmp(abs_rel, again));
+	}
 	if (r < 0) {
 		FUZZ_CHECK(r == -ENAMETOOLONG || (r == -EACCES && strcmp(base, "/")));
 		return;
 	}
 	check_normal(rel);
-	FUZZ_CHECK(ab_rtpath_within(base, rel, again, sizeof(again)) == 0);
+	FUZZ_CHECK(ab_rtpath_within(base, rel, 0, again, sizeof(again)) == 0);
 	FUZZ_CHECK(!strcmp(rel, again));
 }
 

@@ -6,6 +6,7 @@ planted by a command, temp files never left behind."""
 
 import json
 import os
+import shlex
 import sys
 import unittest
 import urllib.parse
@@ -161,6 +162,34 @@ class Sandboxd(unittest.TestCase):
         self.put("target.txt", b"t")
         self.assertEqual(self.execute("ln -sfn /workspace/target.txt inside")["exit_code"], 0)
         self.assertEqual(self.req("GET", f("inside"))[::2], (200, b"t"))
+
+    def test_hostile_files_planted_by_a_command(self):
+        """What a command plants where the routes expect a file or a
+        directory: a FIFO is answered (nothing blocks on it), a directory
+        is no PUT target, a symlink at the target or in the root is never
+        followed out (resolved, or removed as a link)."""
+        rt = Runtime()
+        self.addCleanup(rt.close)
+        cmd = ("mkfifo pipe && mkdir -p dir /tmp/keep && echo k > /tmp/keep/f && "
+               "ln -s /tmp/keep keep && ln -s /tmp/keep/f kf && echo t > t && ln -s t lt")
+        st, _, body = rt.request("POST", "/execute", json.dumps(
+            {"command": "sh -c " + shlex.quote(cmd)}).encode())
+        self.assertEqual((st, json.loads(body)["exit_code"]), (200, 0), body)
+        st, _, body = rt.request("GET", f("pipe"), timeout=20)
+        self.assertNotEqual(st, 200, body)
+        self.assertEqual(rt.request("PUT", f("dir"), b"x")[::2], (400, err(
+            "INVALID_ARGUMENT", "target path is a directory")))
+        self.assertEqual(rt.request("PUT", f("kf"), b"x")[::2], (403, DENIED))
+        # a symlink inside: what it points at is written, the link stays one
+        self.assertEqual(rt.request("PUT", f("lt"), b"new")[0], 204)
+        self.assertTrue(os.path.islink(os.path.join(rt.ws, "lt")))
+        with open(os.path.join(rt.ws, "t"), "rb") as fh:
+            self.assertEqual(fh.read(), b"new")
+        self.assertEqual(rt.request("DELETE", "/v1/files/?recursive=true")[0], 204)
+        self.assertEqual(os.listdir(rt.ws), [])
+        st, _, body = rt.request("POST", "/execute",
+                                 json.dumps({"command": "cat /tmp/keep/f"}).encode())
+        self.assertEqual(json.loads(body)["stdout"], "k\n", "the clear followed a link")
 
     def test_health_metadata_and_unknown_routes(self):
         st, h, body = self.req("GET", "/v1/health")

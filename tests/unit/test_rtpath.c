@@ -40,7 +40,7 @@ Test(rtpath, within_the_base_as_get_safe_path)
 {
 	char out[256];
 	for (size_t i = 0; i < sizeof(within_cases) / sizeof(within_cases[0]); i++) {
-		int r = ab_rtpath_within(BASE, within_cases[i].in, out, sizeof(out));
+		int r = ab_rtpath_within(BASE, within_cases[i].in, 0, out, sizeof(out));
 		if (!within_cases[i].rel) {
 			cr_expect_eq(r, -EACCES, "%s: %d", within_cases[i].in, r);
 			continue;
@@ -53,22 +53,58 @@ Test(rtpath, within_the_base_as_get_safe_path)
 Test(rtpath, root_base_holds_everything)
 {
 	char out[64];
-	cr_expect_eq(ab_rtpath_within("/", "../../etc/passwd", out, sizeof(out)), 0);
+	cr_expect_eq(ab_rtpath_within("/", "../../etc/passwd", 0, out, sizeof(out)), 0);
 	cr_expect_str_eq(out, "etc/passwd");
-	cr_expect_eq(ab_rtpath_within("/", "..", out, sizeof(out)), 0);
+	cr_expect_eq(ab_rtpath_within("/", "..", 0, out, sizeof(out)), 0);
 	cr_expect_str_eq(out, "");
 }
 
 Test(rtpath, bad_base_and_long_paths_refused)
 {
 	char out[8];
-	cr_expect_eq(ab_rtpath_within("app", "a", out, sizeof(out)), -EINVAL);
-	cr_expect_eq(ab_rtpath_within(BASE, "abcdefgh", out, sizeof(out)), -ENAMETOOLONG);
-	cr_expect_eq(ab_rtpath_within(BASE, "abcdefg", out, sizeof(out)), 0);
+	cr_expect_eq(ab_rtpath_within("app", "a", 0, out, sizeof(out)), -EINVAL);
+	cr_expect_eq(ab_rtpath_within(BASE, "abcdefgh", 0, out, sizeof(out)), -ENAMETOOLONG);
+	cr_expect_eq(ab_rtpath_within(BASE, "abcdefg", 0, out, sizeof(out)), 0);
 	static char big[20000];
 	memset(big, 'x', sizeof(big) - 1);
 	char o2[64];
-	cr_expect_eq(ab_rtpath_within(BASE, big, o2, sizeof(o2)), -ENAMETOOLONG);
+	cr_expect_eq(ab_rtpath_within(BASE, big, 0, o2, sizeof(o2)), -ENAMETOOLONG);
+}
+
+/* sandboxd's SanitizePath (its REST API's paths), lexically: a path at or
+ * under the base as it is, any other joined to it, as Go's filepath.Join
+ * and Clean give them */
+static const struct {
+	const char *in;
+	const char *rel; /* NULL: path traversal forbidden (403) */
+} base_abs_cases[] = {
+	{"", ""},
+	{"/", ""},
+	{"a/b", "a/b"},
+	{BASE, ""},
+	{BASE "/", ""},
+	{BASE "/x/./y", "x/y"},
+	{BASE "/x/../..", NULL},
+	{BASE "/../app/z", "z"},
+	{BASE "x", "nonexist-ab/appx"},
+	{"/nonexist-ab/other", "nonexist-ab/other"},
+	{"../..", NULL},
+	{"/..", NULL},
+};
+
+Test(rtpath, base_abs_as_sanitize_path)
+{
+	char out[256];
+	for (size_t i = 0; i < sizeof(base_abs_cases) / sizeof(base_abs_cases[0]); i++) {
+		int r = ab_rtpath_within(BASE, base_abs_cases[i].in, AB_RTPATH_BASE_ABS, out,
+					 sizeof(out));
+		if (!base_abs_cases[i].rel) {
+			cr_expect_eq(r, -EACCES, "%s: %d", base_abs_cases[i].in, r);
+			continue;
+		}
+		cr_expect_eq(r, 0, "%s: %d", base_abs_cases[i].in, r);
+		cr_expect_str_eq(out, base_abs_cases[i].rel, "%s", base_abs_cases[i].in);
+	}
 }
 
 static const struct {

@@ -1,0 +1,250 @@
+/* agentbox runtime's requests, the floor its routes stand on (rt_int.h):
+ * an answer set, a request started on the session (a command or a file
+ * operation; suspended until its event), its body grown, its memory freed,
+ * and sandboxd's bodies. runtime.c, rt_files.c, rt_v1.c and rt_extras.c
+ * call down into it; it calls none of them. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "files/fileop.h"
+#include "runtime/rt_int.h"
+#include "runtime/rt_reply.h"
+#include "serve/request.h"
+#include "util/output.h"
+
+/* ---- answers ---- */
+
+void rt_answer(struct req *r, unsigned status, char *body)
+{
+	free(r->answer);
+	free(r->data); /* a download's bytes are not what it answers */
+	r->data = NULL;
+	r->data_len = 0;
+	r->status = body ? status : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	r->answer = body;
+	r->ctype = "application/json";
+	r->step = S_DONE;
+}
+
+void rt_answer_msg(struct req *r, unsigned status, const char *msg)
+{
+	rt_answer(r, status, r->route >= R_V1_FILE ? rt_v1_error(status, msg) : rt_message(msg));
+}
+
+void rt_req_free(struct req *r)
+{
+	if (!r)
+		return;
+	if (r->pp)
+		MHD_destroy_post_processor(r->pp);
+	ab_request_clear(&r->q);
+	ab_shlex_free(&r->sh);
+	free(r->body);
+	free(r->name);
+	free(r->answer);
+	free(r->disposition);
+	free(r->data);
+	free(r->after);
+	json_object_put(r->ab_req);
+	free(r);
+}
+
+/* Start the session request line (JSON) for r; suspended until its event.
+ * False (r answered) when it could not start. */
+/* r's request, parsed (rc 0) or not (e says why), started on the session;
+ * suspended until its event. False (r answered) when it could not start. */
+static bool start(struct rt *rt, struct req *r, int rc, struct ab_error *e)
+{
+	if (rc == 0) {
+		r->tag = ++rt->next_tag;
+		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, e);
+	}
+	if (rc == -EBUSY) { /* started in turn as slots free (start_waiting) */
+		r->waiting = true;
+		r->wnext = NULL;
+		if (rt->wait_tail)
+			rt->wait_tail->wnext = r;
+		else
+			rt->wait_head = r;
+		rt->wait_tail = r;
+		rc = 0;
+	}
+	if (rc != 0) {
+		if (r->route == R_EXECUTE)
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e->msg));
+		else
+			rt_answer_msg(r,
+				      rc == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      e->msg);
+		return false;
+	}
+	r->prev = NULL;
+	r->next = rt->head;
+	if (rt->head)
+		rt->head->prev = r;
+	rt->head = r;
+	rt->in_flight++;
+	return true;
+}
+
+/* Start the session request line (taken) for r; false when r was answered
+ * instead. */
+static bool start_json(struct rt *rt, struct req *r, json_object *line)
+{
+	ab_request_clear(&r->q);
+	size_t len;
+	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
+	struct ab_error e = {0};
+	int rc = ab_request_parse(s, len, &r->q, &e);
+	json_object_put(line);
+	return start(rt, r, rc, &e);
+}
+
+json_object *rt_file_req(const char *op, const char *path)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "path", json_object_new_string(path));
+	return o;
+}
+
+bool rt_start_file(struct rt *rt, struct req *r, json_object *o)
+{
+	ab_request_clear(&r->q);
+	struct ab_error e = {0};
+	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
+	r->q.req = o;
+	r->q.kind = AB_REQUEST_FILE_OP;
+	r->q.op = json_object_get_string(json_object_object_get(o, "op"));
+	json_object_object_get_ex(o, "id", &r->q.id);
+	const char *path = json_object_get_string(json_object_object_get(o, "path"));
+	const char *from = json_object_get_string(json_object_object_get(o, "from"));
+	int rc = 0;
+	/* as a request line of a path that is not UTF-8 is refused */
+	if (!utf8_valid(path, strlen(path)) || (from && !utf8_valid(from, strlen(from))))
+		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8", r->q.op);
+	else if (!(r->q.file_op = fileop_prepare_inner(o, r->q.op, &r->q.inner, &e)))
+		rc = -(e.code ? e.code : EINVAL);
+	r->q.x.file_op = r->q.inner;
+	return start(rt, r, rc, &e);
+}
+
+static json_object *request_line(const char *op, unsigned long long id)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
+	return o;
+}
+
+bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout)
+{
+	json_object *o = request_line("exec", rt->next_tag + 1);
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_object_array_add(a, json_object_new_string(argv[i]));
+	json_object_object_add(o, "argv", a);
+	if (set_timeout)
+		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
+	return start_json(rt, r, o);
+}
+
+/* The file operation a route does once its path is known to be inside. */
+bool rt_start_op(struct rt *rt, struct req *r)
+{
+	const char *op = r->route == R_UPLOAD || r->put ? "upload"
+			 : r->route == R_LIST		? "ls"
+							: "download";
+	json_object *o = rt_file_req(op, r->view);
+	if (r->route != R_LIST) /* in chunks: a file over one line's bound */
+		json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
+	if (r->route == R_UPLOAD || r->put) {
+		size_t n = r->len - r->off < CHUNK ? r->len - r->off : CHUNK;
+		r->chunk = n;
+		char *b64 = base64_encode(r->body ? r->body + r->off : "", n);
+		if (!b64) {
+			json_object_put(o);
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      "File upload failed: out of memory");
+			return false;
+		}
+		json_object_object_add(o, "data", json_object_new_string(b64));
+		free(b64);
+	}
+	r->step = S_OP;
+	return rt_start_file(rt, r, o);
+}
+
+/* size bytes more of the body, its buffer grown by halves (not a copy of
+ * the whole for each piece the daemon hands over) */
+int rt_body_append(struct req *r, const char *data, size_t size)
+{
+	if (r->len + size + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap + r->cap / 2 : 65536;
+		if (cap < r->len + size + 1)
+			cap = r->len + size + 1;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return -ENOMEM;
+		r->body = b;
+		r->cap = cap;
+	}
+	memcpy(r->body + r->len, data, size);
+	r->len += size;
+	return 0;
+}
+
+/* ---- sandboxd's bodies ---- */
+
+static const char *code_of(unsigned status)
+{
+	switch (status) {
+	case MHD_HTTP_BAD_REQUEST:
+		return "INVALID_ARGUMENT";
+	case MHD_HTTP_UNAUTHORIZED:
+		return "UNAUTHENTICATED";
+	case MHD_HTTP_FORBIDDEN:
+	case MHD_HTTP_MISDIRECTED_REQUEST:
+		return "PERMISSION_DENIED";
+	case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE:
+		return "INVALID_ARGUMENT";
+	case MHD_HTTP_NOT_FOUND:
+		return "NOT_FOUND";
+	case MHD_HTTP_METHOD_NOT_ALLOWED:
+		return "UNIMPLEMENTED";
+	case MHD_HTTP_CONFLICT:
+		return "CONFLICT";
+	case MHD_HTTP_CONTENT_TOO_LARGE:
+		return "RESOURCE_EXHAUSTED";
+	case MHD_HTTP_SERVICE_UNAVAILABLE:
+		return "UNAVAILABLE";
+	case MHD_HTTP_GATEWAY_TIMEOUT:
+		return "DEADLINE_EXCEEDED";
+	default:
+		return "INTERNAL";
+	}
+}
+
+char *rt_json_line(json_object *o)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+		s = NULL;
+	json_object_put(o);
+	return s;
+}
+
+char *rt_v1_error(unsigned status, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "code", json_object_new_string(code_of(status)));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return rt_json_line(o);
+}
