@@ -1,7 +1,8 @@
-/* A layer's tar unpacked (untar.h). Every path is walked from the layer's
- * root one component at a time with O_NOFOLLOW|O_DIRECTORY, so neither a
- * symbolic link the tar made nor ".." leads out of it; a hard link may name
- * only what the same layer holds. */
+/* A layer's tar unpacked (untar.h). libarchive reads it (archive_lib.h);
+ * what it says lands on the disk through this file alone: every path is
+ * walked from the layer's root one component at a time with
+ * O_NOFOLLOW|O_DIRECTORY, so neither a symbolic link the tar made nor ".."
+ * leads out of it; a hard link may name only what the same layer holds. */
 #include "image/untar.h"
 
 #include <dirent.h>
@@ -15,77 +16,29 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "image/archive_lib.h"
 #include "image/sha256.h"
 #include "util/error.h"
 #include "util/util.h"
 
-#define BUF	(64 * 1024)
-#define MAX_PAX (1 << 20)
+#define BUF (64 * 1024)
 
-struct src {
-	int fd;
-	bool gz, raw_eof, z_end;
-	z_stream z;
-	struct sha256 h;
-	unsigned char in[BUF];
-};
-
-static ssize_t raw_read(struct src *s, void *buf, size_t n)
-{
-	ssize_t got;
-	do
-		got = read(s->fd, buf, n);
-	while (got < 0 && errno == EINTR);
-	if (got > 0)
-		sha256_update(&s->h, buf, (size_t)got);
-	if (got == 0)
-		s->raw_eof = true;
-	return got < 0 ? -errno : got;
-}
-
-/* Up to n bytes of the tar; 0 at its end, -errno, or -EBADMSG for a
- * gzip stream that is not one. */
-static ssize_t src_read(struct src *s, void *buf, size_t n)
-{
-	if (!s->gz)
-		return raw_read(s, buf, n);
-	s->z.next_out = buf;
-	s->z.avail_out = (uInt)n;
-	while (s->z.avail_out == n) {
-		if (s->z.avail_in == 0) {
-			if (s->raw_eof)
-				return s->z_end ? 0 : -EBADMSG; /* cut short */
-			ssize_t got = raw_read(s, s->in, sizeof(s->in));
-			if (got < 0)
-				return got;
-			s->z.next_in = s->in;
-			s->z.avail_in = (uInt)got;
-			continue;
-		}
-		if (s->z_end) {
-			/* gzip members may follow each other (RFC 1952) */
-			if (inflateReset(&s->z) != Z_OK)
-				return -EBADMSG;
-			s->z_end = false;
-		}
-		int r = inflate(&s->z, Z_NO_FLUSH);
-		if (r == Z_STREAM_END)
-			s->z_end = true;
-		else if (r != Z_OK && r != Z_BUF_ERROR)
-			return -EBADMSG;
-	}
-	return (ssize_t)(n - s->z.avail_out);
-}
-
+/* The reader's side: libarchive pulls the blob through feed(), which hashes
+ * every byte it reads. */
 struct ctx {
-	struct src *s;
+	const struct archive_lib *la;
+	struct archive *a;
+	int fd;
+	bool raw_eof;
+	unsigned long long raw_bytes;
+	struct sha256 h;
+	unsigned char *in; /* what feed() hands libarchive */
+	char *buf;	   /* a file's data on its way to the disk */
 	int root;
 	const char *what; /* "layer N" */
 	struct untar_stats *st;
 	struct ab_error *err;
-	char *buf;
 	/* the parent directory the last entry was in, kept open */
 	char last_dir[PATH_MAX];
 	int last_fd;
@@ -97,72 +50,44 @@ struct ctx {
 	size_t n_dirs, dir_bytes;
 };
 
+/* Up to BUF bytes of the blob, hashed: 0 at its end, -errno. */
+static ssize_t raw_read(struct ctx *c)
+{
+	ssize_t got;
+	do
+		got = read(c->fd, c->in, BUF);
+	while (got < 0 && errno == EINTR);
+	if (got > 0) {
+		sha256_update(&c->h, c->in, (size_t)got);
+		c->raw_bytes += (size_t)got;
+	}
+	if (got == 0)
+		c->raw_eof = true;
+	return got < 0 ? -errno : got;
+}
+
+static la_ssize_t feed(struct archive *a, void *p, const void **out)
+{
+	struct ctx *c = p;
+	ssize_t got = raw_read(c);
+	if (got < 0)
+		c->la->archive_set_error(a, (int)-got, "cannot read the blob: %s",
+					 strerror((int)-got));
+	*out = c->in;
+	return got < 0 ? -1 : got;
+}
+
 static int bad(struct ctx *c, int code, const char *entry, const char *why)
 {
 	return ab_error_plain(c->err, code, "%s: entry '%.300s' %s", c->what, entry, why);
 }
 
-static int read_full(struct ctx *c, void *buf, size_t n)
+/* What libarchive said when it failed. */
+static int read_error(struct ctx *c)
 {
-	for (size_t got = 0; got < n;) {
-		ssize_t r = src_read(c->s, (char *)buf + got, n - got);
-		if (r == 0)
-			return ab_error_plain(c->err, EBADMSG, "%s: the tar ends in the middle",
-					      c->what);
-		if (r < 0)
-			return ab_error_set(c->err, -r, "%s: cannot read the tar%s", c->what,
-					    r == -EBADMSG ? " (bad gzip data)" : "");
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-static int skip(struct ctx *c, unsigned long long n)
-{
-	while (n) {
-		size_t k = n < BUF ? (size_t)n : BUF;
-		int r = read_full(c, c->buf, k);
-		if (r < 0)
-			return r;
-		n -= k;
-	}
-	return 0;
-}
-
-/* An octal or base-256 (GNU) number field. */
-static bool number(const char *f, size_t len, unsigned long long *out)
-{
-	unsigned long long v = 0;
-	if ((unsigned char)f[0] & 0x80) {
-		for (size_t i = 1; i < len; i++) {
-			if (v >> 55)
-				return false;
-			v = v << 8 | (unsigned char)f[i];
-		}
-		*out = v;
-		return !((unsigned char)f[0] & 0x40); /* negative */
-	}
-	size_t i = 0;
-	while (i < len && f[i] == ' ')
-		i++;
-	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v >> 60)
-			return false;
-		v = v * 8 + (unsigned)(f[i] - '0');
-	}
-	*out = v;
-	return true;
-}
-
-static bool checksum_ok(const unsigned char *h)
-{
-	unsigned long long want;
-	if (!number((const char *)h + 148, 8, &want))
-		return false;
-	unsigned long sum = 0;
-	for (int i = 0; i < 512; i++)
-		sum += (i >= 148 && i < 156) ? ' ' : h[i];
-	return sum == want;
+	const char *msg = c->la->archive_error_string(c->a);
+	return ab_error_plain(c->err, EBADMSG, "%s: cannot read the tar: %s", c->what,
+			      msg ? msg : "unknown error");
 }
 
 /* path's components (no "", ".") into comps; refuses absolute paths and
@@ -298,27 +223,31 @@ static int whiteout(struct ctx *c, int dir, const char *name, const char *entry)
 static int write_file(struct ctx *c, int dir, const char *name, mode_t mode,
 		      unsigned long long size, const char *entry)
 {
-	if ((c->st->bytes += size) > UNTAR_MAX_BYTES)
+	if (size > UNTAR_MAX_BYTES - c->st->bytes)
 		return bad(c, EFBIG, entry, "takes the layer over 64 GiB unpacked");
+	c->st->bytes += size;
 	cleanup_fd int fd =
 		openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return ab_error_set(c->err, errno, "%s: cannot create '%.300s'", c->what, entry);
-	while (size) {
-		size_t k = size < BUF ? (size_t)size : BUF;
-		int r = read_full(c, c->buf, k);
-		if (r < 0)
-			return r;
-		for (size_t off = 0; off < k;) {
-			ssize_t w = write(fd, c->buf + off, k - off);
+	for (unsigned long long left = size; left;) {
+		la_ssize_t k = c->la->archive_read_data(c->a, c->buf, BUF);
+		if (k < 0)
+			return read_error(c);
+		if (k == 0 || (unsigned long long)k > left)
+			return ab_error_plain(c->err, EBADMSG,
+					      "%s: '%.300s' is not the %llu bytes its header says",
+					      c->what, entry, size);
+		for (la_ssize_t off = 0; off < k;) {
+			ssize_t w = write(fd, c->buf + off, (size_t)(k - off));
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
 				return ab_error_set(c->err, w < 0 ? errno : EIO,
 						    "%s: cannot write '%.300s'", c->what, entry);
-			off += (size_t)w;
+			off += w;
 		}
-		size -= k;
+		left -= (unsigned long long)k;
 	}
 	/* no set-id bits: the view mounts it nosuid anyway */
 	if (fchmod(fd, mode & 01777) < 0)
@@ -340,9 +269,13 @@ static int hard_link(struct ctx *c, int dir, const char *name, char *link, const
 	return 0;
 }
 
+/* An entry as libarchive read it; path and link are copies split() may
+ * cut up. */
 struct entry {
-	char *path, *link;
-	char type;
+	char path[PATH_MAX], link[PATH_MAX];
+	bool hard;     /* link names what it is (a hard link) */
+	unsigned type; /* AE_IFREG, AE_IFDIR... */
+	bool sparse;
 	mode_t mode;
 	unsigned long long size;
 	unsigned dev_major, dev_minor;
@@ -368,7 +301,8 @@ static int remember_dir(struct ctx *c, char **comps, int n, mode_t mode)
 	return 0;
 }
 
-/* One entry of the tar, its data (e->size bytes) read unless skipped. */
+/* One entry of the tar; what data it has and is not read here, libarchive
+ * skips. */
 static int unpack_entry(struct ctx *c, struct entry *e)
 {
 	char shown[PATH_MAX];
@@ -377,47 +311,45 @@ static int unpack_entry(struct ctx *c, struct entry *e)
 	int n = split(c, e->path, comps, shown);
 	if (n < 0)
 		return -c->err->code;
-	bool has_data = e->type == '0' || e->type == '\0' || e->type == '7';
 	if (n == 0) /* the root itself */
-		return skip(c, has_data ? e->size : 0);
+		return 0;
 	cleanup_fd int dir = walk(c, comps, n - 1, true, shown);
 	if (dir < 0)
 		return -c->err->code;
 	const char *name = comps[n - 1];
 	if (strncmp(name, ".wh.", 4) == 0)
-		return whiteout(c, dir, name, shown) < 0 ? -c->err->code
-							 : skip(c, has_data ? e->size : 0);
-	bool is_dir = e->type == '5';
+		return whiteout(c, dir, name, shown) < 0 ? -c->err->code : 0;
+	bool is_dir = !e->hard && e->type == AE_IFDIR;
 	int r = make_room(c, dir, name, is_dir, shown);
 	if (r < 0)
 		return r;
+	if (e->hard)
+		return hard_link(c, dir, name, e->link, shown);
 	switch (e->type) {
-	case '0':
-	case '\0':
-	case '7':
+	case AE_IFREG:
+		if (e->sparse) /* GNU sparse files */
+			break;
 		return write_file(c, dir, name, e->mode, e->size, shown);
-	case '5':
+	case AE_IFDIR:
 		if (r == 0 && mkdirat(dir, name, 0700) < 0)
 			return ab_error_set(c->err, errno, "%s: cannot make '%.300s'", c->what,
 					    shown);
 		return remember_dir(c, comps, n, e->mode);
-	case '2':
+	case AE_IFLNK:
 		if (symlinkat(e->link, dir, name) < 0)
 			return ab_error_set(c->err, errno, "%s: cannot make the link '%.300s'",
 					    c->what, shown);
 		return 0;
-	case '1':
-		return hard_link(c, dir, name, e->link, shown);
-	case '3':
+	case AE_IFCHR:
 		if (e->dev_major == 0 && e->dev_minor == 0 &&
 		    mknodat(dir, name, S_IFCHR | 0, makedev(0, 0)) == 0)
 			return 0; /* overlay's own whiteout, as an overlay export has it */
 		c->st->devices++;
 		return 0;
-	case '4':
+	case AE_IFBLK:
 		c->st->devices++; /* device nodes are left out (docs/images.md) */
 		return 0;
-	case '6':
+	case AE_IFIFO:
 		if (mkfifoat(dir, name, e->mode & 0777) < 0)
 			return ab_error_set(c->err, errno, "%s: cannot make '%.300s'", c->what,
 					    shown);
@@ -426,169 +358,72 @@ static int unpack_entry(struct ctx *c, struct entry *e)
 	return bad(c, ENOTSUP, shown, "has a tar entry type agentbox does not unpack: refused");
 }
 
-/* A pax header's records: path, linkpath, size. */
-static int pax_parse(struct ctx *c, char *p, size_t len, struct entry *e)
+/* A name of the entry copied into out, which has PATH_MAX bytes: with room
+ * for a '/' before it, so that walk() and remember_dir() never cut it. */
+static int copy_name(struct ctx *c, char *out, const char *name, const char *entry)
 {
-	char *end = p + len;
-	while (p < end) {
-		char *sp;
-		unsigned long rl = strtoul(p, &sp, 10);
-		if (*sp != ' ' || rl == 0 || rl > (unsigned long)(end - p) || p[rl - 1] != '\n')
-			return ab_error_plain(c->err, EBADMSG, "%s: a bad pax header", c->what);
-		char *kv = sp + 1, *eq = memchr(kv, '=', (size_t)(p + rl - 1 - kv));
-		if (eq) {
-			*eq = '\0';
-			p[rl - 1] = '\0';
-			char **slot = strcmp(kv, "path") == 0	    ? &e->path
-				      : strcmp(kv, "linkpath") == 0 ? &e->link
-								    : NULL;
-			if (slot) {
-				free(*slot);
-				if (!(*slot = strdup(eq + 1)))
-					return ab_error_set(c->err, ENOMEM, "unpacking");
-			} else if (strcmp(kv, "size") == 0) {
-				e->size = strtoull(eq + 1, NULL, 10);
-				e->type = 'S'; /* marks "size given" until the header */
-			}
-		}
-		p += rl;
-	}
+	size_t len = strlen(name ? name : "");
+	if (len > PATH_MAX - 2)
+		return bad(c, ENAMETOOLONG, entry, "has a name over 4094 bytes: refused");
+	memcpy(out, name ? name : "", len + 1);
 	return 0;
 }
 
-/* The data of a pax or GNU long-name header, NUL-terminated. */
-static char *read_meta(struct ctx *c, unsigned long long size)
+/* The next entry's header into e; *done at the tar's end. */
+static int next_entry(struct ctx *c, struct entry *e, bool *done)
 {
-	if (size > MAX_PAX) {
-		ab_error_plain(c->err, E2BIG, "%s: a tar header over 1 MiB", c->what);
-		return NULL;
-	}
-	char *b = malloc((size_t)size + 1);
-	if (!b) {
-		ab_error_set(c->err, ENOMEM, "unpacking %s", c->what);
-		return NULL;
-	}
-	if (read_full(c, b, (size_t)size) < 0 || skip(c, (512 - size % 512) % 512) < 0) {
-		free(b);
-		return NULL;
-	}
-	b[size] = '\0';
-	return b;
-}
-
-static char *header_name(const unsigned char *h)
-{
-	char name[101], prefix[156], full[260];
-	memcpy(name, h, 100);
-	name[100] = '\0';
-	memcpy(prefix, h + 345, 155);
-	prefix[155] = '\0';
-	if (memcmp(h + 257, "ustar", 5) == 0 && prefix[0])
-		snprintf(full, sizeof(full), "%s/%s", prefix, name);
-	else
-		snprintf(full, sizeof(full), "%s", name);
-	return strdup(full);
-}
-
-static int next_header(struct ctx *c, struct entry *e, bool *done)
-{
-	unsigned char h[512];
-	int zeros = 0;
-	struct entry meta = {0};
-	for (;;) {
-		ssize_t got = src_read(c->s, h, 1);
-		if (got == 0) {
-			*done = true; /* no end blocks: a tar may stop here */
-			break;
-		}
-		if (got < 0 || read_full(c, h + 1, 511) < 0)
-			return got < 0 ? ab_error_set(c->err, (int)-got, "%s: cannot read the tar",
-						      c->what)
-				       : -c->err->code;
-		static const unsigned char zero[512];
-		if (memcmp(h, zero, 512) == 0) {
-			if (++zeros == 2) {
-				*done = true;
-				break;
-			}
-			continue;
-		}
-		if (!checksum_ok(h))
-			return ab_error_plain(c->err, EBADMSG,
-					      "%s: not a tar (a header's checksum is wrong)",
-					      c->what);
-		if (++c->st->entries > UNTAR_MAX_ENTRIES)
-			return ab_error_plain(c->err, E2BIG, "%s: over %d entries", c->what,
-					      UNTAR_MAX_ENTRIES);
-		unsigned long long size, mode, maj = 0, min = 0;
-		if (!number((char *)h + 124, 12, &size) || !number((char *)h + 100, 8, &mode))
-			return ab_error_plain(c->err, EBADMSG, "%s: a bad tar header", c->what);
-		number((char *)h + 329, 8, &maj);
-		number((char *)h + 337, 8, &min);
-		char type = (char)h[156];
-		if (type == 'x' || type == 'L' || type == 'K') {
-			cleanup_free char *b = read_meta(c, size);
-			if (!b)
-				return -c->err->code;
-			if (type == 'x' && pax_parse(c, b, (size_t)size, &meta) < 0)
-				return -c->err->code;
-			char **slot = type == 'L' ? &meta.path : type == 'K' ? &meta.link : NULL;
-			if (slot) {
-				free(*slot);
-				*slot = ab_steal_pointer(&b);
-			}
-			continue;
-		}
-		if (type == 'g') {
-			if (skip(c, (size + 511) / 512 * 512) < 0)
-				return -c->err->code;
-			continue;
-		}
-		e->path = meta.path ? meta.path : header_name(h);
-		if (meta.link)
-			e->link = meta.link;
-		else {
-			char l[101];
-			memcpy(l, h + 157, 100);
-			l[100] = '\0';
-			e->link = strdup(l);
-		}
-		meta.path = meta.link = NULL;
-		e->size = meta.type == 'S' ? meta.size : size;
-		e->type = type;
-		e->mode = (mode_t)mode;
-		e->dev_major = (unsigned)maj;
-		e->dev_minor = (unsigned)min;
-		if (!e->path || !e->link)
-			return ab_error_set(c->err, ENOMEM, "unpacking %s", c->what);
+	const struct archive_lib *la = c->la;
+	struct archive_entry *ae;
+	int r = la->archive_read_next_header(c->a, &ae);
+	if (r == ARCHIVE_EOF) {
+		*done = true; /* two zero blocks, one, or none: a tar may stop anywhere */
 		return 0;
 	}
-	free(meta.path);
-	free(meta.link);
+	if (r == ARCHIVE_RETRY) /* libarchive's "Damaged tar archive" */
+		return ab_error_plain(c->err, EBADMSG,
+				      "%s: not a tar (a header's checksum is wrong)", c->what);
+	const char *msg = la->archive_error_string(c->a);
+	/* a name that is not valid in the locale's charset is kept as its
+	 * bytes, as a tar has it; any other warning (a malformed pax record,
+	 * too many extension headers) refuses the layer */
+	if (r == ARCHIVE_WARN && !(msg && strstr(msg, "can't be converted from")))
+		return ab_error_plain(c->err, EBADMSG, "%s: a bad tar header (%s)", c->what,
+				      msg ? msg : "a warning");
+	if (r < ARCHIVE_WARN)
+		return read_error(c);
+	if (++c->st->entries > UNTAR_MAX_ENTRIES)
+		return ab_error_plain(c->err, E2BIG, "%s: over %d entries", c->what,
+				      UNTAR_MAX_ENTRIES);
+	const char *path = la->archive_entry_pathname(ae);
+	if (copy_name(c, e->path, path, path ? path : "") < 0)
+		return -c->err->code;
+	const char *hard = la->archive_entry_hardlink(ae);
+	const char *link = hard ? hard : la->archive_entry_symlink(ae);
+	if (copy_name(c, e->link, link, e->path) < 0)
+		return -c->err->code;
+	e->hard = hard != NULL;
+	e->type = la->archive_entry_filetype(ae);
+	e->sparse = la->archive_entry_sparse_count(ae) > 0;
+	e->mode = la->archive_entry_perm(ae);
+	la_int64_t size = la->archive_entry_size(ae);
+	e->size = size > 0 ? (unsigned long long)size : 0;
+	e->dev_major = (unsigned)la->archive_entry_rdevmajor(ae);
+	e->dev_minor = (unsigned)la->archive_entry_rdevminor(ae);
 	return 0;
 }
 
 static int unpack_all(struct ctx *c)
 {
-	for (;;) {
-		struct entry e = {0};
-		bool done = false;
-		int r = next_header(c, &e, &done);
-		if (r == 0 && !done) {
-			/* a file's data is read by unpack_entry; what other entries
-			 * carry is skipped */
-			bool data = e.type == '0' || e.type == '\0' || e.type == '7';
-			unsigned long long rest =
-				data ? (512 - e.size % 512) % 512 : (e.size + 511) / 512 * 512;
-			r = unpack_entry(c, &e);
-			if (r == 0)
-				r = skip(c, rest);
-		}
-		free(e.path);
-		free(e.link);
-		if (r < 0 || done)
-			return r;
-	}
+	struct entry *e = malloc(sizeof(*e));
+	if (!e)
+		return ab_error_set(c->err, ENOMEM, "unpacking %s", c->what);
+	int r;
+	bool done = false;
+	while ((r = next_entry(c, e, &done)) == 0 && !done)
+		if ((r = unpack_entry(c, e)) < 0)
+			break;
+	free(e);
+	return r;
 }
 
 /* The directories' own modes, set now that nothing more goes in them
@@ -607,52 +442,85 @@ static int set_dir_modes(struct ctx *c)
 	return 0;
 }
 
+/* libarchive reading the blob through feed(): the tar formats only,
+ * through the gzip filter when the manifest says gzip, no filter else, none
+ * chosen by what the bytes look like. *done: an empty plain blob, an empty
+ * tar. (libarchive's "empty" format is not used: it would also take a gzip
+ * stream that yields nothing, not gzip or cut short, for an empty tar.) */
+static int open_reader(struct ctx *c, const struct oci_layer *l, bool *done)
+{
+	const struct archive_lib *la = c->la;
+	if (la->archive_read_support_format_tar(c->a) != ARCHIVE_OK)
+		return read_error(c);
+	/* not ARCHIVE_OK (ARCHIVE_WARN) also when this libarchive was built
+	 * without zlib and would run an external gzip program */
+	if (l->comp == OCI_GZIP &&
+	    la->archive_read_append_filter(c->a, ARCHIVE_FILTER_GZIP) != ARCHIVE_OK)
+		return ab_error_plain(c->err, ENOTSUP, "%s: %s cannot read gzip itself (%s)",
+				      c->what, ARCHIVE_LIB_SONAME, la->archive_error_string(c->a));
+	if (la->archive_read_open(c->a, c, NULL, feed, NULL) != ARCHIVE_OK) {
+		if (l->comp == OCI_TAR && c->raw_eof && c->raw_bytes == 0) {
+			*done = true;
+			return 0;
+		}
+		const char *msg = la->archive_error_string(c->a);
+		return ab_error_plain(c->err, EBADMSG, "%s: not a %s (%s)", c->what,
+				      l->comp == OCI_GZIP ? "gzip'd tar" : "tar",
+				      msg ? msg : "unknown error");
+	}
+	return 0;
+}
+
 int untar_layer(int fd, const struct oci_layer *l, const char *what, int root,
 		struct untar_stats *st, struct ab_error *err)
 {
-	struct src *s = calloc(1, sizeof(*s));
-	cleanup_free char *buf = malloc(BUF);
-	if (!s || !buf) {
-		free(s);
-		return ab_error_set(err, ENOMEM, "unpacking %s", what);
-	}
-	s->fd = fd;
-	s->gz = l->comp == OCI_GZIP;
-	sha256_init(&s->h);
-	/* 15 + 16: gzip framing only */
-	if (s->gz && inflateInit2(&s->z, 15 + 16) != Z_OK) {
-		free(s);
-		return ab_error_set(err, ENOMEM, "unpacking %s", what);
-	}
-	struct ctx c = {.s = s,
+	char why[300];
+	const struct archive_lib *la = archive_lib_load(why, sizeof(why));
+	if (!la)
+		return ab_error_plain(err, ENOPKG, "%s: %s", what, why);
+	struct ctx c = {.la = la,
+			.fd = fd,
+			.in = malloc(BUF),
+			.buf = malloc(BUF),
 			.root = root,
 			.what = what,
 			.st = st,
 			.err = err,
-			.buf = buf,
 			.last_fd = -1};
-	int r = unpack_all(&c);
-	/* every byte of the blob is hashed, what follows the tar too */
-	while (r == 0 && !s->raw_eof) {
-		ssize_t got = raw_read(s, s->in, sizeof(s->in));
-		if (got < 0)
-			r = ab_error_set(err, (int)-got, "%s: cannot read the blob", what);
-	}
+	sha256_init(&c.h);
+	int r = 0;
+	if (!c.in || !c.buf || !(c.a = la->archive_read_new()))
+		r = ab_error_set(err, ENOMEM, "unpacking %s", what);
+	bool empty = false;
+	if (r == 0)
+		r = open_reader(&c, l, &empty);
+	if (r == 0 && !empty)
+		r = unpack_all(&c);
+	/* every byte of the blob is hashed: what follows the tar too, and
+	 * what a refused entry left unread */
+	ssize_t got = 0;
+	while (got >= 0 && !c.raw_eof)
+		got = raw_read(&c);
+	if (got < 0 && r == 0)
+		r = ab_error_set(err, (int)-got, "%s: cannot read the blob", what);
 	char hex[65];
-	sha256_hex(&s->h, hex);
-	if (r == 0 && strcmp(hex, l->hex) != 0)
+	sha256_hex(&c.h, hex);
+	/* a blob that is not the one its digest names says so, whatever else
+	 * was wrong with its bytes */
+	if (got >= 0 && strcmp(hex, l->hex) != 0)
 		r = ab_error_plain(err, EBADMSG,
 				   "%s: the blob sha256:%s does not match its digest (its content "
 				   "hashes to sha256:%s): the layout is corrupt",
 				   what, l->hex, hex);
 	if (r == 0)
 		r = set_dir_modes(&c);
+	if (c.a)
+		la->archive_read_free(c.a);
 	ab_close_keep_errno(c.last_fd);
 	for (size_t i = 0; i < c.n_dirs; i++)
 		free(c.dirs[i].path);
 	free(c.dirs);
-	if (s->gz)
-		inflateEnd(&s->z);
-	free(s);
+	free(c.in);
+	free(c.buf);
 	return r;
 }

@@ -1,8 +1,9 @@
-/* One layer's tar (plain or gzip), unpacked beneath a directory as overlay
- * wants a lower layer: whiteouts as 0/0 character devices, opaque
- * directories marked user.overlay.opaque. The tar is hostile: no entry
- * reaches outside the directory, no link is followed, sizes and counts
- * are bounded, device nodes are skipped (docs/images.md). */
+/* One layer's tar (plain or gzip), read by libarchive (archive_lib.h) and
+ * unpacked by agentbox beneath a directory as overlay wants a lower layer:
+ * whiteouts as 0/0 character devices, opaque directories marked
+ * user.overlay.opaque. The tar is hostile: no entry reaches outside the
+ * directory, no link is followed, sizes and counts are bounded, device
+ * nodes are skipped (docs/images.md). */
 #ifndef AB_UNTAR_H
 #define AB_UNTAR_H
 

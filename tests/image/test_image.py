@@ -24,6 +24,10 @@ from ocigen import Entry, layer_from_tree, tar_bytes, write_layout  # noqa: E402
 BIN = os.environ.get("AGENTBOX_BIN", "agentbox")
 PROBE = os.environ.get("AGENTBOX_PROBE")
 MUST_WORK = os.environ.get("AGENTBOX_MUST_WORK") == "1"
+# a preload that makes dlopen of libarchive fail (tests/helpers/no_libarchive.c);
+# not under ASan, whose runtime must be the first library loaded
+NO_LIBARCHIVE = (os.environ.get("AGENTBOX_NO_LIBARCHIVE")
+                 if os.environ.get("AGENTBOX_SANITIZED") != "1" else None)
 
 
 def make_tree(root):
@@ -351,6 +355,25 @@ class ImageTest(unittest.TestCase):
     def test_not_a_tar_is_refused(self):
         self.refused(self.layout(layers=[self.base, b"\x01" * 1024], compress=False),
                      "not a tar")
+
+    @unittest.skipUnless(NO_LIBARCHIVE, "AGENTBOX_NO_LIBARCHIVE is not set, or ASan")
+    def test_without_libarchive_unpacking_names_its_package_and_the_cache_needs_none(self):
+        img = self.layout()
+        env = dict(self.env, LD_PRELOAD=NO_LIBARCHIVE)
+        argv = [BIN, "run", "--workspace", self.ws, "--image", "oci:" + img, "--", "/bin/sh",
+                "-c", "cat /opt/new"]
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 125, r)
+        self.assertIn("layer 1 (sha256:%s): cannot load libarchive.so.13" % self.digests[0][:12],
+                      r.stderr)
+        self.assertIn("(install libarchive13, or the distribution's libarchive package)",
+                      r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertEqual(os.listdir(os.path.join(self.cache, "tmp")), [])
+        # unpacked once with it, the cached layers are used without it
+        self.assertEqual(self.sh("oci:" + img, "cat /opt/new").stdout, "new\n")
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, "new\n"), r)
 
     # ---- confinement on an image ----
 
