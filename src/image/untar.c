@@ -618,9 +618,14 @@ int untar_layer(int fd, const struct oci_layer *l, const char *what, int root,
 	}
 	s->fd = fd;
 	s->gz = l->comp == OCI_GZIP;
-	sha256_init(&s->h);
+	int rh = sha256_init(&s->h, err);
+	if (rh < 0) {
+		free(s);
+		return rh;
+	}
 	/* 15 + 16: gzip framing only */
 	if (s->gz && inflateInit2(&s->z, 15 + 16) != Z_OK) {
+		sha256_free(&s->h);
 		free(s);
 		return ab_error_set(err, ENOMEM, "unpacking %s", what);
 	}

@@ -21,9 +21,6 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "crypto/ossl.h"
 #include "http/http_frame.h"
 #include "net/netparse.h"
 #include "net/netproxy_int.h"
