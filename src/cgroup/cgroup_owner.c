@@ -35,9 +35,13 @@
 #include "cgroup/cgroup_int.h"
 #include "util/util.h"
 
-unsigned long long ab_cg_start_time(pid_t pid)
+/* pid's start time (0 when it cannot be read) and, into *state, its
+ * state letter, from one read of /proc/PID/stat: a reaper reads it for
+ * every live launcher beside it. */
+static unsigned long long proc_stat_of(pid_t pid, char *state)
 {
 	char path[64], buf[1024];
+	*state = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -46,11 +50,20 @@ unsigned long long ab_cg_start_time(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* field 22, counted after the command name's closing parenthesis */
+	/* field 3 and field 22, counted after the command name's closing
+	 * parenthesis */
 	char *p = strrchr(buf, ')');
+	if (p && p[1] == ' ')
+		*state = p[2];
 	for (int f = 2; p && f < 22; f++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+unsigned long long ab_cg_start_time(pid_t pid)
+{
+	char state;
+	return proc_stat_of(pid, &state);
 }
 
 /* The pid namespace /proc shows, as the inode of /proc/self/ns/pid; 0
@@ -149,13 +162,10 @@ enum ab_cg_owner ab_cg_owner(const char *name)
 		return AB_CG_OWNER_ALIVE; /* not ours, or an older agentbox's: never touched */
 	if (ns == 0 || ns != proc_pidns())
 		return AB_CG_OWNER_UNSEEN;
-	if (ab_cg_start_time(pid) != start)
+	char state;
+	if (proc_stat_of(pid, &state) != start)
 		return AB_CG_OWNER_DEAD;
 	/* a zombie holds nothing: a killed detached launcher (agentbox
 	 * create) waits as one until the host's init reaps it */
-	char path[64], buf[512] = {0};
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *p = fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0 ? strrchr(buf, ')') : NULL;
-	return p && p[1] == ' ' && p[2] == 'Z' ? AB_CG_OWNER_DEAD : AB_CG_OWNER_ALIVE;
+	return state == 'Z' ? AB_CG_OWNER_DEAD : AB_CG_OWNER_ALIVE;
 }

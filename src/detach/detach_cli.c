@@ -251,11 +251,14 @@ static void write_output(json_object *m)
 	json_object *d;
 	if (!json_object_object_get_ex(m, "data", &d))
 		return;
-	char *data = strdup(json_object_get_string(d));
-	const char *st = lines_str(m, "stream");
-	if (!data)
+	const char *st = lines_str(m, "stream"), *why;
+	size_t n;
+	char *data = base64_decode(json_object_get_string(d), (size_t)json_object_get_string_len(d),
+				   &n, &why);
+	if (!data) {
+		fprintf(stderr, "agentbox: an output message's data is not base64: %s\n", why);
 		return;
-	size_t n = base64_decode_inplace(data);
+	}
 	if (st && !strcmp(st, "stderr"))
 		detach_write_all(STDERR_FILENO, data, n);
 	else

@@ -268,10 +268,11 @@ int fo_write(json_object *q, bool upload)
 	if (!b64)
 		return put_file("write", path, data, len, fo_jbool(q, "overwrite", false), false);
 	size_t n;
-	char *raw = fo_base64_decode(data, len, &n);
+	const char *why;
+	char *raw = base64_decode(data, len, &n, &why);
 	if (!raw)
-		return fo_fail(AB_ERRC_INVALID_REQUEST, path, "%s: '%s' is not valid base64",
-			       upload ? "upload" : "write", upload ? "data" : "content");
+		return fo_fail(AB_ERRC_INVALID_REQUEST, path, "%s: '%s' is not valid base64 (%s)",
+			       upload ? "upload" : "write", upload ? "data" : "content", why);
 	int64_t offset = upload ? fo_jint(q, "offset", -1) : -1;
 	int r = offset > 0 ? append_chunk(path, raw, n, offset)
 			   : put_file(upload ? "upload" : "write", path, raw, n,

@@ -190,55 +190,6 @@ json_object *fo_file_info(const char *path)
 
 /* ---- inside: helpers ---- */
 
-/* 1 + the value of each base64 character, 0 for the others: a table, as
- * uploads decode megabytes at a time. */
-static const unsigned char b64_values[256] = {
-	['A'] = 1,  ['B'] = 2,	['C'] = 3,  ['D'] = 4,	['E'] = 5,  ['F'] = 6,	['G'] = 7,
-	['H'] = 8,  ['I'] = 9,	['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14,
-	['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21,
-	['V'] = 22, ['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28,
-	['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35,
-	['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
-	['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49,
-	['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
-	['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63,
-	['/'] = 64};
-
-static int b64_value(unsigned char c)
-{
-	return (int)b64_values[c] - 1;
-}
-
-/* Strict RFC 4648 base64 with padding. NULL if s is not that. */
-char *fo_base64_decode(const char *s, size_t n, size_t *out_len)
-{
-	if (n % 4)
-		return NULL;
-	char *out = malloc(n / 4 * 3 + 1);
-	if (!out)
-		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		const unsigned char *q = (const unsigned char *)s + i;
-		int pad = i + 4 == n ? (q[3] == '=') + (q[3] == '=' && q[2] == '=') : 0;
-		int v0 = b64_value(q[0]), v1 = b64_value(q[1]);
-		int v2 = pad == 2 ? 0 : b64_value(q[2]), v3 = pad ? 0 : b64_value(q[3]);
-		if ((v0 | v1 | v2 | v3) < 0) {
-			free(out);
-			return NULL;
-		}
-		uint32_t w =
-			(uint32_t)v0 << 18 | (uint32_t)v1 << 12 | (uint32_t)v2 << 6 | (uint32_t)v3;
-		out[o++] = (char)(w >> 16);
-		if (pad < 2)
-			out[o++] = (char)(w >> 8);
-		if (pad < 1)
-			out[o++] = (char)w;
-	}
-	*out_len = o;
-	return out;
-}
-
 /* Open a regular file; -errno (-EISDIR for a directory, -ENODEV for
  * anything else that is not a regular file: a FIFO would block). */
 int fo_open_regular(const char *path, int flags, struct stat *st)

@@ -33,7 +33,6 @@ json_object *fo_lossy(const char *s, size_t n);
 json_object *fo_file_info(const char *path);
 
 /* files and request fields */
-char *fo_base64_decode(const char *s, size_t n, size_t *out_len);
 int fo_open_regular(const char *path, int flags, struct stat *st);
 int fo_read_all(const char *path, size_t max, char **out, size_t *len);
 int fo_write_all(int fd, const char *p, size_t n);

@@ -14,7 +14,7 @@
 #include "util/error.h"
 #include "files/fileop.h"
 #include "files/fileop_host.h"
-#include "files/fileop_inside.h"
+#include "util/base64.h"
 #include "layer/layer.h"
 
 #define BAD(...) return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, __VA_ARGS__)
@@ -320,10 +320,11 @@ static int parse_input(struct ab_request *q, struct ab_error *e)
 		q->data = json_object_get_string(v);
 		q->data_len = (size_t)json_object_get_string_len(v);
 		if (base64) {
+			const char *why;
 			q->data = q->data_owned =
-				fo_base64_decode(q->data, q->data_len, &q->data_len);
+				base64_decode(q->data, q->data_len, &q->data_len, &why);
 			if (!q->data)
-				BAD("stdin: 'data' is not valid base64");
+				BAD("stdin: 'data' is not valid base64 (%s)", why);
 		}
 	}
 	return 0;

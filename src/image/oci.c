@@ -80,12 +80,8 @@ static json_object *read_json(int fd, const char *what, const char *dir, char *h
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
-	if (hex) {
-		struct sha256 h;
-		sha256_init(&h);
-		sha256_update(&h, buf, got);
-		sha256_hex(&h, hex);
-	}
+	if (hex && sha256_hex_of(buf, got, hex, err) < 0)
+		return NULL;
 	json_object *j = json_tokener_parse(buf);
 	if (!j || !json_object_is_type(j, json_type_object)) {
 		json_object_put(j);

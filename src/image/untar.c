@@ -487,8 +487,12 @@ int untar_layer(int fd, const struct oci_layer *l, const char *what, int root,
 			.st = st,
 			.err = err,
 			.last_fd = -1};
-	sha256_init(&c.h);
-	int r = 0;
+	int r = sha256_init(&c.h, err);
+	if (r < 0) {
+		free(c.in);
+		free(c.buf);
+		return r;
+	}
 	if (!c.in || !c.buf || !(c.a = la->archive_read_new()))
 		r = ab_error_set(err, ENOMEM, "unpacking %s", what);
 	bool empty = false;

@@ -5,8 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crypto/ossl.h"
 #include "util/error.h"
 #include "util/util.h"
 

@@ -21,9 +21,6 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,10 +32,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "crypto/ossl.h"
 #include "http/http_frame.h"
 #include "net/netparse.h"
 #include "net/netproxy_int.h"
 #include "net/netsecret.h"
+#include "util/base64.h"
 
 #define IO_MS 30000
 
@@ -201,13 +200,12 @@ static char *basic_auth(struct term *t, char *o, size_t *n)
 		for (v += 6; *v == ' ';)
 			v++;
 		size_t bl = strcspn(v, "\r");
-		unsigned char dec[3 * 4096 / 4 + 4];
-		int dl = bl && bl % 4 == 0 && bl <= 4096
-				 ? EVP_DecodeBlock(dec, (const unsigned char *)v, (int)bl)
-				 : -1;
-		if (dl < 3)
+		while (bl && (v[bl - 1] == ' ' || v[bl - 1] == '\t'))
+			bl--; /* a field value's trailing blanks are not part of it */
+		unsigned char dec[BASE64_DECODED_MAX(4096)];
+		long dl = bl <= 4096 ? base64_decode_into(dec, v, bl, NULL) : -1;
+		if (dl <= 0)
 			continue;
-		dl -= (v[bl - 1] == '=') + (v[bl - 2] == '=');
 		size_t nl;
 		char *rep = replace(t, (const char *)dec, (size_t)dl, &nl);
 		OPENSSL_cleanse(dec, sizeof(dec));
@@ -215,7 +213,7 @@ static char *basic_auth(struct term *t, char *o, size_t *n)
 			drop(o, *n);
 			return NULL;
 		}
-		size_t pre = (size_t)(v - o), el = 4 * ((nl + 2) / 3);
+		size_t pre = (size_t)(v - o), el = BASE64_LEN(nl);
 		char *no = malloc(*n - bl + el + 1 + NET_CLOSE_ROOM);
 		if (!no) {
 			drop(rep, nl);
@@ -223,7 +221,7 @@ static char *basic_auth(struct term *t, char *o, size_t *n)
 			return NULL;
 		}
 		memcpy(no, o, pre);
-		EVP_EncodeBlock((unsigned char *)no + pre, (const unsigned char *)rep, (int)nl);
+		base64_encode_into(no + pre, rep, nl);
 		memcpy(no + pre + el, v + bl, *n - pre - bl);
 		drop(rep, nl);
 		drop(o, *n);

@@ -5,16 +5,11 @@
  * the client context for the upstream (the host's CA store plus --net
  * ca=FILE, the peer verified, its name checked). */
 #include <errno.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/ossl.h"
 #include "net/netsecret.h"
 #include "util/error.h"
 
@@ -109,9 +104,12 @@ static int make_ca(struct net_tls *t, char **ca_pem)
 
 int net_tls_new(const char *extra_ca, struct net_tls **out, char **ca_pem, struct ab_error *err)
 {
-	struct net_tls *t = calloc(1, sizeof(*t));
 	*out = NULL;
 	*ca_pem = NULL;
+	int rc = ab_ssl_load("--net secret= (TLS termination)", err);
+	if (rc < 0)
+		return rc;
+	struct net_tls *t = calloc(1, sizeof(*t));
 	if (!t)
 		return ab_error_set(err, ENOMEM, "--net secret=");
 	if (make_ca(t, ca_pem) < 0 || !(t->server = SSL_CTX_new(TLS_server_method())) ||

@@ -12,8 +12,6 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crypto/ossl.h"
 #include "detach/detach.h"
 #include "runtime/rt_int.h"
 #include "util/util.h"
@@ -129,7 +128,7 @@ int rt_auth_open(struct rt_auth *a, const struct ab_runtime_opts *o, struct ab_e
 	size_t len = 0;
 	int rc = o->token_file ? read_token(o->token_file, tok, &len, err)
 			       : make_token(a, tok, &len, err);
-	if (rc < 0)
+	if (rc < 0 || (rc = ab_crypto_load("runtime's token", err)) < 0)
 		return rc;
 	sha256(tok, len, a->digest);
 	explicit_bzero(tok, sizeof(tok));

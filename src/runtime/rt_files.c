@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "files/fileop_inside.h"
+#include "util/base64.h"
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
 
@@ -68,7 +68,7 @@ void rt_download_chunk(struct req *r, json_object *reply)
 	int64_t size = json_object_get_int64(json_object_object_get(reply, "size"));
 	bool eof = json_object_get_boolean(json_object_object_get(reply, "eof"));
 	size_t n = 0;
-	char *bytes = b64 ? fo_base64_decode(b64, strlen(b64), &n) : NULL;
+	char *bytes = b64 ? base64_decode(b64, strlen(b64), &n, NULL) : NULL;
 	if (size > (int64_t)DOWNLOAD_MAX || r->data_len + n > DOWNLOAD_MAX) {
 		free(bytes);
 		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE,

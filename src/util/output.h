@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "agentbox/agentbox.h"
+#include "util/base64.h" /* output as base64 */
 
 struct ab_capture {
 	bool on;		  /* capture_init was called: this stream is captured */
@@ -45,15 +46,5 @@ bool utf8_valid(const char *s, size_t len);
 /* Text for JSON: each byte that is not part of valid UTF-8 replaced by
  * U+FFFD. Heap string of *out_len bytes (NUL bytes stay). */
 char *utf8_lossy(const char *s, size_t len, size_t *out_len);
-/* RFC 4648 base64. Heap string. */
-char *base64_encode(const char *s, size_t len);
-/* Decode the base64 string s in place (characters outside the alphabet
- * skipped, up to the first '='); the decoded length. */
-size_t base64_decode_inplace(char *s);
-/* The base64 of len bytes at s into dst, which has room for
- * BASE64_LEN(len) bytes (no NUL); returns that length. Two output
- * characters per table look-up: the streamed output's encoder. */
-#define BASE64_LEN(len) (((len) + 2) / 3 * 4)
-size_t base64_encode_into(char *dst, const void *s, size_t len);
 
 #endif

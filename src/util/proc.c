@@ -1,10 +1,18 @@
+/* Processes: the caller's pid namespace's from /proc (proc.h), the
+ * vfork-like child (vfork.h), the signals that end a front (signals.h). */
 #include "util/proc.h"
+#include "util/signals.h"
+#include "util/vfork.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 /* The fields of "NSpid:" in /proc/<pid>/status (pid 0: self): the pid in
@@ -130,4 +138,28 @@ void ab_proc_comm(pid_t pid, char *out, size_t len)
 		close(fd);
 	out[k > 0 ? k : 0] = '\0';
 	out[strcspn(out, "\n")] = '\0';
+}
+
+int ab_ending_signals_fd(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+pid_t ab_vfork_child(int (*fn)(void *), void *arg, unsigned long flags, void *stack, size_t size)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* the stack grows down on every architecture agentbox builds for */
+	pid_t pid = clone(fn, (char *)stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD | flags, arg);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
 }

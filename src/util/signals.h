@@ -1,4 +1,4 @@
-/* The signals that end a front (serve, mcp, exec): SIGINT, SIGTERM and
+/* The signals that end a front (serve, mcp, exec), in proc.c: SIGINT, SIGTERM and
  * SIGHUP, taken through a signalfd so the loop that polls decides. */
 #ifndef AB_SIGNALS_H
 #define AB_SIGNALS_H

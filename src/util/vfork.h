@@ -1,6 +1,6 @@
 /* A vfork-like child: one helper for every place that needs a child
  * sharing the caller's memory for the few microseconds until it execs or
- * exits (no page table copied, as posix_spawn does). */
+ * exits (no page table copied, as posix_spawn does). In proc.c. */
 #ifndef AB_VFORK_H
 #define AB_VFORK_H
 

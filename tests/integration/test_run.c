@@ -658,3 +658,42 @@ Test(run, a_broad_workspace_is_refused_unless_named_and_allowed)
 	run_raw(allowed, &r, &o);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 }
+
+/* ---- what a run loads ---- */
+
+/* OpenSSL is loaded only by the features that need it (src/crypto/ossl.c):
+ * a plain run maps neither library, nor carries it linked in statically
+ * (libcrypto's assembler names "<appro@openssl.org>" in its text). */
+Test(run, a_plain_run_maps_no_openssl)
+{
+	char *ws = test_tmpdir();
+	int out;
+	pid_t p = spawn_in(ws, &out, "--", "/bin/sh", "-c", "echo ready; sleep 5", NULL);
+	wait_for_line(out, "ready");
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p);
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	int mapped = 0;
+	while (fgets(line, sizeof(line), f)) {
+		mapped++;
+		cr_expect_null(strstr(line, "libssl"), "agentbox run maps %s", line);
+		cr_expect_null(strstr(line, "libcrypto"), "agentbox run maps %s", line);
+	}
+	fclose(f);
+	cr_assert_gt(mapped, 0);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	char *bin = malloc((size_t)st.st_size);
+	cr_assert(bin && read(fd, bin, (size_t)st.st_size) == st.st_size);
+	close(fd);
+	cr_expect_null(memmem(bin, (size_t)st.st_size, "@openssl.org>", 13),
+		       "OpenSSL is linked into the agentbox binary");
+	free(bin);
+	kill(p, SIGTERM);
+	waitpid(p, NULL, 0);
+	close(out);
+}

@@ -1,4 +1,4 @@
-/* The capture buffer (head + tail within a cap), UTF-8 repair, base64. */
+/* The capture buffer (head + tail within a cap), UTF-8 repair. */
 #include <criterion/criterion.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -176,57 +176,4 @@ Test(utf8, valid_text_is_unchanged_and_bad_bytes_replaced)
 	cr_assert_eq(n, 3);
 	cr_assert_eq(memcmp(s, "a\0b", 3), 0);
 	free(s);
-}
-
-Test(base64, rfc4648_vectors)
-{
-	const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-	const char *out[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
-	for (size_t i = 0; i < 7; i++) {
-		char *s = base64_encode(in[i], strlen(in[i]));
-		cr_assert_str_eq(s, out[i]);
-		free(s);
-	}
-	char *s = base64_encode("\x00\xff\xfe", 3);
-	cr_assert_str_eq(s, "AP/+");
-	free(s);
-}
-
-Test(base64, the_table_encoder_matches_a_plain_one_at_every_length)
-{
-	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	unsigned char in[64];
-	char out[BASE64_LEN(sizeof(in))], want[BASE64_LEN(sizeof(in))];
-	unsigned seed = 3;
-	for (size_t n = 0; n <= sizeof(in); n++) {
-		for (size_t i = 0; i < n; i++)
-			in[i] = (unsigned char)rand_r(&seed);
-		size_t o = 0;
-		for (size_t i = 0; i < n; i += 3) {
-			unsigned v = (unsigned)in[i] << 16 |
-				     (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-				     (i + 2 < n ? in[i + 2] : 0);
-			want[o++] = tbl[v >> 18];
-			want[o++] = tbl[(v >> 12) & 63];
-			want[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-			want[o++] = i + 2 < n ? tbl[v & 63] : '=';
-		}
-		cr_assert_eq(base64_encode_into(out, in, n), o, "%zu bytes", n);
-		cr_assert(memcmp(out, want, o) == 0, "%zu bytes", n);
-	}
-}
-
-Test(base64, every_twelve_bit_value_in_both_halves)
-{
-	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (unsigned hi = 0; hi < 4096; hi++) {
-		unsigned lo = 4095 - hi, v = hi << 12 | lo;
-		unsigned char in[3] = {(unsigned char)(v >> 16), (unsigned char)(v >> 8),
-				       (unsigned char)v};
-		char out[4], want[4] = {tbl[hi >> 6], tbl[hi & 63], tbl[lo >> 6], tbl[lo & 63]};
-		cr_assert_eq(base64_encode_into(out, in, 3), 4);
-		cr_assert(memcmp(out, want, 4) == 0, "0x%06x", v);
-	}
 }
