@@ -537,8 +537,14 @@ class Detached(unittest.TestCase):
                 procs = [int(p) for p in f.read().split()]
             self.assertGreaterEqual(len(procs), 2, v1)  # the init and the counter
             for p in procs:
-                with open("/proc/%d/stat" % p) as f:
-                    st = f.read().rsplit(")", 1)[1].split()[0]
+                try:
+                    with open("/proc/%d/stat" % p) as f:
+                        st = f.read().rsplit(")", 1)[1].split()[0]
+                except FileNotFoundError:
+                    # ended since the listing (the counter's sleeps do):
+                    # only a thawed process can
+                    self.assertFalse(frozen, "pid %d ended while frozen" % p)
+                    continue
                 if frozen:
                     self.assertEqual(st, "D", p)
                 else:
