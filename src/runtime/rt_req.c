@@ -13,7 +13,7 @@
 #include "files/fileop.h"
 #include "runtime/rt_int.h"
 #include "runtime/rt_reply.h"
-#include "serve/request.h"
+#include "front/request.h"
 #include "util/output.h"
 
 /* ---- answers ---- */

@@ -118,10 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	int fds = open_fds();
 	struct oci_layer l = {.comp = data[0] & 1 ? OCI_GZIP : OCI_TAR};
-	struct sha256 h;
-	sha256_init(&h);
-	sha256_update(&h, data + 1, size - 1);
-	sha256_hex(&h, l.hex);
+	struct ab_error herr = {0};
+	FUZZ_CHECK(sha256_hex_of(data + 1, size - 1, l.hex, &herr) == 0);
 	bool wrong = data[0] & 2;
 	if (wrong)
 		l.hex[0] = l.hex[0] == '0' ? '1' : '0';

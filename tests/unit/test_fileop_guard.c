@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "files/fileop.h"
-#include "serve/request.h"
+#include "front/request.h"
 
 static char dir[64];
 
