@@ -575,6 +575,9 @@ static void *term_main(void *arg)
 		snprintf(why, sizeof(why), "TLS to %s: %s", t->target.host,
 			 upstream_why(t->u, reason, sizeof(reason)));
 		snprintf(msg, sizeof(msg), "%s; nothing was sent", why);
+		/* reported before the client can read the answer and end the run */
+		tell(t, false, why);
+		why[0] = '\0';
 		reply(t, 502, "Bad Gateway", msg);
 		goto out;
 	}
