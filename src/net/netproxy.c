@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,31 @@ static void on_term(struct netproxy *p)
 			net_term_join(p, c, false);
 			conn_close(p, c);
 		}
+	}
+}
+
+/* A terminating thread whose client has gone (it read a refusal, or gave
+ * up on a handshake, and its command may have ended at once) is about to
+ * say why: its word is waited for, at most ms, so that it reaches the
+ * command's result. A connection whose client is still there is not. */
+void netproxy_settle(struct netproxy *p, int ms)
+{
+	unsigned long long deadline = net_now_ms() + (unsigned)ms;
+	for (;;) {
+		on_term(p);
+		bool ending = false;
+		for (size_t i = 0; i < p->max && !ending; i++) {
+			if (p->conns[i].st != S_TERM)
+				continue;
+			struct pollfd pf = {.fd = p->conns[i].cfd, .events = POLLRDHUP};
+			ending = poll(&pf, 1, 0) > 0 &&
+				 (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+		}
+		unsigned long long now = net_now_ms();
+		if (!ending || now >= deadline)
+			return;
+		struct pollfd tp = {.fd = p->term_pair[0], .events = POLLIN};
+		(void)poll(&tp, 1, (int)(deadline - now));
 	}
 }
 

@@ -40,6 +40,9 @@ void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid
 pid_t netproxy_peer_pid(pid_t init, unsigned client_port);
 /* The sandbox's total since it started. */
 const struct ab_net_report *netproxy_total(const struct netproxy *p);
+/* The reports of TLS-terminated connections whose client has gone, waited
+ * for (at most ms) before a command's result is made. */
+void netproxy_settle(struct netproxy *p, int ms);
 
 /* Replace the allow and the deny patterns (each NULL: keep that list) for
  * connections from now on; all checked before anything changes. */
