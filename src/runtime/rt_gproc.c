@@ -47,7 +47,7 @@ static void stdin_next(struct rt_grpc *g, struct gproc *p)
 			p->wtail = NULL;
 		call->wnext = NULL;
 		struct ab_error e = {0};
-		int rc = ab_session_stdin(g->rt->s, p->tag, (const char *)call->q.input,
+		int rc = ab_session_stdin(g->rt->f.s, p->tag, (const char *)call->q.input,
 					  call->q.input_len, call->q.eof, &e);
 		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
 			p->wbusy = true;
@@ -115,8 +115,8 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 		return;
 	}
 	struct ab_error e = {0};
-	p->tag = ++rt->next_tag;
-	int rc = ab_session_start(rt->s, &x, p->tag, &e);
+	p->tag = ab_front_tag(&rt->f);
+	int rc = ab_session_start(rt->f.s, &x, p->tag, &e);
 	if (rc < 0) {
 		free(p);
 		if (rc == -EBUSY)
@@ -181,7 +181,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 				    "unsupported or unspecified signal: %d", sig);
 			return;
 		}
-		rc = ab_session_signal(g->rt->s, p->tag, sig);
+		rc = ab_session_signal(g->rt->f.s, p->tag, sig);
 		if (rc == -ESRCH) /* it has ended: its exit is on its way */
 			rc = 0;
 	} else if (!p->pty) {
@@ -192,7 +192,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_INVALID_ARGUMENT, "rows and cols must be from 1 to 65535");
 		return;
 	} else {
-		rc = ab_session_resize(g->rt->s, p->tag, q->rows, q->cols, &e);
+		rc = ab_session_resize(g->rt->f.s, p->tag, q->rows, q->cols, &e);
 		if (rc == -ESRCH)
 			rc = 0;
 	}
@@ -243,9 +243,9 @@ static void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 			    "%s: %s", pb_method_names[call->method], why);
 		return;
 	}
-	if (g->rt->gone || g->stopping) {
+	if (g->rt->f.gone || g->stopping) {
 		grpc_finish(call, G_UNAVAILABLE, "%s",
-			    g->rt->gone ? g->rt->gone_why : "The server is stopping");
+			    g->rt->f.gone ? g->rt->f.gone_why : "The server is stopping");
 		return;
 	}
 	if (call->method == PB_START || call->method == PB_EXECUTE)
@@ -289,7 +289,7 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 		return;
 	call->proc = NULL;
 	if (ev->error) {
-		grpc_finish(call, g->rt->gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
+		grpc_finish(call, g->rt->f.gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
 			    ev->error->msg);
 	} else if (p->id) { /* Start: its exit; killed by a signal, -1 as Go says it */
 		uint8_t m[24];

@@ -229,7 +229,7 @@ static void call_free(struct rt_grpc *g, struct gcall *call)
 	struct gproc *p = call->proc;
 	if (p && p->call == call) {
 		p->call = NULL;
-		ab_session_cancel(g->rt->s, p->tag);
+		ab_session_cancel(g->rt->f.s, p->tag);
 	} else if (p && p->wcur == call) {
 		p->wcur = NULL;
 	} else if (p) {
@@ -503,16 +503,16 @@ static void backpressure(struct rt_grpc *g, unsigned long long now)
 				p->id, g->rt->o->conn_timeout_s);
 			p->call = NULL;
 			call->proc = NULL;
-			ab_session_cancel(g->rt->s, p->tag);
+			ab_session_cancel(g->rt->f.s, p->tag);
 			nghttp2_submit_rst_stream(call->c->h, NGHTTP2_FLAG_NONE, call->sid,
 						  NGHTTP2_CANCEL);
 			continue;
 		}
 		over = true;
 	}
-	if (over != g->paused && !g->rt->gone) {
+	if (over != g->paused && !g->rt->f.gone) {
 		g->paused = over;
-		ab_session_pause_output(g->rt->s, over);
+		ab_session_pause_output(g->rt->f.s, over);
 	}
 }
 
