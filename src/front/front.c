@@ -289,11 +289,8 @@ static void on_event(const struct ab_event *ev, void *arg)
 {
 	struct ab_front *f = arg;
 	struct ab_front_req *r = by_tag(f, ev->tag);
-	if (!r) {
-		if (f->c->stray)
-			f->c->stray(f->arg, ev);
+	if (!r)
 		return;
-	}
 	f->c->event(f->arg, r, ev);
 	if (ev->kind == AB_EVENT_RESULT)
 		drop(f, r);

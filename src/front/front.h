@@ -75,9 +75,6 @@ struct ab_front_codec {
 	 * f->gone_why; the session no longer polled), false to end the run
 	 * (AB_FRONT_DEAD). NULL: the run ends. */
 	bool (*dead)(void *arg, const struct ab_error *e);
-	/* A session event whose tag is no request's: a command the codec
-	 * started itself on f->s under a tag from ab_front_tag. */
-	void (*stray)(void *arg, const struct ab_event *ev);
 	/* A session event of r (output, stdin written, result or error);
 	 * after AB_EVENT_RESULT r is freed. */
 	void (*event)(void *arg, struct ab_front_req *r, const struct ab_event *ev);

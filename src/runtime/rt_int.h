@@ -7,6 +7,7 @@
 #include "runtime/rt_mhd.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
 #include "agentbox/agentbox.h"
@@ -45,6 +46,7 @@ enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
 struct req {
 	struct ab_front_req fr; /* its request in the engine (first) */
+	bool grpc;		/* false: a gRPC process (struct gproc) says true here */
 	bool engaged;		/* fr is in the engine */
 	bool again;		/* fr rebuilt during its event: submitted after it */
 	bool suspended;		/* its connection waits for the engine */
@@ -178,10 +180,11 @@ bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
  * listens (0, or -errno with err), the service's methods svc (rt_gproc.c's
  * rt_gproc_service); rt_grpc_pollfds fills up to max poll
  * entries (the listener first) and rt_grpc_run does what they say;
- * rt_grpc_event takes a session event of one of its processes (true);
  * rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
  * listening (a drain: new calls get UNAVAILABLE); rt_grpc_close, after the
- * session is closed, answers and frees everything. */
+ * session is closed, answers and frees everything.
+ * rt_gproc.c: the engine's callbacks for a process (rt_is_grpc): its
+ * session event, its refusal, its leaving the engine. */
 #define GRPC_CONN_LIMIT 64
 struct pollfd;
 struct rt_grpc_service;
@@ -189,7 +192,16 @@ extern const struct rt_grpc_service rt_gproc_service;
 int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err);
 size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
 void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
-bool rt_grpc_event(struct rt *rt, const struct ab_event *ev);
+static inline bool rt_is_grpc(const struct ab_front_req *fr)
+{
+	bool grpc; /* at the same place in both (rt_gproc.c asserts it) */
+	memcpy(&grpc, (const char *)fr + offsetof(struct req, grpc), sizeof(grpc));
+	return grpc;
+}
+void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event *ev);
+void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why why,
+		     const struct ab_error *e);
+void rt_grpc_left(struct rt *rt, struct ab_front_req *fr);
 size_t rt_grpc_busy(const struct rt *rt);
 void rt_grpc_quiesce(struct rt *rt);
 void rt_grpc_close(struct rt *rt);

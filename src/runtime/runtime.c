@@ -89,6 +89,10 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 {
 	struct rt *rt = arg;
 	struct req *r = (struct req *)fr;
+	if (rt_is_grpc(fr)) {
+		rt_grpc_event(rt, fr, ev);
+		return;
+	}
 	if (ev->kind != AB_EVENT_RESULT || !r->conn) /* gone: freed as it leaves */
 		return;
 	if (r->route >= R_V1_FILE && !ev->error) {
@@ -108,11 +112,21 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 	rt_req_resume(r);
 }
 
-/* A gRPC process's event: its commands are started on the session by
- * rt_gproc.c under the engine's tags. */
-static void on_stray(void *arg, const struct ab_event *ev)
+static void on_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+		       const struct ab_error *e)
 {
-	rt_grpc_event(arg, ev);
+	if (rt_is_grpc(fr))
+		rt_grpc_refused(arg, fr, why, e);
+	else
+		rt_req_refused(arg, fr, why, e);
+}
+
+static void on_left(void *arg, struct ab_front_req *fr)
+{
+	if (rt_is_grpc(fr))
+		rt_grpc_left(arg, fr);
+	else
+		rt_req_left(arg, fr);
 }
 
 /* ---- requests ---- */
@@ -544,11 +558,10 @@ static const struct ab_front_codec codec = {
 	.go_on = go_on,
 	.signal = on_signal,
 	.dead = on_dead,
-	.stray = on_stray,
 	.event = on_event,
 	.layer_reply = rt_ab_layer_reply,
-	.refused = rt_req_refused,
-	.free_req = rt_req_left,
+	.refused = on_refused,
+	.free_req = on_left,
 };
 
 static void print_notice(const char *line)
