@@ -3,20 +3,26 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "files/fileop_host.h"
 #include "util/error.h"
 #include "util/signals.h"
 
-/* The codec's fds in one step, at most. */
+/* The codec's fds in one step, at most, unless its limits say. */
 #define CODEC_FDS 13
 
 void ab_front_init(struct ab_front *f, struct ab_config *cfg, const struct ab_front_codec *c,
 		   void *arg, const struct ab_front_limits *lim)
 {
 	*f = (struct ab_front){.cfg = cfg, .sigfd = -1, .c = c, .arg = arg, .lim = *lim};
+	if (!f->lim.max_fds)
+		f->lim.max_fds = CODEC_FDS;
 	front_layer_init(&f->layer);
 }
 
@@ -32,6 +38,26 @@ int ab_front_open(struct ab_front *f, struct ab_error *err)
 	if (ab_session_open(f->cfg, &f->s, err) < 0) {
 		close(f->sigfd);
 		f->sigfd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void ab_front_gone(struct ab_front *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->gone_why, sizeof(f->gone_why), fmt, ap);
+	va_end(ap);
+	f->gone = true;
+}
+
+int ab_front_replace_session(struct ab_front *f, struct ab_error *err)
+{
+	ab_session_close(f->s);
+	f->s = NULL;
+	if (ab_session_open(f->cfg, &f->s, err) < 0) {
+		f->s = NULL;
 		return -1;
 	}
 	return 0;
@@ -106,6 +132,8 @@ static void refuse(struct ab_front *f, struct ab_front_req *r, enum ab_front_why
  * stdin, and the copier runs from now on. */
 static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error *err)
 {
+	if (f->gone)
+		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
 	if (!r->q.host || r->q.host->running)
 		return ab_session_start(f->s, &r->q.x, r->tag, err);
 	int fds[3] = {-1, -1, -1};
@@ -142,7 +170,8 @@ void ab_front_start(struct ab_front *f)
 		next = r->next;
 		if (r->running || is_layer(r))
 			continue;
-		if (ab_session_running(f->s) >= f->cfg->max_concurrent || !codec_keeps_up(f))
+		if (!f->gone &&
+		    (ab_session_running(f->s) >= f->cfg->max_concurrent || !codec_keeps_up(f)))
 			return;
 		struct ab_error err = {0};
 		int rc = start_one(f, r, &err);
@@ -168,6 +197,12 @@ static void layer_next(struct ab_front *f)
 			r = r->next;
 		if (!r)
 			return;
+		if (f->gone) {
+			struct ab_error e = {0};
+			ab_error_plain(&e, EPIPE, "%s", f->gone_why);
+			refuse(f, r, AB_FRONT_START_FAILED, &e);
+			continue;
+		}
 		json_object *reply = NULL;
 		bool end = false;
 		if (front_layer_start(&f->layer, ab_session_layer(f->s), r->q.op, r->q.req, r->q.id,
@@ -261,28 +296,53 @@ static void on_event(const struct ab_event *ev, void *arg)
 		drop(f, r);
 }
 
+/* A signal came: the codec's word on it (a drain goes on). */
+static bool on_signal(struct ab_front *f)
+{
+	if (!f->c->signal) /* left unread: the last writes stop at it */
+		return false;
+	struct signalfd_siginfo si = {0};
+	while (read(f->sigfd, &si, sizeof(si)) > 0)
+		;
+	f->draining = f->c->signal(f->arg, (int)si.ssi_signo);
+	return f->draining;
+}
+
+/* The session's events; false when it died and the codec ends with it. */
+static bool on_session(struct ab_front *f, struct ab_error *err)
+{
+	if (ab_session_dispatch(f->s, 0, on_event, f, err) >= 0)
+		return true;
+	if (!f->c->dead || !f->c->dead(f->arg, err))
+		return false;
+	ab_front_gone(f, "The sandbox has ended: %.200s", err->msg);
+	return true;
+}
+
 /* One wait and what came: the codec's turns around the session's events
  * and the layer op's reply, then what may start. */
 static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 {
-	struct pollfd p[3 + CODEC_FDS];
+	if (!f->p && !(f->p = calloc(3 + f->lim.max_fds, sizeof(*f->p))))
+		return AB_FRONT_DONE;
+	struct pollfd *p = f->p;
 	int wait = -1;
-	int n = f->c->fds ? f->c->fds(f->arg, p + 3, CODEC_FDS, &wait) : 0;
+	int n = f->c->fds ? f->c->fds(f->arg, p + 3, (int)f->lim.max_fds, &wait) : 0;
 	if (n < 0)
 		return AB_FRONT_DONE;
 	int lw = front_layer_timeout(&f->layer);
 	if (lw >= 0 && (wait < 0 || lw < wait))
 		wait = lw;
-	p[0] = (struct pollfd){.fd = f->sigfd, .events = POLLIN};
-	p[1] = (struct pollfd){.fd = ab_session_fd(f->s), .events = POLLIN};
+	p[0] = (struct pollfd){.fd = f->draining ? -1 : f->sigfd, .events = POLLIN};
+	p[1] = (struct pollfd){.fd = f->gone || !f->s ? -1 : ab_session_fd(f->s), .events = POLLIN};
 	p[2] = (struct pollfd){.fd = front_layer_fd(&f->layer), .events = POLLIN};
 	if (poll(p, (nfds_t)(3 + n), wait) < 0 && errno != EINTR)
 		return AB_FRONT_DONE;
 	if (f->c->early)
 		f->c->early(f->arg, p + 3, n);
-	if (p[0].revents) /* left unread: the last writes stop at it */
+	if (p[0].revents && !on_signal(f))
 		return AB_FRONT_SIGNAL;
-	if (p[1].revents && ab_session_dispatch(f->s, 0, on_event, f, err) < 0)
+	if (p[1].revents && !on_session(f, err))
 		return AB_FRONT_DEAD;
 	if (f->c->input)
 		f->c->input(f->arg, p + 3, n);
@@ -317,6 +377,8 @@ void ab_front_close(struct ab_front *f)
 
 void ab_front_free(struct ab_front *f)
 {
+	free(f->p);
+	f->p = NULL;
 	if (f->sigfd >= 0)
 		close(f->sigfd);
 	f->sigfd = -1;

@@ -66,6 +66,15 @@ struct ab_front_codec {
 	void (*late)(void *arg, struct pollfd *p, int n);
 	/* At the end of each step: whether to go on. */
 	bool (*go_on)(void *arg);
+	/* An ending signal came (its number): true to go on (a drain: the
+	 * signals are no longer polled, go_on decides the end), false to end
+	 * the run (AB_FRONT_SIGNAL). NULL: the run ends, the signal unread. */
+	bool (*signal)(void *arg, int signo);
+	/* The sandbox died (e says why): true to go on without it (every
+	 * request still waiting and each new one refused, START_FAILED, with
+	 * f->gone_why; the session no longer polled), false to end the run
+	 * (AB_FRONT_DEAD). NULL: the run ends. */
+	bool (*dead)(void *arg, const struct ab_error *e);
 	/* A session event of r (output, stdin written, result or error);
 	 * after AB_EVENT_RESULT r is freed. */
 	void (*event)(void *arg, struct ab_front_req *r, const struct ab_event *ev);
@@ -86,6 +95,7 @@ struct ab_front_limits {
 	bool queue_counts_running; /* ... or waiting and running, all kinds */
 	size_t max_deferred;	   /* results waiting to be written: no start (0: none) */
 	size_t max_backlog;	   /* bytes waiting to be written: no start (0: none) */
+	size_t max_fds;		   /* the codec's fds in one step (0: 13) */
 };
 
 struct ab_front {
@@ -102,6 +112,10 @@ struct ab_front {
 	struct front_layer layer;	/* the layer op running */
 	struct ab_front_req *layer_req; /* its request */
 	bool ending;			/* no more requests: a discard, a shutdown */
+	bool draining;			/* a signal came and the codec drains */
+	bool gone;			/* the sandbox died and the codec goes on */
+	char gone_why[256];		/* then: why, as each refusal says it */
+	struct pollfd *p;		/* the poll set (3 + lim.max_fds) */
 };
 
 void ab_front_init(struct ab_front *f, struct ab_config *cfg, const struct ab_front_codec *c,
@@ -118,6 +132,15 @@ void ab_front_drop_all(struct ab_front *f);
  * writes until ab_front_free. */
 void ab_front_close(struct ab_front *f);
 void ab_front_free(struct ab_front *f);
+
+/* The sandbox is gone (as after the dead callback): why (printf), as
+ * every request from now on is refused with it; the session stays until
+ * ab_front_close. */
+void ab_front_gone(struct ab_front *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The session closed and a new one opened from f->cfg in its place (a
+ * discard: the sandbox and its layer went); no request may be in the
+ * engine. 0, or -1 with err: then f->s is NULL (ab_front_gone next). */
+int ab_front_replace_session(struct ab_front *f, struct ab_error *err);
 
 /* The next tag, for a codec whose request names it (MCP's). */
 unsigned long long ab_front_tag(struct ab_front *f);

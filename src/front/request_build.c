@@ -6,6 +6,7 @@
 #include "front/request.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
@@ -54,20 +55,19 @@ static int check(struct ab_request *q, json_object *o, const char *op, enum ab_r
 	return rc;
 }
 
-/* "NAME=VALUE" strings into env's members; -1 for one without '='. */
+/* "NAME=VALUE" strings into env's members (a name given twice: the last
+ * value, as os/exec takes it); -1 for one without '=' or out of memory. */
 static int add_env(json_object *env, const char *const *vars)
 {
 	for (size_t i = 0; vars[i]; i++) {
 		const char *eq = strchr(vars[i], '=');
 		if (!eq || eq == vars[i])
 			return -1;
-		char name[256];
-		size_t n = (size_t)(eq - vars[i]);
-		if (n >= sizeof(name))
+		char *name = strndup(vars[i], (size_t)(eq - vars[i]));
+		if (!name)
 			return -1;
-		memcpy(name, vars[i], n);
-		name[n] = 0;
 		json_object_object_add(env, name, json_object_new_string(eq + 1));
+		free(name);
 	}
 	return 0;
 }

@@ -174,56 +174,41 @@ static void layer_answer(struct req *r, json_object *reply)
 	json_object_put(reply);
 }
 
-/* The next waiting changes or commit, started while none runs. */
-static void start_next(struct rt *rt)
+void rt_ab_layer_reply(void *arg, struct ab_front_req *fr, json_object *reply)
 {
-	while (rt->layer.pid <= 0 && rt->ab_wait) {
-		struct req *r = rt->ab_wait;
-		rt->ab_wait = r->wnext;
-		r->wnext = NULL;
-		json_object *reply = NULL;
-		bool end = false;
-		int started = rt->gone ? 0
-				       : front_layer_start(&rt->layer, ab_session_layer(rt->s),
-							   r->route == R_AB_CHANGES ? "changes"
-										    : "commit",
-							   r->ab_req, NULL, &reply, &end);
-		json_object_put(r->ab_req);
-		r->ab_req = NULL;
-		if (started) {
-			rt->ab_cur = r;
-			continue;
-		}
-		if (!r->conn) {
-			json_object_put(reply);
-			rt_req_free(r);
-			continue;
-		}
-		if (reply)
-			layer_answer(r, reply);
-		else
-			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
-		MHD_resume_connection(r->conn);
+	struct req *r = (struct req *)fr;
+	if (!r || !r->conn) { /* its client went away: it ran on */
+		json_object_put(reply);
+		return;
 	}
+	layer_answer(r, reply);
+	rt_req_resume(r);
 }
 
-static void queue_layer_op(struct rt *rt, struct req *r, json_object *req)
+/* changes or commit with its fields (taken): the engine's layer op, one
+ * at a time, in order. */
+static void queue_layer_op(struct rt *rt, struct req *r, json_object *fields)
 {
-	r->ab_req = req;
-	r->wnext = NULL;
-	struct req **p = &rt->ab_wait;
-	while (*p)
-		p = &(*p)->wnext;
-	*p = r;
+	struct ab_error e = {0};
+	r->fr.tag = ab_front_tag(&rt->f);
+	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
+	int rc = ab_request_layer(&r->fr.q, id, r->route == R_AB_CHANGES ? "changes" : "commit",
+				  fields, &e);
+	json_object_put(id);
+	if (rc < 0) {
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
+		return;
+	}
 	r->step = S_OP;
-	start_next(rt);
+	r->engaged = true;
+	ab_front_submit(&rt->f, &r->fr);
 }
 
 /* discard: the layer goes with the sandbox; a new one from the same
  * options takes its place. */
 static void discard(struct rt *rt, struct req *r)
 {
-	if (rt->in_flight || rt_grpc_busy(rt) || rt->ab_cur || rt->ab_wait) {
+	if (rt->f.n || rt_grpc_busy(rt)) {
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "commands or operations are running in the sandbox, which discard "
 			      "ends: retry once they are done");
@@ -232,30 +217,26 @@ static void discard(struct rt *rt, struct req *r)
 	json_object *reply = NULL;
 	bool end = false;
 	struct ab_error e = {0};
-	if (layer_session_op(ab_session_layer(rt->s), "discard", NULL, &reply, &end, &e) < 0) {
+	if (layer_session_op(ab_session_layer(rt->f.s), "discard", NULL, &reply, &end, &e) < 0) {
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
 		return;
 	}
 	char old[64];
-	snprintf(old, sizeof(old), "%s", ab_session_id(rt->s));
-	ab_session_close(rt->s); /* its layer removed with it */
-	rt->s = NULL;
-	if (ab_session_open(rt->cfg, &rt->s, &e) < 0) {
-		rt->s = NULL;
-		rt->gone = true;
-		snprintf(rt->gone_why, sizeof(rt->gone_why),
-			 "The sandbox has ended: discard removed it and a new one could not be "
-			 "built: %.150s",
-			 e.msg);
-		fprintf(stderr, "agentbox: runtime: %s\n", rt->gone_why);
+	snprintf(old, sizeof(old), "%s", ab_session_id(rt->f.s));
+	if (ab_front_replace_session(&rt->f, &e) < 0) { /* its layer removed with it */
+		ab_front_gone(&rt->f,
+			      "The sandbox has ended: discard removed it and a new one could not "
+			      "be built: %.150s",
+			      e.msg);
+		fprintf(stderr, "agentbox: runtime: %s\n", rt->f.gone_why);
 		json_object_put(reply);
-		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rt->gone_why);
+		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rt->f.gone_why);
 		return;
 	}
 	fprintf(stderr,
 		"agentbox: runtime: discard: sandbox %s and its changes removed; sandbox %s\n", old,
-		ab_session_id(rt->s));
-	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_session_id(rt->s)));
+		ab_session_id(rt->f.s));
+	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_session_id(rt->f.s)));
 	rt_answer(r, MHD_HTTP_OK, rt_json_line(reply));
 }
 
@@ -266,7 +247,7 @@ static void net(struct rt *rt, struct req *r)
 	json_object *req = r->post ? body_of(r, keys) : json_object_new_object();
 	if (!req)
 		return;
-	if (!ab_session_net_report(rt->s)) {
+	if (!ab_session_net_report(rt->f.s)) {
 		json_object_put(req);
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "the sandbox has no network proxy: start agentbox runtime with "
@@ -274,7 +255,7 @@ static void net(struct rt *rt, struct req *r)
 		return;
 	}
 	struct ab_error e = {0};
-	json_object *o = ab_net_op(rt->s, req, &e);
+	json_object *o = ab_net_op(rt->f.s, req, &e);
 	json_object_put(req);
 	if (!o) {
 		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
@@ -292,15 +273,15 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 		rt_answer_msg(r, MHD_HTTP_CONTENT_TOO_LARGE, m);
 		return;
 	}
-	if (rt->gone) {
-		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+	if (rt->f.gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->f.gone_why);
 		return;
 	}
 	if (r->route == R_AB_NET) {
 		net(rt, r);
 		return;
 	}
-	if (!ab_session_layer(rt->s)) {
+	if (!ab_session_layer(rt->f.s)) {
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "the workspace is not an overlay: start agentbox runtime with "
 			      "--workspace-mode overlay for changes, commit and discard");
@@ -318,72 +299,4 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 	json_object *req = r->route == R_AB_CHANGES ? changes_query(r) : body_of(r, commit_keys);
 	if (req)
 		queue_layer_op(rt, r, req);
-}
-
-int rt_ab_pollfd(const struct rt *rt, int *timeout_ms)
-{
-	int t = front_layer_timeout(&rt->layer);
-	if (t >= 0 && t < *timeout_ms)
-		*timeout_ms = t;
-	return front_layer_fd(&rt->layer);
-}
-
-void rt_ab_run(struct rt *rt)
-{
-	json_object *reply = rt->layer.pid > 0 ? front_layer_poll(&rt->layer) : NULL;
-	if (reply) {
-		struct req *r = rt->ab_cur;
-		rt->ab_cur = NULL;
-		if (r && r->conn) {
-			layer_answer(r, reply);
-			MHD_resume_connection(r->conn);
-		} else {
-			json_object_put(reply);
-			rt_req_free(r);
-		}
-	}
-	start_next(rt);
-}
-
-bool rt_ab_busy(const struct rt *rt)
-{
-	return rt->ab_cur || rt->ab_wait;
-}
-
-bool rt_ab_forget(struct rt *rt, struct req *r)
-{
-	if (r == rt->ab_cur) { /* runs on; freed when it ends */
-		r->conn = NULL;
-		return true;
-	}
-	for (struct req **p = &rt->ab_wait; *p; p = &(*p)->wnext)
-		if (*p == r) {
-			*p = r->wnext;
-			json_object_put(r->ab_req);
-			r->ab_req = NULL;
-			return false; /* not held: the caller frees it */
-		}
-	return false;
-}
-
-void rt_ab_close(struct rt *rt)
-{
-	front_layer_stop(&rt->layer);
-	if (rt->ab_cur) {
-		rt->ab_cur->wnext = rt->ab_wait;
-		rt->ab_wait = rt->ab_cur;
-		rt->ab_cur = NULL;
-	}
-	while (rt->ab_wait) {
-		struct req *r = rt->ab_wait;
-		rt->ab_wait = r->wnext;
-		json_object_put(r->ab_req);
-		r->ab_req = NULL;
-		if (!r->conn) {
-			rt_req_free(r);
-			continue;
-		}
-		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
-		MHD_resume_connection(r->conn);
-	}
 }

@@ -102,8 +102,8 @@ json_object *rt_op_reply(struct req *r, const struct ab_result *res, bool *ok, c
 	struct ab_error e = {0};
 	json_object *reply = NULL;
 	if (!res->timed_out && res->exit_code == 0 && !res->out.truncated)
-		reply = fileop_reply(r->q.file_op, r->q.id, res->out.data ? res->out.data : "",
-				     res->out.len, &e);
+		reply = fileop_reply(r->fr.q.file_op, r->fr.q.id,
+				     res->out.data ? res->out.data : "", res->out.len, &e);
 	const char *type = json_object_get_string(json_object_object_get(reply, "type"));
 	const char *msg = json_object_get_string(json_object_object_get(reply, "message"));
 	*code = json_object_get_string(json_object_object_get(reply, "code"));

@@ -5,6 +5,7 @@
  * its exit), WriteStdin, SendSignal and ResizeTTY act on a Start's process
  * by that id while it runs. */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,23 +18,19 @@
 
 /* ---- processes ---- */
 
-static struct gproc *proc_by_id(struct rt_grpc *g, int32_t id)
-{
-	for (struct gproc *p = g->procs; p; p = p->next)
-		if (p->id && p->id == id)
-			return p;
-	return NULL;
-}
+/* how rt_is_grpc tells a process from an HTTP request */
+_Static_assert(offsetof(struct gproc, grpc) == offsetof(struct req, grpc),
+	       "struct gproc and struct req say grpc at the same place");
 
-static void proc_unlink(struct rt_grpc *g, struct gproc *p)
+/* A Start's process by its id, started by this connection: another's is
+ * not there. */
+static struct gproc *proc_by_id(struct rt_grpc *g, struct gcall *call, int32_t id)
 {
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		g->procs = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	g->n_procs--;
+	json_object *key = json_object_new_int(id);
+	struct ab_front_req *fr = id && key ? ab_front_find(&g->rt->f, key) : NULL;
+	json_object_put(key);
+	struct gproc *p = fr && rt_is_grpc(fr) ? (struct gproc *)fr : NULL;
+	return p && p->conn_id == call->c->id ? p : NULL;
 }
 
 /* The next waiting WriteStdin of p, started (the ones that cannot be are
@@ -47,7 +44,7 @@ static void stdin_next(struct rt_grpc *g, struct gproc *p)
 			p->wtail = NULL;
 		call->wnext = NULL;
 		struct ab_error e = {0};
-		int rc = ab_session_stdin(g->rt->s, p->tag, (const char *)call->q.input,
+		int rc = ab_session_stdin(g->rt->f.s, p->fr.tag, (const char *)call->q.input,
 					  call->q.input_len, call->q.eof, &e);
 		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
 			p->wbusy = true;
@@ -97,52 +94,50 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_INVALID_ARGUMENT, "pty: rows and cols must be at most 65535");
 		return;
 	}
-	struct ab_exec x = {
-		.argv = q->argv,
-		.cwd = view,
-		.env = q->env,
-		.timeout_ms = START_TIMEOUT_MS,
-		.max_output = start ? 65536 : EXEC_OUT_MAX,
-		.stream = start,
-		.stdin_stream = start && !q->pty,
-		.pty = q->pty,
-		.pty_rows = (unsigned short)(q->rows ? q->rows : 24),
-		.pty_cols = (unsigned short)(q->cols ? q->cols : 80),
-	};
 	struct gproc *p = calloc(1, sizeof(*p));
 	if (!p) {
 		grpc_finish(call, G_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
+	p->grpc = true;
+	p->fr.no_wait = true; /* started now or refused: RESOURCE_EXHAUSTED */
+	p->fr.tag = ab_front_tag(&rt->f);
+	int32_t id = 0;
+	if (start)
+		id = g->next_id == INT32_MAX ? 1 : g->next_id + 1;
+	struct ab_request_exec_args a = {
+		.argv = (const char *const *)q->argv,
+		.cwd = view,
+		.env = (const char *const *)q->env,
+		.timeout_s = START_TIMEOUT_S,
+		.max_output = start ? 65536 : EXEC_OUT_MAX,
+		.stream = start,
+		.stdin_stream = start && !q->pty,
+		.pty_rows = q->pty ? (q->rows ? q->rows : 24) : 0,
+		.pty_cols = q->pty ? (q->cols ? q->cols : 80) : 0,
+	};
+	json_object *tag = json_object_new_int64((int64_t)p->fr.tag);
 	struct ab_error e = {0};
-	p->tag = ++rt->next_tag;
-	int rc = ab_session_start(rt->s, &x, p->tag, &e);
-	if (rc < 0) {
+	int rc = ab_request_exec(&p->fr.q, tag, &a, &e);
+	json_object_put(tag);
+	if (rc < 0) { /* what no command can be: an empty argv[0], a cwd too long */
+		ab_request_clear(&p->fr.q);
 		free(p);
-		if (rc == -EBUSY)
-			grpc_finish(call, G_RESOURCE_EXHAUSTED,
-				    "%u processes are running, as many as agentbox runtime's "
-				    "--max-concurrent allows",
-				    rt->cfg->max_concurrent);
-		else
-			grpc_finish(call, grpc_code_of(&e), "failed to start command: %s", e.msg);
+		grpc_finish(call, G_INVALID_ARGUMENT, "failed to start command: %s", e.msg);
 		return;
 	}
-	p->q = *q; /* the process keeps its argv, env and cwd */
-	*q = (struct pb_req){0};
-	p->pty = p->q.pty;
+	p->fr.key = start ? json_object_new_int(id) : NULL;
+	p->pty = q->pty;
 	p->conn_id = call->c->id;
 	p->call = call;
 	call->proc = p;
-	p->next = g->procs;
-	if (g->procs)
-		g->procs->prev = p;
-	g->procs = p;
 	g->n_procs++;
+	ab_front_submit(&rt->f, &p->fr);
+	if (!call->proc) /* refused (rt_grpc_refused): answered, p freed */
+		return;
 	if (start) {
-		if (g->next_id == INT32_MAX)
-			g->next_id = 0;
-		p->id = ++g->next_id;
+		g->next_id = id;
+		p->id = id;
 		uint8_t m[16];
 		size_t n = pb_start_init(m, sizeof(m), p->id);
 		grpc_answer(call, n, grpc_enc_copy, &(struct blob){m, n});
@@ -153,8 +148,8 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 static void on_proc(struct rt_grpc *g, struct gcall *call)
 {
 	struct pb_req *q = &call->q;
-	struct gproc *p = proc_by_id(g, q->process_id);
-	if (!p || p->conn_id != call->c->id) { /* another connection's is not there */
+	struct gproc *p = proc_by_id(g, call, q->process_id);
+	if (!p) {
 		grpc_finish(call, G_NOT_FOUND, "process %d not found", q->process_id);
 		return;
 	}
@@ -181,7 +176,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 				    "unsupported or unspecified signal: %d", sig);
 			return;
 		}
-		rc = ab_session_signal(g->rt->s, p->tag, sig);
+		rc = ab_session_signal(g->rt->f.s, p->fr.tag, sig);
 		if (rc == -ESRCH) /* it has ended: its exit is on its way */
 			rc = 0;
 	} else if (!p->pty) {
@@ -192,7 +187,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_INVALID_ARGUMENT, "rows and cols must be from 1 to 65535");
 		return;
 	} else {
-		rc = ab_session_resize(g->rt->s, p->tag, q->rows, q->cols, &e);
+		rc = ab_session_resize(g->rt->f.s, p->fr.tag, q->rows, q->cols, &e);
 		if (rc == -ESRCH)
 			rc = 0;
 	}
@@ -243,9 +238,9 @@ static void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 			    "%s: %s", pb_method_names[call->method], why);
 		return;
 	}
-	if (g->rt->gone || g->stopping) {
+	if (g->rt->f.gone || g->stopping) {
 		grpc_finish(call, G_UNAVAILABLE, "%s",
-			    g->rt->gone ? g->rt->gone_why : "The server is stopping");
+			    g->rt->f.gone ? g->rt->f.gone_why : "The server is stopping");
 		return;
 	}
 	if (call->method == PB_START || call->method == PB_EXECUTE)
@@ -289,7 +284,7 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 		return;
 	call->proc = NULL;
 	if (ev->error) {
-		grpc_finish(call, g->rt->gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
+		grpc_finish(call, g->rt->f.gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
 			    ev->error->msg);
 	} else if (p->id) { /* Start: its exit; killed by a signal, -1 as Go says it */
 		uint8_t m[24];
@@ -310,19 +305,15 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 	}
 }
 
-bool rt_grpc_event(struct rt *rt, const struct ab_event *ev)
+void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event *ev)
 {
 	struct rt_grpc *g = rt->grpc;
-	struct gproc *p = g ? g->procs : NULL;
-	while (p && p->tag != ev->tag)
-		p = p->next;
-	if (!p)
-		return false;
+	struct gproc *p = (struct gproc *)fr;
 	if (ev->kind == AB_EVENT_OUTPUT) {
 		if (p->call && p->id &&
 		    !grpc_answer(p->call, pb_size_bytes(ev->len), enc_output, ev))
 			grpc_finish(p->call, G_RESOURCE_EXHAUSTED, "out of memory for the output");
-		return true;
+		return;
 	}
 	if (ev->kind == AB_EVENT_STDIN) {
 		struct gcall *call = p->wcur;
@@ -337,9 +328,10 @@ bool rt_grpc_event(struct rt *rt, const struct ab_event *ev)
 				grpc_finish_ok(call);
 		}
 		stdin_next(g, p);
-		return true;
+		return;
 	}
-	proc_unlink(g, p);
+	if (ev->kind != AB_EVENT_RESULT)
+		return;
 	proc_ended(g, p, ev);
 	if (p->wcur) {
 		p->wcur->proc = NULL;
@@ -351,27 +343,45 @@ bool rt_grpc_event(struct rt *rt, const struct ab_event *ev)
 		w->proc = NULL;
 		grpc_finish(w, G_NOT_FOUND, "process %d has exited", p->id);
 	}
-	pb_req_free(&p->q);
-	free(p);
-	return true;
+	p->wcur = p->whead = p->wtail = NULL; /* freed as it leaves the engine */
 }
 
-static void grpc_procs_end(struct rt_grpc *g)
+void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why why,
+		     const struct ab_error *e)
 {
-	while (g->procs) {
-		struct gproc *p = g->procs;
-		proc_unlink(g, p);
-		for (struct gcall *w = p->whead; w; w = w->wnext)
-			w->proc = NULL;
-		if (p->wcur)
-			p->wcur->proc = NULL;
-		if (p->call) {
-			p->call->proc = NULL;
-			grpc_finish(p->call, G_UNAVAILABLE, "The server is stopping");
-		}
-		pb_req_free(&p->q);
-		free(p);
-	}
+	struct gproc *p = (struct gproc *)fr;
+	struct gcall *call = p->call;
+	if (!call)
+		return;
+	p->call = NULL;
+	call->proc = NULL;
+	if (why == AB_FRONT_ENDED)
+		grpc_finish(call, G_UNAVAILABLE, "The server is stopping");
+	else if (e && e->kind == AB_ERRC_BUSY)
+		grpc_finish(call, G_RESOURCE_EXHAUSTED,
+			    "%u processes are running, as many as agentbox runtime's "
+			    "--max-concurrent allows",
+			    rt->cfg->max_concurrent);
+	else if (e)
+		grpc_finish(call, grpc_code_of(e), "failed to start command: %s", e->msg);
+	else
+		grpc_finish(call, G_CANCELLED, "cancelled");
 }
 
-const struct rt_grpc_service rt_gproc_service = {grpc_dispatch, grpc_procs_end};
+void rt_grpc_left(struct rt *rt, struct ab_front_req *fr)
+{
+	struct gproc *p = (struct gproc *)fr;
+	for (struct gcall *w = p->whead; w; w = w->wnext)
+		w->proc = NULL;
+	if (p->wcur)
+		p->wcur->proc = NULL;
+	if (p->call)
+		p->call->proc = NULL;
+	if (rt->grpc)
+		rt->grpc->n_procs--;
+	json_object_put(p->fr.key);
+	ab_request_clear(&p->fr.q); /* its argv, env and cwd */
+	free(p);
+}
+
+const struct rt_grpc_service rt_gproc_service = {grpc_dispatch};

@@ -229,7 +229,7 @@ static void call_free(struct rt_grpc *g, struct gcall *call)
 	struct gproc *p = call->proc;
 	if (p && p->call == call) {
 		p->call = NULL;
-		ab_session_cancel(g->rt->s, p->tag);
+		ab_front_cancel(&g->rt->f, &p->fr); /* stopped: freed after its result */
 	} else if (p && p->wcur == call) {
 		p->wcur = NULL;
 	} else if (p) {
@@ -490,7 +490,10 @@ static bool conn_read(struct gconn *c)
 static void backpressure(struct rt_grpc *g, unsigned long long now)
 {
 	bool over = false;
-	for (struct gproc *p = g->procs; p; p = p->next) {
+	for (struct ab_front_req *fr = g->rt->f.head; fr; fr = fr->next) {
+		if (!rt_is_grpc(fr))
+			continue;
+		struct gproc *p = (struct gproc *)fr;
 		struct gcall *call = p->call;
 		if (!call || call->out_len - call->out_off <= OUT_MAX)
 			continue;
@@ -503,16 +506,16 @@ static void backpressure(struct rt_grpc *g, unsigned long long now)
 				p->id, g->rt->o->conn_timeout_s);
 			p->call = NULL;
 			call->proc = NULL;
-			ab_session_cancel(g->rt->s, p->tag);
+			ab_front_cancel(&g->rt->f, &p->fr);
 			nghttp2_submit_rst_stream(call->c->h, NGHTTP2_FLAG_NONE, call->sid,
 						  NGHTTP2_CANCEL);
 			continue;
 		}
 		over = true;
 	}
-	if (over != g->paused && !g->rt->gone) {
+	if (over != g->paused && !g->rt->f.gone) {
 		g->paused = over;
-		ab_session_pause_output(g->rt->s, over);
+		ab_session_pause_output(g->rt->f.s, over);
 	}
 }
 
@@ -627,15 +630,15 @@ void rt_grpc_quiesce(struct rt *rt)
 	g->stopping = true;
 }
 
-/* The session is closed: what still runs gets UNAVAILABLE, sent if the
- * socket takes it now, and everything is freed. */
+/* The session is closed (its processes handed back by the engine first,
+ * their calls answered UNAVAILABLE): every call still open gets it too,
+ * sent if the socket takes it now, and everything is freed. */
 void rt_grpc_close(struct rt *rt)
 {
 	struct rt_grpc *g = rt->grpc;
 	if (!g)
 		return;
 	rt_grpc_quiesce(rt);
-	g->svc->procs_end(g);
 	for (struct gconn *c = g->conns; c; c = c->next)
 		for (struct gcall *call = c->calls; call; call = call->next)
 			grpc_finish(call, G_UNAVAILABLE, "The server is stopping");

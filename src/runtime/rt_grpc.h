@@ -83,12 +83,12 @@ bool rt_h2_load(char *why, size_t len);
 #define nghttp2_session_terminate_session    RT_H2_CALL(nghttp2_session_terminate_session)
 #endif
 
-#define MSG_MAX		 (4u << 20)	      /* a request message, as grpc's default limit */
-#define STREAMS_MAX	 100		      /* concurrent calls per connection */
-#define IN_TOTAL_MAX	 (64u << 20)	      /* request bytes held over every connection */
-#define OUT_MAX		 (1u << 20)	      /* a stream's answer bytes not yet sent */
-#define EXEC_OUT_MAX	 ((2u << 20) - 65536) /* Execute's stdout and stderr, each */
-#define START_TIMEOUT_MS (1ull << 50)	      /* as long as --max-timeout lets it */
+#define MSG_MAX		(4u << 20)	     /* a request message, as grpc's default limit */
+#define STREAMS_MAX	100		     /* concurrent calls per connection */
+#define IN_TOTAL_MAX	(64u << 20)	     /* request bytes held over every connection */
+#define OUT_MAX		(1u << 20)	     /* a stream's answer bytes not yet sent */
+#define EXEC_OUT_MAX	((2u << 20) - 65536) /* Execute's stdout and stderr, each */
+#define START_TIMEOUT_S 1e7 /* the longest a request may ask: --max-timeout bounds it */
 
 enum {
 	G_OK = 0,
@@ -129,14 +129,16 @@ struct gcall {
 	struct gcall *wnext; /* WriteStdin: waiting for the one before it */
 };
 
+/* A process: a request of the front engine (fr first, grpc after it as in
+ * struct req: how the runtime's codec tells the two apart); a Start's key
+ * is its id, a JSON int, which ab_front_find looks up. */
 struct gproc {
-	struct gproc *next, *prev;
-	unsigned long long tag;
+	struct ab_front_req fr;
+	bool grpc;		    /* true */
 	int32_t id;		    /* Start's; 0 for Execute's */
 	unsigned long long conn_id; /* the connection that started it: the only one
 				       that reaches it by id */
 	bool pty;
-	struct pb_req q;
 	struct gcall *call; /* its Start or Execute call, NULL once gone */
 	struct gcall *wcur; /* the WriteStdin in progress (wbusy), NULL if gone */
 	bool wbusy;
@@ -164,8 +166,7 @@ struct rt_grpc {
 	nghttp2_session_callbacks *cb;
 	struct gconn *conns;
 	size_t n_conns;
-	struct gproc *procs;
-	size_t n_procs;
+	size_t n_procs; /* its processes in the engine */
 	int32_t next_id;
 	unsigned long long next_conn_id;
 	size_t in_total;
@@ -192,12 +193,9 @@ size_t grpc_enc_copy(uint8_t *out, size_t outsz, const void *arg);
 int grpc_code_of(const struct ab_error *e);
 
 /* The service on the connections (rt_gproc.c's rt_gproc_service, handed
- * to rt_grpc_open): dispatch does a call whose request is in, decoded;
- * procs_end, as the server ends, forgets its processes (the session is
- * closed) and answers their calls UNAVAILABLE. */
+ * to rt_grpc_open): dispatch does a call whose request is in, decoded. */
 struct rt_grpc_service {
 	void (*dispatch)(struct rt_grpc *g, struct gcall *call);
-	void (*procs_end)(struct rt_grpc *g);
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include "runtime/rt_mhd.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
 #include "agentbox/agentbox.h"
@@ -15,7 +16,7 @@
 #include "runtime/runtime.h"
 #include "lex/shlex.h"
 #include "front/request.h"
-#include "front/front_layer.h"
+#include "front/front.h"
 
 #define BASE	      "/workspace"
 #define EXEC_BODY_MAX (1u << 20)  /* a POST /execute's JSON */
@@ -44,15 +45,16 @@ enum route {
 enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
 struct req {
-	struct req *wnext; /* waiting for a free slot (waiting) */
-	bool waiting;
-	bool announced;		 /* the body has a Content-Length */
-	struct req *next, *prev; /* in flight: waiting for the session */
+	struct ab_front_req fr; /* its request in the engine (first) */
+	bool grpc;		/* false: a gRPC process (struct gproc) says true here */
+	bool engaged;		/* fr is in the engine */
+	bool again;		/* fr rebuilt during its event: submitted after it */
+	bool suspended;		/* its connection waits for the engine */
+	bool announced;		/* the body has a Content-Length */
 	struct rt *rt;
 	struct MHD_Connection *conn; /* NULL once the client is gone */
 	enum route route;
 	enum step step;
-	unsigned long long tag;
 	char *body; /* /execute's JSON, or the upload's file */
 	size_t len, cap;
 	bool too_large, have_file;
@@ -61,7 +63,6 @@ struct req {
 	char *name;	   /* /upload: the part's filename; else the path as decoded */
 	char view[4200];   /* the path in the view: /workspace/REL */
 	struct MHD_PostProcessor *pp;
-	struct ab_request q; /* the session request it started */
 	struct ab_shlex sh;
 	unsigned status; /* the answer, once there */
 	char *answer;
@@ -80,28 +81,19 @@ struct req {
 	unsigned after_status;
 	/* agentbox's extras (rt_extras.c) */
 	bool post;
-	json_object *ab_req; /* a changes' or commit's fields, while it waits */
 };
 
 struct rt_grpc;
 
 struct rt {
+	struct ab_front f; /* the engine: the session, the requests, the loop */
 	struct ab_config *cfg;
 	const struct ab_runtime_opts *o;
-	struct ab_session *s;
 	struct MHD_Daemon *d;
-	struct req *head;
-	struct req *wait_head, *wait_tail; /* in head too: not started, no slot free */
-	size_t in_flight;
-	unsigned long long next_tag;
-	bool gone; /* the sandbox died */
 	time_t started;
-	char gone_why[256];
-	struct rt_grpc *grpc;	  /* --grpc-port's server (rt_grpc.c), or NULL */
-	struct front_layer layer; /* the changes or commit running (rt_extras.c) */
-	struct req *ab_cur;	  /* its request */
-	struct req *ab_wait;	  /* the ones waiting for it, in order (wnext) */
-	struct rt_auth auth;	  /* the token, the clients (rt_auth.c) */
+	unsigned long long drain_until; /* a signal came: the drain's end (ms) */
+	struct rt_grpc *grpc;		/* --grpc-port's server (rt_grpc.c), or NULL */
+	struct rt_auth auth;		/* the token, the clients (rt_auth.c) */
 };
 
 /* rt_req.c, the floor the routes stand on (it calls none of them). r's
@@ -110,7 +102,8 @@ void rt_answer(struct req *r, unsigned status, char *body);
 /* r's answer: status and {"message": msg}. */
 void rt_answer_msg(struct req *r, unsigned status, const char *msg);
 /* Start argv (with /execute's timeout when set_timeout), or the file
- * operation of r's route; false when r was answered instead. */
+ * operation of r's route, in the engine; false when r was answered
+ * instead. Started during r's own event, it goes in after it. */
 bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout);
 bool rt_start_op(struct rt *rt, struct req *r);
 /* A file operation's request for rt_start_file: {"op","path"}, the rest
@@ -122,6 +115,13 @@ json_object *rt_file_req(const char *op, const char *path);
 bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
+/* r answered (its step S_DONE) while its connection waits: resumed. */
+void rt_req_resume(struct req *r);
+/* The engine's callbacks for r (runtime.c's codec): r ends without a
+ * result, r leaves the engine (submitted again when rebuilt meanwhile). */
+void rt_req_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+		    const struct ab_error *e);
+void rt_req_left(void *arg, struct ab_front_req *fr);
 /* size bytes more of r's body; -ENOMEM */
 int rt_body_append(struct req *r, const char *data, size_t size);
 /* o as Go's json.Encoder writes it (compact, a newline after), o put;
@@ -153,19 +153,13 @@ void rt_v1_event(struct rt *rt, struct req *r, const struct ab_result *res);
 
 /* rt_extras.c: agentbox's own routes under /agentbox/ (true: r's route
  * set, or its answer: 404, 405); rt_ab_allow is a route's Allow;
- * rt_ab_dispatch starts a request whose body is in. The changes or commit
- * running: rt_ab_pollfd its fd (-1: none), *timeout_ms lowered to its
- * bound; rt_ab_run does what came; rt_ab_busy: one runs or waits;
- * rt_ab_forget, when r's client went away: true when r is held (freed when
- * its op ends); rt_ab_close stops it all and answers who waits. */
+ * rt_ab_dispatch starts a request whose body is in (changes and commit
+ * are the engine's layer ops); rt_ab_layer_reply is the engine's
+ * layer_reply. */
 bool rt_ab_route(const char *url, const char *method, struct req *r);
 const char *rt_ab_allow(enum route route);
 void rt_ab_dispatch(struct rt *rt, struct req *r);
-int rt_ab_pollfd(const struct rt *rt, int *timeout_ms);
-void rt_ab_run(struct rt *rt);
-bool rt_ab_busy(const struct rt *rt);
-bool rt_ab_forget(struct rt *rt, struct req *r);
-void rt_ab_close(struct rt *rt);
+void rt_ab_layer_reply(void *arg, struct ab_front_req *fr, json_object *reply);
 
 /* rt_auth_http.c: the HTTP listener's locks. rt_auth_http_notify is the
  * daemon's connection callback (a connection counted to its client, or
@@ -186,10 +180,11 @@ bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
  * listens (0, or -errno with err), the service's methods svc (rt_gproc.c's
  * rt_gproc_service); rt_grpc_pollfds fills up to max poll
  * entries (the listener first) and rt_grpc_run does what they say;
- * rt_grpc_event takes a session event of one of its processes (true);
  * rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
  * listening (a drain: new calls get UNAVAILABLE); rt_grpc_close, after the
- * session is closed, answers and frees everything. */
+ * session is closed, answers and frees everything.
+ * rt_gproc.c: the engine's callbacks for a process (rt_is_grpc): its
+ * session event, its refusal, its leaving the engine. */
 #define GRPC_CONN_LIMIT 64
 struct pollfd;
 struct rt_grpc_service;
@@ -197,7 +192,16 @@ extern const struct rt_grpc_service rt_gproc_service;
 int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err);
 size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
 void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
-bool rt_grpc_event(struct rt *rt, const struct ab_event *ev);
+static inline bool rt_is_grpc(const struct ab_front_req *fr)
+{
+	bool grpc; /* at the same place in both (rt_gproc.c asserts it) */
+	memcpy(&grpc, (const char *)fr + offsetof(struct req, grpc), sizeof(grpc));
+	return grpc;
+}
+void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event *ev);
+void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why why,
+		     const struct ab_error *e);
+void rt_grpc_left(struct rt *rt, struct ab_front_req *fr);
 size_t rt_grpc_busy(const struct rt *rt);
 void rt_grpc_quiesce(struct rt *rt);
 void rt_grpc_close(struct rt *rt);

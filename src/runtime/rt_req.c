@@ -41,7 +41,7 @@ void rt_req_free(struct req *r)
 		return;
 	if (r->pp)
 		MHD_destroy_post_processor(r->pp);
-	ab_request_clear(&r->q);
+	ab_request_clear(&r->fr.q);
 	ab_shlex_free(&r->sh);
 	free(r->body);
 	free(r->name);
@@ -49,60 +49,83 @@ void rt_req_free(struct req *r)
 	free(r->disposition);
 	free(r->data);
 	free(r->after);
-	json_object_put(r->ab_req);
 	free(r);
 }
 
-/* Start the session request line (JSON) for r; suspended until its event.
- * False (r answered) when it could not start. */
-/* r's request, parsed (rc 0) or not (e says why), started on the session;
- * suspended until its event. False (r answered) when it could not start. */
+/* r's request, built (rc 0) or not (e says why), into the engine; its
+ * connection suspended until its event. False (r answered) when it could
+ * not start. During r's own event it goes in once the event is done
+ * (rt_req_left). */
 static bool start(struct rt *rt, struct req *r, int rc, struct ab_error *e)
 {
-	if (rc == 0) {
-		r->tag = ++rt->next_tag;
-		rc = rt->wait_head ? -EBUSY : ab_session_start(rt->s, &r->q.x, r->tag, e);
-	}
-	if (rc == -EBUSY) { /* started in turn as slots free (start_waiting) */
-		r->waiting = true;
-		r->wnext = NULL;
-		if (rt->wait_tail)
-			rt->wait_tail->wnext = r;
-		else
-			rt->wait_head = r;
-		rt->wait_tail = r;
-		rc = 0;
-	}
 	if (rc != 0) {
 		if (r->route == R_EXECUTE)
 			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e->msg));
 		else
-			rt_answer_msg(r,
-				      rc == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
-						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				      e->msg);
+			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e->msg);
 		return false;
 	}
-	r->prev = NULL;
-	r->next = rt->head;
-	if (rt->head)
-		rt->head->prev = r;
-	rt->head = r;
-	rt->in_flight++;
-	return true;
+	if (r->engaged) {
+		r->again = true;
+		return true;
+	}
+	r->engaged = true;
+	ab_front_submit(&rt->f, &r->fr);
+	return r->engaged; /* false: refused at once, answered */
 }
 
-/* Start the session request line (taken) for r; false when r was answered
- * instead. */
-static bool start_json(struct rt *rt, struct req *r, json_object *line)
+/* r's next request built: a new tag (the id it names) and q cleared. */
+static json_object *next_id(struct rt *rt, struct req *r)
 {
-	ab_request_clear(&r->q);
-	size_t len;
-	const char *s = json_object_to_json_string_length(line, JSON_C_TO_STRING_PLAIN, &len);
-	struct ab_error e = {0};
-	int rc = ab_request_parse(s, len, &r->q, &e);
-	json_object_put(line);
-	return start(rt, r, rc, &e);
+	ab_request_clear(&r->fr.q);
+	r->fr.tag = ab_front_tag(&rt->f);
+	return json_object_new_int64((int64_t)r->fr.tag);
+}
+
+void rt_req_resume(struct req *r)
+{
+	if (r->suspended && r->conn && r->step == S_DONE) {
+		r->suspended = false;
+		MHD_resume_connection(r->conn);
+	}
+}
+
+void rt_req_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+		    const struct ab_error *e)
+{
+	struct rt *rt = arg;
+	struct req *r = (struct req *)fr;
+	if (!r->conn)
+		return;
+	const char *msg = e ? e->msg : "cancelled";
+	if (why == AB_FRONT_ENDED)
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
+	else if (r->route == R_EXECUTE)
+		rt_answer(r, MHD_HTTP_OK, rt_execute_failed(msg));
+	else
+		rt_answer_msg(r,
+			      r->route >= R_AB_NONE && rt->f.gone ? MHD_HTTP_SERVICE_UNAVAILABLE
+								  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			      msg);
+	rt_req_resume(r);
+}
+
+void rt_req_left(void *arg, struct ab_front_req *fr)
+{
+	struct rt *rt = arg;
+	struct req *r = (struct req *)fr;
+	r->engaged = false;
+	if (r->again && r->conn) { /* its next step, built during its event */
+		r->again = false;
+		fr->next = fr->prev = NULL;
+		fr->running = fr->cancelled = false;
+		r->engaged = true;
+		ab_front_submit(&rt->f, fr);
+		return;
+	}
+	r->again = false;
+	if (!r->conn) /* its client is gone: nothing else holds it */
+		rt_req_free(r);
 }
 
 json_object *rt_file_req(const char *op, const char *path)
@@ -115,43 +138,36 @@ json_object *rt_file_req(const char *op, const char *path)
 
 bool rt_start_file(struct rt *rt, struct req *r, json_object *o)
 {
-	ab_request_clear(&r->q);
 	struct ab_error e = {0};
-	json_object_object_add(o, "id", json_object_new_int64((int64_t)rt->next_tag + 1));
-	r->q.req = o;
-	r->q.kind = AB_REQUEST_FILE_OP;
-	r->q.op = json_object_get_string(json_object_object_get(o, "op"));
-	json_object_object_get_ex(o, "id", &r->q.id);
+	json_object_object_add(o, "id", next_id(rt, r));
+	r->fr.q.req = o;
+	r->fr.q.kind = AB_REQUEST_FILE_OP;
+	r->fr.q.op = json_object_get_string(json_object_object_get(o, "op"));
+	json_object_object_get_ex(o, "id", &r->fr.q.id);
 	const char *path = json_object_get_string(json_object_object_get(o, "path"));
 	const char *from = json_object_get_string(json_object_object_get(o, "from"));
 	int rc = 0;
 	/* as a request line of a path that is not UTF-8 is refused */
 	if (!utf8_valid(path, strlen(path)) || (from && !utf8_valid(from, strlen(from))))
-		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8", r->q.op);
-	else if (!(r->q.file_op = fileop_prepare_inner(o, r->q.op, &r->q.inner, &e)))
+		rc = ab_error_proto(&e, AB_ERRC_INVALID_JSON, "%s: the path is not UTF-8",
+				    r->fr.q.op);
+	else if (!(r->fr.q.file_op = fileop_prepare_inner(o, r->fr.q.op, &r->fr.q.inner, &e)))
 		rc = -(e.code ? e.code : EINVAL);
-	r->q.x.file_op = r->q.inner;
+	r->fr.q.x.file_op = r->fr.q.inner;
 	return start(rt, r, rc, &e);
-}
-
-static json_object *request_line(const char *op, unsigned long long id)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "op", json_object_new_string(op));
-	json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
-	return o;
 }
 
 bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_timeout)
 {
-	json_object *o = request_line("exec", rt->next_tag + 1);
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; argv[i]; i++)
-		json_object_array_add(a, json_object_new_string(argv[i]));
-	json_object_object_add(o, "argv", a);
-	if (set_timeout)
-		json_object_object_add(o, "timeout", json_object_new_double(rt->o->exec_timeout_s));
-	return start_json(rt, r, o);
+	json_object *id = next_id(rt, r);
+	struct ab_error e = {0};
+	struct ab_request_exec_args a = {
+		.argv = (const char *const *)argv,
+		.timeout_s = set_timeout ? rt->o->exec_timeout_s : -1,
+	};
+	int rc = ab_request_exec(&r->fr.q, id, &a, &e);
+	json_object_put(id);
+	return start(rt, r, rc, &e);
 }
 
 /* The file operation a route does once its path is known to be inside. */

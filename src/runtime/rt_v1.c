@@ -90,8 +90,8 @@ static int bool_of(const char *s)
 
 static void health(struct rt *rt, struct req *r)
 {
-	if (rt->gone) {
-		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+	if (rt->f.gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->f.gone_why);
 		return;
 	}
 	json_object *o = json_object_new_object();
@@ -152,8 +152,8 @@ void rt_v1_dispatch(struct rt *rt, struct req *r, const char *rest)
 			      "multipart body is missing the required \"file\" part");
 		return;
 	}
-	if (rt->gone) {
-		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+	if (rt->f.gone) {
+		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->f.gone_why);
 		return;
 	}
 	/* sandboxd's SanitizePath, its lexical half: a path under /workspace
@@ -217,7 +217,7 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 		snprintf(r->target, sizeof(r->target), "%s", r->view);
 		char *slash = strrchr(r->view, '/');
 		snprintf(slash + 1, sizeof(r->view) - (size_t)(slash + 1 - r->view),
-			 ".agentbox-put-%llu", r->tag);
+			 ".agentbox-put-%llu", r->fr.tag);
 		r->off = 0;
 		rt_start_op(rt, r);
 		return;

@@ -84,33 +84,17 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 
 /* ---- the session's side ---- */
 
-static void unlink_req(struct rt *rt, struct req *r)
-{
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		rt->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	r->next = r->prev = NULL;
-	rt->in_flight--;
-}
-
-static void on_event(const struct ab_event *ev, void *arg)
+/* The engine's event for r: its result into its next step or its answer. */
+static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *ev)
 {
 	struct rt *rt = arg;
-	if (rt_grpc_event(rt, ev))
-		return;
-	struct req *r = rt->head;
-	while (r && r->tag != ev->tag)
-		r = r->next;
-	if (!r || ev->kind != AB_EVENT_RESULT)
-		return;
-	unlink_req(rt, r);
-	if (!r->conn) { /* the client went away */
-		rt_req_free(r);
+	struct req *r = (struct req *)fr;
+	if (rt_is_grpc(fr)) {
+		rt_grpc_event(rt, fr, ev);
 		return;
 	}
+	if (ev->kind != AB_EVENT_RESULT || !r->conn) /* gone: freed as it leaves */
+		return;
 	if (r->route >= R_V1_FILE && !ev->error) {
 		rt_v1_event(rt, r, ev->result);
 	} else if (ev->error) {
@@ -125,38 +109,24 @@ static void on_event(const struct ab_event *ev, void *arg)
 	} else {
 		rt_op_done(r, ev->result);
 	}
-	if (r->step == S_DONE)
-		MHD_resume_connection(r->conn);
+	rt_req_resume(r);
 }
 
-/* The requests waiting for a slot, in order, while slots are free. */
-static void start_waiting(struct rt *rt)
+static void on_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+		       const struct ab_error *e)
 {
-	while (rt->wait_head) {
-		struct req *r = rt->wait_head;
-		struct ab_error e = {0};
-		int rc = !r->conn   ? -ECANCELED
-			 : rt->gone ? ab_error_plain(&e, EPIPE, "%s", rt->gone_why)
-				    : ab_session_start(rt->s, &r->q.x, r->tag, &e);
-		if (rc == -EBUSY)
-			return;
-		rt->wait_head = r->wnext;
-		if (!rt->wait_head)
-			rt->wait_tail = NULL;
-		r->waiting = false;
-		if (rc == 0)
-			continue;
-		unlink_req(rt, r);
-		if (!r->conn) {
-			rt_req_free(r);
-			continue;
-		}
-		if (r->route == R_EXECUTE)
-			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(e.msg));
-		else
-			rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
-		MHD_resume_connection(r->conn);
-	}
+	if (rt_is_grpc(fr))
+		rt_grpc_refused(arg, fr, why, e);
+	else
+		rt_req_refused(arg, fr, why, e);
+}
+
+static void on_left(void *arg, struct ab_front_req *fr)
+{
+	if (rt_is_grpc(fr))
+		rt_grpc_left(arg, fr);
+	else
+		rt_req_left(arg, fr);
 }
 
 /* ---- requests ---- */
@@ -255,12 +225,12 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 	if (r->route == R_HEALTH) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "status",
-				       json_object_new_string(rt->gone ? "error" : "ok"));
+				       json_object_new_string(rt->f.gone ? "error" : "ok"));
 		json_object_object_add(
 			o, "message",
-			json_object_new_string(rt->gone ? rt->gone_why
-							: "Sandbox Runtime is active."));
-		rt_answer(r, rt->gone ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+			json_object_new_string(rt->f.gone ? rt->f.gone_why
+							  : "Sandbox Runtime is active."));
+		rt_answer(r, rt->f.gone ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
 			  strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)));
 		json_object_put(o);
 		return;
@@ -271,11 +241,11 @@ static void dispatch(struct rt *rt, struct req *r, const char *rest)
 				 "\"msg\":\"Field required\",\"input\":null}]}"));
 		return;
 	}
-	if (rt->gone) {
+	if (rt->f.gone) {
 		if (r->route == R_EXECUTE)
-			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(rt->gone_why));
+			rt_answer(r, MHD_HTTP_OK, rt_execute_failed(rt->f.gone_why));
 		else
-			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->gone_why);
+			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, rt->f.gone_why);
 		return;
 	}
 	if (r->route == R_EXECUTE) {
@@ -448,6 +418,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		dispatch(rt, r, r->name ? r->name : ""); /* name stays: a listing's path */
 		if (r->step != S_DONE) {
 			MHD_suspend_connection(c);
+			r->suspended = true;
 			return MHD_YES;
 		}
 	} else if (r->step == S_NONE) {
@@ -459,6 +430,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		free(rest);
 		if (r->step != S_DONE) {
 			MHD_suspend_connection(c);
+			r->suspended = true;
 			return MHD_YES;
 		}
 	}
@@ -477,15 +449,16 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	rt_auth_http_request(c, false); /* the next request's head is awaited */
 	if (!r)
 		return;
-	for (struct req *w = rt->head; w; w = w->next)
-		if (w == r) { /* still running: ended with its client */
-			r->conn = NULL;
-			if (rt->s)
-				ab_session_cancel(rt->s, r->tag);
-			return;
-		}
-	if (!rt_ab_forget(rt, r))
+	if (!r->engaged) {
 		rt_req_free(r);
+		return;
+	}
+	/* in the engine: a command stopped (freed after its result), one
+	 * waiting dropped; a changes or commit runs on, freed after its reply */
+	r->conn = NULL;
+	r->again = false;
+	if (!r->fr.running || r->fr.q.kind != AB_REQUEST_LAYER)
+		ab_front_cancel(&rt->f, &r->fr);
 }
 
 /* The URL as it came: decoded by the handler (twice for a path, as
@@ -520,6 +493,28 @@ static struct MHD_Daemon *listen_on(struct rt *rt, struct ab_error *err)
 	return d;
 }
 
+/* ---- the engine's codec: the daemon's and gRPC's fds, a drain ---- */
+
+static int loop_fds(void *arg, struct pollfd *p, int max, int *wait_ms)
+{
+	struct rt *rt = arg;
+	MHD_UNSIGNED_LONG_LONG t = 0;
+	int wait = MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
+	if (*wait_ms < 0 || wait < *wait_ms)
+		*wait_ms = wait;
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(rt->d, MHD_DAEMON_INFO_EPOLL_FD);
+	p[0] = (struct pollfd){.fd = info ? info->epoll_fd : -1, .events = POLLIN};
+	return 1 + (int)rt_grpc_pollfds(rt, p + 1, (size_t)max - 1);
+}
+
+static void loop_late(void *arg, struct pollfd *p, int n)
+{
+	struct rt *rt = arg;
+	rt_auth_http_sweep(rt);
+	MHD_run(rt->d);
+	rt_grpc_run(rt, p + 1, (size_t)n - 1);
+}
+
 static unsigned long long now_ms(void)
 {
 	struct timespec ts;
@@ -527,57 +522,47 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-/* The loop: the daemon, the session and the signals until a signal and
- * the drain after it (requests in flight finish, for drain_timeout_s at
+/* A signal: the drain (requests in flight finish, for drain_timeout_s at
  * most; no new connection is taken). */
-static void serve_loop(struct rt *rt, int sigfd)
+static bool on_signal(void *arg, int signo)
 {
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(rt->d, MHD_DAEMON_INFO_EPOLL_FD);
-	int dfd = info ? info->epoll_fd : -1;
-	unsigned long long drain_until = 0;
-	for (;;) {
-		if (drain_until && ((!rt->in_flight && !rt_grpc_busy(rt) && !rt_ab_busy(rt)) ||
-				    now_ms() >= drain_until))
-			return;
-		MHD_UNSIGNED_LONG_LONG t = 0;
-		int wait =
-			MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
-		struct pollfd p[4 + 1 + GRPC_CONN_LIMIT] = {
-			{.fd = dfd, .events = POLLIN},
-			{.fd = drain_until ? -1 : sigfd, .events = POLLIN},
-			{.fd = rt->gone ? -1 : ab_session_fd(rt->s), .events = POLLIN},
-			{.fd = rt_ab_pollfd(rt, &wait), .events = POLLIN},
-		};
-		size_t ng = rt_grpc_pollfds(rt, p + 4, 1 + GRPC_CONN_LIMIT);
-		if (poll(p, 4 + ng, wait) < 0 && errno != EINTR)
-			return;
-		if (p[1].revents) {
-			struct signalfd_siginfo si;
-			while (read(sigfd, &si, sizeof(si)) > 0)
-				;
-			fprintf(stderr, "agentbox: runtime: %s: finishing %zu requests\n",
-				strsignal((int)si.ssi_signo), rt->in_flight);
-			int lfd = (int)MHD_quiesce_daemon(rt->d);
-			if (lfd >= 0)
-				close(lfd);
-			rt_grpc_quiesce(rt);
-			drain_until = now_ms() + rt->o->drain_timeout_s * 1000ull;
-		}
-		struct ab_error err = {0};
-		if (!rt->gone && p[2].revents &&
-		    ab_session_dispatch(rt->s, 0, on_event, rt, &err) < 0) {
-			rt->gone = true;
-			snprintf(rt->gone_why, sizeof(rt->gone_why),
-				 "The sandbox has ended: %.200s", err.msg);
-			fprintf(stderr, "agentbox: %s\n", err.msg);
-		}
-		rt_ab_run(rt);
-		rt_auth_http_sweep(rt);
-		MHD_run(rt->d);
-		rt_grpc_run(rt, p + 4, ng);
-		start_waiting(rt);
-	}
+	struct rt *rt = arg;
+	fprintf(stderr, "agentbox: runtime: %s: finishing %zu requests\n", strsignal(signo),
+		rt->f.n);
+	int lfd = (int)MHD_quiesce_daemon(rt->d);
+	if (lfd >= 0)
+		close(lfd);
+	rt_grpc_quiesce(rt);
+	rt->drain_until = now_ms() + rt->o->drain_timeout_s * 1000ull;
+	return true;
 }
+
+static bool go_on(void *arg)
+{
+	struct rt *rt = arg;
+	if (!rt->drain_until)
+		return true;
+	return (rt->f.n || rt_grpc_busy(rt)) && now_ms() < rt->drain_until;
+}
+
+/* The sandbox died: the server goes on, answering that it has ended. */
+static bool on_dead(void *arg, const struct ab_error *e)
+{
+	fprintf(stderr, "agentbox: %s\n", e->msg);
+	return true;
+}
+
+static const struct ab_front_codec codec = {
+	.fds = loop_fds,
+	.late = loop_late,
+	.go_on = go_on,
+	.signal = on_signal,
+	.dead = on_dead,
+	.event = on_event,
+	.layer_reply = rt_ab_layer_reply,
+	.refused = on_refused,
+	.free_req = on_left,
+};
 
 static void print_notice(const char *line)
 {
@@ -593,59 +578,44 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
-	front_layer_init(&rt.layer);
-	signal(SIGPIPE, SIG_IGN);
-	int sigfd = ab_ending_signals_fd();
+	/* the daemon's epoll fd, gRPC's listener and connections */
+	struct ab_front_limits lim = {.max_fds = 2 + GRPC_CONN_LIMIT};
+	ab_front_init(&rt.f, cfg, &codec, &rt, &lim);
 	struct ab_error err = {0};
 	cfg->notice = print_notice;
-	if (sigfd < 0) {
-		fprintf(stderr, "agentbox: runtime: %s\n", strerror(errno));
-		return AB_EXIT_FAILURE;
-	}
 	char why[256];
 	if (!rt_mhd_load(why, sizeof(why))) {
 		fprintf(stderr, "agentbox: runtime: %s\n", why);
-		close(sigfd);
 		return AB_EXIT_FAILURE;
 	}
 	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
 	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &rt_gproc_service, &err) < 0) ||
-	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_session_open(cfg, &rt.s, &err) < 0) {
+	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_front_open(&rt.f, &err) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		rt_auth_close(&rt.auth);
 		rt_grpc_close(&rt);
 		if (rt.d)
 			MHD_stop_daemon(rt.d);
-		close(sigfd);
+		ab_front_free(&rt.f);
 		return AB_EXIT_FAILURE;
 	}
 	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
 		strchr(o->listen, ':') ? "[" : "", o->listen, strchr(o->listen, ':') ? "]" : "",
-		o->port, ab_session_id(rt.s));
+		o->port, ab_session_id(rt.f.s));
 	if (o->grpc_port)
 		fprintf(stderr,
 			"agentbox: runtime: gRPC process.v1.ProcessService on %s%s%s:%u (h2c)\n",
 			strchr(o->listen, ':') ? "[" : "", o->listen,
 			strchr(o->listen, ':') ? "]" : "", o->grpc_port);
-	serve_loop(&rt, sigfd);
-	rt_ab_close(&rt);
-	ab_session_close(rt.s); /* what still runs is killed; its requests end with the daemon */
-	rt.s = NULL;
+	ab_front_run(&rt.f, &err);
+	/* what waits or runs is answered 503 (its connection resumed), then
+	 * what still runs is killed */
+	ab_front_drop_all(&rt.f);
+	ab_front_close(&rt.f);
 	rt_grpc_close(&rt);
-	for (struct req *r = rt.head; r; r = r->next)
-		if (r->conn) {
-			rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
-			MHD_resume_connection(r->conn);
-		}
 	MHD_run(rt.d);
-	while (rt.head) {
-		struct req *r = rt.head;
-		unlink_req(&rt, r);
-		if (!r->conn) /* its client is gone: nothing will free it */
-			rt_req_free(r);
-	}
-	MHD_stop_daemon(rt.d);
+	MHD_stop_daemon(rt.d); /* the requests whose client is there freed with it */
 	rt_auth_close(&rt.auth);
-	close(sigfd);
+	ab_front_free(&rt.f);
 	return 0;
 }

@@ -400,3 +400,29 @@ test("another connection's process is not there, even with the token", async () 
   await s.done;
   other.close();
 });
+
+// what the session refused before the front engine builds the request
+// (request.c) stays refused as it was: INVALID_ARGUMENT, "failed to start
+// command"; a Start past --max-concurrent is RESOURCE_EXHAUSTED, never queued
+test('an empty argv[0] and a cwd longer than a path are INVALID_ARGUMENT; busy RESOURCE_EXHAUSTED',
+  async () => {
+    let r = await unary('Execute', { config: { command: [''] } });
+    assert.equal(r.err.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(r.err.details, /^failed to start command: /);
+    r = await unary('Execute', { config: { command: ['pwd'], cwd: 'a/'.repeat(2045) } });
+    assert.equal(r.err.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(r.err.details, /^failed to start command: /);
+    const o = await runtime(['--max-concurrent', '1']);
+    const c = new ProcessService('127.0.0.1:' + o.port, grpc.credentials.createInsecure(),
+      withToken(o.token));
+    const first = c.Start({ config: { command: ['sleep', '30'] } });
+    first.on('error', () => {});
+    await new Promise((res) => first.once('data', res));
+    r = await unary('Execute', { config: { command: ['true'] } }, c);
+    assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.match(r.err.details, /1 processes are running/);
+    first.cancel();
+    c.close();
+    o.proc.kill('SIGTERM');
+    assert.equal(await o.exited, 0);
+  });
