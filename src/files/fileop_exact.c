@@ -11,11 +11,16 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fo_open_dir_exact(const char *path)
+/* The directory at path, reached from / one component at a time without
+ * following a symlink: every component (make false), or all but the last,
+ * each made when missing (make true, fo_make_parents_exact). An fd, or
+ * -errno. */
+static int walk(const char *path, bool make)
 {
 	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || path[0] != '/') {
@@ -24,12 +29,12 @@ int fo_open_dir_exact(const char *path)
 		return dfd < 0 ? -errno : -EINVAL;
 	}
 	char c[NAME_MAX + 1];
-	for (const char *p = path; *p;) {
+	for (const char *p = path;;) {
 		while (*p == '/')
 			p++;
 		const char *e = strchrnul(p, '/');
 		size_t n = (size_t)(e - p);
-		if (n == 0)
+		if (n == 0 || (make && !*e)) /* with make, the last component is the file's */
 			break;
 		if (n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && !memcmp(p, "..", 2))) {
 			close(dfd);
@@ -38,14 +43,22 @@ int fo_open_dir_exact(const char *path)
 		memcpy(c, p, n);
 		c[n] = '\0';
 		int next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e2 = errno;
+		if (make && next < 0 && errno == ENOENT &&
+		    (mkdirat(dfd, c, 0755) == 0 || errno == EEXIST))
+			next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
 		close(dfd);
 		if (next < 0) /* a symlink on the way: ENOTDIR, as for a file */
-			return -e2;
+			return -err;
 		dfd = next;
 		p = e;
 	}
 	return dfd;
+}
+
+int fo_open_dir_exact(const char *path)
+{
+	return walk(path, false);
 }
 
 static bool exact; /* this request's paths follow no symlink */
@@ -90,33 +103,9 @@ int fo_open(const char *path, int flags, mode_t mode)
 
 int fo_make_parents_exact(const char *path)
 {
-	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int dfd = walk(path, true);
 	if (dfd < 0)
-		return -errno;
-	char c[NAME_MAX + 1];
-	for (const char *p = path;;) {
-		while (*p == '/')
-			p++;
-		const char *e = strchrnul(p, '/');
-		size_t n = (size_t)(e - p);
-		if (!*e || n == 0) /* the last component is the file's */
-			break;
-		if (n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && !memcmp(p, "..", 2))) {
-			close(dfd);
-			return n > NAME_MAX ? -ENAMETOOLONG : -EINVAL;
-		}
-		memcpy(c, p, n);
-		c[n] = '\0';
-		int next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT && (mkdirat(dfd, c, 0755) == 0 || errno == EEXIST))
-			next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int err = errno;
-		close(dfd);
-		if (next < 0)
-			return -err;
-		dfd = next;
-		p = e;
-	}
+		return dfd;
 	close(dfd);
 	return 0;
 }
