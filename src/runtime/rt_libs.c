@@ -4,7 +4,7 @@
 #define RT_MHD_LOADER
 #define RT_H2_LOADER
 #include "runtime/rt_mhd.h"
-#include "runtime/rt_grpc.h"
+#include "grpc/rt_grpc.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The protobuf decoder of agentbox runtime's gRPC ProcessService
- * (src/runtime/rt_pb.c): any bytes, as any of the five requests (the first
+ * (src/grpc/rt_pb.c): any bytes, as any of the five requests (the first
  * byte picks which), are refused with a reason or decoded into strings
  * that lie within the message and hold no NUL, argv and env
  * NULL-terminated with their counts in bounds, each env entry NAME=VALUE;
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runtime/rt_pb.h"
+#include "grpc/rt_pb.h"
 
 static void check_req(const struct pb_req *q, const uint8_t *data, size_t size)
 {

@@ -27,7 +27,7 @@
 
 #include "files/fileop.h"
 #include "files/fileop_inside.h"
-#include "runtime/rt_reply.h"
+#include "httpapi/rt_reply.h"
 #include "lex/rtpath.h"
 #include "lex/shlex.h"
 #include "front/request.h"
@@ -35,7 +35,7 @@
 #include "util/output.h"
 #include "util/signals.h"
 
-#include "runtime/rt_int.h"
+#include "httpapi/rt_int.h"
 
 /* never called: a HEAD's body is not sent */
 static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/rt_int.h"
-#include "runtime/rt_pb.h"
+#include "httpapi/rt_int.h"
+#include "grpc/rt_pb.h"
 
 #define RT_H2_SONAME "libnghttp2.so.14"
 

@@ -18,8 +18,8 @@
 #include <time.h>
 
 #include "lex/rtpath.h"
-#include "runtime/rt_int.h"
-#include "runtime/rt_reply.h"
+#include "httpapi/rt_int.h"
+#include "httpapi/rt_reply.h"
 
 extern char **environ;
 

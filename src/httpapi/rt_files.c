@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "util/base64.h"
-#include "runtime/rt_int.h"
-#include "runtime/rt_reply.h"
+#include "httpapi/rt_int.h"
+#include "httpapi/rt_reply.h"
 
 /* The guard's verdict (resolve_path: the path's symlinks resolved in the
  * view): what it resolves to, inside /workspace, or 403. The operation

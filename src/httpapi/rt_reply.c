@@ -1,7 +1,7 @@
 /* The bodies of agent-sandbox's legacy runtime (rt_reply.h): what its
  * main.py returns, what FastAPI and pydantic v2 say of a bad body, what
  * Python's exceptions print, so that a client parsing either gets the same. */
-#include "runtime/rt_reply.h"
+#include "httpapi/rt_reply.h"
 
 #include <errno.h>
 #include <json-c/json.h>

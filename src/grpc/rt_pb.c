@@ -2,7 +2,7 @@
  * fields, each a varint key (field number << 3 | wire type) and a value:
  * a varint (0), 8 bytes (1), a length and that many bytes (2), 4 bytes (5).
  * Every length is checked against what is left before it is used. */
-#include "runtime/rt_pb.h"
+#include "grpc/rt_pb.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/rt_grpc.h"
+#include "grpc/rt_grpc.h"
 #include "util/error.h"
 
 static unsigned long long now_ms(void)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_grpc.h"
-#include "runtime/rt_reply.h"
+#include "grpc/rt_grpc.h"
+#include "httpapi/rt_reply.h"
 #include "lex/rtpath.h"
 #include "util/error.h"
 

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "runtime/rt_auth.h"
-#include "runtime/rt_int.h"
+#include "httpapi/rt_int.h"
 
 struct rt_hconn {
 	struct rt_hconn *next, *prev;

@@ -20,7 +20,7 @@
 #include <strings.h>
 
 #include "front/netop.h"
-#include "runtime/rt_int.h"
+#include "httpapi/rt_int.h"
 
 #define AB_PREFIX "/agentbox/v1/"
 

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "files/fileop.h"
-#include "runtime/rt_int.h"
-#include "runtime/rt_reply.h"
+#include "httpapi/rt_int.h"
+#include "httpapi/rt_reply.h"
 #include "front/request.h"
 #include "util/output.h"
 
