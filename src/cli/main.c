@@ -14,6 +14,8 @@
 #include "image/cache.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
+#include "grpc/rt_gproc.h"
+#include "httpapi/http_server.h"
 #include "runtime/runtime.h"
 #include "session/result_say.h"
 #include "serve/serve.h"
@@ -549,7 +551,10 @@ static int cmd_runtime(int argc, char **argv)
 		ab_error_plain(&err, ENOMEM, "out of memory");
 	else if (ab_runtime_options(argc, argv, &o, rest, &n, &err) == 0 &&
 		 ab_config_parse_serve(&cfg, n, rest, &help, &err) == 0)
-		status = help ? (fputs(usage_runtime, stdout), 0) : ab_runtime(&cfg, &o);
+		status = help ? (fputs(usage_runtime, stdout), 0)
+			      : ab_runtime(&cfg, &o,
+					   (const struct rt_proto *const[]){&rt_http_proto,
+									    &rt_grpc_proto, NULL});
 	if (err.msg[0] && status == AB_EXIT_FAILURE)
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 	ab_config_free(&cfg);

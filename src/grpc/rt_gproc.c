@@ -11,16 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/rt_gproc.h"
 #include "grpc/rt_grpc.h"
-#include "httpapi/rt_reply.h"
 #include "lex/rtpath.h"
 #include "util/error.h"
 
 /* ---- processes ---- */
-
-/* how rt_is_grpc tells a process from an HTTP request */
-_Static_assert(offsetof(struct gproc, grpc) == offsetof(struct req, grpc),
-	       "struct gproc and struct req say grpc at the same place");
 
 /* A Start's process by its id, started by this connection: another's is
  * not there. */
@@ -29,7 +25,7 @@ static struct gproc *proc_by_id(struct rt_grpc *g, struct gcall *call, int32_t i
 	json_object *key = json_object_new_int(id);
 	struct ab_front_req *fr = id && key ? ab_front_find(&g->rt->f, key) : NULL;
 	json_object_put(key);
-	struct gproc *p = fr && rt_is_grpc(fr) ? (struct gproc *)fr : NULL;
+	struct gproc *p = rt_gproc_of(g, fr);
 	return p && p->conn_id == call->c->id ? p : NULL;
 }
 
@@ -99,7 +95,7 @@ static void start_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
-	p->grpc = true;
+	p->proto = &rt_grpc_proto;
 	p->fr.no_wait = true; /* started now or refused: RESOURCE_EXHAUSTED */
 	p->fr.tag = ab_front_tag(&rt->f);
 	int32_t id = 0;
@@ -305,8 +301,9 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 	}
 }
 
-void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event *ev)
+static void proc_event(void *arg, struct ab_front_req *fr, const struct ab_event *ev)
 {
+	struct rt *rt = arg;
 	struct rt_grpc *g = rt->grpc;
 	struct gproc *p = (struct gproc *)fr;
 	if (ev->kind == AB_EVENT_OUTPUT) {
@@ -346,9 +343,10 @@ void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event
 	p->wcur = p->whead = p->wtail = NULL; /* freed as it leaves the engine */
 }
 
-void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why why,
-		     const struct ab_error *e)
+static void proc_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
+			 const struct ab_error *e)
 {
+	struct rt *rt = arg;
 	struct gproc *p = (struct gproc *)fr;
 	struct gcall *call = p->call;
 	if (!call)
@@ -368,8 +366,9 @@ void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why w
 		grpc_finish(call, G_CANCELLED, "cancelled");
 }
 
-void rt_grpc_left(struct rt *rt, struct ab_front_req *fr)
+static void proc_left(void *arg, struct ab_front_req *fr)
 {
+	struct rt *rt = arg;
 	struct gproc *p = (struct gproc *)fr;
 	for (struct gcall *w = p->whead; w; w = w->wnext)
 		w->proc = NULL;
@@ -384,4 +383,45 @@ void rt_grpc_left(struct rt *rt, struct ab_front_req *fr)
 	free(p);
 }
 
-const struct rt_grpc_service rt_gproc_service = {grpc_dispatch};
+static const struct rt_grpc_service service = {grpc_dispatch, &rt_grpc_proto};
+
+/* ---- the runtime's protocol ---- */
+
+static int proto_open(struct rt *rt, struct ab_error *err)
+{
+	return rt->o->grpc_port ? rt_grpc_open(rt, &service, err) : 0;
+}
+
+static void proto_ready(struct rt *rt)
+{
+	const char *l = rt->o->listen;
+	if (rt->grpc)
+		fprintf(stderr,
+			"agentbox: runtime: gRPC process.v1.ProcessService on %s%s%s:%u (h2c)\n",
+			strchr(l, ':') ? "[" : "", l, strchr(l, ':') ? "]" : "", rt->o->grpc_port);
+}
+
+static int proto_fds(struct rt *rt, struct pollfd *p, int max, int *wait_ms)
+{
+	(void)wait_ms;
+	return (int)rt_grpc_pollfds(rt, p, (size_t)max);
+}
+
+static void proto_run(struct rt *rt, const struct pollfd *p, int n)
+{
+	rt_grpc_run(rt, p, (size_t)n);
+}
+
+const struct rt_proto rt_grpc_proto = {
+	.max_fds = 1 + GRPC_CONN_LIMIT, /* the listener, the connections */
+	.open = proto_open,
+	.ready = proto_ready,
+	.fds = proto_fds,
+	.run = proto_run,
+	.quiesce = rt_grpc_quiesce,
+	.busy = rt_grpc_busy,
+	.close = rt_grpc_close,
+	.event = proc_event,
+	.refused = proc_refused,
+	.left = proc_left,
+};

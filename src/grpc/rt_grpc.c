@@ -491,9 +491,9 @@ static void backpressure(struct rt_grpc *g, unsigned long long now)
 {
 	bool over = false;
 	for (struct ab_front_req *fr = g->rt->f.head; fr; fr = fr->next) {
-		if (!rt_is_grpc(fr))
+		struct gproc *p = rt_gproc_of(g, fr);
+		if (!p)
 			continue;
-		struct gproc *p = (struct gproc *)fr;
 		struct gcall *call = p->call;
 		if (!call || call->out_len - call->out_off <= OUT_MAX)
 			continue;

@@ -1,87 +1,17 @@
 /* What rt_grpc.c (the HTTP/2 side) and rt_gproc.c (the processes) of
- * agentbox runtime's gRPC server share: libnghttp2's functions, loaded with
- * dlopen when --grpc-port is given (rt_libs.c), as libmicrohttpd is
- * (rt_mhd.h): linked, every `agentbox run` would load it; files that
- * include this header call nghttp2_* through the table. And a call, a
- * process, a connection. */
+ * agentbox runtime's gRPC server share: a call, a process, a connection.
+ * Files that include this header call nghttp2_* through the table of
+ * runtime/rt_h2.h (loaded with dlopen when --grpc-port is given). */
 #ifndef AB_RT_GRPC_H
 #define AB_RT_GRPC_H
 
-#include <nghttp2/nghttp2.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "httpapi/rt_int.h"
 #include "grpc/rt_pb.h"
-
-#define RT_H2_SONAME "libnghttp2.so.14"
-
-#define RT_H2_FUNCS(X)                                                                             \
-	X(nghttp2_session_callbacks_new)                                                           \
-	X(nghttp2_session_callbacks_del)                                                           \
-	X(nghttp2_session_callbacks_set_send_callback)                                             \
-	X(nghttp2_session_callbacks_set_on_frame_recv_callback)                                    \
-	X(nghttp2_session_callbacks_set_on_data_chunk_recv_callback)                               \
-	X(nghttp2_session_callbacks_set_on_stream_close_callback)                                  \
-	X(nghttp2_session_callbacks_set_on_header_callback)                                        \
-	X(nghttp2_session_callbacks_set_on_begin_headers_callback)                                 \
-	X(nghttp2_session_server_new)                                                              \
-	X(nghttp2_session_del)                                                                     \
-	X(nghttp2_submit_settings)                                                                 \
-	X(nghttp2_session_mem_recv)                                                                \
-	X(nghttp2_session_send)                                                                    \
-	X(nghttp2_session_want_read)                                                               \
-	X(nghttp2_session_want_write)                                                              \
-	X(nghttp2_submit_response)                                                                 \
-	X(nghttp2_submit_trailer)                                                                  \
-	X(nghttp2_submit_rst_stream)                                                               \
-	X(nghttp2_session_resume_data)                                                             \
-	X(nghttp2_session_get_stream_user_data)                                                    \
-	X(nghttp2_session_set_stream_user_data)                                                    \
-	X(nghttp2_session_terminate_session)
-
-struct rt_h2 {
-#define RT_H2_FIELD(f) __typeof__(f) *f;
-	RT_H2_FUNCS(RT_H2_FIELD)
-#undef RT_H2_FIELD
-};
-extern struct rt_h2 rt_h2;
-
-/* Load the library (once); false with why when it cannot be. */
-bool rt_h2_load(char *why, size_t len);
-
-#ifndef RT_H2_LOADER
-#define RT_H2_CALL(f)		      (rt_h2.f)
-#define nghttp2_session_callbacks_new RT_H2_CALL(nghttp2_session_callbacks_new)
-#define nghttp2_session_callbacks_del RT_H2_CALL(nghttp2_session_callbacks_del)
-#define nghttp2_session_callbacks_set_send_callback                                                \
-	RT_H2_CALL(nghttp2_session_callbacks_set_send_callback)
-#define nghttp2_session_callbacks_set_on_frame_recv_callback                                       \
-	RT_H2_CALL(nghttp2_session_callbacks_set_on_frame_recv_callback)
-#define nghttp2_session_callbacks_set_on_data_chunk_recv_callback                                  \
-	RT_H2_CALL(nghttp2_session_callbacks_set_on_data_chunk_recv_callback)
-#define nghttp2_session_callbacks_set_on_stream_close_callback                                     \
-	RT_H2_CALL(nghttp2_session_callbacks_set_on_stream_close_callback)
-#define nghttp2_session_callbacks_set_on_header_callback                                           \
-	RT_H2_CALL(nghttp2_session_callbacks_set_on_header_callback)
-#define nghttp2_session_callbacks_set_on_begin_headers_callback                                    \
-	RT_H2_CALL(nghttp2_session_callbacks_set_on_begin_headers_callback)
-#define nghttp2_session_server_new	     RT_H2_CALL(nghttp2_session_server_new)
-#define nghttp2_session_del		     RT_H2_CALL(nghttp2_session_del)
-#define nghttp2_submit_settings		     RT_H2_CALL(nghttp2_submit_settings)
-#define nghttp2_session_mem_recv	     RT_H2_CALL(nghttp2_session_mem_recv)
-#define nghttp2_session_send		     RT_H2_CALL(nghttp2_session_send)
-#define nghttp2_session_want_read	     RT_H2_CALL(nghttp2_session_want_read)
-#define nghttp2_session_want_write	     RT_H2_CALL(nghttp2_session_want_write)
-#define nghttp2_submit_response		     RT_H2_CALL(nghttp2_submit_response)
-#define nghttp2_submit_trailer		     RT_H2_CALL(nghttp2_submit_trailer)
-#define nghttp2_submit_rst_stream	     RT_H2_CALL(nghttp2_submit_rst_stream)
-#define nghttp2_session_resume_data	     RT_H2_CALL(nghttp2_session_resume_data)
-#define nghttp2_session_get_stream_user_data RT_H2_CALL(nghttp2_session_get_stream_user_data)
-#define nghttp2_session_set_stream_user_data RT_H2_CALL(nghttp2_session_set_stream_user_data)
-#define nghttp2_session_terminate_session    RT_H2_CALL(nghttp2_session_terminate_session)
-#endif
+#include "runtime/rt_h2.h"
+#include "runtime/rt_server.h"
 
 #define MSG_MAX		(4u << 20)	     /* a request message, as grpc's default limit */
 #define STREAMS_MAX	100		     /* concurrent calls per connection */
@@ -129,21 +59,24 @@ struct gcall {
 	struct gcall *wnext; /* WriteStdin: waiting for the one before it */
 };
 
-/* A process: a request of the front engine (fr first, grpc after it as in
- * struct req: how the runtime's codec tells the two apart); a Start's key
- * is its id, a JSON int, which ab_front_find looks up. */
+/* A process: a request of the front engine (fr first, then its protocol:
+ * struct rt_req_head, how the runtime's server tells it from an HTTP
+ * request); a Start's key is its id, a JSON int, which ab_front_find
+ * looks up. */
 struct gproc {
 	struct ab_front_req fr;
-	bool grpc;		    /* true */
-	int32_t id;		    /* Start's; 0 for Execute's */
-	unsigned long long conn_id; /* the connection that started it: the only one
-				       that reaches it by id */
+	const struct rt_proto *proto; /* &rt_grpc_proto (struct rt_req_head) */
+	int32_t id;		      /* Start's; 0 for Execute's */
+	unsigned long long conn_id;   /* the connection that started it: the only one
+					 that reaches it by id */
 	bool pty;
 	struct gcall *call; /* its Start or Execute call, NULL once gone */
 	struct gcall *wcur; /* the WriteStdin in progress (wbusy), NULL if gone */
 	bool wbusy;
 	struct gcall *whead, *wtail; /* WriteStdin calls waiting */
 };
+_Static_assert(offsetof(struct gproc, proto) == offsetof(struct rt_req_head, proto),
+	       "a process begins as struct rt_req_head");
 
 struct gconn {
 	struct gconn *next, *prev;
@@ -192,10 +125,33 @@ size_t grpc_enc_copy(uint8_t *out, size_t outsz, const void *arg);
 /* The gRPC code for an agentbox error, by its errno. */
 int grpc_code_of(const struct ab_error *e);
 
-/* The service on the connections (rt_gproc.c's rt_gproc_service, handed
- * to rt_grpc_open): dispatch does a call whose request is in, decoded. */
+/* The server on --grpc-port. rt_grpc_open listens (0, or -errno with
+ * err), the service's methods svc (rt_gproc.c's); rt_grpc_pollfds fills up
+ * to max poll entries (the listener first) and rt_grpc_run does what they
+ * say; rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
+ * listening (a drain: new calls get UNAVAILABLE); rt_grpc_close, after the
+ * session is closed, answers and frees everything. */
+#define GRPC_CONN_LIMIT 64
+struct rt_grpc_service;
+int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err);
+size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
+void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
+size_t rt_grpc_busy(const struct rt *rt);
+void rt_grpc_quiesce(struct rt *rt);
+void rt_grpc_close(struct rt *rt);
+
+/* The service on the connections (rt_gproc.c's, handed to rt_grpc_open):
+ * dispatch does a call whose request is in, decoded; proto is what its
+ * processes say they are (struct rt_req_head). */
 struct rt_grpc_service {
 	void (*dispatch)(struct rt_grpc *g, struct gcall *call);
+	const struct rt_proto *proto;
 };
+
+/* fr as a process of g, or NULL when it is another protocol's request. */
+static inline struct gproc *rt_gproc_of(const struct rt_grpc *g, struct ab_front_req *fr)
+{
+	return fr && ((struct rt_req_head *)fr)->proto == g->svc->proto ? (struct gproc *)fr : NULL;
+}
 
 #endif

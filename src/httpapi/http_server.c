@@ -1,14 +1,15 @@
-/* agentbox runtime: agent-sandbox's legacy runtime API (rt_reply.h for its
- * bodies) over HTTP with libmicrohttpd, on one session of the session API
- * as serve.c and mcp.c are. One thread: the daemon runs in the loop below
- * (its epoll fd polled beside the session's and the signals'); a request
+/* agentbox runtime's HTTP API: agent-sandbox's legacy runtime API
+ * (rt_reply.h for its bodies) over HTTP with libmicrohttpd, one of the
+ * runtime's protocols (runtime/rt_server.h: rt_http_proto). One thread: the
+ * daemon runs in the server's loop (its epoll fd polled beside the
+ * session's and the signals'); a request
  * that needs the sandbox starts a command or file operation there and its
  * connection is suspended until the session's event answers it. A file
  * route first resolves its path inside the sandbox (resolve_path, as
  * realpath), so that a symlink out of /workspace is refused as main.py
  * refuses it (403); the operation itself runs in the view, which is the
  * guard, on the path as resolved. */
-#include "runtime/runtime.h"
+#include "httpapi/http_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -89,10 +90,6 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 {
 	struct rt *rt = arg;
 	struct req *r = (struct req *)fr;
-	if (rt_is_grpc(fr)) {
-		rt_grpc_event(rt, fr, ev);
-		return;
-	}
 	if (ev->kind != AB_EVENT_RESULT || !r->conn) /* gone: freed as it leaves */
 		return;
 	if (r->route >= R_V1_FILE && !ev->error) {
@@ -110,23 +107,6 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 		rt_op_done(r, ev->result);
 	}
 	rt_req_resume(r);
-}
-
-static void on_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
-		       const struct ab_error *e)
-{
-	if (rt_is_grpc(fr))
-		rt_grpc_refused(arg, fr, why, e);
-	else
-		rt_req_refused(arg, fr, why, e);
-}
-
-static void on_left(void *arg, struct ab_front_req *fr)
-{
-	if (rt_is_grpc(fr))
-		rt_grpc_left(arg, fr);
-	else
-		rt_req_left(arg, fr);
 }
 
 /* ---- requests ---- */
@@ -340,6 +320,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
+		r->proto = &rt_http_proto;
 		r->rt = rt;
 		r->conn = c;
 		*con_cls = r;
@@ -493,129 +474,75 @@ static struct MHD_Daemon *listen_on(struct rt *rt, struct ab_error *err)
 	return d;
 }
 
-/* ---- the engine's codec: the daemon's and gRPC's fds, a drain ---- */
+/* ---- the runtime's protocol ---- */
 
-static int loop_fds(void *arg, struct pollfd *p, int max, int *wait_ms)
+static int http_open(struct rt *rt, struct ab_error *err)
 {
-	struct rt *rt = arg;
+	char why[256];
+	if (!rt_mhd_load(why, sizeof(why)))
+		return ab_error_plain(err, ENOENT, "runtime: %s", why);
+	rt->d = listen_on(rt, err);
+	return rt->d ? 0 : -1;
+}
+
+static void http_ready(struct rt *rt)
+{
+	const char *l = rt->o->listen;
+	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
+		strchr(l, ':') ? "[" : "", l, strchr(l, ':') ? "]" : "", rt->o->port,
+		ab_session_id(rt->f.s));
+}
+
+static int http_fds(struct rt *rt, struct pollfd *p, int max, int *wait_ms)
+{
+	(void)max;
 	MHD_UNSIGNED_LONG_LONG t = 0;
 	int wait = MHD_get_timeout(rt->d, &t) == MHD_YES ? (t > 1000 ? 1000 : (int)t) : 1000;
 	if (*wait_ms < 0 || wait < *wait_ms)
 		*wait_ms = wait;
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(rt->d, MHD_DAEMON_INFO_EPOLL_FD);
 	p[0] = (struct pollfd){.fd = info ? info->epoll_fd : -1, .events = POLLIN};
-	return 1 + (int)rt_grpc_pollfds(rt, p + 1, (size_t)max - 1);
+	return 1;
 }
 
-static void loop_late(void *arg, struct pollfd *p, int n)
+static void http_run(struct rt *rt, const struct pollfd *p, int n)
 {
-	struct rt *rt = arg;
+	(void)p;
+	(void)n;
 	rt_auth_http_sweep(rt);
 	MHD_run(rt->d);
-	rt_grpc_run(rt, p + 1, (size_t)n - 1);
 }
 
-static unsigned long long now_ms(void)
+static void http_quiesce(struct rt *rt)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
-}
-
-/* A signal: the drain (requests in flight finish, for drain_timeout_s at
- * most; no new connection is taken). */
-static bool on_signal(void *arg, int signo)
-{
-	struct rt *rt = arg;
-	fprintf(stderr, "agentbox: runtime: %s: finishing %zu requests\n", strsignal(signo),
-		rt->f.n);
 	int lfd = (int)MHD_quiesce_daemon(rt->d);
 	if (lfd >= 0)
 		close(lfd);
-	rt_grpc_quiesce(rt);
-	rt->drain_until = now_ms() + rt->o->drain_timeout_s * 1000ull;
-	return true;
 }
 
-static bool go_on(void *arg)
+/* The requests in the engine were answered 503 (their connections
+ * resumed): sent, and the daemon stopped (the requests whose client is
+ * there freed with it). */
+static void http_close(struct rt *rt)
 {
-	struct rt *rt = arg;
-	if (!rt->drain_until)
-		return true;
-	return (rt->f.n || rt_grpc_busy(rt)) && now_ms() < rt->drain_until;
+	if (!rt->d)
+		return;
+	if (rt->served)
+		MHD_run(rt->d);
+	MHD_stop_daemon(rt->d);
+	rt->d = NULL;
 }
 
-/* The sandbox died: the server goes on, answering that it has ended. */
-static bool on_dead(void *arg, const struct ab_error *e)
-{
-	fprintf(stderr, "agentbox: %s\n", e->msg);
-	return true;
-}
-
-static const struct ab_front_codec codec = {
-	.fds = loop_fds,
-	.late = loop_late,
-	.go_on = go_on,
-	.signal = on_signal,
-	.dead = on_dead,
+const struct rt_proto rt_http_proto = {
+	.max_fds = 1, /* the daemon's epoll fd */
+	.open = http_open,
+	.ready = http_ready,
+	.fds = http_fds,
+	.run = http_run,
+	.quiesce = http_quiesce,
+	.close = http_close,
 	.event = on_event,
 	.layer_reply = rt_ab_layer_reply,
-	.refused = on_refused,
-	.free_req = on_left,
+	.refused = rt_req_refused,
+	.left = rt_req_left,
 };
-
-static void print_notice(const char *line)
-{
-	fprintf(stderr, "agentbox: %s\n", line);
-}
-
-int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
-{
-	if (cfg->audit_log) {
-		fputs("agentbox: runtime: --audit-log is not supported by agentbox runtime (use "
-		      "agentbox serve for an audit log)\n",
-		      stderr);
-		return AB_EXIT_FAILURE;
-	}
-	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
-	/* the daemon's epoll fd, gRPC's listener and connections */
-	struct ab_front_limits lim = {.max_fds = 2 + GRPC_CONN_LIMIT};
-	ab_front_init(&rt.f, cfg, &codec, &rt, &lim);
-	struct ab_error err = {0};
-	cfg->notice = print_notice;
-	char why[256];
-	if (!rt_mhd_load(why, sizeof(why))) {
-		fprintf(stderr, "agentbox: runtime: %s\n", why);
-		return AB_EXIT_FAILURE;
-	}
-	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
-	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &rt_gproc_service, &err) < 0) ||
-	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_front_open(&rt.f, &err) < 0) {
-		fprintf(stderr, "agentbox: %s\n", err.msg);
-		rt_auth_close(&rt.auth);
-		rt_grpc_close(&rt);
-		if (rt.d)
-			MHD_stop_daemon(rt.d);
-		ab_front_free(&rt.f);
-		return AB_EXIT_FAILURE;
-	}
-	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
-		strchr(o->listen, ':') ? "[" : "", o->listen, strchr(o->listen, ':') ? "]" : "",
-		o->port, ab_session_id(rt.f.s));
-	if (o->grpc_port)
-		fprintf(stderr,
-			"agentbox: runtime: gRPC process.v1.ProcessService on %s%s%s:%u (h2c)\n",
-			strchr(o->listen, ':') ? "[" : "", o->listen,
-			strchr(o->listen, ':') ? "]" : "", o->grpc_port);
-	ab_front_run(&rt.f, &err);
-	/* what waits or runs is answered 503 (its connection resumed), then
-	 * what still runs is killed */
-	ab_front_drop_all(&rt.f);
-	ab_front_close(&rt.f);
-	rt_grpc_close(&rt);
-	MHD_run(rt.d);
-	MHD_stop_daemon(rt.d); /* the requests whose client is there freed with it */
-	rt_auth_close(&rt.auth);
-	ab_front_free(&rt.f);
-	return 0;
-}

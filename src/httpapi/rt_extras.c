@@ -208,7 +208,7 @@ static void queue_layer_op(struct rt *rt, struct req *r, json_object *fields)
  * options takes its place. */
 static void discard(struct rt *rt, struct req *r)
 {
-	if (rt->f.n || rt_grpc_busy(rt)) {
+	if (rt_busy(rt)) {
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "commands or operations are running in the sandbox, which discard "
 			      "ends: retry once they are done");

@@ -1,5 +1,6 @@
-/* What runtime.c and rt_files.c share: a request of agentbox runtime on
- * its way through the session, and the server. */
+/* What the files of agentbox runtime's HTTP API share (http_server.c,
+ * rt_req.c, rt_files.c, rt_v1.c, rt_extras.c, rt_auth_http.c): a request
+ * on its way through the engine, and the routes. */
 #ifndef AB_RT_INT_H
 #define AB_RT_INT_H
 
@@ -13,12 +14,11 @@
 #include "agentbox/agentbox.h"
 #include "files/fileop.h"
 #include "runtime/rt_auth.h"
-#include "runtime/runtime.h"
+#include "runtime/rt_server.h"
 #include "lex/shlex.h"
 #include "front/request.h"
 #include "front/front.h"
 
-#define BASE	      "/workspace"
 #define EXEC_BODY_MAX (1u << 20)  /* a POST /execute's JSON */
 #define UPLOAD_MAX    (32u << 20) /* an upload's or a download's file, in memory */
 #define DOWNLOAD_MAX  UPLOAD_MAX
@@ -45,12 +45,12 @@ enum route {
 enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
 struct req {
-	struct ab_front_req fr; /* its request in the engine (first) */
-	bool grpc;		/* false: a gRPC process (struct gproc) says true here */
-	bool engaged;		/* fr is in the engine */
-	bool again;		/* fr rebuilt during its event: submitted after it */
-	bool suspended;		/* its connection waits for the engine */
-	bool announced;		/* the body has a Content-Length */
+	struct ab_front_req fr;	      /* its request in the engine (first) */
+	const struct rt_proto *proto; /* &rt_http_proto (struct rt_req_head) */
+	bool engaged;		      /* fr is in the engine */
+	bool again;		      /* fr rebuilt during its event: submitted after it */
+	bool suspended;		      /* its connection waits for the engine */
+	bool announced;		      /* the body has a Content-Length */
 	struct rt *rt;
 	struct MHD_Connection *conn; /* NULL once the client is gone */
 	enum route route;
@@ -82,19 +82,8 @@ struct req {
 	/* agentbox's extras (rt_extras.c) */
 	bool post;
 };
-
-struct rt_grpc;
-
-struct rt {
-	struct ab_front f; /* the engine: the session, the requests, the loop */
-	struct ab_config *cfg;
-	const struct ab_runtime_opts *o;
-	struct MHD_Daemon *d;
-	time_t started;
-	unsigned long long drain_until; /* a signal came: the drain's end (ms) */
-	struct rt_grpc *grpc;		/* --grpc-port's server (rt_grpc.c), or NULL */
-	struct rt_auth auth;		/* the token, the clients (rt_auth.c) */
-};
+_Static_assert(offsetof(struct req, proto) == offsetof(struct rt_req_head, proto),
+	       "a request of the HTTP API begins as struct rt_req_head");
 
 /* rt_req.c, the floor the routes stand on (it calls none of them). r's
  * answer: status and a heap body (NULL: a 500), which r takes. */
@@ -176,33 +165,4 @@ void rt_auth_http_sweep(struct rt *rt);
 bool rt_auth_http_refused(struct rt *rt, struct MHD_Connection *c, struct req *r, const char *url);
 bool rt_auth_http_json_refused(struct MHD_Connection *c, struct req *r);
 
-/* rt_grpc.c: sandboxd's gRPC ProcessService on --grpc-port. rt_grpc_open
- * listens (0, or -errno with err), the service's methods svc (rt_gproc.c's
- * rt_gproc_service); rt_grpc_pollfds fills up to max poll
- * entries (the listener first) and rt_grpc_run does what they say;
- * rt_grpc_busy counts its processes running; rt_grpc_quiesce stops
- * listening (a drain: new calls get UNAVAILABLE); rt_grpc_close, after the
- * session is closed, answers and frees everything.
- * rt_gproc.c: the engine's callbacks for a process (rt_is_grpc): its
- * session event, its refusal, its leaving the engine. */
-#define GRPC_CONN_LIMIT 64
-struct pollfd;
-struct rt_grpc_service;
-extern const struct rt_grpc_service rt_gproc_service;
-int rt_grpc_open(struct rt *rt, const struct rt_grpc_service *svc, struct ab_error *err);
-size_t rt_grpc_pollfds(struct rt *rt, struct pollfd *p, size_t max);
-void rt_grpc_run(struct rt *rt, const struct pollfd *p, size_t n);
-static inline bool rt_is_grpc(const struct ab_front_req *fr)
-{
-	bool grpc; /* at the same place in both (rt_gproc.c asserts it) */
-	memcpy(&grpc, (const char *)fr + offsetof(struct req, grpc), sizeof(grpc));
-	return grpc;
-}
-void rt_grpc_event(struct rt *rt, struct ab_front_req *fr, const struct ab_event *ev);
-void rt_grpc_refused(struct rt *rt, struct ab_front_req *fr, enum ab_front_why why,
-		     const struct ab_error *e);
-void rt_grpc_left(struct rt *rt, struct ab_front_req *fr);
-size_t rt_grpc_busy(const struct rt *rt);
-void rt_grpc_quiesce(struct rt *rt);
-void rt_grpc_close(struct rt *rt);
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/rt_server.h"
 #include "util/output.h"
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -209,26 +210,6 @@ static void pyrepr_float(char *buf, size_t n, double v)
 		if (strtod(buf, NULL) == v)
 			return;
 	}
-}
-
-const char *rt_cannot_run_line(const struct ab_result *res, size_t *n)
-{
-	static const char pre[] = "agentbox: cannot run '";
-	const char *e = res->err.data;
-	size_t len = res->err.len;
-	if (!e || len < 2 || e[len - 1] != '\n')
-		return NULL;
-	const char *nl = memrchr(e, '\n', len - 1);
-	if (nl) {
-		len -= (size_t)(nl + 1 - e);
-		e = nl + 1;
-	}
-	/* within that line: ASan's "cannot open the report file" notice, from
-	 * the sandbox's side where its log path is not, ends with no newline */
-	const char *at = memmem(e, len, pre, sizeof(pre) - 1);
-	if (at)
-		*n = len - (size_t)(at - e) - 1;
-	return at;
 }
 
 /* "agentbox: cannot run 'NAME': WHY\n", the session's word for a program

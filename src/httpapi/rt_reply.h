@@ -30,10 +30,6 @@ char *rt_execute_failed(const char *why);
  * status (negative: the signal, as Popen.returncode), the Python exception's
  * text for a program that could not be run or timed out. argv as split. */
 char *rt_execute_result(const struct ab_result *res, char *const *argv);
-/* The shim's "agentbox: cannot run 'NAME': WHY" in the last line of a
- * result's stderr (a sanitizer build may have warned before it, on that
- * line too), and its length without the newline in *n; NULL if none. */
-const char *rt_cannot_run_line(const struct ab_result *res, size_t *n);
 
 /* Python's repr() of a list of strings, as TimeoutExpired prints it. */
 char *rt_pyrepr_list(char *const *argv);

@@ -24,7 +24,7 @@
 
 #include "crypto/ossl.h"
 #include "detach/detach.h"
-#include "httpapi/rt_int.h"
+#include "runtime/rt_server.h"
 #include "util/util.h"
 
 /* ---- the token ---- */

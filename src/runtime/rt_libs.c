@@ -1,10 +1,10 @@
 /* The libraries agentbox runtime loads on demand with dlopen:
  * libmicrohttpd when the server starts (rt_mhd.h), libnghttp2 when
- * --grpc-port is given (rt_grpc.h). */
+ * --grpc-port is given (rt_h2.h). */
 #define RT_MHD_LOADER
 #define RT_H2_LOADER
 #include "runtime/rt_mhd.h"
-#include "grpc/rt_grpc.h"
+#include "runtime/rt_h2.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* agentbox runtime: kubernetes-sigs/agent-sandbox's legacy in-pod runtime
- * API (its examples/python-runtime-sandbox/main.py: GET /, POST /execute,
- * POST /upload, GET /download/, /list/, /exists/) over HTTP, backed by one
- * session for the server's lifetime (docs/kubernetes.md). */
+/* agentbox runtime: kubernetes-sigs/agent-sandbox's APIs (the legacy
+ * in-pod runtime's and sandboxd's, over HTTP: httpapi/; sandboxd's gRPC
+ * ProcessService: grpc/) backed by one session for the server's lifetime
+ * (docs/kubernetes.md). */
 #ifndef AB_RUNTIME_H
 #define AB_RUNTIME_H
 
@@ -30,9 +30,12 @@ struct ab_runtime_opts {
 int ab_runtime_options(int argc, char **argv, struct ab_runtime_opts *opts, char **rest,
 		       int *n_rest, struct ab_error *err);
 
-/* Serve until SIGTERM, SIGINT or SIGHUP. Returns the exit status: 0 after a
- * clean end (a drain), AB_EXIT_FAILURE when the sandbox could not be built
- * or the address cannot be listened on. */
-int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *opts);
+/* Serve the protocols (NULL-terminated: the HTTP API, httpapi/, and
+ * gRPC, grpc/; rt_server.h) until SIGTERM, SIGINT or SIGHUP. Returns the
+ * exit status: 0 after a clean end (a drain), AB_EXIT_FAILURE when the
+ * sandbox could not be built or an address cannot be listened on. */
+struct rt_proto;
+int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *opts,
+	       const struct rt_proto *const *protos);
 
 #endif
