@@ -12,6 +12,8 @@
  *   (backpressure: results waiting to be written, bytes unread);
  * - the layer ops (changes, commit, discard) one at a time under the
  *   watchdog (front_layer.h), in their order among the others;
+ * - a running command's input: stdin, a terminal's size, a signal
+ *   (ab_front_input), for every codec that offers them;
  * - cancellation: a waiting request is dropped, a running command is
  *   stopped as on a timeout, a running layer op killed at once;
  * - the poll set: the session's fd, the ending signals (signalfd), the
@@ -157,6 +159,17 @@ void ab_front_submit(struct ab_front *f, struct ab_front_req *r);
  * when its command is stopped (its result comes as an event), 2 when it
  * was the running layer op (killed and freed; no reply). */
 int ab_front_cancel(struct ab_front *f, struct ab_front_req *r);
+/* A running command's input, q's kind: AB_REQUEST_STDIN (q->data,
+ * q->data_len, q->eof), AB_REQUEST_RESIZE (q->rows, q->cols) or
+ * AB_REQUEST_SIGNAL (q->signo), to r (NULL: no request has the target).
+ * 1 when done; 0 for a stdin whose data waits for the command to read it
+ * (the event AB_EVENT_STDIN of r says when, or why not); -ESRCH when r is
+ * NULL or not a command that runs (a layer op, or one that ended);
+ * -EAGAIN when r waits and has not started; else the session's negative
+ * errno with e saying why (-EBUSY: a stdin is being written, -EPIPE: its
+ * stdin or terminal is closed, -EINVAL). The codec says each in its words. */
+int ab_front_input(struct ab_front *f, struct ab_front_req *r, const struct ab_request *q,
+		   struct ab_error *e);
 /* Start what waits and may start now (the codec calls it after making
  * room in its backlog outside a step). */
 void ab_front_start(struct ab_front *f);

@@ -25,7 +25,7 @@ enum ab_request_op {
 	AB_REQUEST_SHUTDOWN,
 	AB_REQUEST_NET,	  /* src/front/netop.c */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
-	AB_REQUEST_STDIN, /* a running command's input (serve_input.c) */
+	AB_REQUEST_STDIN, /* a running command's input (ab_front_input) */
 	AB_REQUEST_RESIZE,
 	AB_REQUEST_SIGNAL,
 	AB_REQUEST_UNKNOWN,

@@ -40,8 +40,11 @@ static void stdin_next(struct rt_grpc *g, struct gproc *p)
 			p->wtail = NULL;
 		call->wnext = NULL;
 		struct ab_error e = {0};
-		int rc = ab_session_stdin(g->rt->f.s, p->fr.tag, (const char *)call->q.input,
-					  call->q.input_len, call->q.eof, &e);
+		struct ab_request in = {.kind = AB_REQUEST_STDIN,
+					.data = (const char *)call->q.input,
+					.data_len = call->q.input_len,
+					.eof = call->q.eof};
+		int rc = ab_front_input(&g->rt->f, &p->fr, &in, &e);
 		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
 			p->wbusy = true;
 			p->wcur = call;
@@ -172,7 +175,8 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 				    "unsupported or unspecified signal: %d", sig);
 			return;
 		}
-		rc = ab_session_signal(g->rt->f.s, p->fr.tag, sig);
+		struct ab_request in = {.kind = AB_REQUEST_SIGNAL, .signo = sig};
+		rc = ab_front_input(&g->rt->f, &p->fr, &in, &e);
 		if (rc == -ESRCH) /* it has ended: its exit is on its way */
 			rc = 0;
 	} else if (!p->pty) {
@@ -183,7 +187,9 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_INVALID_ARGUMENT, "rows and cols must be from 1 to 65535");
 		return;
 	} else {
-		rc = ab_session_resize(g->rt->f.s, p->fr.tag, q->rows, q->cols, &e);
+		struct ab_request in = {
+			.kind = AB_REQUEST_RESIZE, .rows = q->rows, .cols = q->cols};
+		rc = ab_front_input(&g->rt->f, &p->fr, &in, &e);
 		if (rc == -ESRCH)
 			rc = 0;
 	}

@@ -185,8 +185,7 @@ static void op_input(struct server *sv, const struct ab_request *q)
 {
 	struct request *r = (struct request *)ab_front_find(&sv->f, q->target);
 	struct ab_error e = {0};
-	enum serve_target t = !r ? TARGET_NONE : r->fr.running ? TARGET_RUNNING : TARGET_QUEUED;
-	int rc = serve_input(sv->s, q, t, r ? r->fr.tag : 0, &e);
+	int rc = serve_input(&sv->f, r ? &r->fr : NULL, q, &e);
 	if (rc == 0)
 		r->stdin_id = json_object_get(q->id); /* answered at AB_EVENT_STDIN */
 	else

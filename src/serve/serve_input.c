@@ -1,39 +1,31 @@
-/* The stdin, resize and signal ops of agentbox serve (serve_input.h). */
+/* The stdin, resize and signal ops of agentbox serve (serve_input.h): the
+ * engine's ab_front_input, its answers in the protocol's words. */
 #include "serve/serve_input.h"
 
 #include <errno.h>
 
 #include "util/error.h"
 
-int serve_input(struct ab_session *s, const struct ab_request *q, enum serve_target target,
-		unsigned long long tag, struct ab_error *e)
+int serve_input(struct ab_front *f, struct ab_front_req *r, const struct ab_request *q,
+		struct ab_error *e)
 {
-	if (target == TARGET_NONE)
+	struct ab_error why = {0};
+	int rc = ab_front_input(f, r, q, &why);
+	if (rc >= 0)
+		return rc;
+	if (rc == -ESRCH)
 		return ab_error_proto(e, AB_ERRC_INVALID_REQUEST,
 				      "%s: no command with this target id is running", q->op);
-	if (target == TARGET_QUEUED)
+	if (rc == -EAGAIN)
 		return ab_error_proto(e, AB_ERRC_BUSY,
 				      "%s: the target is queued and has not started yet; send it "
 				      "again once the command runs",
 				      q->op);
-	struct ab_error why = {0};
-	int r;
-	if (q->kind == AB_REQUEST_STDIN)
-		r = ab_session_stdin(s, tag, q->data, q->data_len, q->eof, &why);
-	else if (q->kind == AB_REQUEST_RESIZE)
-		r = ab_session_resize(s, tag, q->rows, q->cols, &why);
-	else
-		r = ab_session_signal(s, tag, q->signo);
-	if (r >= 0)
-		return q->kind == AB_REQUEST_STDIN ? r : 1;
-	if (r == -ESRCH)
-		return ab_error_proto(e, AB_ERRC_INVALID_REQUEST,
-				      "%s: no command with this target id is running", q->op);
-	if (r == -EBUSY)
+	if (rc == -EBUSY)
 		return ab_error_proto(e, AB_ERRC_BUSY, "%s: %s", q->op, why.msg);
 	if (q->kind == AB_REQUEST_SIGNAL)
 		return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, "signal: cannot send it");
-	if (r == -ENOMEM || r == -EIO)
+	if (rc == -ENOMEM || rc == -EIO)
 		return ab_error_proto(e, AB_ERRC_INTERNAL, "%s: %s", q->op, why.msg);
 	return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, "%s: %s", q->op, why.msg);
 }
