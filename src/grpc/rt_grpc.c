@@ -1,12 +1,12 @@
 /* agentbox runtime's gRPC server: sandboxd's process.v1.ProcessService
  * (agent-sandbox's packages/sandboxd/spec/process/v1/process.proto) over
  * HTTP/2 cleartext with prior knowledge, as a client's insecure channel
- * dials it. libnghttp2 (rt_grpc.h, loaded by rt_libs.c) frames the connections; rt_pb.c decodes
- * the requests and encodes the answers; each process is a command of the
- * runtime's one session. One thread: runtime.c's loop polls the listener
- * and the connections (rt_grpc_pollfds, rt_grpc_run) beside the HTTP
- * daemon and the session, and hands this file the session's events of
- * its commands (rt_grpc_event).
+ * dials it. libnghttp2 (runtime/rt_h2.h, loaded by rt_libs.c) frames the
+ * connections; rt_pb.c decodes the requests and encodes the answers; each
+ * process is a command of the runtime's one session. One thread: the
+ * server's loop (runtime/runtime.c) polls the listener and the
+ * connections (rt_grpc_pollfds, rt_grpc_run) beside the HTTP daemon and
+ * the session, and hands rt_gproc.c the session's events of its commands.
  *
  * A process of Start lives as long as its stream: when the client cancels
  * the call or goes away, the process is cancelled (as sandboxd's exec

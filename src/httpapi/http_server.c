@@ -1,14 +1,13 @@
 /* agentbox runtime's HTTP API: agent-sandbox's legacy runtime API
  * (rt_reply.h for its bodies) over HTTP with libmicrohttpd, one of the
- * runtime's protocols (runtime/rt_server.h: rt_http_proto). One thread: the
- * daemon runs in the server's loop (its epoll fd polled beside the
- * session's and the signals'); a request
- * that needs the sandbox starts a command or file operation there and its
- * connection is suspended until the session's event answers it. A file
- * route first resolves its path inside the sandbox (resolve_path, as
- * realpath), so that a symlink out of /workspace is refused as main.py
- * refuses it (403); the operation itself runs in the view, which is the
- * guard, on the path as resolved. */
+ * runtime's protocols (runtime/rt_server.h: rt_http_proto). One thread:
+ * the daemon runs in the server's loop (its epoll fd polled beside the
+ * session's and the signals'); a request that needs the sandbox starts a
+ * command or file operation there and its connection is suspended until
+ * the session's event answers it. A file route first resolves its path
+ * inside the sandbox (resolve_path, as realpath), so that a symlink out of
+ * /workspace is refused as main.py refuses it (403); the operation itself
+ * runs in the view, which is the guard, on the path as resolved. */
 #include "httpapi/http_server.h"
 
 #include <arpa/inet.h>

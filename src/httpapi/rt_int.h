@@ -106,7 +106,7 @@ bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
 void rt_req_free(struct req *r);
 /* r answered (its step S_DONE) while its connection waits: resumed. */
 void rt_req_resume(struct req *r);
-/* The engine's callbacks for r (runtime.c's codec): r ends without a
+/* The engine's callbacks for r (rt_http_proto): r ends without a
  * result, r leaves the engine (submitted again when rebuilt meanwhile). */
 void rt_req_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
 		    const struct ab_error *e);

@@ -1,7 +1,7 @@
 /* agentbox runtime's requests, the floor its routes stand on (rt_int.h):
  * an answer set, a request started on the session (a command or a file
  * operation; suspended until its event), its body grown, its memory freed,
- * and sandboxd's bodies. runtime.c, rt_files.c, rt_v1.c and rt_extras.c
+ * and sandboxd's bodies. http_server.c, rt_files.c, rt_v1.c and rt_extras.c
  * call down into it; it calls none of them. */
 #include <errno.h>
 #include <json-c/json.h>

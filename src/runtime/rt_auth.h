@@ -1,6 +1,6 @@
 /* The locks of agentbox runtime's doors (rt_auth.c), which its HTTP
- * (runtime.c) and gRPC (rt_grpc.c) listeners both call: the bearer token,
- * the Host or :authority a request names (DNS rebinding), its Origin, and
+ * (httpapi/) and gRPC (grpc/) listeners both call: the bearer token, the
+ * Host or :authority a request names (DNS rebinding), its Origin, and
  * how many connections one client (a local uid, else a peer address) may
  * hold and for how long before its request's head is in. */
 #ifndef AB_RT_AUTH_H
