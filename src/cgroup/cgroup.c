@@ -562,50 +562,46 @@ static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 	return 0;
 }
 
-/* A session asks before and after every command: the file stays open (a
- * cgroupfs file reads afresh from offset 0), which spares the launcher a
- * path walk through cgroupfs per command. */
+/* The count under key in the events file held open at *fd, opened from
+ * path on the first call (nothing to open when path is empty); 0 when it
+ * cannot be read. A session asks before and after every command: the file
+ * stays open (a cgroupfs file reads afresh from offset 0), which spares
+ * the launcher a path walk through cgroupfs per command. */
+static unsigned long long events_count(int *fd, const char *path, const char *key)
+{
+	if (*fd < 0 && (!path[0] || (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0))
+		return 0;
+	char buf[1024];
+	ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		return 0;
+	buf[n] = '\0';
+	long long v = keyed(buf, key);
+	return v > 0 ? (unsigned long long)v : 0;
+}
+
 unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
 {
 	const char *d = cg ? procs_dir(cg) : NULL;
 	if (!d)
 		return 0;
-	if (cg->oom_fd < 0) {
-		char path[1200] = "";
-		if (cg->v2)
-			snprintf(path, sizeof(path), "%s/memory.events", cg->dir[H_UNIFIED]);
-		else if (cg->dir[H_MEMORY][0])
-			snprintf(path, sizeof(path), "%s/memory.oom_control", cg->dir[H_MEMORY]);
-		if (!path[0] || (cg->oom_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			return 0;
-	}
-	char buf[1024];
-	ssize_t n = pread(cg->oom_fd, buf, sizeof(buf) - 1, 0);
-	if (n < 0)
-		return 0;
-	buf[n] = '\0';
-	long long v = keyed(buf, "oom_kill");
-	return v > 0 ? (unsigned long long)v : 0;
+	char path[1200] = "";
+	if (cg->oom_fd < 0 && cg->v2)
+		snprintf(path, sizeof(path), "%s/memory.events", cg->dir[H_UNIFIED]);
+	else if (cg->oom_fd < 0 && cg->dir[H_MEMORY][0])
+		snprintf(path, sizeof(path), "%s/memory.oom_control", cg->dir[H_MEMORY]);
+	return events_count(&cg->oom_fd, path, "oom_kill");
 }
 
 unsigned long long ab_cgroup_pids_refused(struct ab_cgroup *cg)
 {
 	if (!cg || cg->st.pids.how != AB_LIMIT_CGROUP)
 		return 0;
-	if (cg->pids_fd < 0) {
-		const char *d = cg->v2 ? cg->dir[H_UNIFIED] : cg->dir[H_PIDS];
-		char path[1200];
+	const char *d = cg->v2 ? cg->dir[H_UNIFIED] : cg->dir[H_PIDS];
+	char path[1200] = "";
+	if (cg->pids_fd < 0 && d[0])
 		snprintf(path, sizeof(path), "%s/pids.events", d);
-		if (!d[0] || (cg->pids_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			return 0;
-	}
-	char buf[256];
-	ssize_t n = pread(cg->pids_fd, buf, sizeof(buf) - 1, 0);
-	if (n < 0)
-		return 0;
-	buf[n] = '\0';
-	long long v = keyed(buf, "max");
-	return v > 0 ? (unsigned long long)v : 0;
+	return events_count(&cg->pids_fd, path, "max");
 }
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
