@@ -10,15 +10,24 @@
 #include "util/parse.h"
 #include "util/util.h"
 
-int ab_parse_size(const char *s, unsigned long long *out)
+/* The decimal number s starts with, into *v, and *end past it; -EINVAL
+ * when s does not start with a digit, -ERANGE when it is too large. */
+static int leading_number(const char *s, unsigned long long *v, char **end)
 {
 	if (!s || !isdigit((unsigned char)s[0]))
 		return -EINVAL;
 	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno ? -errno : 0;
+}
+
+int ab_parse_size(const char *s, unsigned long long *out)
+{
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
+	unsigned long long v;
+	int r = leading_number(s, &v, &end);
+	if (r < 0)
+		return r;
 	unsigned shift = 0;
 	if (*end && !((*end == 'b' || *end == 'B') && !end[1])) {
 		switch (toupper((unsigned char)*end)) {
@@ -60,13 +69,11 @@ int ab_parse_duration(const char *s, unsigned long long *ms)
 		*ms = 0;
 		return 0;
 	}
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
+	unsigned long long v;
+	int r = leading_number(s, &v, &end);
+	if (r < 0)
+		return r;
 	unsigned long long mul;
 	if (strcmp(end, "ms") == 0)
 		mul = 1;
@@ -125,15 +132,12 @@ const char *ab_rlimit_name(int resource)
 
 int ab_parse_id(const char *s, uid_t *out)
 {
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
 	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end)
+	unsigned long long v;
+	if (leading_number(s, &v, &end) < 0 || *end)
 		return -EINVAL;
 	/* (uid_t)-1 means "unchanged" to the kernel, so it is never an id */
-	if (v >= (unsigned long)(uid_t)-1)
+	if (v >= (unsigned long long)(uid_t)-1)
 		return -ERANGE;
 	*out = (uid_t)v;
 	return 0;
