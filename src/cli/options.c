@@ -212,18 +212,15 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		else
 			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
 		return 0;
-	case OPT_ENV_POLICY:
-		if (strcmp(arg, "core") == 0)
-			cfg->env_policy = AB_ENV_CORE;
-		else if (strcmp(arg, "none") == 0)
-			cfg->env_policy = AB_ENV_NONE;
-		else if (strcmp(arg, "all") == 0)
-			cfg->env_policy = AB_ENV_ALL;
-		else
-			return ab_error_plain(err, EINVAL,
-					      "--env-policy: '%s' is not one of core, none, all",
-					      arg);
+	case OPT_ENV_POLICY: {
+		static const struct ab_choice policies[] = {
+			{"core", AB_ENV_CORE}, {"none", AB_ENV_NONE}, {"all", AB_ENV_ALL}};
+		int v;
+		if (ab_parse_choice(opt, arg, policies, AB_ARRAY_SIZE(policies), &v, err) < 0)
+			return -EINVAL;
+		cfg->env_policy = v;
 		return 0;
+	}
 	case OPT_PASS_ENV:
 		if (!valid_env_name(arg, strlen(arg)))
 			return ab_error_plain(err, EINVAL,
@@ -243,15 +240,14 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 					      "--seccomp: empty value (default, strict, "
 					      "permissive, none or a profile file)");
 		return set_string(&cfg->seccomp, arg);
-	case OPT_LANDLOCK:
-		if (strcmp(arg, "on") == 0)
-			cfg->no_landlock = false;
-		else if (strcmp(arg, "off") == 0)
-			cfg->no_landlock = true;
-		else
-			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
-					      arg);
+	case OPT_LANDLOCK: {
+		static const struct ab_choice on_off[] = {{"on", false}, {"off", true}};
+		int off;
+		if (ab_parse_choice(opt, arg, on_off, AB_ARRAY_SIZE(on_off), &off, err) < 0)
+			return -EINVAL;
+		cfg->no_landlock = off;
 		return 0;
+	}
 	case OPT_PROTECT:
 		return parse_protect_path(cfg, opt, arg, true, err);
 	case OPT_UNPROTECT:
@@ -382,16 +378,16 @@ static int parse_output_option(struct ab_config *cfg, int c, const char *opt, co
 	case OPT_MERGE_OUTPUT:
 		cfg->merge_output = true;
 		return 0;
-	case OPT_OUTPUT_ENCODING:
-		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
-			cfg->output_base64 = false;
-		else if (strcmp(arg, "base64") == 0)
-			cfg->output_base64 = true;
-		else
-			return ab_error_plain(err, EINVAL,
-					      "--output-encoding: '%s' is not one of utf8, base64",
-					      arg);
+	case OPT_OUTPUT_ENCODING: {
+		static const struct ab_choice encodings[] = {
+			{"utf8", false}, {"utf-8", false}, {"base64", true}};
+		int base64;
+		if (ab_parse_choice(opt, arg, encodings, AB_ARRAY_SIZE(encodings), &base64, err) <
+		    0)
+			return -EINVAL;
+		cfg->output_base64 = base64;
 		return 0;
+	}
 	case OPT_AUDIT_LOG:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--audit-log: empty path");

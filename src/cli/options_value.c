@@ -202,13 +202,11 @@ bool valid_env_name(const char *s, size_t n)
 
 int parse_protect_created(struct ab_config *cfg, const char *value, struct ab_error *err)
 {
-	if (strcmp(value, "quarantine") == 0)
-		cfg->protect_created = AB_PROTECT_CREATED_QUARANTINE;
-	else if (strcmp(value, "report") == 0)
-		cfg->protect_created = AB_PROTECT_CREATED_REPORT;
-	else
-		return ab_error_plain(err, EINVAL,
-				      "--protect-created: '%s' is not one of quarantine, report",
-				      value);
+	static const struct ab_choice modes[] = {{"quarantine", AB_PROTECT_CREATED_QUARANTINE},
+						 {"report", AB_PROTECT_CREATED_REPORT}};
+	int v;
+	if (ab_parse_choice("--protect-created", value, modes, AB_ARRAY_SIZE(modes), &v, err) < 0)
+		return -EINVAL;
+	cfg->protect_created = v;
 	return 0;
 }

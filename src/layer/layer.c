@@ -27,14 +27,12 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
 		       struct ab_error *err)
 {
 	if (strcmp(opt, "--workspace-mode") == 0) {
-		if (strcmp(arg, "direct") == 0)
-			cfg->workspace_mode = AB_WORKSPACE_DIRECT;
-		else if (strcmp(arg, "overlay") == 0)
-			cfg->workspace_mode = AB_WORKSPACE_OVERLAY;
-		else
-			return ab_error_plain(
-				err, EINVAL, "--workspace-mode: '%s' is not one of direct, overlay",
-				arg);
+		static const struct ab_choice modes[] = {{"direct", AB_WORKSPACE_DIRECT},
+							 {"overlay", AB_WORKSPACE_OVERLAY}};
+		int v;
+		if (ab_parse_choice(opt, arg, modes, AB_ARRAY_SIZE(modes), &v, err) < 0)
+			return -EINVAL;
+		cfg->workspace_mode = v;
 		return 0;
 	}
 	if (!*arg)

@@ -3,10 +3,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "util/error.h"
 #include "util/parse.h"
 #include "util/util.h"
 
@@ -186,4 +188,24 @@ bool ab_path_is_under(const char *path, const char *dir)
 		return true;
 	size_t n = strlen(dir);
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int ab_parse_choice(const char *opt, const char *value, const struct ab_choice *c, size_t n,
+		    int *out, struct ab_error *err)
+{
+	char names[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(value, c[i].name) == 0) {
+			*out = c[i].value;
+			return 0;
+		}
+		bool alias = false;
+		for (size_t j = 0; j < i; j++)
+			alias = alias || c[j].value == c[i].value;
+		if (!alias && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", c[i].name);
+	}
+	return ab_error_plain(err, EINVAL, "%s: '%s' is not one of %s", opt, value, names);
 }
