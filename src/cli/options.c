@@ -167,22 +167,10 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 	case OPT_WORKSPACE_MODE:
 	case OPT_KEEP_CHANGES:
 		return layer_parse_option(cfg, opt, arg, err);
-	case OPT_CWD: {
-		char *p;
-		if (parse_view_path("--cwd", arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->cwd);
-		cfg->cwd = p;
-		return 0;
-	}
-	case OPT_HOME: {
-		char *p;
-		if (parse_view_path("--home", arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->home);
-		cfg->home = p;
-		return 0;
-	}
+	case OPT_CWD:
+		return set_view_path(opt, arg, &cfg->cwd, err);
+	case OPT_HOME:
+		return set_view_path(opt, arg, &cfg->home, err);
 	case OPT_RO_BIND:
 		return add_mount(cfg, AB_MOUNT_RO_BIND, opt, arg, err);
 	case OPT_BIND:
@@ -326,14 +314,8 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 		cfg->pids_set = true;
 		return 0;
 	}
-	case OPT_CGROUP_PARENT: {
-		char *p;
-		if (parse_view_path(opt, arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->cgroup_parent);
-		cfg->cgroup_parent = p;
-		return 0;
-	}
+	case OPT_CGROUP_PARENT:
+		return set_view_path(opt, arg, &cfg->cgroup_parent, err);
 	case OPT_REQUIRE_LIMITS: /* the old name of --limits full */
 		cfg->limits_best = false;
 		return 0;

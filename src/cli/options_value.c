@@ -109,6 +109,16 @@ int parse_view_path(const char *opt, const char *value, char **out, struct ab_er
 	return 0;
 }
 
+int set_view_path(const char *opt, const char *value, char **field, struct ab_error *err)
+{
+	char *p;
+	if (parse_view_path(opt, value, &p, err) < 0)
+		return -EINVAL;
+	free(*field);
+	*field = p;
+	return 0;
+}
+
 int add_mount(struct ab_config *cfg, enum ab_mount_kind kind, const char *opt, const char *value,
 	      struct ab_error *err)
 {
