@@ -139,6 +139,33 @@ static int parse_id_option(const char *opt, const char *value, uid_t *out, bool 
 /* What the parse_*_option functions return for an option they do not take. */
 #define OPTION_ELSEWHERE 1
 
+/* The options that take one word of a few: --env-policy, --landlock,
+ * --output-encoding. */
+static int parse_choice_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			       struct ab_error *err)
+{
+	static const struct ab_choice policies[] = {
+		{"core", AB_ENV_CORE}, {"none", AB_ENV_NONE}, {"all", AB_ENV_ALL}};
+	static const struct ab_choice on_off[] = {{"on", false}, {"off", true}};
+	static const struct ab_choice encodings[] = {
+		{"utf8", false}, {"utf-8", false}, {"base64", true}};
+	int r;
+	switch (c) {
+	case OPT_ENV_POLICY:
+		if ((r = ab_parse_choice(opt, arg, policies, AB_ARRAY_SIZE(policies), err)) >= 0)
+			cfg->env_policy = r;
+		break;
+	case OPT_LANDLOCK:
+		if ((r = ab_parse_choice(opt, arg, on_off, AB_ARRAY_SIZE(on_off), err)) >= 0)
+			cfg->no_landlock = r;
+		break;
+	default:
+		if ((r = ab_parse_choice(opt, arg, encodings, AB_ARRAY_SIZE(encodings), err)) >= 0)
+			cfg->output_base64 = r;
+	}
+	return r < 0 ? r : 0;
+}
+
 /* Options of what the sandbox sees and is: the view, identity, network,
  * environment and confinement. OPTION_ELSEWHERE for the others. */
 static int parse_view_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
@@ -200,15 +227,9 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		else
 			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
 		return 0;
-	case OPT_ENV_POLICY: {
-		static const struct ab_choice policies[] = {
-			{"core", AB_ENV_CORE}, {"none", AB_ENV_NONE}, {"all", AB_ENV_ALL}};
-		int v;
-		if (ab_parse_choice(opt, arg, policies, AB_ARRAY_SIZE(policies), &v, err) < 0)
-			return -EINVAL;
-		cfg->env_policy = v;
-		return 0;
-	}
+	case OPT_ENV_POLICY:
+	case OPT_LANDLOCK:
+		return parse_choice_option(cfg, c, opt, arg, err);
 	case OPT_PASS_ENV:
 		if (!valid_env_name(arg, strlen(arg)))
 			return ab_error_plain(err, EINVAL,
@@ -228,14 +249,6 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 					      "--seccomp: empty value (default, strict, "
 					      "permissive, none or a profile file)");
 		return set_string(&cfg->seccomp, arg);
-	case OPT_LANDLOCK: {
-		static const struct ab_choice on_off[] = {{"on", false}, {"off", true}};
-		int off;
-		if (ab_parse_choice(opt, arg, on_off, AB_ARRAY_SIZE(on_off), &off, err) < 0)
-			return -EINVAL;
-		cfg->no_landlock = off;
-		return 0;
-	}
 	case OPT_PROTECT:
 		return parse_protect_path(cfg, opt, arg, true, err);
 	case OPT_UNPROTECT:
@@ -360,16 +373,8 @@ static int parse_output_option(struct ab_config *cfg, int c, const char *opt, co
 	case OPT_MERGE_OUTPUT:
 		cfg->merge_output = true;
 		return 0;
-	case OPT_OUTPUT_ENCODING: {
-		static const struct ab_choice encodings[] = {
-			{"utf8", false}, {"utf-8", false}, {"base64", true}};
-		int base64;
-		if (ab_parse_choice(opt, arg, encodings, AB_ARRAY_SIZE(encodings), &base64, err) <
-		    0)
-			return -EINVAL;
-		cfg->output_base64 = base64;
-		return 0;
-	}
+	case OPT_OUTPUT_ENCODING:
+		return parse_choice_option(cfg, c, opt, arg, err);
 	case OPT_AUDIT_LOG:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--audit-log: empty path");

@@ -214,9 +214,8 @@ int parse_protect_created(struct ab_config *cfg, const char *value, struct ab_er
 {
 	static const struct ab_choice modes[] = {{"quarantine", AB_PROTECT_CREATED_QUARANTINE},
 						 {"report", AB_PROTECT_CREATED_REPORT}};
-	int v;
-	if (ab_parse_choice("--protect-created", value, modes, AB_ARRAY_SIZE(modes), &v, err) < 0)
-		return -EINVAL;
-	cfg->protect_created = v;
-	return 0;
+	int r = ab_parse_choice("--protect-created", value, modes, AB_ARRAY_SIZE(modes), err);
+	if (r >= 0)
+		cfg->protect_created = r;
+	return r < 0 ? r : 0;
 }

@@ -29,11 +29,10 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
 	if (strcmp(opt, "--workspace-mode") == 0) {
 		static const struct ab_choice modes[] = {{"direct", AB_WORKSPACE_DIRECT},
 							 {"overlay", AB_WORKSPACE_OVERLAY}};
-		int v;
-		if (ab_parse_choice(opt, arg, modes, AB_ARRAY_SIZE(modes), &v, err) < 0)
-			return -EINVAL;
-		cfg->workspace_mode = v;
-		return 0;
+		int r = ab_parse_choice(opt, arg, modes, AB_ARRAY_SIZE(modes), err);
+		if (r >= 0)
+			cfg->workspace_mode = r;
+		return r < 0 ? r : 0;
 	}
 	if (!*arg)
 		return ab_error_plain(err, EINVAL, "%s: empty path", opt);

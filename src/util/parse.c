@@ -191,15 +191,13 @@ bool ab_path_is_under(const char *path, const char *dir)
 }
 
 int ab_parse_choice(const char *opt, const char *value, const struct ab_choice *c, size_t n,
-		    int *out, struct ab_error *err)
+		    struct ab_error *err)
 {
 	char names[256] = "";
 	size_t len = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(value, c[i].name) == 0) {
-			*out = c[i].value;
-			return 0;
-		}
+		if (strcmp(value, c[i].name) == 0)
+			return c[i].value;
 		bool alias = false;
 		for (size_t j = 0; j < i; j++)
 			alias = alias || c[j].value == c[i].value;

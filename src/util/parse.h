@@ -31,10 +31,10 @@ struct ab_choice {
 	int value;
 };
 
-/* value as the name of one of the n choices: its value into *out. Else
+/* value as the name of one of the n choices: its value (0 or more). Else
  * "OPT: 'VALUE' is not one of A, B" in err (a name of a value named
  * before, an alias, is not listed), -EINVAL. */
 int ab_parse_choice(const char *opt, const char *value, const struct ab_choice *c, size_t n,
-		    int *out, struct ab_error *err);
+		    struct ab_error *err);
 
 #endif
