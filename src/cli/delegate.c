@@ -187,9 +187,7 @@ int ab_setup_delegation(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--remove")) {
 			remove = true;
 		} else if (argv[i][0] == '-' || user) {
-			return detach_fail("setup-delegation: unexpected '%s' (try 'agentbox "
-					   "setup-delegation --help')",
-					   argv[i]);
+			return detach_bad_arg("setup-delegation", "unexpected", argv[i]);
 		} else {
 			user = argv[i];
 		}

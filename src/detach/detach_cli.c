@@ -526,7 +526,7 @@ static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 			}
 			o->timeout = argv[++*i];
 		} else {
-			detach_fail("exec: unknown option '%s' (try 'agentbox exec --help')", a);
+			detach_bad_arg("exec", "unknown option", a);
 			return -1;
 		}
 	}
@@ -687,8 +687,7 @@ int detach_cli_logs(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
 			follow = true;
 		} else if (argv[i][0] == '-' || id) {
-			return detach_fail("logs: unexpected '%s' (try 'agentbox logs --help')",
-					   argv[i]);
+			return detach_bad_arg("logs", "unexpected", argv[i]);
 		} else {
 			id = argv[i];
 		}

@@ -28,6 +28,11 @@ int detach_fail(const char *fmt, ...)
 	return AB_EXIT_FAILURE;
 }
 
+int detach_bad_arg(const char *cmd, const char *what, const char *arg)
+{
+	return detach_fail("%s: %s '%s' (try 'agentbox %s --help')", cmd, what, arg, cmd);
+}
+
 bool detach_is_help(const char *a)
 {
 	return !strcmp(a, "--help") || !strcmp(a, "-h");

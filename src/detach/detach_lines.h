@@ -21,6 +21,9 @@ struct lines {
 
 /* "agentbox: " and the message on stderr; returns AB_EXIT_FAILURE. */
 int detach_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "agentbox: CMD: WHAT 'ARG' (try 'agentbox CMD --help')" on stderr;
+ * returns AB_EXIT_FAILURE. */
+int detach_bad_arg(const char *cmd, const char *what, const char *arg);
 bool detach_is_help(const char *a);
 /* A whole line already read, as JSON, or NULL (none yet; or one that is
  * not an object: *bad then). Never blocks. */

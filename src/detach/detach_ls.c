@@ -16,6 +16,7 @@
 
 #include "cgroup/cgroup.h"
 #include "detach/detach.h"
+#include "detach/detach_lines.h"
 #include "util/util.h"
 
 /* How long rm waits for a stopped launcher to be gone; and ls lists at
@@ -151,10 +152,7 @@ int detach_cli_ls(int argc, char **argv)
 			fputs(usage_ls, stdout);
 			return 0;
 		} else {
-			fprintf(stderr,
-				"agentbox: ls: unknown option '%s' (try 'agentbox ls --help')\n",
-				argv[i]);
-			return AB_EXIT_FAILURE;
+			return detach_bad_arg("ls", "unknown option", argv[i]);
 		}
 	}
 	char root[PATH_MAX];
@@ -309,10 +307,7 @@ int detach_cli_rm(int argc, char **argv)
 			fputs(usage_rm, stdout);
 			return 0;
 		} else {
-			fprintf(stderr,
-				"agentbox: rm: unknown option '%s' (try 'agentbox rm --help')\n",
-				argv[i]);
-			return AB_EXIT_FAILURE;
+			return detach_bad_arg("rm", "unknown option", argv[i]);
 		}
 	}
 	if (i >= argc) {
