@@ -180,18 +180,10 @@ int ab_setup_delegation(int argc, char **argv)
 {
 	const char *user = NULL;
 	bool remove = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_delegation, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--remove")) {
-			remove = true;
-		} else if (argv[i][0] == '-' || user) {
-			return detach_bad_arg("setup-delegation", "unexpected", argv[i]);
-		} else {
-			user = argv[i];
-		}
-	}
+	int r = detach_simple_args(argc, argv, "setup-delegation", usage_delegation, "--remove",
+				   NULL, &remove, &user);
+	if (r >= 0)
+		return r;
 	if (!user)
 		return detach_fail(
 			"setup-delegation: which user? (agentbox setup-delegation USER)");
@@ -231,7 +223,7 @@ int ab_setup_delegation(int argc, char **argv)
 		printf("agentbox: took /%s and %s away from %s\n", name, unit, user);
 		return 0;
 	}
-	int r = make_groups(name, pw);
+	r = make_groups(name, pw);
 	if (r == 0)
 		r = write_unit(unit, wants, pw->pw_name);
 	if (r != 0)

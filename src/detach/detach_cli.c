@@ -680,18 +680,9 @@ int detach_cli_logs(int argc, char **argv)
 {
 	bool follow = false;
 	const char *id = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (detach_is_help(argv[i])) {
-			fputs(usage_logs, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
-			follow = true;
-		} else if (argv[i][0] == '-' || id) {
-			return detach_bad_arg("logs", "unexpected", argv[i]);
-		} else {
-			id = argv[i];
-		}
-	}
+	int r = detach_simple_args(argc, argv, "logs", usage_logs, "--follow", "-f", &follow, &id);
+	if (r >= 0)
+		return r;
 	if (!id)
 		return detach_fail("logs: which sandbox? (agentbox logs ID)");
 	char root[PATH_MAX], path[PATH_MAX], dir[PATH_MAX + 80];

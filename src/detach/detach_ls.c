@@ -145,19 +145,12 @@ static void print_row(json_object *o)
 int detach_cli_ls(int argc, char **argv)
 {
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_ls, stdout);
-			return 0;
-		} else {
-			return detach_bad_arg("ls", "unknown option", argv[i]);
-		}
-	}
+	int r = detach_simple_args(argc, argv, "ls", usage_ls, "--json", NULL, &json, NULL);
+	if (r >= 0)
+		return r;
 	char root[PATH_MAX];
 	struct ab_error err = {0};
-	int r = detach_root(root, sizeof(root), false, &err);
+	r = detach_root(root, sizeof(root), false, &err);
 	if (r < 0 && r != -ENOENT) {
 		fprintf(stderr, "agentbox: ls: %s\n", err.msg);
 		return AB_EXIT_FAILURE;
