@@ -485,13 +485,7 @@ static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize s
  * through a signalfd. */
 static int tty_signals_fd(void)
 {
-	sigset_t mask;
-	sigemptyset(&mask);
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
-		sigaddset(&mask, ab_forwarded_signals[i]);
-	sigaddset(&mask, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	return ab_forwarded_signals_fd(SIGWINCH, NULL);
 }
 
 struct exec_opts {
