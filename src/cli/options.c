@@ -234,14 +234,14 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 		if (!valid_env_name(arg, strlen(arg)))
 			return ab_error_plain(err, EINVAL,
 					      "--pass-env: '%s' is not a variable name", arg);
-		return strv_push(&cfg->pass_env, &cfg->n_pass_env, arg);
+		return ab_strv_push(&cfg->pass_env, &cfg->n_pass_env, arg);
 	case OPT_ENV: {
 		const char *eq = strchr(arg, '=');
 		if (!eq || !valid_env_name(arg, (size_t)(eq - arg)))
 			return ab_error_plain(err, EINVAL,
 					      "--env: '%s' is not NAME=VALUE with a valid NAME",
 					      arg);
-		return strv_push(&cfg->set_env, &cfg->n_set_env, arg);
+		return ab_strv_push(&cfg->set_env, &cfg->n_set_env, arg);
 	}
 	case OPT_SECCOMP:
 		if (!*arg)
@@ -527,7 +527,7 @@ static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *er
 	/* the protected list: the defaults and --protect, less --unprotect */
 	for (const char *const *p = protect_default_paths; *p; p++)
 		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
-		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
+		    ab_strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
 			return ab_error_set(err, ENOMEM, "parsing options");
 	size_t kept = 0;
 	for (size_t i = 0; i < cfg->n_protect; i++) {
@@ -636,7 +636,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		/* "--": a string starting with '-' is not sh's options */
 		const char *sh[] = {"/bin/sh", "-c", "--", shell_cmd};
 		for (size_t i = 0; i < AB_ARRAY_SIZE(sh); i++)
-			if (strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
+			if (ab_strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
 				return ab_error_set(err, ENOMEM, "parsing options");
 	} else {
 		if (rest <= 0)
@@ -646,7 +646,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		if (!*argv[optind])
 			return ab_error_plain(err, EINVAL, "the command name is empty");
 		for (int i = optind; i < argc; i++)
-			if (strv_push(&cfg->argv, &cfg->argc, argv[i]) < 0)
+			if (ab_strv_push(&cfg->argv, &cfg->argc, argv[i]) < 0)
 				return ab_error_set(err, ENOMEM, "parsing options");
 	}
 

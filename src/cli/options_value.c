@@ -75,18 +75,6 @@ int parse_size_option(const char *opt, const char *value, unsigned long long min
 	return 0;
 }
 
-int strv_push(char ***v, size_t *n, const char *s)
-{
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	if (!(nv[*n] = strdup(s)))
-		return -ENOMEM;
-	nv[++*n] = NULL;
-	return 0;
-}
-
 int set_string(char **field, const char *value)
 {
 	char *s = strdup(value);
@@ -185,8 +173,8 @@ int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value
 	if (add)
 		return in_strv(cfg->protect, cfg->n_protect, norm + 1)
 			       ? 0
-			       : strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
-	return strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
+			       : ab_strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
+	return ab_strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
 }
 
 bool valid_hostname(const char *s)

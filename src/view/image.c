@@ -379,13 +379,8 @@ int image_apply_config(struct ab_config *cfg, struct ab_error *err)
 			set = strncmp(cfg->set_env[j], kv, nl + 1) == 0;
 		if (set)
 			continue; /* --env NAME=VALUE wins */
-		char **v = realloc(cfg->set_env, (cfg->n_set_env + 2) * sizeof(char *));
-		if (!v)
+		if (ab_strv_push(&cfg->set_env, &cfg->n_set_env, kv) < 0)
 			return ab_error_set(err, ENOMEM, "--image");
-		cfg->set_env = v;
-		if (!(v[cfg->n_set_env] = strdup(kv)))
-			return ab_error_set(err, ENOMEM, "--image");
-		v[++cfg->n_set_env] = NULL;
 	}
 	if (u->img.workdir && !cfg->cwd) {
 		if (u->img.workdir[0] != '/')
