@@ -167,31 +167,23 @@ static int merged_unprivileged(const struct image_use *u)
 	return got >= 0 ? -EIO : got;
 }
 
-static int plan_entry(const struct ab_config *cfg, int merged, const int *fds, size_t n,
-		      const char *name, struct view_plan *plan, struct ab_error *err)
+/* The image's layers: fds, n of them (image_plan). */
+struct layers {
+	const int *fds;
+	size_t n;
+};
+
+static int plan_entry(const struct ab_config *cfg, int merged, const char *name,
+		      const struct stat *st, struct view_plan *plan, void *arg,
+		      struct ab_error *err)
 {
-	bool skip;
-	int r = rootfs_top_level_skipped(cfg, merged, name, &skip, err);
-	if (r < 0 || skip)
-		return r;
-	struct stat st;
-	if (fstatat(merged, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return ab_error_set(err, errno, "--image %s: cannot stat /%s", cfg->image, name);
+	(void)merged;
+	const int *fds = ((const struct layers *)arg)->fds;
+	size_t n = ((const struct layers *)arg)->n;
 	char dst[300];
 	snprintf(dst, sizeof(dst), "/%s", name);
-	if (S_ISLNK(st.st_mode)) {
-		char target[4096];
-		ssize_t len = readlinkat(merged, name, target, sizeof(target) - 1);
-		if (len < 0)
-			return ab_error_set(err, errno, "--image %s: cannot read the link /%s",
-					    cfg->image, name);
-		target[len] = '\0';
-		return view_plan_add(plan, VIEW_SYMLINK, target, dst)
-			       ? 0
-			       : ab_error_set(err, ENOMEM, "planning the view");
-	}
 	/* a file, a device at the top: not part of a system (docs/images.md) */
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(st->st_mode))
 		return 0;
 	struct view_entry *e = view_plan_add(plan, VIEW_BIND, name, dst);
 	if (!e)
@@ -228,17 +220,10 @@ int image_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_er
 				    "overlayfs in a user namespace: Linux 5.11)",
 				    cfg->image);
 	}
-	r = rootfs_check_tree(cfg, merged, plan, err);
-	char **names = NULL;
-	size_t nn = 0;
-	if (r == 0)
-		r = rootfs_read_top_level(cfg, merged, &names, &nn, err);
-	for (size_t i = 0; i < nn; i++) {
-		if (r == 0 && strlen(names[i]) < 256)
-			r = plan_entry(cfg, merged, fds, n, names[i], plan, err);
-		free(names[i]);
-	}
-	free(names);
+	char label[4200];
+	snprintf(label, sizeof(label), "--image %s", cfg->image);
+	r = rootfs_plan_tree(cfg, merged, label, NULL, plan, plan_entry,
+			     &(struct layers){.fds = fds, .n = n}, err);
 	close(merged);
 	close_fds(fds, n + 1);
 	plan->image = u;
