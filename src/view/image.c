@@ -26,6 +26,7 @@
 
 #include "image/cache.h"
 #include "util/error.h"
+#include "util/parse.h"
 #include "util/util.h"
 #include "view/rootfs.h"
 
@@ -300,14 +301,12 @@ static int passwd_lookup(const struct image_use *u, const char *name, uid_t *uid
 	return -ENOENT;
 }
 
-static bool numeric(const char *s, unsigned *v)
+/* "--image IMAGE: its User 'USER' " and why it is not taken. */
+static int user_refused(const struct ab_config *cfg, const struct image_use *u, int code,
+			const char *why, struct ab_error *err)
 {
-	char *end;
-	if (!*s || *s < '0' || *s > '9')
-		return false;
-	unsigned long x = strtoul(s, &end, 10);
-	*v = (unsigned)x;
-	return !*end && x < 0xFFFFFFFFUL;
+	return ab_error_plain(err, code, "--image %s: its User '%s' %s", cfg->image, u->img.user,
+			      why);
 }
 
 /* User: "name", "uid", "name:group" or "uid:gid" (a group by number). */
@@ -318,28 +317,23 @@ static int apply_user(struct ab_config *cfg, const struct image_use *u, struct a
 	char *grp = strchr(user, ':');
 	if (grp)
 		*grp++ = '\0';
-	unsigned uid, gid = 0;
+	uid_t uid;
+	gid_t gid = 0;
 	bool have_gid = false;
-	if (!numeric(user, &uid)) {
-		uid_t pu;
-		gid_t pg;
-		if (passwd_lookup(u, user, &pu, &pg) < 0)
-			return ab_error_plain(
-				err, ENOENT,
-				"--image %s: its User '%s' has no line in the image's "
-				"/etc/passwd; give --uid (and --gid)",
-				cfg->image, u->img.user);
-		uid = pu;
-		gid = pg;
+	if (ab_parse_id(user, &uid) < 0) {
+		if (passwd_lookup(u, user, &uid, &gid) < 0)
+			return user_refused(cfg, u, ENOENT,
+					    "has no line in the image's /etc/passwd; give --uid "
+					    "(and --gid)",
+					    err);
 		have_gid = true;
 	}
 	if (grp) {
-		if (!numeric(grp, &gid))
-			return ab_error_plain(
-				err, EINVAL,
-				"--image %s: its User '%s' names a group by name, which "
-				"agentbox does not look up; give --gid",
-				cfg->image, u->img.user);
+		if (ab_parse_id(grp, &gid) < 0)
+			return user_refused(cfg, u, EINVAL,
+					    "names a group by name, which agentbox does not look "
+					    "up; give --gid",
+					    err);
 		have_gid = true;
 	}
 	if (!cfg->uid_set) {
