@@ -90,18 +90,20 @@ static unsigned long long now_ms(void)
 
 /* ---- messages out ---- */
 
-static void send_msg(struct mcp *m, json_object *o)
+/* A JSON-RPC message: its two members (k1: v1, k2: v2, both taken). */
+static void send_msg(struct mcp *m, const char *k1, json_object *v1, const char *k2,
+		     json_object *v2)
 {
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, k1, v1);
+	json_object_object_add(o, k2, v2);
 	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
 	out_json(&m->out, o, NULL);
 }
 
 static void rpc_result(struct mcp *m, json_object *id, json_object *result)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "id", json_object_get(id));
-	json_object_object_add(o, "result", result);
-	send_msg(m, o);
+	send_msg(m, "id", json_object_get(id), "result", result);
 }
 
 __attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_object *id,
@@ -115,18 +117,12 @@ __attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_
 	json_object *e = json_object_new_object();
 	json_object_object_add(e, "code", json_object_new_int(code));
 	json_object_object_add(e, "message", json_object_new_string(msg));
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "id", json_object_get(id));
-	json_object_object_add(o, "error", e);
-	send_msg(m, o);
+	send_msg(m, "id", json_object_get(id), "error", e);
 }
 
 static void notify(struct mcp *m, const char *method, json_object *params)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "method", json_object_new_string(method));
-	json_object_object_add(o, "params", params);
-	send_msg(m, o);
+	send_msg(m, "method", json_object_new_string(method), "params", params);
 }
 
 /* notifications/message, when the client asked for level or below */
