@@ -562,50 +562,55 @@ static int cgroup_signal_all(struct ab_cgroup *cg, int sig)
 	return 0;
 }
 
-/* A session asks before and after every command: the file stays open (a
- * cgroupfs file reads afresh from offset 0), which spares the launcher a
- * path walk through cgroupfs per command. */
-unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
+/* The count under key in the events file held open at *fd, opened from
+ * path on the first call (nothing to open when path is empty); 0 when it
+ * cannot be read. A session asks before and after every command: the file
+ * stays open (a cgroupfs file reads afresh from offset 0), which spares
+ * the launcher a path walk through cgroupfs per command. */
+static unsigned long long events_count(int *fd, const char *path, const char *key)
 {
-	const char *d = cg ? procs_dir(cg) : NULL;
-	if (!d)
+	if (*fd < 0 && (!path[0] || (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0))
 		return 0;
-	if (cg->oom_fd < 0) {
-		char path[1200] = "";
-		if (cg->v2)
-			snprintf(path, sizeof(path), "%s/memory.events", cg->dir[H_UNIFIED]);
-		else if (cg->dir[H_MEMORY][0])
-			snprintf(path, sizeof(path), "%s/memory.oom_control", cg->dir[H_MEMORY]);
-		if (!path[0] || (cg->oom_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			return 0;
-	}
 	char buf[1024];
-	ssize_t n = pread(cg->oom_fd, buf, sizeof(buf) - 1, 0);
+	ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
 	if (n < 0)
 		return 0;
 	buf[n] = '\0';
-	long long v = keyed(buf, "oom_kill");
+	long long v = keyed(buf, key);
 	return v > 0 ? (unsigned long long)v : 0;
+}
+
+/* The memory controller's files, by cgroup version. */
+struct memory_files {
+	int h; /* the hierarchy */
+	const char *events, *current, *peak;
+};
+
+static const struct memory_files memory_v2 = {H_UNIFIED, "memory.events", "memory.current",
+					      "memory.peak"};
+static const struct memory_files memory_v1 = {H_MEMORY, "memory.oom_control",
+					      "memory.usage_in_bytes", "memory.max_usage_in_bytes"};
+
+unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg)
+{
+	if (!cg || !procs_dir(cg))
+		return 0;
+	const struct memory_files *mf = cg->v2 ? &memory_v2 : &memory_v1;
+	char path[1200] = "";
+	if (cg->oom_fd < 0 && cg->dir[mf->h][0])
+		snprintf(path, sizeof(path), "%s/%s", cg->dir[mf->h], mf->events);
+	return events_count(&cg->oom_fd, path, "oom_kill");
 }
 
 unsigned long long ab_cgroup_pids_refused(struct ab_cgroup *cg)
 {
 	if (!cg || cg->st.pids.how != AB_LIMIT_CGROUP)
 		return 0;
-	if (cg->pids_fd < 0) {
-		const char *d = cg->v2 ? cg->dir[H_UNIFIED] : cg->dir[H_PIDS];
-		char path[1200];
+	const char *d = cg->v2 ? cg->dir[H_UNIFIED] : cg->dir[H_PIDS];
+	char path[1200] = "";
+	if (cg->pids_fd < 0 && d[0])
 		snprintf(path, sizeof(path), "%s/pids.events", d);
-		if (!d[0] || (cg->pids_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			return 0;
-	}
-	char buf[256];
-	ssize_t n = pread(cg->pids_fd, buf, sizeof(buf) - 1, 0);
-	if (n < 0)
-		return 0;
-	buf[n] = '\0';
-	long long v = keyed(buf, "max");
-	return v > 0 ? (unsigned long long)v : 0;
+	return events_count(&cg->pids_fd, path, "max");
 }
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
@@ -615,34 +620,22 @@ int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
 		return -ENOENT;
 	char buf[4096];
 	st->memory_current = st->pids_current = -1;
-	if (cg->v2) {
-		const char *d = cg->dir[H_UNIFIED];
-		if (ab_cgfs_read(d, "memory.events", buf, sizeof(buf)) == 0 &&
+	const struct memory_files *mf = cg->v2 ? &memory_v2 : &memory_v1;
+	const char *d = cg->dir[mf->h];
+	if (d[0]) {
+		if (ab_cgfs_read(d, mf->events, buf, sizeof(buf)) == 0 &&
 		    keyed(buf, "oom_kill") > 0)
 			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
-		if (ab_cgfs_read(d, "memory.current", buf, sizeof(buf)) == 0)
+		if (ab_cgfs_read(d, mf->current, buf, sizeof(buf)) == 0)
 			st->memory_current = strtoll(buf, NULL, 10);
-		if (ab_cgfs_read(d, "pids.current", buf, sizeof(buf)) == 0)
-			st->pids_current = strtoll(buf, NULL, 10);
-		if (ab_cgfs_read(d, "memory.peak", buf, sizeof(buf)) == 0) {
-			st->have_memory_peak = true;
-			st->memory_peak = strtoull(buf, NULL, 10);
-		}
-	} else if (cg->dir[H_MEMORY][0]) {
-		const char *d = cg->dir[H_MEMORY];
-		if (ab_cgfs_read(d, "memory.oom_control", buf, sizeof(buf)) == 0 &&
-		    keyed(buf, "oom_kill") > 0)
-			st->oom_kills = (unsigned long long)keyed(buf, "oom_kill");
-		if (ab_cgfs_read(d, "memory.usage_in_bytes", buf, sizeof(buf)) == 0)
-			st->memory_current = strtoll(buf, NULL, 10);
-		if (ab_cgfs_read(d, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0) {
+		if (ab_cgfs_read(d, mf->peak, buf, sizeof(buf)) == 0) {
 			st->have_memory_peak = true;
 			st->memory_peak = strtoull(buf, NULL, 10);
 		}
 	}
 	st->oom_killed = st->oom_kills > 0;
-	if (!cg->v2 && cg->dir[H_PIDS][0] &&
-	    ab_cgfs_read(cg->dir[H_PIDS], "pids.current", buf, sizeof(buf)) == 0)
+	const char *pd = cg->dir[cg->v2 ? H_UNIFIED : H_PIDS];
+	if (pd[0] && ab_cgfs_read(pd, "pids.current", buf, sizeof(buf)) == 0)
 		st->pids_current = strtoll(buf, NULL, 10);
 	/* cpu.stat works even on a controller-less cgroup2 mount */
 	if (cg->dir[H_UNIFIED][0] &&

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "agentbox/agentbox.h"
+#include "detach/detach_lines.h"
 #include "util/util.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
@@ -42,18 +42,6 @@ static const char usage_delegation[] =
 	"delegates instead, and there is nothing to make.\n"
 	"\n"
 	"  --remove   take the groups and the unit away again\n";
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("agentbox: setup-delegation: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return AB_EXIT_FAILURE;
-}
 
 static bool is_dir(const char *path)
 {
@@ -86,11 +74,13 @@ static int make_groups(const char *name, const struct passwd *pw)
 			continue; /* not mounted here (freezer, cpuacct, unified are optional) */
 		snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s/%s", controllers[i], name);
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return fail("cannot make %s: %s", dir, strerror(errno));
+			return detach_fail("setup-delegation: cannot make %s: %s", dir,
+					   strerror(errno));
 		if (!is_dir(dir))
-			return fail("%s is not a directory", dir);
+			return detach_fail("setup-delegation: %s is not a directory", dir);
 		if (give(dir, pw->pw_uid, pw->pw_gid) < 0)
-			return fail("cannot give %s to its user: %s", dir, strerror(errno));
+			return detach_fail("setup-delegation: cannot give %s to its user: %s", dir,
+					   strerror(errno));
 		/* what a process is moved in by: cgroup.procs (and v1's tasks) */
 		const char *const files[] = {"cgroup.procs", "tasks"};
 		for (size_t k = 0; k < 2; k++) {
@@ -98,12 +88,15 @@ static int make_groups(const char *name, const struct passwd *pw)
 			if (access(file, F_OK) < 0)
 				continue;
 			if (give(file, pw->pw_uid, pw->pw_gid) < 0)
-				return fail("cannot give %s to its user: %s", file,
-					    strerror(errno));
+				return detach_fail(
+					"setup-delegation: cannot give %s to its user: %s", file,
+					strerror(errno));
 		}
 		made++;
 	}
-	return made ? 0 : fail("no cgroup controller is mounted under %s", CGROUP_ROOT);
+	return made ? 0
+		    : detach_fail("setup-delegation: no cgroup controller is mounted under %s",
+				  CGROUP_ROOT);
 }
 
 /* An empty cgroup and the empty cgroups below it, children first (the
@@ -143,17 +136,19 @@ static int write_unit(const char *unit, const char *wants, const char *user)
 	char exe[4096], tmp[320];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
-		return fail("cannot find this program's path: %s", strerror(errno));
+		return detach_fail("setup-delegation: cannot find this program's path: %s",
+				   strerror(errno));
 	exe[n] = 0;
 	if (mkdir(UNIT_DIR, 0755) < 0 && errno != EEXIST)
-		return fail("cannot make %s: %s", UNIT_DIR, strerror(errno));
+		return detach_fail("setup-delegation: cannot make %s: %s", UNIT_DIR,
+				   strerror(errno));
 	if (mkdir(UNIT_DIR "/multi-user.target.wants", 0755) < 0 && errno != EEXIST)
-		return fail("cannot make %s: %s", UNIT_DIR "/multi-user.target.wants",
-			    strerror(errno));
+		return detach_fail("setup-delegation: cannot make %s: %s",
+				   UNIT_DIR "/multi-user.target.wants", strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s.new", unit);
 	cleanup_fd int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail("cannot write %s: %s", tmp, strerror(errno));
+		return detach_fail("setup-delegation: cannot write %s: %s", tmp, strerror(errno));
 	char text[5000];
 	int len = snprintf(text, sizeof(text),
 			   "# agentbox setup-delegation %s (--remove takes it away)\n"
@@ -172,12 +167,12 @@ static int write_unit(const char *unit, const char *wants, const char *user)
 	    rename(tmp, unit) < 0) {
 		int e = errno;
 		unlink(tmp);
-		return fail("cannot write %s: %s", unit, strerror(e));
+		return detach_fail("setup-delegation: cannot write %s: %s", unit, strerror(e));
 	}
 	char target[320];
 	snprintf(target, sizeof(target), "../%s", strrchr(unit, '/') + 1);
 	if (symlink(target, wants) < 0 && errno != EEXIST)
-		return fail("cannot enable %s: %s", unit, strerror(errno));
+		return detach_fail("setup-delegation: cannot enable %s: %s", unit, strerror(errno));
 	return 0;
 }
 
@@ -185,35 +180,29 @@ int ab_setup_delegation(int argc, char **argv)
 {
 	const char *user = NULL;
 	bool remove = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_delegation, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--remove")) {
-			remove = true;
-		} else if (argv[i][0] == '-' || user) {
-			return fail("unexpected '%s' (try 'agentbox setup-delegation --help')",
-				    argv[i]);
-		} else {
-			user = argv[i];
-		}
-	}
+	int r = detach_simple_args(argc, argv, "setup-delegation", usage_delegation, "--remove",
+				   NULL, &remove, &user);
+	if (r >= 0)
+		return r;
 	if (!user)
-		return fail("which user? (agentbox setup-delegation USER)");
+		return detach_fail(
+			"setup-delegation: which user? (agentbox setup-delegation USER)");
 	struct passwd *pw = getpwnam(user);
 	if (!pw)
-		return fail("no user %s", user);
+		return detach_fail("setup-delegation: no user %s", user);
 	if (pw->pw_uid == 0)
-		return fail("root needs no delegation");
+		return detach_fail("setup-delegation: root needs no delegation");
 	for (const char *c = pw->pw_name; *c; c++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
 			    *c))
-			return fail("user name '%s': only letters, digits, '.', '_' and '-' "
-				    "make a cgroup's and a unit's name",
-				    pw->pw_name);
+			return detach_fail("setup-delegation: user name '%s': only letters, "
+					   "digits, '.', '_' and '-' "
+					   "make a cgroup's and a unit's name",
+					   pw->pw_name);
 	if (geteuid() != 0)
-		return fail("only root may give a user cgroups (sudo agentbox setup-delegation %s)",
-			    user);
+		return detach_fail("setup-delegation: only root may give a user cgroups (sudo "
+				   "agentbox setup-delegation %s)",
+				   user);
 	if (!cgroup_v1()) {
 		printf("agentbox: a cgroup v2 host: systemd's user manager delegates %s's "
 		       "cgroup (Delegate=yes), which agentbox uses; nothing to make "
@@ -229,11 +218,12 @@ int ab_setup_delegation(int argc, char **argv)
 	if (remove) {
 		remove_groups(name);
 		if ((unlink(wants) < 0 && errno != ENOENT) || (unlink(unit) < 0 && errno != ENOENT))
-			return fail("cannot remove %s: %s", unit, strerror(errno));
+			return detach_fail("setup-delegation: cannot remove %s: %s", unit,
+					   strerror(errno));
 		printf("agentbox: took /%s and %s away from %s\n", name, unit, user);
 		return 0;
 	}
-	int r = make_groups(name, pw);
+	r = make_groups(name, pw);
 	if (r == 0)
 		r = write_unit(unit, wants, pw->pw_name);
 	if (r != 0)

@@ -139,6 +139,33 @@ static int parse_id_option(const char *opt, const char *value, uid_t *out, bool 
 /* What the parse_*_option functions return for an option they do not take. */
 #define OPTION_ELSEWHERE 1
 
+/* The options that take one word of a few: --env-policy, --landlock,
+ * --output-encoding. */
+static int parse_choice_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
+			       struct ab_error *err)
+{
+	static const struct ab_choice policies[] = {
+		{"core", AB_ENV_CORE}, {"none", AB_ENV_NONE}, {"all", AB_ENV_ALL}};
+	static const struct ab_choice on_off[] = {{"on", false}, {"off", true}};
+	static const struct ab_choice encodings[] = {
+		{"utf8", false}, {"utf-8", false}, {"base64", true}};
+	int r;
+	switch (c) {
+	case OPT_ENV_POLICY:
+		if ((r = ab_parse_choice(opt, arg, policies, AB_ARRAY_SIZE(policies), err)) >= 0)
+			cfg->env_policy = r;
+		break;
+	case OPT_LANDLOCK:
+		if ((r = ab_parse_choice(opt, arg, on_off, AB_ARRAY_SIZE(on_off), err)) >= 0)
+			cfg->no_landlock = r;
+		break;
+	default:
+		if ((r = ab_parse_choice(opt, arg, encodings, AB_ARRAY_SIZE(encodings), err)) >= 0)
+			cfg->output_base64 = r;
+	}
+	return r < 0 ? r : 0;
+}
+
 /* Options of what the sandbox sees and is: the view, identity, network,
  * environment and confinement. OPTION_ELSEWHERE for the others. */
 static int parse_view_option(struct ab_config *cfg, int c, const char *opt, const char *arg,
@@ -167,22 +194,10 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 	case OPT_WORKSPACE_MODE:
 	case OPT_KEEP_CHANGES:
 		return layer_parse_option(cfg, opt, arg, err);
-	case OPT_CWD: {
-		char *p;
-		if (parse_view_path("--cwd", arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->cwd);
-		cfg->cwd = p;
-		return 0;
-	}
-	case OPT_HOME: {
-		char *p;
-		if (parse_view_path("--home", arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->home);
-		cfg->home = p;
-		return 0;
-	}
+	case OPT_CWD:
+		return set_view_path(opt, arg, &cfg->cwd, err);
+	case OPT_HOME:
+		return set_view_path(opt, arg, &cfg->home, err);
 	case OPT_RO_BIND:
 		return add_mount(cfg, AB_MOUNT_RO_BIND, opt, arg, err);
 	case OPT_BIND:
@@ -213,29 +228,20 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 			return ab_net_option(cfg, arg, err); /* allow=, deny=... (netpolicy.c) */
 		return 0;
 	case OPT_ENV_POLICY:
-		if (strcmp(arg, "core") == 0)
-			cfg->env_policy = AB_ENV_CORE;
-		else if (strcmp(arg, "none") == 0)
-			cfg->env_policy = AB_ENV_NONE;
-		else if (strcmp(arg, "all") == 0)
-			cfg->env_policy = AB_ENV_ALL;
-		else
-			return ab_error_plain(err, EINVAL,
-					      "--env-policy: '%s' is not one of core, none, all",
-					      arg);
-		return 0;
+	case OPT_LANDLOCK:
+		return parse_choice_option(cfg, c, opt, arg, err);
 	case OPT_PASS_ENV:
 		if (!valid_env_name(arg, strlen(arg)))
 			return ab_error_plain(err, EINVAL,
 					      "--pass-env: '%s' is not a variable name", arg);
-		return strv_push(&cfg->pass_env, &cfg->n_pass_env, arg);
+		return ab_strv_push(&cfg->pass_env, &cfg->n_pass_env, arg);
 	case OPT_ENV: {
 		const char *eq = strchr(arg, '=');
 		if (!eq || !valid_env_name(arg, (size_t)(eq - arg)))
 			return ab_error_plain(err, EINVAL,
 					      "--env: '%s' is not NAME=VALUE with a valid NAME",
 					      arg);
-		return strv_push(&cfg->set_env, &cfg->n_set_env, arg);
+		return ab_strv_push(&cfg->set_env, &cfg->n_set_env, arg);
 	}
 	case OPT_SECCOMP:
 		if (!*arg)
@@ -243,15 +249,6 @@ static int parse_view_option(struct ab_config *cfg, int c, const char *opt, cons
 					      "--seccomp: empty value (default, strict, "
 					      "permissive, none or a profile file)");
 		return set_string(&cfg->seccomp, arg);
-	case OPT_LANDLOCK:
-		if (strcmp(arg, "on") == 0)
-			cfg->no_landlock = false;
-		else if (strcmp(arg, "off") == 0)
-			cfg->no_landlock = true;
-		else
-			return ab_error_plain(err, EINVAL, "--landlock: '%s' is not one of on, off",
-					      arg);
-		return 0;
 	case OPT_PROTECT:
 		return parse_protect_path(cfg, opt, arg, true, err);
 	case OPT_UNPROTECT:
@@ -330,14 +327,8 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 		cfg->pids_set = true;
 		return 0;
 	}
-	case OPT_CGROUP_PARENT: {
-		char *p;
-		if (parse_view_path(opt, arg, &p, err) < 0)
-			return -EINVAL;
-		free(cfg->cgroup_parent);
-		cfg->cgroup_parent = p;
-		return 0;
-	}
+	case OPT_CGROUP_PARENT:
+		return set_view_path(opt, arg, &cfg->cgroup_parent, err);
 	case OPT_REQUIRE_LIMITS: /* the old name of --limits full */
 		cfg->limits_best = false;
 		return 0;
@@ -383,15 +374,7 @@ static int parse_output_option(struct ab_config *cfg, int c, const char *opt, co
 		cfg->merge_output = true;
 		return 0;
 	case OPT_OUTPUT_ENCODING:
-		if (strcmp(arg, "utf8") == 0 || strcmp(arg, "utf-8") == 0)
-			cfg->output_base64 = false;
-		else if (strcmp(arg, "base64") == 0)
-			cfg->output_base64 = true;
-		else
-			return ab_error_plain(err, EINVAL,
-					      "--output-encoding: '%s' is not one of utf8, base64",
-					      arg);
-		return 0;
+		return parse_choice_option(cfg, c, opt, arg, err);
 	case OPT_AUDIT_LOG:
 		if (!*arg)
 			return ab_error_plain(err, EINVAL, "--audit-log: empty path");
@@ -544,7 +527,7 @@ static int finish_options(struct ab_config *cfg, bool serve, struct ab_error *er
 	/* the protected list: the defaults and --protect, less --unprotect */
 	for (const char *const *p = protect_default_paths; *p; p++)
 		if (!in_strv(cfg->protect, cfg->n_protect, *p) &&
-		    strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
+		    ab_strv_push(&cfg->protect, &cfg->n_protect, *p) < 0)
 			return ab_error_set(err, ENOMEM, "parsing options");
 	size_t kept = 0;
 	for (size_t i = 0; i < cfg->n_protect; i++) {
@@ -653,7 +636,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		/* "--": a string starting with '-' is not sh's options */
 		const char *sh[] = {"/bin/sh", "-c", "--", shell_cmd};
 		for (size_t i = 0; i < AB_ARRAY_SIZE(sh); i++)
-			if (strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
+			if (ab_strv_push(&cfg->argv, &cfg->argc, sh[i]) < 0)
 				return ab_error_set(err, ENOMEM, "parsing options");
 	} else {
 		if (rest <= 0)
@@ -663,7 +646,7 @@ int ab_options_parse(struct ab_config *cfg, int argc, char **argv, bool serve, b
 		if (!*argv[optind])
 			return ab_error_plain(err, EINVAL, "the command name is empty");
 		for (int i = optind; i < argc; i++)
-			if (strv_push(&cfg->argv, &cfg->argc, argv[i]) < 0)
+			if (ab_strv_push(&cfg->argv, &cfg->argc, argv[i]) < 0)
 				return ab_error_set(err, ENOMEM, "parsing options");
 	}
 

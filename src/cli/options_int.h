@@ -19,9 +19,10 @@ int parse_duration_option(const char *opt, const char *value, unsigned long long
 			  struct ab_error *err);
 int parse_size_option(const char *opt, const char *value, unsigned long long min,
 		      unsigned long long max, unsigned long long *out, struct ab_error *err);
-int strv_push(char ***v, size_t *n, const char *s);
 int set_string(char **field, const char *value);
 int parse_view_path(const char *opt, const char *value, char **out, struct ab_error *err);
+/* parse_view_path into *field, in place of what it held */
+int set_view_path(const char *opt, const char *value, char **field, struct ab_error *err);
 int add_mount(struct ab_config *cfg, enum ab_mount_kind kind, const char *opt, const char *value,
 	      struct ab_error *err);
 bool in_strv(char *const *v, size_t n, const char *s);

@@ -75,18 +75,6 @@ int parse_size_option(const char *opt, const char *value, unsigned long long min
 	return 0;
 }
 
-int strv_push(char ***v, size_t *n, const char *s)
-{
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	if (!(nv[*n] = strdup(s)))
-		return -ENOMEM;
-	nv[++*n] = NULL;
-	return 0;
-}
-
 int set_string(char **field, const char *value)
 {
 	char *s = strdup(value);
@@ -106,6 +94,16 @@ int parse_view_path(const char *opt, const char *value, char **out, struct ab_er
 		return ab_error_plain(err, EINVAL, "%s: '%s' contains '..'", opt, value);
 	if (r < 0)
 		return ab_error_set(err, -r, "%s: '%s'", opt, value);
+	return 0;
+}
+
+int set_view_path(const char *opt, const char *value, char **field, struct ab_error *err)
+{
+	char *p;
+	if (parse_view_path(opt, value, &p, err) < 0)
+		return -EINVAL;
+	free(*field);
+	*field = p;
 	return 0;
 }
 
@@ -175,8 +173,8 @@ int parse_protect_path(struct ab_config *cfg, const char *opt, const char *value
 	if (add)
 		return in_strv(cfg->protect, cfg->n_protect, norm + 1)
 			       ? 0
-			       : strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
-	return strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
+			       : ab_strv_push(&cfg->protect, &cfg->n_protect, norm + 1);
+	return ab_strv_push(&cfg->unprotect, &cfg->n_unprotect, norm + 1);
 }
 
 bool valid_hostname(const char *s)
@@ -202,13 +200,10 @@ bool valid_env_name(const char *s, size_t n)
 
 int parse_protect_created(struct ab_config *cfg, const char *value, struct ab_error *err)
 {
-	if (strcmp(value, "quarantine") == 0)
-		cfg->protect_created = AB_PROTECT_CREATED_QUARANTINE;
-	else if (strcmp(value, "report") == 0)
-		cfg->protect_created = AB_PROTECT_CREATED_REPORT;
-	else
-		return ab_error_plain(err, EINVAL,
-				      "--protect-created: '%s' is not one of quarantine, report",
-				      value);
-	return 0;
+	static const struct ab_choice modes[] = {{"quarantine", AB_PROTECT_CREATED_QUARANTINE},
+						 {"report", AB_PROTECT_CREATED_REPORT}};
+	int r = ab_parse_choice("--protect-created", value, modes, AB_ARRAY_SIZE(modes), err);
+	if (r >= 0)
+		cfg->protect_created = r;
+	return r < 0 ? r : 0;
 }

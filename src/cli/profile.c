@@ -20,6 +20,7 @@
 #include "cli/options.h"
 #include "seccomp/policy_builtin.h"
 #include "seccomp/seccomp_profile.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 /* Options a profile may not set, and why. */
@@ -284,20 +285,13 @@ out:
 
 static int parse_json(struct loader *l, const char *buf, size_t len, json_object **out)
 {
-	*out = NULL;
-	json_tokener *tok = json_tokener_new();
-	if (!tok)
+	size_t off;
+	enum json_tokener_error je;
+	int r = ab_json_parse_whole(buf, len, out, &off, &je);
+	if (r == -ENOMEM)
 		return ab_error_set(l->err, ENOMEM, "profile %s", l->source);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	json_object *root = json_tokener_parse_ex(tok, buf, (int)len);
-	enum json_tokener_error je = json_tokener_get_error(tok);
-	size_t off = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (root && je == json_tokener_success && off == len) {
-		*out = root;
+	if (r == 0)
 		return 0;
-	}
-	json_object_put(root);
 	size_t line = 1, col = 1;
 	for (size_t i = 0; i < off && i < len; i++, col++)
 		if (buf[i] == '\n') {

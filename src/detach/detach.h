@@ -43,6 +43,10 @@ int detach_path(char *out, size_t size, const char *root, const char *id, const 
 /* A socket connected to root/id/leaf ("sock" or "ctl"): -ENOENT no such
  * sandbox, -ECONNREFUSED its launcher is gone (err says which). */
 int detach_dial(const char *root, const char *id, const char *leaf, struct ab_error *err);
+/* What fd sends within timeout_ms at each wait, into buf (NUL-ended):
+ * all of it up to its end, or with line up to a newline; -ETIMEDOUT,
+ * -EPIPE when nothing came. */
+int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line);
 /* One control request (status, stop) and its reply (*reply, owned). */
 int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
 	       struct ab_error *err);

@@ -485,13 +485,7 @@ static int exec_tty(struct lines *l, const char *id, int sigfd, struct winsize s
  * through a signalfd. */
 static int tty_signals_fd(void)
 {
-	sigset_t mask;
-	sigemptyset(&mask);
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
-		sigaddset(&mask, ab_forwarded_signals[i]);
-	sigaddset(&mask, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	return ab_forwarded_signals_fd(SIGWINCH, NULL);
 }
 
 struct exec_opts {
@@ -526,7 +520,7 @@ static int exec_options(int argc, char **argv, int *i, struct exec_opts *o)
 			}
 			o->timeout = argv[++*i];
 		} else {
-			detach_fail("exec: unknown option '%s' (try 'agentbox exec --help')", a);
+			detach_bad_arg("exec", "unknown option", a);
 			return -1;
 		}
 	}
@@ -680,19 +674,9 @@ int detach_cli_logs(int argc, char **argv)
 {
 	bool follow = false;
 	const char *id = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (detach_is_help(argv[i])) {
-			fputs(usage_logs, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
-			follow = true;
-		} else if (argv[i][0] == '-' || id) {
-			return detach_fail("logs: unexpected '%s' (try 'agentbox logs --help')",
-					   argv[i]);
-		} else {
-			id = argv[i];
-		}
-	}
+	int r = detach_simple_args(argc, argv, "logs", usage_logs, "--follow", "-f", &follow, &id);
+	if (r >= 0)
+		return r;
 	if (!id)
 		return detach_fail("logs: which sandbox? (agentbox logs ID)");
 	char root[PATH_MAX], path[PATH_MAX], dir[PATH_MAX + 80];

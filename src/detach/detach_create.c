@@ -125,21 +125,9 @@ static void copy_log(const char *log)
 static int wait_ready(int fd, const char *id, struct ab_error *err)
 {
 	char buf[sizeof(err->msg) + 8];
-	size_t n = 0;
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	while (n < sizeof(buf) - 1) {
-		if (poll(&p, 1, READY_TIMEOUT_MS) <= 0)
-			return ab_error_plain(err, ETIMEDOUT,
-					      "sandbox %s was not ready within %d s", id,
-					      READY_TIMEOUT_MS / 1000);
-		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = 0;
+	if (detach_read_reply(fd, buf, sizeof(buf), READY_TIMEOUT_MS, false) == -ETIMEDOUT)
+		return ab_error_plain(err, ETIMEDOUT, "sandbox %s was not ready within %d s", id,
+				      READY_TIMEOUT_MS / 1000);
 	if (!strcmp(buf, "ok"))
 		return 0;
 	if (!strncmp(buf, "error ", 6))

@@ -152,14 +152,15 @@ int detach_dial(const char *root, const char *id, const char *leaf, struct ab_er
 	return ab_error_set(err, e, "cannot connect to sandbox %s at %s", id, a.sun_path);
 }
 
-/* One line from fd within CTL_TIMEOUT_MS, into buf. */
-static int read_reply(int fd, char *buf, size_t size)
+int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line)
 {
 	size_t n = 0;
 	struct pollfd p = {.fd = fd, .events = POLLIN};
-	while (n < size - 1 && !memchr(buf, '\n', n)) {
-		if (poll(&p, 1, CTL_TIMEOUT_MS) <= 0)
+	while (n < size - 1 && !(line && memchr(buf, '\n', n))) {
+		if (poll(&p, 1, timeout_ms) <= 0) {
+			buf[n] = 0;
 			return -ETIMEDOUT;
+		}
 		ssize_t r = read(fd, buf + n, size - 1 - n);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -182,7 +183,7 @@ int detach_ctl(const char *root, const char *id, const char *word, json_object *
 	snprintf(line, sizeof(line), "%s\n", word);
 	if (write(fd, line, strlen(line)) < 0)
 		return ab_error_set(err, errno, "sandbox %s: control request", id);
-	int r = read_reply(fd, line, sizeof(line));
+	int r = detach_read_reply(fd, line, sizeof(line), CTL_TIMEOUT_MS, true);
 	if (r == 0)
 		*reply = json_tokener_parse(line);
 	if (!*reply || !json_object_is_type(*reply, json_type_object)) {

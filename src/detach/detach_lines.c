@@ -28,9 +28,35 @@ int detach_fail(const char *fmt, ...)
 	return AB_EXIT_FAILURE;
 }
 
+int detach_bad_arg(const char *cmd, const char *what, const char *arg)
+{
+	return detach_fail("%s: %s '%s' (try 'agentbox %s --help')", cmd, what, arg, cmd);
+}
+
 bool detach_is_help(const char *a)
 {
 	return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+int detach_simple_args(int argc, char **argv, const char *cmd, const char *usage, const char *flag,
+		       const char *short_flag, bool *set, const char **operand)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (detach_is_help(a)) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (!strcmp(a, flag) || (short_flag && !strcmp(a, short_flag))) {
+			*set = true;
+		} else if (!operand) {
+			return detach_bad_arg(cmd, "unknown option", a);
+		} else if (a[0] == '-' || *operand) {
+			return detach_bad_arg(cmd, "unexpected", a);
+		} else {
+			*operand = a;
+		}
+	}
+	return -1;
 }
 
 /* ---- lines from the launcher ---- */

@@ -21,7 +21,16 @@ struct lines {
 
 /* "agentbox: " and the message on stderr; returns AB_EXIT_FAILURE. */
 int detach_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "agentbox: CMD: WHAT 'ARG' (try 'agentbox CMD --help')" on stderr;
+ * returns AB_EXIT_FAILURE. */
+int detach_bad_arg(const char *cmd, const char *what, const char *arg);
 bool detach_is_help(const char *a);
+/* The arguments of a command that takes --help, one flag (its long and
+ * short forms; short may be NULL) and, with operand, at most one operand:
+ * *set when the flag is given, *operand (NULL when none). -1 to go on,
+ * else the command's exit status (0 after the usage, or one said). */
+int detach_simple_args(int argc, char **argv, const char *cmd, const char *usage, const char *flag,
+		       const char *short_flag, bool *set, const char **operand);
 /* A whole line already read, as JSON, or NULL (none yet; or one that is
  * not an object: *bad then). Never blocks. */
 json_object *lines_take(struct lines *l, bool *bad);

@@ -16,6 +16,7 @@
 
 #include "cgroup/cgroup.h"
 #include "detach/detach.h"
+#include "detach/detach_lines.h"
 #include "util/util.h"
 
 /* How long rm waits for a stopped launcher to be gone; and ls lists at
@@ -144,22 +145,12 @@ static void print_row(json_object *o)
 int detach_cli_ls(int argc, char **argv)
 {
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_ls, stdout);
-			return 0;
-		} else {
-			fprintf(stderr,
-				"agentbox: ls: unknown option '%s' (try 'agentbox ls --help')\n",
-				argv[i]);
-			return AB_EXIT_FAILURE;
-		}
-	}
+	int r = detach_simple_args(argc, argv, "ls", usage_ls, "--json", NULL, &json, NULL);
+	if (r >= 0)
+		return r;
 	char root[PATH_MAX];
 	struct ab_error err = {0};
-	int r = detach_root(root, sizeof(root), false, &err);
+	r = detach_root(root, sizeof(root), false, &err);
 	if (r < 0 && r != -ENOENT) {
 		fprintf(stderr, "agentbox: ls: %s\n", err.msg);
 		return AB_EXIT_FAILURE;
@@ -309,10 +300,7 @@ int detach_cli_rm(int argc, char **argv)
 			fputs(usage_rm, stdout);
 			return 0;
 		} else {
-			fprintf(stderr,
-				"agentbox: rm: unknown option '%s' (try 'agentbox rm --help')\n",
-				argv[i]);
-			return AB_EXIT_FAILURE;
+			return detach_bad_arg("rm", "unknown option", argv[i]);
 		}
 	}
 	if (i >= argc) {

@@ -128,6 +128,30 @@ static bool has_nul(json_object *v)
 	return strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v);
 }
 
+/* Why v is not a value of the plain type t (a string, text, a boolean, a
+ * count, a positive integer), or NULL. */
+static const char *plain_why(enum ftype t, json_object *v)
+{
+	static const struct {
+		json_type json;
+		const char *why;
+	} plain[] = {
+		[T_STRING] = {json_type_string, "must be a string"},
+		[T_TEXT] = {json_type_string, "must be a non-empty string without NUL bytes"},
+		[T_BOOL] = {json_type_boolean, "must be true or false"},
+		[T_COUNT] = {json_type_int, "must be an integer of at least 0"},
+		[T_POSINT] = {json_type_int, "must be an integer of at least 1"},
+	};
+	bool ok = json_object_is_type(v, plain[t].json);
+	if (ok && t == T_TEXT)
+		ok = json_object_get_string_len(v) > 0 && !has_nul(v);
+	if (ok && (t == T_COUNT || t == T_POSINT)) {
+		int64_t n = json_object_get_int64(v);
+		ok = n >= (t == T_POSINT ? 1 : 0) && n != INT64_MAX;
+	}
+	return ok ? NULL : plain[t].why;
+}
+
 /* A path of the view: absolute, or relative to /workspace; no "..". */
 static char *view_path(json_object *v, const char **why)
 {
@@ -273,27 +297,12 @@ static int prepare(json_object *req, const char *op, char **inner, struct fileop
 			continue;
 		}
 		case T_STRING:
-			if (!json_object_is_type(v, json_type_string))
-				why = "must be a string";
-			break;
 		case T_TEXT:
-			if (!json_object_is_type(v, json_type_string) ||
-			    json_object_get_string_len(v) == 0 || has_nul(v))
-				why = "must be a non-empty string without NUL bytes";
-			break;
 		case T_BOOL:
-			if (!json_object_is_type(v, json_type_boolean))
-				why = "must be true or false";
-			break;
 		case T_COUNT:
-		case T_POSINT: {
-			int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v)
-									  : -1;
-			if (n < (f->type == T_POSINT ? 1 : 0) || n == INT64_MAX)
-				why = f->type == T_POSINT ? "must be an integer of at least 1"
-							  : "must be an integer of at least 0";
+		case T_POSINT:
+			why = plain_why(f->type, v);
 			break;
-		}
 		case T_ENC: {
 			const char *e = json_object_is_type(v, json_type_string)
 						? json_object_get_string(v)

@@ -210,65 +210,42 @@ int fo_open_regular(const char *path, int flags, struct stat *st)
 int fo_read_all(const char *path, size_t max, char **out, size_t *len)
 {
 	struct stat st;
-	int fd = fo_open_regular(path, O_RDONLY, &st);
+	cleanup_fd int fd = fo_open_regular(path, O_RDONLY, &st);
 	if (fd < 0)
 		return fd;
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
+	if ((uint64_t)st.st_size > max)
 		return -EFBIG;
-	}
 	size_t cap = (size_t)st.st_size + 1, n = 0;
-	char *buf = malloc(cap);
+	cleanup_free char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
 	for (;;) {
-		if (!buf) {
-			close(fd);
-			return -ENOMEM;
-		}
-		if (n == cap - 1) {
-			/* the buffer is full: at the end of the file (of exactly
-			 * max bytes, say), or the file grew while being read */
-			char c;
-			ssize_t k = read(fd, &c, 1);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k == 0)
-				break;
-			if (k < 0) {
-				int e = errno;
-				free(buf);
-				close(fd);
-				return -e;
-			}
-			if (cap - 1 >= max) {
-				free(buf);
-				close(fd);
-				return -EFBIG;
-			}
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *p = realloc(buf, cap);
-			if (!p)
-				free(buf);
-			else
-				p[n++] = c; /* cap grew: there is room */
-			buf = p;
-			continue;
-		}
-		ssize_t k = read(fd, buf + n, cap - 1 - n);
+		/* with the buffer full, one byte more: none at the end of the
+		 * file (of exactly max bytes, say), one if it grew while read */
+		bool full = n == cap - 1;
+		char c;
+		ssize_t k = full ? read(fd, &c, 1) : read(fd, buf + n, cap - 1 - n);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			int e = errno;
-			free(buf);
-			close(fd);
-			return -e;
-		}
+		if (k < 0)
+			return -errno;
 		if (k == 0)
 			break;
-		n += (size_t)k;
+		if (!full) {
+			n += (size_t)k;
+			continue;
+		}
+		if (cap - 1 >= max)
+			return -EFBIG;
+		cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+		char *p = realloc(buf, cap);
+		if (!p)
+			return -ENOMEM;
+		buf = p;
+		buf[n++] = c; /* cap grew: there is room */
 	}
-	close(fd);
 	buf[n] = '\0';
-	*out = buf;
+	*out = ab_steal_pointer(&buf);
 	*len = n;
 	return 0;
 }

@@ -6,6 +6,40 @@
 #include <string.h>
 
 #include "files/fileop_inside.h"
+#include "util/util.h"
+
+static int write_op(json_object *q)
+{
+	return fo_write(q, false);
+}
+
+static int upload_op(json_object *q)
+{
+	return fo_write(q, true);
+}
+
+/* Each operation by its name: fn, or with_data for one that streams over
+ * the data fd. */
+static const struct {
+	const char *name;
+	int (*fn)(json_object *q);
+	int (*with_data)(json_object *q, int data);
+} ops[] = {
+	{"read", fo_read, NULL},
+	{"write", write_op, NULL},
+	{"upload", upload_op, NULL},
+	{"edit", fo_edit, NULL},
+	{"ls", fo_ls, NULL},
+	{"glob", fo_glob, NULL},
+	{"grep", fo_grep, NULL},
+	{"delete", fo_delete, NULL},
+	{"download", fo_download, NULL},
+	{"upload_from", NULL, fo_upload_from},
+	{"download_to", NULL, fo_download_to},
+	{"resolve_path", fo_resolve_path, NULL},
+	{"place_file", fo_place_file, NULL},
+	{"clear_dir", fo_clear_dir, NULL},
+};
 
 static int run(const char *request, int data)
 {
@@ -18,34 +52,11 @@ static int run(const char *request, int data)
 	const char *op = json_object_get_string(opv);
 	int r = 1;
 	fo_set_exact(fo_jbool(q, "exact", false));
-	if (!strcmp(op, "read"))
-		r = fo_read(q);
-	else if (!strcmp(op, "write"))
-		r = fo_write(q, false);
-	else if (!strcmp(op, "upload"))
-		r = fo_write(q, true);
-	else if (!strcmp(op, "edit"))
-		r = fo_edit(q);
-	else if (!strcmp(op, "ls"))
-		r = fo_ls(q);
-	else if (!strcmp(op, "glob"))
-		r = fo_glob(q);
-	else if (!strcmp(op, "grep"))
-		r = fo_grep(q);
-	else if (!strcmp(op, "delete"))
-		r = fo_delete(q);
-	else if (!strcmp(op, "download"))
-		r = fo_download(q);
-	else if (!strcmp(op, "upload_from"))
-		r = fo_upload_from(q, data);
-	else if (!strcmp(op, "download_to"))
-		r = fo_download_to(q, data);
-	else if (!strcmp(op, "resolve_path"))
-		r = fo_resolve_path(q);
-	else if (!strcmp(op, "place_file"))
-		r = fo_place_file(q);
-	else if (!strcmp(op, "clear_dir"))
-		r = fo_clear_dir(q);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(ops); i++)
+		if (!strcmp(op, ops[i].name)) {
+			r = ops[i].fn ? ops[i].fn(q) : ops[i].with_data(q, data);
+			break;
+		}
 	fo_set_exact(false);
 	json_object_put(q);
 	return r;

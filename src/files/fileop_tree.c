@@ -495,6 +495,20 @@ static int remove_tree(int dfd, const char *name, uint64_t *count, int depth)
 	return r;
 }
 
+/* The reply of delete and clear_dir: count entries removed from path, or
+ * the error r (none removed: cannot_what; some: "could not delete
+ * everything in"). */
+static int deleted_reply(int r, const char *path, uint64_t count, const char *cannot_what)
+{
+	if (r < 0)
+		return fo_fail_errno(-r, path,
+				     count ? "could not delete everything in" : cannot_what);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "deleted", json_object_new_int64((int64_t)count));
+	return fo_result(o);
+}
+
 int fo_delete(json_object *q)
 {
 	const char *path = fo_jstr(q, "path", NULL);
@@ -526,13 +540,7 @@ int fo_delete(json_object *q)
 		r = remove_tree(dfd, slash + 1, &count, 0);
 	}
 	close(dfd);
-	if (r < 0)
-		return fo_fail_errno(-r, path,
-				     count ? "could not delete everything in" : "cannot delete");
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(path));
-	json_object_object_add(o, "deleted", json_object_new_int64((int64_t)count));
-	return fo_result(o);
+	return deleted_reply(r, path, count, "cannot delete");
 }
 
 /* clear_dir (an inner op, agentbox runtime's DELETE of /workspace): what is
@@ -562,11 +570,5 @@ int fo_clear_dir(json_object *q)
 		r = remove_tree(sub, names[i], &count, 0);
 	free_names(names, n);
 	close(sub);
-	if (r < 0)
-		return fo_fail_errno(-r, path,
-				     count ? "could not delete everything in" : "cannot clear");
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(path));
-	json_object_object_add(o, "deleted", json_object_new_int64((int64_t)count));
-	return fo_result(o);
+	return deleted_reply(r, path, count, "cannot clear");
 }

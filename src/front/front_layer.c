@@ -7,6 +7,7 @@
  * kills the child and answers with a timeout error. What a commit wrote
  * before it was stopped stays (each file is atomic, layer_commit.c). */
 #include "front/front_layer.h"
+#include "front/request.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,21 +89,12 @@ static void child(int fd, struct ab_layer *l, const char *op, json_object *req)
 /* "timeout" in seconds, as an exec's: more than 0, at most 10000000. */
 static int op_timeout(json_object *req, const char *op, unsigned long long *ms, char *msg, size_t n)
 {
-	json_object *v;
 	*ms = FRONT_LAYER_TIMEOUT_MS;
-	if (!json_object_object_get_ex(req, "timeout", &v))
-		return 0;
-	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
-			   ? json_object_get_double(v)
-			   : -1;
-	if (!(t > 0) || t > 1e7) {
+	if (ab_request_timeout(req, false, ms) < 0) {
 		snprintf(msg, n,
 			 "%s: 'timeout' must be a number of seconds above 0, at most 10000000", op);
 		return -EINVAL;
 	}
-	*ms = (unsigned long long)(t * 1000 + 0.5);
-	if (*ms == 0)
-		*ms = 1;
 	return 0;
 }
 

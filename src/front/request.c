@@ -4,6 +4,7 @@
  * field. */
 #include "front/request.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,9 +52,7 @@ static int only_fields(json_object *req, const char *op, const char *const *allo
 	return 0;
 }
 
-/* A request's "timeout" in seconds, into *ms (0 when absent). */
-static int parse_timeout(json_object *req, const char *op, unsigned long long *ms,
-			 struct ab_error *e)
+int ab_request_timeout(json_object *req, bool zero_ok, unsigned long long *ms)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(req, "timeout", &v))
@@ -61,11 +60,20 @@ static int parse_timeout(json_object *req, const char *op, unsigned long long *m
 	double t = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
 			   ? json_object_get_double(v)
 			   : -1;
-	if (!(t >= 0) || t > 1e7)
-		BAD("%s: 'timeout' must be a number of seconds from 0 to 10000000", op);
+	if (!(zero_ok ? t >= 0 : t > 0) || t > 1e7)
+		return -EINVAL;
 	*ms = (unsigned long long)(t * 1000 + 0.5);
 	if (t > 0 && *ms == 0)
 		*ms = 1;
+	return 0;
+}
+
+/* A request's "timeout" in seconds, into *ms (0 when absent). */
+static int parse_timeout(json_object *req, const char *op, unsigned long long *ms,
+			 struct ab_error *e)
+{
+	if (ab_request_timeout(req, true, ms) < 0)
+		BAD("%s: 'timeout' must be a number of seconds from 0 to 10000000", op);
 	return 0;
 }
 

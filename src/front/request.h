@@ -110,4 +110,9 @@ int ab_request_layer(struct ab_request *q, json_object *id, const char *op, json
  * end the line), if it is a valid id. NULL when none can be found. */
 json_object *ab_request_scan_id(const char *p, size_t n);
 
+/* A request's "timeout" in seconds, into *ms (rounded; at least 1 ms for
+ * more than 0): 0 when absent (*ms untouched), -EINVAL when it is not a
+ * number from 0 (or, without zero_ok, above 0) to 10000000. */
+int ab_request_timeout(json_object *req, bool zero_ok, unsigned long long *ms);
+
 #endif

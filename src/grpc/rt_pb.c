@@ -36,34 +36,43 @@ static int varint(struct rd *r, uint64_t *v)
 	return -EINVAL; /* more than 10 bytes */
 }
 
-/* The next field: its number, wire type and value (a varint's in v, a
- * length-delimited one's bytes in d/dn; fixed ones skipped). */
-static int field(struct rd *r, uint32_t *num, unsigned *wt, uint64_t *v, const uint8_t **d,
-		 size_t *dn)
+/* A field: its number, wire type and value (a varint's in v, a
+ * length-delimited one's bytes in d/n). */
+struct pbf {
+	uint32_t num;
+	unsigned wt;
+	uint64_t v;
+	const uint8_t *d;
+	size_t n;
+};
+
+/* The next field into *f (fixed-size values skipped). */
+static int field(struct rd *r, struct pbf *f)
 {
 	uint64_t key;
+	*f = (struct pbf){0};
 	if (varint(r, &key) < 0 || key >> 3 == 0 || key >> 3 > 0x1fffffff)
 		return -EINVAL;
-	*num = (uint32_t)(key >> 3);
-	*wt = key & 7;
+	f->num = (uint32_t)(key >> 3);
+	f->wt = key & 7;
 	size_t left = (size_t)(r->end - r->p);
-	switch (*wt) {
+	switch (f->wt) {
 	case 0:
-		return varint(r, v);
+		return varint(r, &f->v);
 	case 1:
 	case 5: {
-		size_t n = *wt == 1 ? 8 : 4;
+		size_t n = f->wt == 1 ? 8 : 4;
 		if (left < n)
 			return -EINVAL;
 		r->p += n;
 		return 0;
 	}
 	case 2: /* the length checked against what is left after it */
-		if (varint(r, v) < 0 || *v > (size_t)(r->end - r->p))
+		if (varint(r, &f->v) < 0 || f->v > (size_t)(r->end - r->p))
 			return -EINVAL;
-		*d = r->p;
-		*dn = (size_t)*v;
-		r->p += *dn;
+		f->d = r->p;
+		f->n = (size_t)f->v;
+		r->p += f->n;
 		return 0;
 	default: /* groups (3, 4) and 6, 7: not in proto3 */
 		return -EINVAL;
@@ -105,18 +114,14 @@ static int env_entry(struct pb_req *q, const uint8_t *d, size_t dn, const char *
 	struct rd r = {d, d + dn};
 	const uint8_t *k = (const uint8_t *)"", *val = (const uint8_t *)"";
 	size_t kn = 0, vn = 0;
+	struct pbf f;
 	while (r.p < r.end) {
-		uint32_t num;
-		unsigned wt;
-		uint64_t v;
-		const uint8_t *fd = NULL;
-		size_t fn = 0;
-		if (field(&r, &num, &wt, &v, &fd, &fn) < 0)
+		if (field(&r, &f) < 0)
 			return *why = "a malformed env_vars entry", -EINVAL;
-		if (wt == 2 && num == 1)
-			k = fd, kn = fn;
-		else if (wt == 2 && num == 2)
-			val = fd, vn = fn;
+		if (f.wt == 2 && f.num == 1)
+			k = f.d, kn = f.n;
+		else if (f.wt == 2 && f.num == 2)
+			val = f.d, vn = f.n;
 	}
 	if (kn == 0 || memchr(k, '=', kn) || memchr(k, 0, kn) || memchr(val, 0, vn))
 		return *why = "an env_vars name is empty or holds '=' or a NUL byte", -EINVAL;
@@ -136,30 +141,26 @@ static int env_entry(struct pb_req *q, const uint8_t *d, size_t dn, const char *
 static int config(struct pb_req *q, const uint8_t *d, size_t dn, const char **why)
 {
 	struct rd r = {d, d + dn};
+	struct pbf f;
 	while (r.p < r.end) {
-		uint32_t num;
-		unsigned wt;
-		uint64_t v;
-		const uint8_t *fd = NULL;
-		size_t fn = 0;
-		if (field(&r, &num, &wt, &v, &fd, &fn) < 0)
+		if (field(&r, &f) < 0)
 			return *why = "a malformed ProcessConfig", -EINVAL;
-		if (wt != 2 || num < 1 || num > 3)
+		if (f.wt != 2 || f.num < 1 || f.num > 3)
 			continue;
-		if (num == 2) {
-			int rc = env_entry(q, fd, fn, why);
+		if (f.num == 2) {
+			int rc = env_entry(q, f.d, f.n, why);
 			if (rc < 0)
 				return rc;
 			continue;
 		}
-		char *s = string_of(fd, fn);
-		if (!s && memchr(fd, 0, fn))
-			return *why = num == 1 ? "a command argument holds a NUL byte"
-					       : "cwd holds a NUL byte",
+		char *s = string_of(f.d, f.n);
+		if (!s && memchr(f.d, 0, f.n))
+			return *why = f.num == 1 ? "a command argument holds a NUL byte"
+						 : "cwd holds a NUL byte",
 			       -EINVAL;
 		if (!s)
 			return -ENOMEM;
-		if (num == 3) {
+		if (f.num == 3) {
 			free(q->cwd);
 			q->cwd = s;
 			continue;
@@ -177,47 +178,44 @@ static int pty(struct pb_req *q, const uint8_t *d, size_t dn, const char **why)
 {
 	struct rd r = {d, d + dn};
 	q->pty = true;
+	struct pbf f;
 	while (r.p < r.end) {
-		uint32_t num;
-		unsigned wt;
-		uint64_t v = 0;
-		const uint8_t *fd;
-		size_t fn;
-		if (field(&r, &num, &wt, &v, &fd, &fn) < 0)
+		if (field(&r, &f) < 0)
 			return *why = "a malformed PTY", -EINVAL;
-		if (wt == 0 && num == 1)
-			q->cols = (uint32_t)v;
-		else if (wt == 0 && num == 2)
-			q->rows = (uint32_t)v;
+		if (f.wt == 0 && f.num == 1)
+			q->cols = (uint32_t)f.v;
+		else if (f.wt == 0 && f.num == 2)
+			q->rows = (uint32_t)f.v;
 	}
 	return 0;
 }
 
 /* One field of method's request. */
-static int request_field(enum pb_method m, struct pb_req *q, uint32_t num, unsigned wt, uint64_t v,
-			 const uint8_t *d, size_t dn, const char **why)
+static int request_field(enum pb_method m, struct pb_req *q, const struct pbf *f, const char **why)
 {
+	uint32_t num = f->num;
+	unsigned wt = f->wt;
 	bool cfg = m == PB_START || m == PB_EXECUTE;
 	if (cfg && num == 1 && wt == 2)
-		return config(q, d, dn, why);
+		return config(q, f->d, f->n, why);
 	if (m == PB_START && num == 2 && wt == 2)
-		return pty(q, d, dn, why);
+		return pty(q, f->d, f->n, why);
 	if (cfg)
 		return 0;
 	if (num == 1 && wt == 0) {
-		q->process_id = (int32_t)(uint32_t)v;
+		q->process_id = (int32_t)(uint32_t)f->v;
 	} else if (m == PB_WRITE_STDIN && num == 2 && wt == 2) {
-		q->input = d ? d : (const uint8_t *)"";
-		q->input_len = dn;
+		q->input = f->d ? f->d : (const uint8_t *)"";
+		q->input_len = f->n;
 		q->eof = false;
 	} else if (m == PB_WRITE_STDIN && num == 3 && wt == 2) {
 		q->eof = true;
 		q->input = NULL;
 		q->input_len = 0;
 	} else if (m == PB_SEND_SIGNAL && num == 2 && wt == 0) {
-		q->signal = (int32_t)(uint32_t)v;
+		q->signal = (int32_t)(uint32_t)f->v;
 	} else if (m == PB_RESIZE_TTY && (num == 2 || num == 3) && wt == 0) {
-		*(num == 2 ? &q->cols : &q->rows) = (uint32_t)v;
+		*(num == 2 ? &q->cols : &q->rows) = (uint32_t)f->v;
 	}
 	return 0;
 }
@@ -227,18 +225,14 @@ int pb_decode(enum pb_method m, const uint8_t *b, size_t len, struct pb_req *q, 
 	*q = (struct pb_req){0};
 	*why = "out of memory";
 	struct rd r = {b, b + len};
+	struct pbf f;
 	int rc = 0;
 	while (rc == 0 && r.p < r.end) {
-		uint32_t num;
-		unsigned wt;
-		uint64_t v = 0;
-		const uint8_t *d = NULL;
-		size_t dn = 0;
-		if (field(&r, &num, &wt, &v, &d, &dn) < 0) {
+		if (field(&r, &f) < 0) {
 			*why = "the request is not a valid protobuf message";
 			rc = -EINVAL;
 		} else {
-			rc = request_field(m, q, num, wt, v, d, dn, why);
+			rc = request_field(m, q, &f, why);
 		}
 	}
 	if (rc < 0)

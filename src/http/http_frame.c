@@ -87,6 +87,48 @@ static int head_end(const char *b, size_t n, size_t *len)
 	return 0;
 }
 
+/* What a head's framing errors say, a request's or a response's. */
+struct head_words {
+	const char *bare_lf, *too_long, *bare_cr;
+};
+
+static const struct head_words request_words = {
+	"a bare LF in the request head", "request head too long", "a bare CR in the request head"};
+static const struct head_words response_words = {"a bare LF in the response head",
+						 "response head too long",
+						 "a bare CR in the response head"};
+
+/* The head at b within max bytes: 1 with its length in *hl, 0 when it has
+ * not all come yet, else an error with *why. */
+static int head_of(const char *b, size_t n, size_t max, const struct head_words *w, size_t *hl,
+		   const char **why)
+{
+	int r = head_end(b, n < max ? n : max, hl);
+	if (r < 0)
+		return fail(why, w->bare_lf);
+	if (!r && n >= max)
+		return *why = w->too_long, -E2BIG;
+	return r;
+}
+
+/* The head's next line at *at, *len bytes long without its CRLF (*at
+ * moves past it): false at the blank line that ends the head (at end),
+ * or on a bare CR (*why then). */
+static bool next_line(const char **at, const char *end, size_t *len, const struct head_words *w,
+		      const char **why)
+{
+	if (*at >= end - 2)
+		return false;
+	const char *eol = memchr(*at, '\r', (size_t)(end - *at));
+	if (eol[1] != '\n') {
+		*why = w->bare_cr;
+		return false;
+	}
+	*len = (size_t)(eol - *at);
+	*at = eol + 2;
+	return true;
+}
+
 /* A header line: a token name right before ':', no control byte but tab,
  * not folded. NULL or why not. */
 static const char *field_bad(const char *line, size_t len)
@@ -128,22 +170,14 @@ int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const cha
 {
 	memset(m, 0, sizeof(*m));
 	*why = NULL;
-	size_t hl = 0;
-	int r = head_end(b, n < NET_HEAD_MAX ? n : NET_HEAD_MAX, &hl);
-	if (r < 0)
-		return fail(why, "a bare LF in the request head");
-	if (!r) {
-		if (n >= NET_HEAD_MAX)
-			return *why = "request head too long", -E2BIG;
-		return 0;
-	}
+	size_t hl = 0, len;
+	int r = head_of(b, n, NET_HEAD_MAX, &request_words, &hl, why);
+	if (r <= 0)
+		return r;
 	m->head_len = hl;
 	bool have_len = false, http10 = false;
-	for (const char *line = b; line < b + hl - 2;) {
-		const char *eol = memchr(line, '\r', (size_t)(b + hl - line));
-		size_t len = (size_t)(eol - line);
-		if (eol[1] != '\n')
-			return fail(why, "a bare CR in the request head");
+	for (const char *line = b, *at = b; next_line(&at, b + hl, &len, &request_words, why);
+	     line = at) {
 		const char *v, *bad;
 		size_t vl;
 		if (line == b) {
@@ -176,8 +210,9 @@ int net_http_msg_scan(const char *b, size_t n, struct net_http_msg *m, const cha
 			m->host_off = (size_t)(v - b);
 			m->host_len = vl;
 		}
-		line = eol + 2;
 	}
+	if (*why)
+		return -EPROTO;
 	if (m->chunked && have_len)
 		return fail(why, "both Content-Length and Transfer-Encoding");
 	return 1;
@@ -215,22 +250,14 @@ int net_http_resp_scan(const char *b, size_t n, bool head_request, struct net_ht
 {
 	memset(r, 0, sizeof(*r));
 	*why = NULL;
-	size_t hl = 0;
-	int e = head_end(b, n < NET_RESP_HEAD_MAX ? n : NET_RESP_HEAD_MAX, &hl);
-	if (e < 0)
-		return fail(why, "a bare LF in the response head");
-	if (!e) {
-		if (n >= NET_RESP_HEAD_MAX)
-			return *why = "response head too long", -E2BIG;
-		return 0;
-	}
+	size_t hl = 0, len;
+	int e = head_of(b, n, NET_RESP_HEAD_MAX, &response_words, &hl, why);
+	if (e <= 0)
+		return e;
 	r->head_len = hl;
 	bool have_len = false, have_te = false;
-	for (const char *line = b; line < b + hl - 2;) {
-		const char *eol = memchr(line, '\r', (size_t)(b + hl - line));
-		size_t len = (size_t)(eol - line);
-		if (eol[1] != '\n')
-			return fail(why, "a bare CR in the response head");
+	for (const char *line = b, *at = b; next_line(&at, b + hl, &len, &response_words, why);
+	     line = at) {
 		const char *v, *bad;
 		size_t vl;
 		if (line == b) {
@@ -262,8 +289,9 @@ int net_http_resp_scan(const char *b, size_t n, bool head_request, struct net_ht
 		} else if (header(line, len, "Connection", &v, &vl)) {
 			r->close |= has_token(v, vl, "close");
 		}
-		line = eol + 2;
 	}
+	if (*why)
+		return -EPROTO;
 	if (r->status < 200 || r->status == 204 || r->status == 304 || head_request) {
 		r->no_body = true;
 		r->chunked = false;

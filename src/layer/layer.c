@@ -27,15 +27,12 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
 		       struct ab_error *err)
 {
 	if (strcmp(opt, "--workspace-mode") == 0) {
-		if (strcmp(arg, "direct") == 0)
-			cfg->workspace_mode = AB_WORKSPACE_DIRECT;
-		else if (strcmp(arg, "overlay") == 0)
-			cfg->workspace_mode = AB_WORKSPACE_OVERLAY;
-		else
-			return ab_error_plain(
-				err, EINVAL, "--workspace-mode: '%s' is not one of direct, overlay",
-				arg);
-		return 0;
+		static const struct ab_choice modes[] = {{"direct", AB_WORKSPACE_DIRECT},
+							 {"overlay", AB_WORKSPACE_OVERLAY}};
+		int r = ab_parse_choice(opt, arg, modes, AB_ARRAY_SIZE(modes), err);
+		if (r >= 0)
+			cfg->workspace_mode = r;
+		return r < 0 ? r : 0;
 	}
 	if (!*arg)
 		return ab_error_plain(err, EINVAL, "%s: empty path", opt);
@@ -58,18 +55,6 @@ static int state_base(char *buf, size_t n, struct ab_error *err)
 	int r = ab_mkdir_p(buf, geteuid() == 0 ? 0711 : 0700);
 	if (r < 0)
 		return ab_error_set(err, -r, "cannot create the layer directory %s", buf);
-	return 0;
-}
-
-static int add_protect(struct ab_layer *l, const char *rel)
-{
-	char **p = realloc(l->protect, (l->n_protect + 2) * sizeof(char *));
-	if (!p)
-		return -ENOMEM;
-	l->protect = p;
-	if (!(p[l->n_protect] = strdup(rel)))
-		return -ENOMEM;
-	p[++l->n_protect] = NULL;
 	return 0;
 }
 
@@ -114,7 +99,7 @@ static int read_info(struct ab_layer *l, struct ab_error *err)
 		size_t len = strcspn(p + 9, "\n");
 		char rel[PATH_MAX];
 		snprintf(rel, sizeof(rel), "%.*s", (int)len, p + 9);
-		if (add_protect(l, rel) < 0)
+		if (ab_strv_push(&l->protect, &l->n_protect, rel) < 0)
 			return ab_error_set(err, ENOMEM, "reading %s", path);
 	}
 	char *ws = strstr(buf, "\nworkspace=");
@@ -335,7 +320,7 @@ int layer_create(const struct ab_config *cfg, const struct protect_state *protec
 	if (!l)
 		return ab_error_set(err, ENOMEM, "planning the layer");
 	for (size_t i = 0; protect && i < protect->n; i++)
-		if (add_protect(l, protect->e[i].rel) < 0)
+		if (ab_strv_push(&l->protect, &l->n_protect, protect->e[i].rel) < 0)
 			return ab_error_set(err, ENOMEM, "planning the layer");
 	return create_layer(cfg, l, err);
 }
@@ -549,13 +534,8 @@ char **layer_protected_changes(const struct ab_layer *l)
 			close(fd);
 		else if (fd != -ELOOP)
 			continue;
-		char **grown = realloc(out, (n + 2) * sizeof(char *));
-		if (!grown || !(grown[n] = strdup(l->protect[i]))) {
-			out = grown ? grown : out;
+		if (ab_strv_push(&out, &n, l->protect[i]) < 0)
 			break;
-		}
-		out = grown;
-		out[++n] = NULL;
 	}
 	return out;
 }

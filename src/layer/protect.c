@@ -170,13 +170,8 @@ char **protect_changes(const struct ab_config *cfg, const struct protect_state *
 		    (!now.exists || (now.dev == b->dev && now.ino == b->ino &&
 				     (now.mode & S_IFMT) == (b->mode & S_IFMT))))
 			continue;
-		char **grown = realloc(out, (n + 2) * sizeof(char *));
-		if (!grown)
+		if (ab_strv_push(&out, &n, now.rel) < 0)
 			break;
-		out = grown;
-		if (!(out[n] = strdup(now.rel)))
-			break;
-		out[++n] = NULL;
 	}
 	return out;
 }
@@ -282,13 +277,8 @@ char **protect_created(const struct ab_config *cfg, const struct protect_state *
 			listed = strcmp(*p, before->e[i].rel) == 0;
 		if (!listed || before->e[i].exists || !as_git_init_made_it(ws, before->e[i].rel))
 			continue;
-		char **grown = realloc(out, (n + 2) * sizeof(char *));
-		if (!grown)
+		if (ab_strv_push(&out, &n, before->e[i].rel) < 0)
 			break;
-		out = grown;
-		if (!(out[n] = strdup(before->e[i].rel)))
-			break;
-		out[++n] = NULL;
 	}
 	return out;
 }
@@ -311,13 +301,8 @@ char **protect_created_layer(const char *workspace, const char *layer_dir, char 
 			close(fd);
 		if (fd != -ENOENT || !as_git_init_made_it(up, *p))
 			continue;
-		char **grown = realloc(out, (n + 2) * sizeof(char *));
-		if (!grown)
+		if (ab_strv_push(&out, &n, *p) < 0)
 			break;
-		out = grown;
-		if (!(out[n] = strdup(*p)))
-			break;
-		out[++n] = NULL;
 	}
 	return out;
 }

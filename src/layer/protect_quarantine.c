@@ -177,17 +177,6 @@ static int add(struct ab_quarantined **out, size_t *n, const char *rel, size_t r
 	return 0;
 }
 
-static void kept_add(char ***kept, size_t *n, const char *rel)
-{
-	char **grown = realloc(*kept, (*n + 2) * sizeof(char *));
-	if (!grown)
-		return;
-	*kept = grown;
-	if ((grown[*n] = strdup(rel)))
-		(*n)++;
-	grown[*n] = NULL;
-}
-
 int protect_quarantine(const struct ab_config *cfg, const struct protect_state *start,
 		       struct ab_quarantined **out, size_t *n, char ***kept)
 {
@@ -228,7 +217,7 @@ int protect_quarantine(const struct ab_config *cfg, const struct protect_state *
 				continue; /* there at the start: a worktree's .git */
 			reason = judge_parent(e->rel, &w);
 		} else if (!(reason = judge(e->rel, &w, why, sizeof(why)))) {
-			kept_add(kept, &n_kept, e->rel);
+			(void)ab_strv_push(kept, &n_kept, e->rel);
 			continue;
 		}
 		char to[256 + sizeof(PROTECT_QUARANTINE_SUFFIX) + 32];

@@ -81,13 +81,8 @@ char **protect_watch_refused(struct protect_watch *w)
 		if (!w->e[i].seen)
 			continue;
 		w->e[i].seen = false; /* each attempt reported by the command it ends */
-		char **grown = realloc(out, (n + 2) * sizeof(char *));
-		if (!grown)
+		if (ab_strv_push(&out, &n, w->e[i].rel) < 0)
 			break;
-		out = grown;
-		if (!(out[n] = strdup(w->e[i].rel)))
-			break;
-		out[++n] = NULL;
 	}
 	return out;
 }

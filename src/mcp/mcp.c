@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -31,6 +32,7 @@
 #include "files/fileop.h"
 #include "front/front.h"
 #include "front/front_audit.h"
+#include "front/front_in.h"
 #include "front/front_out.h"
 #include "front/request.h"
 #include "mcp/mcp_tools.h"
@@ -88,18 +90,20 @@ static unsigned long long now_ms(void)
 
 /* ---- messages out ---- */
 
-static void send_msg(struct mcp *m, json_object *o)
+/* A JSON-RPC message: its two members (k1: v1, k2: v2, both taken). */
+static void send_msg(struct mcp *m, const char *k1, json_object *v1, const char *k2,
+		     json_object *v2)
 {
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, k1, v1);
+	json_object_object_add(o, k2, v2);
 	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
 	out_json(&m->out, o, NULL);
 }
 
 static void rpc_result(struct mcp *m, json_object *id, json_object *result)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "id", json_object_get(id));
-	json_object_object_add(o, "result", result);
-	send_msg(m, o);
+	send_msg(m, "id", json_object_get(id), "result", result);
 }
 
 __attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_object *id,
@@ -113,18 +117,12 @@ __attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_
 	json_object *e = json_object_new_object();
 	json_object_object_add(e, "code", json_object_new_int(code));
 	json_object_object_add(e, "message", json_object_new_string(msg));
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "id", json_object_get(id));
-	json_object_object_add(o, "error", e);
-	send_msg(m, o);
+	send_msg(m, "id", json_object_get(id), "error", e);
 }
 
 static void notify(struct mcp *m, const char *method, json_object *params)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "method", json_object_new_string(method));
-	json_object_object_add(o, "params", params);
-	send_msg(m, o);
+	send_msg(m, "method", json_object_new_string(method), "params", params);
 }
 
 /* notifications/message, when the client asked for level or below */
@@ -522,37 +520,26 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 	json_object_put(o);
 }
 
-/* Complete lines from the input buffer; an overlong one is answered and
- * skipped up to its newline. */
+static void take_line(void *arg, const char *p, size_t n)
+{
+	handle_line(arg, p, n);
+}
+
+static void too_long(void *arg, const char *p, size_t n)
+{
+	(void)p;
+	(void)n;
+	rpc_error(arg, NULL, RPC_INVALID_REQUEST,
+		  "a message is longer than %u bytes; write_file carries at most %u bytes",
+		  MAX_LINE, FILEOP_DATA_MAX);
+}
+
+/* Complete lines from the input buffer (one within the buffer is taken
+ * whole); an overlong one is answered and skipped up to its newline. */
 static void handle_input(struct mcp *m)
 {
-	size_t start = 0;
-	for (;;) {
-		char *nl = memchr(m->in + start, '\n', m->in_len - start);
-		if (!nl)
-			break;
-		size_t len = (size_t)(nl - (m->in + start));
-		if (m->discarding)
-			m->discarding = false;
-		else
-			handle_line(m, m->in + start, len);
-		start += len + 1;
-	}
-	memmove(m->in, m->in + start, m->in_len - start);
-	m->in_len -= start;
-	if (m->in_len > MAX_LINE) {
-		if (!m->discarding)
-			rpc_error(m, NULL, RPC_INVALID_REQUEST,
-				  "a message is longer than %u bytes; write_file carries at most "
-				  "%u bytes",
-				  MAX_LINE, FILEOP_DATA_MAX);
-		m->discarding = true;
-		m->in_len = 0;
-	}
-	if (m->stdin_eof && m->in_len && !m->discarding) {
-		handle_line(m, m->in, m->in_len);
-		m->in_len = 0;
-	}
+	static const struct front_in_fns fns = {.line = take_line, .too_long = too_long};
+	front_in_take(m->in, &m->in_len, &m->discarding, m->stdin_eof, MAX_LINE, SIZE_MAX, &fns, m);
 }
 
 /* ---- the server ---- */

@@ -77,6 +77,19 @@
 
 const int ab_forwarded_signals[6] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
+int ab_forwarded_signals_fd(int extra, sigset_t *old)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
+		sigaddset(&mask, ab_forwarded_signals[i]);
+	if (extra)
+		sigaddset(&mask, extra);
+	if (sigprocmask(SIG_BLOCK, &mask, old) < 0)
+		return -1;
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
 static _Noreturn void init_fail(int sync_fd, const struct ab_error *err)
 {
 	sync_send(sync_fd, SYNC_ERROR, err->code, 0, err->msg);
@@ -453,14 +466,8 @@ _Noreturn void init_main(struct init_args *a)
 	}
 
 confined:;
-	sigset_t mask;
-	sigemptyset(&mask);
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
-		sigaddset(&mask, ab_forwarded_signals[i]);
-	sigaddset(&mask, SIGCHLD);
 	/* blocked here too: a session's launcher does not block them for us */
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	int sigfd = ab_forwarded_signals_fd(SIGCHLD, NULL);
 	if (sigfd < 0) {
 		ab_error_set(&err, errno, "cannot watch signals in the sandbox");
 		init_fail(a->sync_fd, &err);

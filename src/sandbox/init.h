@@ -12,6 +12,10 @@
 
 /* Signals `agentbox run` passes on to its command; the init blocks them. */
 extern const int ab_forwarded_signals[6];
+/* Block them and extra (0: none) in the calling thread (the mask before
+ * into *old, unless NULL) and return a non-blocking, close-on-exec
+ * signalfd for them all; -1 with errno. */
+int ab_forwarded_signals_fd(int extra, sigset_t *old);
 
 struct init_args {
 	const struct ab_config *cfg;

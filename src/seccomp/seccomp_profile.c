@@ -23,6 +23,7 @@
 
 #include "seccomp/policy_builtin.h"
 #include "util/error.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #ifndef AGENTBOX_INSTALL_POLICY_DIR
@@ -582,28 +583,18 @@ int secprof_read(struct loader *l, char **out, size_t *len)
 
 static int parse_profile(struct loader *l, const char *buf, size_t n, json_object **out)
 {
-	json_tokener *tok = json_tokener_new();
-	if (!tok)
+	size_t off;
+	enum json_tokener_error je;
+	int r = ab_json_parse_whole(buf, n, out, &off, &je);
+	if (r == -ENOMEM)
 		return ab_error_set(l->err, ENOMEM, "reading %s", l->file);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	json_object *root = json_tokener_parse_ex(tok, buf, (int)n);
-	enum json_tokener_error je = json_tokener_get_error(tok);
-	size_t off = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!root || je != json_tokener_success || off != (size_t)n) {
-		if (root)
-			json_object_put(root);
-		if (je == json_tokener_continue || je == json_tokener_success)
-			return ab_error_plain(
-				l->err, EINVAL, "seccomp profile %s: invalid JSON at byte %zu: %s",
-				l->file, off,
-				je == json_tokener_success ? "trailing data" : "unexpected end");
-		return ab_error_plain(l->err, EINVAL,
-				      "seccomp profile %s: invalid JSON at byte %zu: %s", l->file,
-				      off, json_tokener_error_desc(je));
-	}
-	*out = root;
-	return 0;
+	if (r == 0)
+		return 0;
+	return ab_error_plain(l->err, EINVAL, "seccomp profile %s: invalid JSON at byte %zu: %s",
+			      l->file, off,
+			      je == json_tokener_success    ? "trailing data"
+			      : je == json_tokener_continue ? "unexpected end"
+							    : json_tokener_error_desc(je));
 }
 
 static int load(struct loader *l, json_object *root)

@@ -28,6 +28,7 @@
 #include "files/fileop_host.h"
 #include "front/front.h"
 #include "front/front_audit.h"
+#include "front/front_in.h"
 #include "front/front_out.h"
 #include "front/netop.h"
 #include "front/request.h"
@@ -265,8 +266,9 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 
 /* A line over MAX_LINE, of which n bytes are at p: answered with the id
  * its start names, when it names one (clients write op and id first). */
-static void too_large(struct server *sv, const char *p, size_t n)
+static void too_large(void *arg, const char *p, size_t n)
 {
+	struct server *sv = arg;
 	json_object *id = ab_request_scan_id(p, n);
 	send_error(sv, id, AB_ERRC_TOO_LARGE,
 		   "a request line is longer than %u bytes; files move in chunks of at most "
@@ -275,39 +277,25 @@ static void too_large(struct server *sv, const char *p, size_t n)
 	json_object_put(id);
 }
 
+static void take_line(void *arg, const char *p, size_t n)
+{
+	handle_line(arg, p, n);
+}
+
+static bool layer_busy(void *arg)
+{
+	return ab_front_layer_busy(&((struct server *)arg)->f);
+}
+
 /* Complete lines from the input buffer; an overlong one is answered and
- * skipped up to its newline. */
+ * skipped up to its newline. The lines after a changes or commit wait
+ * for it. */
 static void handle_input(struct server *sv)
 {
-	size_t start = 0;
-	for (;;) {
-		if (ab_front_layer_busy(&sv->f))
-			break; /* the lines after a changes or commit wait for it */
-		char *nl = memchr(sv->in + start, '\n', sv->in_len - start);
-		if (!nl)
-			break;
-		size_t len = (size_t)(nl - (sv->in + start));
-		if (sv->discarding)
-			sv->discarding = false;
-		else if (len > MAX_LINE)
-			too_large(sv, sv->in + start, len);
-		else
-			handle_line(sv, sv->in + start, len);
-		start += len + 1;
-	}
-	memmove(sv->in, sv->in + start, sv->in_len - start);
-	sv->in_len -= start;
-	if (sv->in_len > MAX_LINE) {
-		if (!sv->discarding)
-			too_large(sv, sv->in, sv->in_len);
-		sv->discarding = true;
-		sv->in_len = 0;
-	}
-	if (sv->stdin_eof && sv->in_len && !sv->discarding && !ab_front_layer_busy(&sv->f)) {
-		/* a last line without its newline */
-		handle_line(sv, sv->in, sv->in_len);
-		sv->in_len = 0;
-	}
+	static const struct front_in_fns fns = {
+		.line = take_line, .too_long = too_large, .hold = layer_busy};
+	front_in_take(sv->in, &sv->in_len, &sv->discarding, sv->stdin_eof, MAX_LINE, MAX_LINE, &fns,
+		      sv);
 }
 
 /* ---- events from the session ---- */

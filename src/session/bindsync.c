@@ -19,47 +19,33 @@
 
 enum { SYNC_TIMEOUT_MS = 30000, DRAIN_MS = 2000 };
 
-struct pull {
-	unsigned long long tag;
-	bool done;
-	int r;
-	char *why;
-	size_t why_size;
-	long long bytes; /* what the reply says was sent */
-};
-
-static void pull_event(const struct ab_event *ev, void *arg)
+/* What the sandbox's reply to download_to says: the bytes it sent into
+ * *bytes, or -errno with why (a sentence) filled. */
+static int pull_reply(const struct ab_result *res, long long *bytes, char *why, size_t why_size)
 {
-	struct pull *w = arg;
-	if (ev->kind != AB_EVENT_RESULT || ev->tag != w->tag)
-		return;
-	w->done = true;
-	if (ev->error) {
-		snprintf(w->why, w->why_size, "%s", ev->error->msg);
-		w->r = -EIO;
-		return;
-	}
-	const struct ab_output *out = &ev->result->out;
+	const struct ab_output *out = &res->out;
 	json_object *o = out->data ? json_tokener_parse(out->data) : NULL;
 	json_object *v = NULL, *e = NULL, *m = NULL, *code = NULL;
+	int r = 0;
 	if (o && json_object_object_get_ex(o, "error", &e)) {
 		json_object_object_get_ex(e, "message", &m);
 		json_object_object_get_ex(e, "code", &code);
 		bool gone = code && strcmp(json_object_get_string(code), "file_not_found") == 0;
-		snprintf(w->why, w->why_size, "%s",
+		snprintf(why, why_size, "%s",
 			 gone ? "it was deleted in the sandbox"
 			 : m  ? json_object_get_string(m)
 			      : "it cannot be read");
-		w->r = gone ? -ENOENT : -EIO;
+		r = gone ? -ENOENT : -EIO;
 	} else if (o && json_object_object_get_ex(o, "result", &v) &&
 		   json_object_object_get_ex(v, "bytes", &m) &&
 		   json_object_is_type(m, json_type_int)) {
-		w->bytes = json_object_get_int64(m);
+		*bytes = json_object_get_int64(m);
 	} else {
-		snprintf(w->why, w->why_size, "the sandbox's reply was not one");
-		w->r = -EPROTO;
+		snprintf(why, why_size, "the sandbox's reply was not one");
+		r = -EPROTO;
 	}
 	json_object_put(o);
+	return r;
 }
 
 /* What the pipe has now into *buf, at most BINDFILE_MAX bytes in all;
@@ -114,8 +100,9 @@ static int pull(struct ab_session *s, size_t i, const char *dst, char **buf, siz
 	json_object_put(req);
 	int fds[3] = {wr, -1, -1};
 	struct ab_exec x = {.file_op = inner, .fds = fds, .timeout_ms = SYNC_TIMEOUT_MS};
-	struct pull w = {.tag = 0xab5f11e0000ULL + i, .why = why, .why_size = why_size};
-	struct ab_error err = {0};
+	struct ab_result res = {0};
+	struct ab_error err = {0}, cmd_err = {0};
+	struct session_result_wait w = {.tag = 0xab5f11e0000ULL + i, .res = &res, .err = &cmd_err};
 	int r = inner ? ab_session_start(s, &x, w.tag, &err) : ab_error_set(&err, ENOMEM, "sync");
 	if (r < 0) {
 		snprintf(why, why_size, "%s", err.msg);
@@ -137,11 +124,20 @@ static int pull(struct ab_session *s, size_t i, const char *dst, char **buf, siz
 			break;
 		if (open && pf[1].revents && !(open = pull_read(rd, buf, len, &cap, &over)) && over)
 			ab_session_cancel(s, w.tag);
-		if (!w.done && ab_session_dispatch(s, 0, pull_event, &w, &err) < 0) {
+		if (!w.done && ab_session_dispatch(s, 0, session_result_event, &w, &err) < 0) {
+			ab_result_free(&res);
 			snprintf(why, why_size, "%s", err.msg);
 			return -EIO;
 		}
 	}
+	long long bytes = 0;
+	if (w.done && w.r < 0) {
+		snprintf(why, why_size, "%s", cmd_err.msg);
+		w.r = -EIO;
+	} else if (w.done) {
+		w.r = pull_reply(&res, &bytes, why, why_size);
+	}
+	ab_result_free(&res);
 	if (over) {
 		snprintf(why, why_size, "it is over %u MiB, the most synced back",
 			 BINDFILE_MAX >> 20);
@@ -149,9 +145,8 @@ static int pull(struct ab_session *s, size_t i, const char *dst, char **buf, siz
 	}
 	if (w.r < 0)
 		return w.r;
-	if (open || w.bytes != (long long)*len) {
-		snprintf(why, why_size, "not all of it came out (%zu of %lld bytes)", *len,
-			 w.bytes);
+	if (open || bytes != (long long)*len) {
+		snprintf(why, why_size, "not all of it came out (%zu of %lld bytes)", *len, bytes);
 		return -EIO;
 	}
 	return 0;

@@ -122,13 +122,8 @@ static char **strv_add_once(char **v, const char *path)
 	for (; v && v[n]; n++)
 		if (strcmp(v[n], path) == 0)
 			return v;
-	char **grown = realloc(v, (n + 2) * sizeof(char *));
-	if (!grown)
-		return v;
-	if (!(grown[n] = strdup(path)))
-		return grown;
-	grown[n + 1] = NULL;
-	return grown;
+	ab_strv_push(&v, &n, path);
+	return v;
 }
 
 /* In a direct workspace: the changes since the last scan, then what of

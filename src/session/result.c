@@ -60,31 +60,29 @@ static json_object *limit_json(const struct ab_limit_report *lr, json_object *va
 	return o;
 }
 
+/* A limit's number, null where 0 means not set. */
+static json_object *set_or_null(unsigned long long v)
+{
+	return v ? json_object_new_int64((int64_t)v) : NULL;
+}
+
 json_object *ab_limits_json(const struct ab_config *cfg, const struct ab_result *res)
 {
 	json_object *l = json_object_new_object();
-	json_object_object_add(
-		l, "memory",
-		limit_json(&res->memory,
-			   cfg->memory ? json_object_new_int64((int64_t)cfg->memory) : NULL));
+	json_object_object_add(l, "memory", limit_json(&res->memory, set_or_null(cfg->memory)));
 	json_object_object_add(
 		l, "cpus",
 		limit_json(&res->cpu, cfg->cpu_millis
 					      ? json_object_new_double(cfg->cpu_millis / 1000.0)
 					      : NULL));
-	json_object_object_add(
-		l, "pids",
-		limit_json(&res->pids,
-			   cfg->pids ? json_object_new_int64((int64_t)cfg->pids) : NULL));
+	json_object_object_add(l, "pids", limit_json(&res->pids, set_or_null(cfg->pids)));
 	json_object_object_add(
 		l, "cgroup",
 		json_object_new_string(res->cgroup_version ? res->cgroup_version : "none"));
 	json_object_object_add(l, "cgroup_path",
 			       res->cgroup_path[0] ? json_object_new_string(res->cgroup_path)
 						   : NULL);
-	json_object_object_add(l, "timeout_ms",
-			       res->timeout_ms ? json_object_new_int64((int64_t)res->timeout_ms)
-					       : NULL);
+	json_object_object_add(l, "timeout_ms", set_or_null(res->timeout_ms));
 	json_object_object_add(l, "kill_after_ms",
 			       json_object_new_int64((int64_t)cfg->kill_after_ms));
 	json_object_object_add(l, "tmpfs_size", json_object_new_int64((int64_t)cfg->tmpfs_size));

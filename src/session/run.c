@@ -162,16 +162,10 @@ int ab_run(struct ab_config *cfg, struct ab_result *res, struct ab_error *err)
 {
 	if (cfg->tty && ab_term_check(err) < 0)
 		return -ENOTTY;
-	sigset_t mask, old;
-	sigemptyset(&mask);
-	for (size_t i = 0; i < AB_ARRAY_SIZE(ab_forwarded_signals); i++)
-		sigaddset(&mask, ab_forwarded_signals[i]);
-	if (cfg->tty)
-		sigaddset(&mask, SIGWINCH);
+	sigset_t old;
+	sigprocmask(SIG_BLOCK, NULL, &old); /* restored at the end, whatever fails */
 	/* blocked before the init is cloned: none is lost, none kills us */
-	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
-		return ab_error_set(err, errno, "cannot block signals");
-	cleanup_fd int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	cleanup_fd int sigfd = ab_forwarded_signals_fd(cfg->tty ? SIGWINCH : 0, &old);
 	/* without -t the command gets the caller's terminal itself: its
 	 * modes and size come back once the sandbox is gone (restored last) */
 	ab_cleanup_term_keep struct ab_term_keep keep = {0};

@@ -402,17 +402,9 @@ void ab_session_pause_output(struct ab_session *s, bool pause)
 	command_arm_timer(s); /* a grace that stopped or runs on again */
 }
 
-struct exec_wait {
-	unsigned long long tag;
-	bool done;
-	struct ab_result *res;
-	struct ab_error *err;
-	int r;
-};
-
-static void exec_event(const struct ab_event *ev, void *arg)
+void session_result_event(const struct ab_event *ev, void *arg)
 {
-	struct exec_wait *w = arg;
+	struct session_result_wait *w = arg;
 	if (ev->kind != AB_EVENT_RESULT || ev->tag != w->tag)
 		return;
 	w->done = true;
@@ -428,10 +420,10 @@ static void exec_event(const struct ab_event *ev, void *arg)
 int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
 		    struct ab_error *err)
 {
-	struct exec_wait w = {.tag = ~0ULL - s->seq, .res = res, .err = err};
+	struct session_result_wait w = {.tag = ~0ULL - s->seq, .res = res, .err = err};
 	int r = ab_session_start(s, x, w.tag, err);
 	while (r == 0 && !w.done)
-		r = ab_session_dispatch(s, -1, exec_event, &w, err);
+		r = ab_session_dispatch(s, -1, session_result_event, &w, err);
 	/* a result that came as the sandbox ended is still the result */
 	return w.done ? w.r : r;
 }

@@ -141,6 +141,18 @@ int session_ready(struct ab_session *s, struct ab_error *err);
 /* ab_session_close without the --bind files' sync (bindsync.c). */
 void session_free(struct ab_session *s);
 
+/* Waiting for the result of the command of tag: done, then its result in
+ * *res (owned) and r 0, or its error in *err and r its -errno. */
+struct session_result_wait {
+	unsigned long long tag;
+	bool done;
+	struct ab_result *res;
+	struct ab_error *err;
+	int r;
+};
+/* The ab_event_fn that fills a session_result_wait (arg). */
+void session_result_event(const struct ab_event *ev, void *arg);
+
 /* session_watch.c */
 unsigned long long session_now_ms(void);
 int session_watch(struct ab_session *s, int fd, size_t slot, int kind);

@@ -353,3 +353,23 @@ json_object *ab_json_base64(const char *data, size_t len)
 {
 	return text_new(data, len, true);
 }
+
+int ab_json_parse_whole(const char *buf, size_t len, json_object **out, size_t *off,
+			enum json_tokener_error *je)
+{
+	*out = NULL;
+	json_tokener *tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	json_object *root = json_tokener_parse_ex(tok, buf, (int)len);
+	*je = json_tokener_get_error(tok);
+	*off = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!root || *je != json_tokener_success || *off != len) {
+		json_object_put(root);
+		return -EINVAL;
+	}
+	*out = root;
+	return 0;
+}

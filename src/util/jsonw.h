@@ -60,4 +60,11 @@ size_t ab_json_escape(char *dst, const char *s, size_t n, bool lossy);
  * bytes written. Pieces written one after another make the whole. */
 size_t ab_json_text_piece(char *dst, size_t room, const char **s, size_t *n, bool base64);
 
+/* The len bytes at buf as one strict JSON value (JSON_TOKENER_STRICT)
+ * with nothing after it: 0 and *out; -ENOMEM; -EINVAL with *off where it
+ * stopped and *je why (json_tokener_success: data after the value,
+ * json_tokener_continue: it ends too soon). */
+int ab_json_parse_whole(const char *buf, size_t len, json_object **out, size_t *off,
+			enum json_tokener_error *je);
+
 #endif

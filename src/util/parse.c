@@ -3,22 +3,33 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "util/error.h"
 #include "util/parse.h"
 #include "util/util.h"
 
-int ab_parse_size(const char *s, unsigned long long *out)
+/* The decimal number s starts with, into *v, and *end past it; -EINVAL
+ * when s does not start with a digit, -ERANGE when it is too large. */
+static int leading_number(const char *s, unsigned long long *v, char **end)
 {
 	if (!s || !isdigit((unsigned char)s[0]))
 		return -EINVAL;
 	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno ? -errno : 0;
+}
+
+int ab_parse_size(const char *s, unsigned long long *out)
+{
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
+	unsigned long long v;
+	int r = leading_number(s, &v, &end);
+	if (r < 0)
+		return r;
 	unsigned shift = 0;
 	if (*end && !((*end == 'b' || *end == 'B') && !end[1])) {
 		switch (toupper((unsigned char)*end)) {
@@ -60,13 +71,11 @@ int ab_parse_duration(const char *s, unsigned long long *ms)
 		*ms = 0;
 		return 0;
 	}
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
+	unsigned long long v;
+	int r = leading_number(s, &v, &end);
+	if (r < 0)
+		return r;
 	unsigned long long mul;
 	if (strcmp(end, "ms") == 0)
 		mul = 1;
@@ -125,15 +134,12 @@ const char *ab_rlimit_name(int resource)
 
 int ab_parse_id(const char *s, uid_t *out)
 {
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
 	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end)
+	unsigned long long v;
+	if (leading_number(s, &v, &end) < 0 || *end)
 		return -EINVAL;
 	/* (uid_t)-1 means "unchanged" to the kernel, so it is never an id */
-	if (v >= (unsigned long)(uid_t)-1)
+	if (v >= (unsigned long long)(uid_t)-1)
 		return -ERANGE;
 	*out = (uid_t)v;
 	return 0;
@@ -182,4 +188,22 @@ bool ab_path_is_under(const char *path, const char *dir)
 		return true;
 	size_t n = strlen(dir);
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int ab_parse_choice(const char *opt, const char *value, const struct ab_choice *c, size_t n,
+		    struct ab_error *err)
+{
+	char names[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(value, c[i].name) == 0)
+			return c[i].value;
+		bool alias = false;
+		for (size_t j = 0; j < i; j++)
+			alias = alias || c[j].value == c[i].value;
+		if (!alias && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", c[i].name);
+	}
+	return ab_error_plain(err, EINVAL, "%s: '%s' is not one of %s", opt, value, names);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -69,6 +70,20 @@ static inline int ab_read_int(const char *path)
 }
 
 #define AB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A copy of s at the end of the NULL-ended list *v of *n strings; -ENOMEM
+ * (the list still NULL-ended, and whole). */
+static inline int ab_strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
 
 /* mkdir -p of an absolute path, each new directory with mode: 0 or -errno
  * (util/paths.c). */

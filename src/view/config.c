@@ -250,6 +250,19 @@ static int check_workspace_scope(const struct ab_config *cfg, const char *ws, bo
 			      ws, what);
 }
 
+/* An option's directory (*path, when given) as its real path, in place. */
+static int resolve_dir_option(const char *opt, char **path, struct ab_error *err)
+{
+	char *real;
+	if (!*path)
+		return 0;
+	if (ab_resolve_mount_source(opt, *path, false, true, &real, err) < 0)
+		return -err->code;
+	free(*path);
+	*path = real;
+	return 0;
+}
+
 int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 {
 	char *ws;
@@ -274,26 +287,14 @@ int ab_config_finish(struct ab_config *cfg, struct ab_error *err)
 	free(cfg->workspace);
 	cfg->workspace = ws;
 
-	if (cfg->skills) {
-		char *sk;
-		if (ab_resolve_mount_source("--skills", cfg->skills, false, true, &sk, err) < 0)
-			return -err->code;
-		free(cfg->skills);
-		cfg->skills = sk;
-	}
-	if (cfg->rootfs) {
-		char *rf;
-		if (ab_resolve_mount_source("--rootfs", cfg->rootfs, false, true, &rf, err) < 0)
-			return -err->code;
-		free(cfg->rootfs);
-		cfg->rootfs = rf;
-		if (strcmp(rf, "/") == 0)
-			return ab_error_plain(
-				err, EINVAL,
-				"--rootfs /: that is the host's own root, with every "
-				"user's files; leave --rootfs out for the host's system "
-				"directories, or name a root tree");
-	}
+	if (resolve_dir_option("--skills", &cfg->skills, err) < 0 ||
+	    resolve_dir_option("--rootfs", &cfg->rootfs, err) < 0)
+		return -err->code;
+	if (cfg->rootfs && strcmp(cfg->rootfs, "/") == 0)
+		return ab_error_plain(err, EINVAL,
+				      "--rootfs /: that is the host's own root, with every "
+				      "user's files; leave --rootfs out for the host's system "
+				      "directories, or name a root tree");
 	if (cfg->image && cfg->rootfs)
 		return ab_error_plain(err, EINVAL,
 				      "--image and --rootfs both name the view's system; give one");

@@ -26,6 +26,7 @@
 
 #include "image/cache.h"
 #include "util/error.h"
+#include "util/parse.h"
 #include "util/util.h"
 #include "view/rootfs.h"
 
@@ -167,31 +168,23 @@ static int merged_unprivileged(const struct image_use *u)
 	return got >= 0 ? -EIO : got;
 }
 
-static int plan_entry(const struct ab_config *cfg, int merged, const int *fds, size_t n,
-		      const char *name, struct view_plan *plan, struct ab_error *err)
+/* The image's layers: fds, n of them (image_plan). */
+struct layers {
+	const int *fds;
+	size_t n;
+};
+
+static int plan_entry(const struct ab_config *cfg, int merged, const char *name,
+		      const struct stat *st, struct view_plan *plan, void *arg,
+		      struct ab_error *err)
 {
-	bool skip;
-	int r = rootfs_top_level_skipped(cfg, merged, name, &skip, err);
-	if (r < 0 || skip)
-		return r;
-	struct stat st;
-	if (fstatat(merged, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return ab_error_set(err, errno, "--image %s: cannot stat /%s", cfg->image, name);
+	(void)merged;
+	const int *fds = ((const struct layers *)arg)->fds;
+	size_t n = ((const struct layers *)arg)->n;
 	char dst[300];
 	snprintf(dst, sizeof(dst), "/%s", name);
-	if (S_ISLNK(st.st_mode)) {
-		char target[4096];
-		ssize_t len = readlinkat(merged, name, target, sizeof(target) - 1);
-		if (len < 0)
-			return ab_error_set(err, errno, "--image %s: cannot read the link /%s",
-					    cfg->image, name);
-		target[len] = '\0';
-		return view_plan_add(plan, VIEW_SYMLINK, target, dst)
-			       ? 0
-			       : ab_error_set(err, ENOMEM, "planning the view");
-	}
 	/* a file, a device at the top: not part of a system (docs/images.md) */
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(st->st_mode))
 		return 0;
 	struct view_entry *e = view_plan_add(plan, VIEW_BIND, name, dst);
 	if (!e)
@@ -228,17 +221,10 @@ int image_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_er
 				    "overlayfs in a user namespace: Linux 5.11)",
 				    cfg->image);
 	}
-	r = rootfs_check_tree(cfg, merged, plan, err);
-	char **names = NULL;
-	size_t nn = 0;
-	if (r == 0)
-		r = rootfs_read_top_level(cfg, merged, &names, &nn, err);
-	for (size_t i = 0; i < nn; i++) {
-		if (r == 0 && strlen(names[i]) < 256)
-			r = plan_entry(cfg, merged, fds, n, names[i], plan, err);
-		free(names[i]);
-	}
-	free(names);
+	char label[4200];
+	snprintf(label, sizeof(label), "--image %s", cfg->image);
+	r = rootfs_plan_tree(cfg, merged, label, NULL, plan, plan_entry,
+			     &(struct layers){.fds = fds, .n = n}, err);
 	close(merged);
 	close_fds(fds, n + 1);
 	plan->image = u;
@@ -315,14 +301,12 @@ static int passwd_lookup(const struct image_use *u, const char *name, uid_t *uid
 	return -ENOENT;
 }
 
-static bool numeric(const char *s, unsigned *v)
+/* "--image IMAGE: its User 'USER' " and why it is not taken. */
+static int user_refused(const struct ab_config *cfg, const struct image_use *u, int code,
+			const char *why, struct ab_error *err)
 {
-	char *end;
-	if (!*s || *s < '0' || *s > '9')
-		return false;
-	unsigned long x = strtoul(s, &end, 10);
-	*v = (unsigned)x;
-	return !*end && x < 0xFFFFFFFFUL;
+	return ab_error_plain(err, code, "--image %s: its User '%s' %s", cfg->image, u->img.user,
+			      why);
 }
 
 /* User: "name", "uid", "name:group" or "uid:gid" (a group by number). */
@@ -333,28 +317,23 @@ static int apply_user(struct ab_config *cfg, const struct image_use *u, struct a
 	char *grp = strchr(user, ':');
 	if (grp)
 		*grp++ = '\0';
-	unsigned uid, gid = 0;
+	uid_t uid;
+	gid_t gid = 0;
 	bool have_gid = false;
-	if (!numeric(user, &uid)) {
-		uid_t pu;
-		gid_t pg;
-		if (passwd_lookup(u, user, &pu, &pg) < 0)
-			return ab_error_plain(
-				err, ENOENT,
-				"--image %s: its User '%s' has no line in the image's "
-				"/etc/passwd; give --uid (and --gid)",
-				cfg->image, u->img.user);
-		uid = pu;
-		gid = pg;
+	if (ab_parse_id(user, &uid) < 0) {
+		if (passwd_lookup(u, user, &uid, &gid) < 0)
+			return user_refused(cfg, u, ENOENT,
+					    "has no line in the image's /etc/passwd; give --uid "
+					    "(and --gid)",
+					    err);
 		have_gid = true;
 	}
 	if (grp) {
-		if (!numeric(grp, &gid))
-			return ab_error_plain(
-				err, EINVAL,
-				"--image %s: its User '%s' names a group by name, which "
-				"agentbox does not look up; give --gid",
-				cfg->image, u->img.user);
+		if (ab_parse_id(grp, &gid) < 0)
+			return user_refused(cfg, u, EINVAL,
+					    "names a group by name, which agentbox does not look "
+					    "up; give --gid",
+					    err);
 		have_gid = true;
 	}
 	if (!cfg->uid_set) {
@@ -379,13 +358,8 @@ int image_apply_config(struct ab_config *cfg, struct ab_error *err)
 			set = strncmp(cfg->set_env[j], kv, nl + 1) == 0;
 		if (set)
 			continue; /* --env NAME=VALUE wins */
-		char **v = realloc(cfg->set_env, (cfg->n_set_env + 2) * sizeof(char *));
-		if (!v)
+		if (ab_strv_push(&cfg->set_env, &cfg->n_set_env, kv) < 0)
 			return ab_error_set(err, ENOMEM, "--image");
-		cfg->set_env = v;
-		if (!(v[cfg->n_set_env] = strdup(kv)))
-			return ab_error_set(err, ENOMEM, "--image");
-		v[++cfg->n_set_env] = NULL;
 	}
 	if (u->img.workdir && !cfg->cwd) {
 		if (u->img.workdir[0] != '/')

@@ -319,7 +319,7 @@ static int plan_accounts(const struct ab_config *cfg, int root, struct view_plan
 	return view_plan_id_texts(plan, passwd, group, cfg->uid, cfg->gid, cfg->home, err);
 }
 
-int rootfs_check_tree(const struct ab_config *cfg, int root, struct view_plan *plan,
+static int check_tree(const struct ab_config *cfg, int root, struct view_plan *plan,
 		      struct ab_error *err)
 {
 	int r = check_command(cfg, root, err);
@@ -346,7 +346,9 @@ static bool beneath_a_mount(const struct ab_config *cfg, const char *const *fixe
 /* Whether DIR's top-level entry name stays out of the view (*skip): where
  * the view mounts its own at /name, or $HOME below it that the tree lacks
  * (the tree is read-only: no mount point can be made in it). */
-int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
+/* Whether the tree's top-level entry name stays out of the view (*skip):
+ * where the view mounts its own. */
+static int top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
 			     struct ab_error *err)
 {
 	const char *fixed[] = {
@@ -385,12 +387,42 @@ int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *
 	return 0;
 }
 
+/* One top-level entry: 0 when it stays out or was a symlink, now
+ * planned; 1 with *st for the planner's entry function. */
+static int top_level_entry(const struct ab_config *cfg, int root, const char *name,
+			   const char *label, const char *host_dir, struct stat *st,
+			   struct view_plan *plan, struct ab_error *err)
+{
+	bool skip;
+	int r = top_level_skipped(cfg, root, name, &skip, err);
+	if (r < 0 || skip)
+		return r;
+	char shown[4300], target[4096], dst[300];
+	if (host_dir)
+		snprintf(shown, sizeof(shown), "'%s/%s'", host_dir, name);
+	else
+		snprintf(shown, sizeof(shown), "/%s", name);
+	if (fstatat(root, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return ab_error_set(err, errno, "%s: cannot stat %s", label, shown);
+	if (!S_ISLNK(st->st_mode))
+		return 1;
+	ssize_t n = readlinkat(root, name, target, sizeof(target) - 1);
+	if (n < 0)
+		return ab_error_set(err, errno, "%s: cannot read the link %s", label, shown);
+	target[n] = '\0';
+	snprintf(dst, sizeof(dst), "/%s", name);
+	return view_plan_add(plan, VIEW_SYMLINK, target, dst)
+		       ? 0
+		       : ab_error_set(err, ENOMEM, "planning the view");
+}
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int rootfs_read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
+/* The tree's top-level names, sorted (at most 512). */
+static int read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
 			  struct ab_error *err)
 {
 	*names = NULL;
@@ -429,6 +461,26 @@ int rootfs_read_top_level(const struct ab_config *cfg, int root, char ***names, 
 	return r;
 }
 
+int rootfs_plan_tree(const struct ab_config *cfg, int root, const char *label, const char *host_dir,
+		     struct view_plan *plan, rootfs_entry_fn *entry, void *arg,
+		     struct ab_error *err)
+{
+	int r = check_tree(cfg, root, plan, err);
+	char **names = NULL;
+	size_t n = 0;
+	if (r == 0)
+		r = read_top_level(cfg, root, &names, &n, err);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (r == 0 && strlen(names[i]) < 256 &&
+		    (r = top_level_entry(cfg, root, names[i], label, host_dir, &st, plan, err)) > 0)
+			r = entry(cfg, root, names[i], &st, plan, arg, err);
+		free(names[i]);
+	}
+	free(names);
+	return r;
+}
+
 /* As root the launcher clones the entry itself, as it is (no idmapping),
  * into e->tree_fd: the sandbox's init runs as an unprivileged host uid,
  * which may not enter where root keeps its trees (/root, /var/lib/machines
@@ -456,29 +508,15 @@ static int launcher_tree(int root, const char *name, struct view_entry *e, struc
 }
 
 static int plan_entry(const struct ab_config *cfg, int root, const char *name,
-		      struct view_plan *plan, struct ab_error *err)
+		      const struct stat *st, struct view_plan *plan, void *arg,
+		      struct ab_error *err)
 {
-	bool skip;
-	int r = rootfs_top_level_skipped(cfg, root, name, &skip, err);
-	if (r < 0 || skip)
-		return r;
-	struct stat st;
-	if (fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return ab_error_set(err, errno, "--rootfs: cannot stat '%s/%s'", cfg->rootfs, name);
+	(void)arg;
 	char src[4200], dst[300];
 	snprintf(src, sizeof(src), "%s/%s", cfg->rootfs, name);
 	snprintf(dst, sizeof(dst), "/%s", name);
-	if (S_ISLNK(st.st_mode)) {
-		char target[4096];
-		ssize_t n = readlinkat(root, name, target, sizeof(target) - 1);
-		if (n < 0)
-			return ab_error_set(err, errno, "--rootfs: cannot read the link '%s'", src);
-		target[n] = '\0';
-		return view_plan_add(plan, VIEW_SYMLINK, target, dst)
-			       ? 0
-			       : ab_error_set(err, ENOMEM, "planning the view");
-	}
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+	int r;
+	if (!S_ISDIR(st->st_mode) && !S_ISREG(st->st_mode))
 		return 0; /* a device, socket or FIFO at the top: not part of a system */
 	if ((r = view_plan_add_bind(plan, "--rootfs", src, dst, false, false, err)) < 0)
 		return r;
@@ -493,16 +531,5 @@ int rootfs_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_e
 	cleanup_fd int root = open(cfg->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0)
 		return ab_error_set(err, errno, "--rootfs: cannot open '%s'", cfg->rootfs);
-	int r = rootfs_check_tree(cfg, root, plan, err);
-	char **names = NULL;
-	size_t n = 0;
-	if (r == 0)
-		r = rootfs_read_top_level(cfg, root, &names, &n, err);
-	for (size_t i = 0; i < n; i++) {
-		if (r == 0 && strlen(names[i]) < 256)
-			r = plan_entry(cfg, root, names[i], plan, err);
-		free(names[i]);
-	}
-	free(names);
-	return r;
+	return rootfs_plan_tree(cfg, root, "--rootfs", cfg->rootfs, plan, plan_entry, NULL, err);
 }

@@ -3,6 +3,8 @@
 #ifndef AB_ROOTFS_H
 #define AB_ROOTFS_H
 
+#include <sys/stat.h>
+
 #include "agentbox/agentbox.h"
 #include "view/mount.h"
 
@@ -14,16 +16,20 @@
  * /etc/passwd and /etc/group. */
 int rootfs_plan(const struct ab_config *cfg, struct view_plan *plan, struct ab_error *err);
 
-/* The checks of rootfs_plan on the tree at root (an O_PATH fd; an image's
- * layers merged, view/image.c), and the sandbox user's account lines. */
-int rootfs_check_tree(const struct ab_config *cfg, int root, struct view_plan *plan,
-		      struct ab_error *err);
-/* Whether the tree's top-level entry name stays out of the view (*skip):
- * where the view mounts its own. */
-int rootfs_top_level_skipped(const struct ab_config *cfg, int root, const char *name, bool *skip,
-			     struct ab_error *err);
-/* The tree's top-level names, sorted (at most 512). */
-int rootfs_read_top_level(const struct ab_config *cfg, int root, char ***names, size_t *n,
-			  struct ab_error *err);
+/* What a system tree's planner does with a top-level entry name of the
+ * tree at root that is not a symlink (*st: its lstat). */
+typedef int rootfs_entry_fn(const struct ab_config *cfg, int root, const char *name,
+			    const struct stat *st, struct view_plan *plan, void *arg,
+			    struct ab_error *err);
+
+/* The tree at root (an O_PATH fd; an image's layers merged, view/image.c)
+ * as the view's system: the checks of rootfs_plan, the sandbox user's
+ * account lines, then each top-level entry but where the view mounts its
+ * own: a symlink planned as one, the others handed to entry. An error
+ * names label (the option) and the entry (in host_dir, when given, else
+ * as /name). */
+int rootfs_plan_tree(const struct ab_config *cfg, int root, const char *label, const char *host_dir,
+		     struct view_plan *plan, rootfs_entry_fn *entry, void *arg,
+		     struct ab_error *err);
 
 #endif
