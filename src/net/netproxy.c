@@ -22,19 +22,51 @@
 #include "net/netsecret.h"
 #include "util/util.h"
 
+/* ---- the loop's primitives ---- */
+
+unsigned long long net_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+uint64_t net_key(size_t i, int what)
+{
+	return ((uint64_t)i << 8) | (uint64_t)what;
+}
+
+/* Interest in an fd; none at all takes it out of the set, so that a hang-up
+ * the proxy is not ready to act on cannot wake the loop again and again. */
+void net_set_mask(struct netproxy *p, size_t i, int fd, uint32_t *cur, uint32_t want, int what)
+{
+	if (fd < 0 || *cur == want)
+		return;
+	struct epoll_event ev = {.events = want, .data.u64 = net_key(i, what)};
+	int op = !want ? EPOLL_CTL_DEL : !*cur ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	epoll_ctl(p->epfd, op, fd, &ev);
+	*cur = want;
+}
+
+int net_add_fd(struct netproxy *p, int fd, uint64_t k, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = k};
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
 static void on_accept(struct netproxy *p)
 {
 	for (;;) {
 		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		/* who connected, as a host pid: whose command it counts for */
+		/* from which port: the launcher finds whose command it is */
 		struct sockaddr_in from;
 		socklen_t l = sizeof(from);
-		pid_t peer = 0;
-		if (p->route && p->init > 0 && getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
+		unsigned port = 0;
+		if (getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
 		    from.sin_family == AF_INET)
-			peer = netproxy_peer_pid(p->init, ntohs(from.sin_port));
+			port = ntohs(from.sin_port);
 		struct conn *c = NULL;
 		size_t i;
 		for (i = 0; i < p->max && !c; i++)
@@ -43,9 +75,8 @@ static void on_accept(struct netproxy *p)
 		if (!c || p->n_conns >= p->pol.max_conns) {
 			static const char why[] = "too many connections at once (--net max-conns)";
 			net_report_add(&p->total, false, "*", 0, why);
-			struct ab_net_report *r = p->route ? p->route(peer, p->route_arg) : NULL;
-			if (r)
-				net_report_add(r, false, "*", 0, why);
+			if (p->sink.record)
+				p->sink.record(p->sink.arg, 0, port, false, "*", 0, why);
 			close(fd);
 			continue;
 		}
@@ -58,15 +89,18 @@ static void on_accept(struct netproxy *p)
 		}
 		c->u2c = c->c2u + 1;
 		c->c2u->len = c->u2c->len = 0;
-		c->st = S_HEAD;
+		c->st = p->sink.accepted ? S_TAG : S_HEAD;
 		c->id = ++p->next_id;
 		c->cfd = fd;
 		c->deadline = net_now_ms() + HANDSHAKE_MS;
-		c->peer = peer;
-		c->cmask = EPOLLIN;
+		c->client_port = port;
 		p->n_conns++;
-		if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
+		if (p->sink.accepted)
+			p->sink.accepted(p->sink.arg, c->id, port);
+		else if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
 			conn_close(p, c);
+		else
+			c->cmask = EPOLLIN;
 	}
 }
 
@@ -204,22 +238,33 @@ static void find_self(struct netproxy *p)
 	freeifaddrs(ifa);
 }
 
+int netproxy_policy_new(const struct ab_config *cfg, struct netproxy **out, struct ab_error *err)
+{
+	struct netproxy *p = *out = calloc(1, sizeof(*p));
+	if (!p)
+		return ab_error_set(err, ENOMEM, "starting the network proxy");
+	p->listen_fd = p->epfd = p->timerfd = -1;
+	p->term_pair[0] = p->term_pair[1] = -1;
+	int r = netproxy_policy_from_config(p, cfg, err);
+	if (r < 0) {
+		netproxy_free(p);
+		*out = NULL;
+	}
+	return r;
+}
+
 int netproxy_new(const struct ab_config *cfg, struct net_secrets *sec, int listen_fd,
 		 struct netproxy **out, struct ab_error *err)
 {
+	struct netproxy *p;
+	int r = netproxy_policy_new(cfg, &p, err);
 	*out = NULL;
-	struct netproxy *p = calloc(1, sizeof(*p));
-	if (!p) {
+	if (r < 0) {
 		close(listen_fd);
-		return ab_error_set(err, ENOMEM, "starting the network proxy");
+		return r;
 	}
 	p->listen_fd = listen_fd;
-	p->epfd = p->timerfd = -1;
-	p->term_pair[0] = p->term_pair[1] = -1;
 	p->sec = sec;
-	int r = netproxy_policy_from_config(p, cfg, err);
-	if (r < 0)
-		goto fail;
 	p->max = p->pol.max_conns;
 	p->conns = calloc(p->max, sizeof(*p->conns));
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -279,11 +324,19 @@ void netproxy_free(struct netproxy *p)
 	free(p);
 }
 
-void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init)
+void netproxy_set_sink(struct netproxy *p, const struct netproxy_sink *sink)
 {
-	p->route = fn;
-	p->route_arg = arg;
-	p->init = init;
+	p->sink = *sink;
+}
+
+void netproxy_tagged(struct netproxy *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->max; i++)
+		if (p->conns[i].st == S_TAG && p->conns[i].id == id) {
+			p->conns[i].st = S_HEAD;
+			conn_update(p, i);
+			return;
+		}
 }
 
 const struct ab_net_report *netproxy_total(const struct netproxy *p)

@@ -1,5 +1,5 @@
-/* The proxy's state, shared by netloop.c (the loop's primitives),
- * netproxy.c (the loop, setup), netconn.c (each connection) and netsetup.c
+/* The proxy's state, shared by netproxy.c (the loop, its
+ * primitives, setup), netconn.c (each connection) and netsetup.c
  * (policy changes, reports, the sandbox side). Not a public header. */
 #ifndef AB_NETPROXY_INT_H
 #define AB_NETPROXY_INT_H
@@ -24,6 +24,7 @@ struct net_resolver;
 
 enum conn_state {
 	S_FREE,
+	S_TAG, /* accepted, not read until the launcher knows whose it is */
 	S_HEAD,
 	S_SOCKS_REQ,
 	S_WAIT_LOOKUP,
@@ -45,7 +46,7 @@ struct conn {
 	uint64_t id;
 	int cfd, ufd;
 	uint32_t cmask, umask; /* events registered */
-	pid_t peer;
+	unsigned client_port;  /* on the sandbox's loopback */
 	bool c_eof, u_eof, c_shut, u_shut, socks;
 	struct net_request req;
 	struct addrinfo *ai, *ai_cur;
@@ -75,16 +76,15 @@ struct netproxy {
 	unsigned long long refilled_ms;
 	bool throttled;
 	struct ab_net_report total;
-	netproxy_route_fn route;
-	void *route_arg;
-	pid_t init; /* whose descendants the clients are */
+	struct netproxy_sink sink; /* all NULL: none */
 	/* --net secret= (netsecret.h; NULL: none), borrowed */
 	struct net_secrets *sec;
 	int term_pair[2]; /* the terminating threads' messages: [1] theirs */
 	unsigned n_term;
 };
 
-/* netloop.c: the clock, the epoll set's keys and interest */
+/* the loop's primitives (netproxy.c): the clock, the epoll set's keys and
+ * interest */
 unsigned long long net_now_ms(void);
 uint64_t net_key(size_t i, int what);
 int net_add_fd(struct netproxy *p, int fd, uint64_t k, uint32_t events);

@@ -25,7 +25,7 @@
 #include "util/error.h"
 #include "sandbox/isolation.h"
 #include "layer/layer.h"
-#include "net/netproxy.h"
+#include "net/netproc.h"
 #include "session/session.h"
 #include "util/sync.h"
 #include "view/bindfile.h"
@@ -84,14 +84,16 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			s->listener = passed;
 			break;
 		case SYNC_NET_LISTENER: /* --net allow=: docs/network.md */
-			if (s->net || s->sb.cfg.net != AB_NET_PROXY) {
+			if (s->net || !s->sb.netproc) {
 				close(passed);
 				return ab_error_plain(err, EBADMSG,
 						      "the sandbox sent a proxy socket unasked");
 			}
-			if ((r = netproxy_new(&s->sb.cfg, s->sb.secrets, passed, &s->net, err)) < 0)
+			/* to the helper; the launcher keeps no copy */
+			if ((r = netproc_serve(s->sb.netproc, passed, route_net, s, s->init, err)) <
+			    0)
 				return r;
-			netproxy_set_route(s->net, route_net, s, s->init);
+			s->net = s->sb.netproc;
 			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
@@ -115,7 +117,8 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 	    (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
 	    (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
 	    (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0 ||
-	    (s->net && (r = session_watch(s, netproxy_fd(s->net), (size_t)-1, K_NET)) < 0))
+	    (s->net && (r = session_watch(s, netproc_fd(s->net), (size_t)-1, K_NET)) < 0) ||
+	    (s->net && (r = session_watch(s, netproc_pidfd(s->net), (size_t)-1, K_NET)) < 0))
 		return ab_error_set(err, -r, "opening the session");
 	return 0;
 }
@@ -352,8 +355,8 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
-		case K_NET:
-			netproxy_dispatch(s->net);
+		case K_NET: /* the network helper: its reports, or its death */
+			netproc_dispatch(s->net);
 			break;
 		case K_TIMER: {
 			uint64_t ticks;
@@ -491,7 +494,6 @@ void session_free(struct ab_session *s)
 		ab_close_keep_errno(s->shims[i].pidfd);
 	}
 	free(s->shims);
-	netproxy_free(s->net);
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
@@ -513,15 +515,15 @@ int ab_session_net(struct ab_session *s, char *const *allow, size_t n_allow, cha
 		return ab_error_plain(
 			err, EINVAL,
 			"the session has no network proxy (start it with --net allow=)");
-	return netproxy_set_rules(s->net, allow, n_allow, deny, n_deny, err);
+	return netproc_set_rules(s->net, allow, n_allow, deny, n_deny, err);
 }
 
 const struct ab_net_report *ab_session_net_report(const struct ab_session *s)
 {
-	return s->net ? netproxy_total(s->net) : NULL;
+	return s->net ? netproc_total(s->net) : NULL;
 }
 
 size_t ab_session_net_rules(const struct ab_session *s, bool deny, const char **out, size_t max)
 {
-	return s->net ? netproxy_rules(s->net, deny, out, max) : 0;
+	return s->net ? netproc_rules(s->net, deny, out, max) : 0;
 }

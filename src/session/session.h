@@ -125,7 +125,7 @@ struct ab_session {
 	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
 	int shim_error;	      /* why the init could not start the last one asked */
 	bool shim_no_pidfd;   /* a shim came without its pidfd: STARTED brings them */
-	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
+	struct netproc *net; /* --net allow='s helper (sb's, net/netproc.h), or NULL */
 };
 
 /* session.c */

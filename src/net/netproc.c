@@ -1,0 +1,497 @@
+/* The launcher's side of the network helper (netproc.h): its start, its
+ * messages checked as hostile (each bounded, typed, in turn; a broken one
+ * kills it), whose command each connection is (the launcher reads the
+ * sandbox's /proc, the helper cannot), the reports, and its death: the
+ * sandbox's network is then closed (the listener was the helper's only)
+ * and every result says why. */
+#include "net/netproc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "net/netproxy.h"
+#include "net/netsecret.h"
+#include "util/util.h"
+
+#define SETUP_MS    30000
+#define ANSWER_MS   5000
+#define BUNDLE_MAX  (16 << 20)
+#define HELPER_TAGS 4096 /* connections tagged at once, at most */
+
+struct np_tag {
+	uint64_t id;
+	pid_t pid;
+};
+
+struct netproc {
+	pid_t pid;
+	bool reaped;
+	int sock, pidfd;
+	struct netproxy *rules; /* the policy's copy: checked and answered here */
+	struct ab_net_report total;
+	netproc_route_fn route;
+	void *route_arg;
+	pid_t init;
+	struct np_tag *tags;
+	size_t n_tags;
+	uint64_t seq;	      /* the last question's */
+	bool answered;	      /* its answer came */
+	uint32_t answer_code; /* NP_RULES_SET's */
+	char answer_msg[512];
+	char died[96]; /* "" while it lives */
+	char buf[sizeof(struct np_head) + NP_PAYLOAD_MAX];
+};
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* ---- its death ---- */
+
+static void reap(struct netproc *np, bool kill_it)
+{
+	if (np->pid <= 0 || np->reaped)
+		return;
+	if (kill_it)
+		kill(np->pid, SIGKILL);
+	/* its socket closes as it exits, a moment before it can be reaped */
+	struct pollfd pf = {.fd = np->pidfd, .events = POLLIN};
+	if (np->pidfd >= 0 && !kill_it)
+		(void)poll(&pf, 1, 1000);
+	int st = 0;
+	pid_t r = waitpid(np->pid, &st, WNOHANG);
+	if (r == 0) {
+		kill(np->pid, SIGKILL);
+		while ((r = waitpid(np->pid, &st, 0)) < 0 && errno == EINTR)
+			;
+	}
+	np->reaped = true;
+	if (np->died[0] || kill_it)
+		return;
+	if (r == np->pid && WIFSIGNALED(st))
+		snprintf(np->died, sizeof(np->died), "network helper died (signal %d)",
+			 WTERMSIG(st));
+	else if (r == np->pid && WIFEXITED(st))
+		snprintf(np->died, sizeof(np->died), "network helper died (exit status %d)",
+			 WEXITSTATUS(st));
+	else
+		snprintf(np->died, sizeof(np->died), "network helper died");
+}
+
+/* It died, or broke the protocol (why: then it is killed). */
+static void dead(struct netproc *np, const char *why)
+{
+	if (np->died[0] || np->sock < 0)
+		return;
+	if (why)
+		snprintf(np->died, sizeof(np->died), "network helper killed: %s", why);
+	reap(np, why != NULL);
+	fprintf(stderr, "agentbox: %s: the sandbox's network is closed\n", np->died);
+	ab_close_keep_errno(np->sock);
+	ab_close_keep_errno(np->pidfd);
+	np->sock = np->pidfd = -1;
+}
+
+/* ---- its messages ---- */
+
+/* One message into np->buf: its length, 0 when none is there, -1 when it
+ * died or sent something no message can be (then dead() was called). */
+static ssize_t recv_one(struct netproc *np, bool wait_ms_given, int wait_ms)
+{
+	if (np->sock < 0)
+		return -1;
+	if (wait_ms_given) {
+		struct pollfd pf = {.fd = np->sock, .events = POLLIN};
+		if (poll(&pf, 1, wait_ms) <= 0)
+			return 0;
+	}
+	union {
+		char b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {np->buf, sizeof(np->buf)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.b,
+			   .msg_controllen = sizeof(u.b)};
+	ssize_t n = recvmsg(np->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	bool fds = false; /* it passes none: any it did are closed */
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			fds = true;
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				close(fd);
+			}
+		}
+	if (n <= 0) {
+		dead(np, NULL);
+		return -1;
+	}
+	if (fds || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    n < (ssize_t)sizeof(struct np_head)) {
+		dead(np, "a malformed message");
+		return -1;
+	}
+	return n;
+}
+
+static struct np_tag *tag_of(struct netproc *np, uint64_t id)
+{
+	for (size_t i = 0; id && i < np->n_tags; i++)
+		if (np->tags[i].id == id)
+			return &np->tags[i];
+	return NULL;
+}
+
+static void on_accept(struct netproc *np, const struct np_head *h)
+{
+	pid_t pid = np->route && np->init > 0 && h->a && h->a < 65536
+			    ? netproxy_peer_pid(np->init, h->a)
+			    : 0;
+	if (h->id && !tag_of(np, h->id)) {
+		if (np->n_tags == HELPER_TAGS) /* the oldest goes: a lying helper's own loss */
+			memmove(np->tags, np->tags + 1, --np->n_tags * sizeof(*np->tags));
+		np->tags[np->n_tags++] = (struct np_tag){h->id, pid};
+	}
+	struct np_head t = {.type = NP_TAGGED, .id = h->id};
+	if (np_send(np->sock, &t, NULL, 0, -1) < 0 && errno != EAGAIN)
+		dead(np, NULL);
+}
+
+static void on_closed(struct netproc *np, const struct np_head *h)
+{
+	struct np_tag *t = tag_of(np, h->id);
+	if (t) {
+		size_t i = (size_t)(t - np->tags);
+		memmove(t, t + 1, (--np->n_tags - i) * sizeof(*t));
+	}
+}
+
+static bool text_ok(const char *s, size_t len)
+{
+	return memchr(s, 0, len) != NULL;
+}
+
+static void on_record(struct netproc *np, const struct np_head *h, const char *pl, size_t len)
+{
+	/* "host\0why\0", each bounded; host: what the sandbox asked for */
+	const char *host = pl, *why = NULL;
+	if (text_ok(pl, len) && strlen(host) < 300) {
+		why = host + strlen(host) + 1;
+		if ((size_t)(why - pl) >= len || !text_ok(why, len - (size_t)(why - pl)))
+			why = NULL;
+	}
+	if (!why || h->b > 1 || h->c > 65535) {
+		dead(np, "a malformed report");
+		return;
+	}
+	bool allowed = h->b;
+	const char *w = allowed ? NULL : why;
+	net_report_add(&np->total, allowed, host, h->c, w);
+	pid_t pid = 0;
+	struct np_tag *t = tag_of(np, h->id);
+	if (t)
+		pid = t->pid;
+	else if (!h->id && np->route && np->init > 0 && h->a && h->a < 65536)
+		pid = netproxy_peer_pid(np->init, h->a);
+	struct ab_net_report *r = np->route && pid > 0 ? np->route(pid, np->route_arg) : NULL;
+	if (r)
+		net_report_add(r, allowed, host, h->c, w);
+}
+
+/* What it said, until nothing more is there. */
+void netproc_dispatch(struct netproc *np)
+{
+	ssize_t n;
+	while ((n = recv_one(np, false, 0)) > 0) {
+		struct np_head h;
+		memcpy(&h, np->buf, sizeof(h));
+		const char *pl = np->buf + sizeof(h);
+		size_t len = (size_t)n - sizeof(h);
+		switch (h.type) {
+		case NP_ACCEPT:
+			on_accept(np, &h);
+			break;
+		case NP_RECORD:
+			on_record(np, &h, pl, len);
+			break;
+		case NP_CLOSED:
+			on_closed(np, &h);
+			break;
+		case NP_SETTLED:
+		case NP_RULES_SET:
+			if (h.id == np->seq) {
+				np->answered = true;
+				np->answer_code = h.a;
+				snprintf(np->answer_msg, sizeof(np->answer_msg), "%.*s",
+					 (int)strnlen(pl, len), pl);
+			}
+			break;
+		default:
+			dead(np, "a message out of turn");
+			return;
+		}
+	}
+	/* its pidfd said so, with nothing left to read */
+	struct pollfd pf = {.fd = np->pidfd, .events = POLLIN};
+	if (n == 0 && np->pidfd >= 0 && poll(&pf, 1, 0) == 1)
+		dead(np, NULL);
+}
+
+/* Ask (h, seq set here) and read until its answer, at most ms; false when
+ * none came. */
+static bool ask(struct netproc *np, struct np_head *h, const void *pl, size_t len, int ms)
+{
+	if (np->sock < 0)
+		return false;
+	h->id = ++np->seq;
+	np->answered = false;
+	if (np_send(np->sock, h, pl, len, -1) < 0)
+		return false;
+	unsigned long long deadline = now_ms() + (unsigned)ms;
+	while (!np->answered && np->sock >= 0) {
+		unsigned long long now = now_ms();
+		if (now >= deadline)
+			return false;
+		struct pollfd pf[2] = {{.fd = np->sock, .events = POLLIN},
+				       {.fd = np->pidfd, .events = POLLIN}};
+		if (poll(pf, 2, (int)(deadline - now)) > 0)
+			netproc_dispatch(np);
+	}
+	return np->answered;
+}
+
+/* ---- start ---- */
+
+static int setup_error(struct netproc *np, const struct np_head *h, const char *pl, size_t len,
+		       struct ab_error *err)
+{
+	int code = h->a > 0 && h->a < 4096 ? (int)h->a : EIO;
+	/* its words, as text: bounded, control characters out */
+	char msg[400];
+	size_t k = 0;
+	for (size_t i = 0; i < len && pl[i] && k + 1 < sizeof(msg); i++)
+		msg[k++] = (unsigned char)pl[i] < 0x20 ? '?' : pl[i];
+	msg[k] = 0;
+	(void)np;
+	return ab_error_plain(err, code, "%s", k ? msg : "the network helper failed");
+}
+
+/* Its setup's messages until `until`: the CA bundle's pieces into sec. */
+static int await(struct netproc *np, uint32_t until, struct net_secrets *sec, struct ab_error *err)
+{
+	unsigned long long deadline = now_ms() + SETUP_MS;
+	for (;;) {
+		unsigned long long now = now_ms();
+		if (now >= deadline) {
+			dead(np, "its setup took too long");
+			return ab_error_plain(err, ETIMEDOUT, "the network helper did not start");
+		}
+		ssize_t n = recv_one(np, true, (int)(deadline - now));
+		if (n < 0)
+			return ab_error_plain(err, EIO, "the %s while it was set up",
+					      np->died[0] ? np->died : "network helper died");
+		if (n == 0)
+			continue;
+		struct np_head h;
+		memcpy(&h, np->buf, sizeof(h));
+		const char *pl = np->buf + sizeof(h);
+		size_t len = (size_t)n - sizeof(h);
+		if (h.type == until)
+			return 0;
+		if (h.type == NP_ERROR) {
+			int r = setup_error(np, &h, pl, len, err);
+			reap(np, true);
+			return r;
+		}
+		if (h.type != NP_BUNDLE || !sec || until != NP_SET_UP ||
+		    sec->bundle_len + len > BUNDLE_MAX) {
+			dead(np, "a message out of turn");
+			return ab_error_plain(err, EPROTO, "the network helper broke its protocol");
+		}
+		char *b = realloc(sec->bundle, sec->bundle_len + len + 1);
+		if (!b)
+			return ab_error_set(err, ENOMEM, "starting the network helper");
+		memcpy(b + sec->bundle_len, pl, len);
+		sec->bundle = b;
+		sec->bundle_len += len;
+	}
+}
+
+int netproc_start(const struct ab_config *cfg, struct net_secrets *sec, struct netproc **out,
+		  struct ab_error *err)
+{
+	*out = NULL;
+	struct netproc *np = calloc(1, sizeof(*np));
+	if (!np)
+		return ab_error_set(err, ENOMEM, "starting the network helper");
+	np->sock = np->pidfd = -1;
+	np->pid = -1;
+	np->total.on = true;
+	int r = netproxy_policy_new(cfg, &np->rules, err);
+	int sv[2];
+	if (r == 0 && (!(np->tags = calloc(HELPER_TAGS, sizeof(*np->tags))) ||
+		       socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0))
+		r = ab_error_set(err, errno ? errno : ENOMEM, "starting the network helper");
+	if (r < 0) {
+		netproc_free(np);
+		return r;
+	}
+	pid_t parent = getpid();
+	np->pid = fork();
+	if (np->pid == 0) {
+		close(sv[0]);
+		nethelper_main(sv[1], parent, cfg, sec);
+	}
+	close(sv[1]);
+	np->sock = sv[0];
+	if (np->pid < 0) {
+		netproc_free(np);
+		return ab_error_set(err, errno, "starting the network helper");
+	}
+	np->pidfd = (int)syscall(SYS_pidfd_open, np->pid, 0);
+	if (sec) { /* the helper's copy made it; the launcher's is its answer */
+		free(sec->bundle);
+		sec->bundle = NULL;
+		sec->bundle_len = 0;
+	}
+	if (np->pidfd < 0)
+		r = ab_error_set(err, errno, "starting the network helper");
+	if (r == 0)
+		r = await(np, NP_SET_UP, sec, err);
+	if (r == 0 && sec && !sec->bundle_len)
+		r = ab_error_plain(err, EPROTO, "the network helper made no CA");
+	if (r < 0) {
+		netproc_free(np);
+		return r;
+	}
+	*out = np;
+	return 0;
+}
+
+int netproc_serve(struct netproc *np, int listen_fd, netproc_route_fn route, void *arg, pid_t init,
+		  struct ab_error *err)
+{
+	struct np_head h = {.type = NP_LISTENER};
+	int r = np->sock < 0 ? -EPIPE : np_send(np->sock, &h, NULL, 0, listen_fd);
+	close(listen_fd); /* the helper's only: its death refuses connections */
+	if (r < 0)
+		return ab_error_set(err, -r, "passing the proxy's socket to the network helper");
+	if ((r = await(np, NP_SERVING, NULL, err)) < 0)
+		return r;
+	fcntl(np->sock, F_SETFL, O_NONBLOCK);
+	np->route = route;
+	np->route_arg = arg;
+	np->init = init;
+	return 0;
+}
+
+int netproc_fd(const struct netproc *np)
+{
+	return np->sock;
+}
+
+int netproc_pidfd(const struct netproc *np)
+{
+	return np->pidfd;
+}
+
+pid_t netproc_pid(const struct netproc *np)
+{
+	return np->pid;
+}
+
+const char *netproc_died(const struct netproc *np)
+{
+	return np->died[0] ? np->died : NULL;
+}
+
+void netproc_settle(struct netproc *np, int ms)
+{
+	netproc_dispatch(np);
+	struct np_head h = {.type = NP_SETTLE, .a = (uint32_t)ms};
+	(void)ask(np, &h, NULL, 0, ms + 250);
+}
+
+/* ---- the policy ---- */
+
+static int pack(char *buf, size_t *off, char *const *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		size_t len = strlen(v[i]) + 1;
+		if (*off + len > NP_PAYLOAD_MAX)
+			return -E2BIG;
+		memcpy(buf + *off, v[i], len);
+		*off += len;
+	}
+	return 0;
+}
+
+int netproc_set_rules(struct netproc *np, char *const *allow, size_t n_allow, char *const *deny,
+		      size_t n_deny, struct ab_error *err)
+{
+	if (np->died[0])
+		return ab_error_plain(err, EPIPE, "the %s: the sandbox's network is closed",
+				      np->died);
+	/* checked here first: the helper's answer is only its word */
+	int r = netproxy_set_rules(np->rules, allow, n_allow, deny, n_deny, err);
+	if (r < 0)
+		return r;
+	cleanup_free char *buf = malloc(NP_PAYLOAD_MAX);
+	size_t off = 0;
+	if (!buf)
+		return ab_error_set(err, ENOMEM, "changing the network policy");
+	if (pack(buf, &off, allow, n_allow) < 0 || pack(buf, &off, deny, n_deny) < 0)
+		return ab_error_plain(err, E2BIG,
+				      "the network policy is too long (%d bytes at most)",
+				      NP_PAYLOAD_MAX);
+	struct np_head h = {
+		.type = NP_RULES, .a = allow != NULL, .b = deny != NULL, .c = (uint32_t)n_allow};
+	if (!ask(np, &h, buf, off, ANSWER_MS))
+		return ab_error_plain(err, EIO, "the %s: the policy did not change",
+				      np->died[0] ? np->died : "network helper did not answer");
+	if (np->answer_code)
+		return ab_error_plain(err, EIO, "the network helper refused the policy");
+	return 0;
+}
+
+size_t netproc_rules(const struct netproc *np, bool deny, const char **out, size_t max)
+{
+	return netproxy_rules(np->rules, deny, out, max);
+}
+
+const struct ab_net_report *netproc_total(const struct netproc *np)
+{
+	return &np->total;
+}
+
+void netproc_free(struct netproc *np)
+{
+	if (!np)
+		return;
+	reap(np, true);
+	ab_close_keep_errno(np->sock);
+	ab_close_keep_errno(np->pidfd);
+	netproxy_free(np->rules);
+	net_report_free(&np->total);
+	free(np->tags);
+	free(np);
+}
