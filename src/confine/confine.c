@@ -123,9 +123,11 @@ int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
 
 int confine_memory(size_t bytes, struct ab_error *err)
 {
-	struct rlimit rl = {.rlim_cur = bytes, .rlim_max = bytes};
+	struct rlimit rl = {.rlim_cur = bytes, .rlim_max = bytes}, none = {0, 0};
 	if (setrlimit(RLIMIT_AS, &rl) < 0)
 		return ab_error_set(err, errno, "confine: cannot set RLIMIT_AS");
+	if (setrlimit(RLIMIT_CORE, &none) < 0)
+		return ab_error_set(err, errno, "confine: cannot set RLIMIT_CORE");
 	return 0;
 }
 

@@ -6,7 +6,7 @@
  *   confine_die_with     die (SIGKILL) with the process that started it
  *   confine_identity     as root: an unprivileged uid/gid, no groups; then
  *                        no capability in any set, no_new_privs
- *   confine_memory       RLIMIT_AS
+ *   confine_memory       RLIMIT_AS, no core dump
  *   confine_landlock     read-only access to the listed paths, or none to
  *                        any (before the helper makes threads: Landlock is
  *                        per thread)
@@ -38,7 +38,8 @@ void confine_pick_identity(const char *path, uid_t *uid, gid_t *gid);
  * helper makes a thread (capabilities are per thread). */
 int confine_identity(uid_t uid, gid_t gid, struct ab_error *err);
 
-/* RLIMIT_AS (soft and hard) to bytes. */
+/* RLIMIT_AS (soft and hard) to bytes; no core dump (RLIMIT_CORE 0): a
+ * helper's memory may hold secrets. */
 int confine_memory(size_t bytes, struct ab_error *err);
 
 /* Landlock: read access to the files and directories of read_only (NULL
