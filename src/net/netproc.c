@@ -30,8 +30,7 @@
 #define HELPER_TAGS 4096 /* connections tagged at once, at most */
 
 struct np_tag {
-	uint64_t id;
-	pid_t pid;
+	uint64_t id, owner;
 };
 
 struct netproc {
@@ -40,7 +39,8 @@ struct netproc {
 	int sock, pidfd;
 	struct netproxy *rules; /* the policy's copy: checked and answered here */
 	struct ab_net_report total;
-	netproc_route_fn route;
+	netproc_owner_fn owner;
+	netproc_report_fn report;
 	void *route_arg;
 	pid_t init;
 	struct np_tag *tags;
@@ -161,15 +161,22 @@ static struct np_tag *tag_of(struct netproc *np, uint64_t id)
 	return NULL;
 }
 
+/* The command whose process connected from port (0: none). */
+static uint64_t owner_of(struct netproc *np, uint32_t port)
+{
+	if (!np->owner || np->init <= 0 || !port || port > 65535)
+		return 0;
+	pid_t pid = netproxy_peer_pid(np->init, port);
+	return pid > 0 ? np->owner(pid, np->route_arg) : 0;
+}
+
 static void on_accept(struct netproc *np, const struct np_head *h)
 {
-	pid_t pid = np->route && np->init > 0 && h->a && h->a < 65536
-			    ? netproxy_peer_pid(np->init, h->a)
-			    : 0;
+	uint64_t owner = owner_of(np, h->a);
 	if (h->id && !tag_of(np, h->id)) {
 		if (np->n_tags == HELPER_TAGS) /* the oldest goes: a lying helper's own loss */
 			memmove(np->tags, np->tags + 1, --np->n_tags * sizeof(*np->tags));
-		np->tags[np->n_tags++] = (struct np_tag){h->id, pid};
+		np->tags[np->n_tags++] = (struct np_tag){h->id, owner};
 	}
 	struct np_head t = {.type = NP_TAGGED, .id = h->id};
 	if (np_send(np->sock, &t, NULL, 0, -1) < 0 && errno != EAGAIN)
@@ -206,13 +213,9 @@ static void on_record(struct netproc *np, const struct np_head *h, const char *p
 	bool allowed = h->b;
 	const char *w = allowed ? NULL : why;
 	net_report_add(&np->total, allowed, host, h->c, w);
-	pid_t pid = 0;
 	struct np_tag *t = tag_of(np, h->id);
-	if (t)
-		pid = t->pid;
-	else if (!h->id && np->route && np->init > 0 && h->a && h->a < 65536)
-		pid = netproxy_peer_pid(np->init, h->a);
-	struct ab_net_report *r = np->route && pid > 0 ? np->route(pid, np->route_arg) : NULL;
+	uint64_t owner = t ? t->owner : h->id ? 0 : owner_of(np, h->a);
+	struct ab_net_report *r = owner ? np->report(owner, np->route_arg) : NULL;
 	if (r)
 		net_report_add(r, allowed, host, h->c, w);
 }
@@ -387,8 +390,8 @@ int netproc_start(const struct ab_config *cfg, struct net_secrets *sec, struct n
 	return 0;
 }
 
-int netproc_serve(struct netproc *np, int listen_fd, netproc_route_fn route, void *arg, pid_t init,
-		  struct ab_error *err)
+int netproc_serve(struct netproc *np, int listen_fd, netproc_owner_fn owner,
+		  netproc_report_fn report, void *arg, pid_t init, struct ab_error *err)
 {
 	struct np_head h = {.type = NP_LISTENER};
 	int r = np->sock < 0 ? -EPIPE : np_send(np->sock, &h, NULL, 0, listen_fd);
@@ -398,7 +401,8 @@ int netproc_serve(struct netproc *np, int listen_fd, netproc_route_fn route, voi
 	if ((r = await(np, NP_SERVING, NULL, err)) < 0)
 		return r;
 	fcntl(np->sock, F_SETFL, O_NONBLOCK);
-	np->route = route;
+	np->owner = owner;
+	np->report = report;
 	np->route_arg = arg;
 	np->init = init;
 	return 0;

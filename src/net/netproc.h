@@ -16,6 +16,7 @@
 #define AB_NETPROC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -23,9 +24,12 @@
 struct netproc;
 struct net_secrets;
 
-/* Which report a connection of host pid counts in (a command's), or NULL
- * for none but the sandbox's total. */
-typedef struct ab_net_report *(*netproc_route_fn)(pid_t pid, void *arg);
+/* Whose a connection is: the command host pid belongs to (a key, 0:
+ * none), looked up while the process waits for the proxy's answer; and
+ * that command's report, or NULL once it has gone (the sandbox's total
+ * only). */
+typedef uint64_t (*netproc_owner_fn)(pid_t pid, void *arg);
+typedef struct ab_net_report *(*netproc_report_fn)(uint64_t owner, void *arg);
 
 /* Start the helper with cfg's policy and sec (NULL: none); with sec, the
  * helper makes the CA and sec->bundle is filled from its answer. */
@@ -33,8 +37,8 @@ int netproc_start(const struct ab_config *cfg, struct net_secrets *sec, struct n
 		  struct ab_error *err);
 /* Hand it the sandbox's listening socket (closed here, on failure too);
  * init: the sandbox's init, whose descendants connect. */
-int netproc_serve(struct netproc *np, int listen_fd, netproc_route_fn route, void *arg, pid_t init,
-		  struct ab_error *err);
+int netproc_serve(struct netproc *np, int listen_fd, netproc_owner_fn owner,
+		  netproc_report_fn report, void *arg, pid_t init, struct ab_error *err);
 /* The fds a loop watches: its socket and its pidfd; -1 once it died. */
 int netproc_fd(const struct netproc *np);
 int netproc_pidfd(const struct netproc *np);

@@ -54,6 +54,18 @@ int net_add_fd(struct netproxy *p, int fd, uint64_t k, uint32_t events)
 	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* A connection past --net max-conns: counted, closed. */
+static void refuse(struct netproxy *p, uint64_t id, unsigned port, int fd)
+{
+	static const char why[] = "too many connections at once (--net max-conns)";
+	net_report_add(&p->total, false, "*", 0, why);
+	if (p->sink.record)
+		p->sink.record(p->sink.arg, id, port, false, "*", 0, why);
+	if (id && p->sink.closed)
+		p->sink.closed(p->sink.arg, id);
+	close(fd);
+}
+
 static void on_accept(struct netproxy *p)
 {
 	for (;;) {
@@ -73,11 +85,15 @@ static void on_accept(struct netproxy *p)
 			if (p->conns[i].st == S_FREE)
 				c = &p->conns[i];
 		if (!c || p->n_conns >= p->pol.max_conns) {
-			static const char why[] = "too many connections at once (--net max-conns)";
-			net_report_add(&p->total, false, "*", 0, why);
-			if (p->sink.record)
-				p->sink.record(p->sink.arg, 0, port, false, "*", 0, why);
-			close(fd);
+			/* refused once the launcher knows whose it is, while its
+			 * process waits for an answer (a few at a time) */
+			if (p->sink.accepted && p->n_refusing < AB_ARRAY_SIZE(p->refusing)) {
+				uint64_t id = ++p->next_id;
+				p->refusing[p->n_refusing++] = (struct refusing){id, fd, port};
+				p->sink.accepted(p->sink.arg, id, port);
+			} else {
+				refuse(p, 0, port, fd);
+			}
 			continue;
 		}
 		i--;
@@ -314,6 +330,8 @@ void netproxy_free(struct netproxy *p)
 			conn_close(p, &p->conns[i]);
 	}
 	free(p->conns);
+	for (size_t i = 0; i < p->n_refusing; i++)
+		close(p->refusing[i].fd);
 	net_resolver_free(p->res);
 	int fds[] = {p->epfd, p->timerfd, p->listen_fd, p->term_pair[0], p->term_pair[1]};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
@@ -331,6 +349,13 @@ void netproxy_set_sink(struct netproxy *p, const struct netproxy_sink *sink)
 
 void netproxy_tagged(struct netproxy *p, uint64_t id)
 {
+	for (size_t i = 0; i < p->n_refusing; i++)
+		if (p->refusing[i].id == id) {
+			struct refusing r = p->refusing[i];
+			p->refusing[i] = p->refusing[--p->n_refusing];
+			refuse(p, r.id, r.port, r.fd);
+			return;
+		}
 	for (size_t i = 0; i < p->max; i++)
 		if (p->conns[i].st == S_TAG && p->conns[i].id == id) {
 			p->conns[i].st = S_HEAD;

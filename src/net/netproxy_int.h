@@ -77,6 +77,13 @@ struct netproxy {
 	bool throttled;
 	struct ab_net_report total;
 	struct netproxy_sink sink; /* all NULL: none */
+	/* accepted past --net max-conns, refused once tagged (netproxy_tagged) */
+	struct refusing {
+		uint64_t id;
+		int fd;
+		unsigned port;
+	} refusing[16];
+	size_t n_refusing;
 	/* --net secret= (netsecret.h; NULL: none), borrowed */
 	struct net_secrets *sec;
 	int term_pair[2]; /* the terminating threads' messages: [1] theirs */

@@ -33,11 +33,22 @@
 #include "warm/warm.h"
 #include "util/util.h"
 
-/* A proxy connection counts for the command its process belongs to. */
-static struct ab_net_report *route_net(pid_t pid, void *arg)
+/* A proxy connection counts for the command its process belongs to: that
+ * command's seq, found as the connection is made, and its report as long
+ * as it runs. */
+static uint64_t net_owner(pid_t pid, void *arg)
 {
 	struct ab_denials *d = command_route_denial(pid, arg);
-	return d ? &((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->net : NULL;
+	return d ? ((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->seq : 0;
+}
+
+static struct ab_net_report *net_report_of(uint64_t seq, void *arg)
+{
+	struct ab_session *s = arg;
+	for (size_t i = 0; i < s->max; i++)
+		if (s->cmds[i].used && s->cmds[i].seq == seq)
+			return &s->cmds[i].net;
+	return NULL;
 }
 
 /* The init's messages until it is ready: errors, the seccomp listener it
@@ -90,8 +101,8 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 						      "the sandbox sent a proxy socket unasked");
 			}
 			/* to the helper; the launcher keeps no copy */
-			if ((r = netproc_serve(s->sb.netproc, passed, route_net, s, s->init, err)) <
-			    0)
+			if ((r = netproc_serve(s->sb.netproc, passed, net_owner, net_report_of, s,
+					       s->init, err)) < 0)
 				return r;
 			s->net = s->sb.netproc;
 			break;
