@@ -63,11 +63,7 @@ void netproc_free(struct netproc *np);
 /* The helper's pid (tests find it in /proc). */
 pid_t netproc_pid(const struct netproc *np);
 
-#endif
-
-/* ---- the wire, between netproc.c (the launcher) and nethelper.c ---- */
-
-#include <stdint.h>
+/* ---- the wire between the launcher and the helper (netproc.c) ---- */
 
 enum np_type {
 	/* helper to launcher */
@@ -97,9 +93,4 @@ struct np_head {
 /* a message's payload at most; bigger is a broken protocol */
 #define NP_PAYLOAD_MAX (60 * 1024)
 
-/* nethelper.c: the helper's life after fork (never returns). */
-_Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_config *cfg,
-			      struct net_secrets *sec);
-/* Send one message (blocking; the payload may be NULL); fd: one to pass,
- * or -1. */
-int np_send(int sock, const struct np_head *h, const void *payload, size_t len, int fd);
+#endif

@@ -1,5 +1,5 @@
-/* The proxy's state, shared by netproxy.c (the loop, its
- * primitives, setup), netconn.c (each connection) and netsetup.c
+/* The proxy's state, shared by netloop.c (the loop's primitives),
+ * netproxy.c (the loop, setup), netconn.c (each connection) and netsetup.c
  * (policy changes, reports, the sandbox side). Not a public header. */
 #ifndef AB_NETPROXY_INT_H
 #define AB_NETPROXY_INT_H
@@ -90,8 +90,7 @@ struct netproxy {
 	unsigned n_term;
 };
 
-/* the loop's primitives (netproxy.c): the clock, the epoll set's keys and
- * interest */
+/* netloop.c: the clock, the epoll set's keys and interest */
 unsigned long long net_now_ms(void);
 uint64_t net_key(size_t i, int what);
 int net_add_fd(struct netproxy *p, int fd, uint64_t k, uint32_t events);
