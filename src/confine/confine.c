@@ -273,6 +273,12 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, struct ab_err
 	if (!ctx)
 		return ab_error_plain(err, ENOMEM, "confine: seccomp_init");
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+#if SCMP_VER_MAJOR > 2 || (SCMP_VER_MAJOR == 2 && SCMP_VER_MINOR >= 5)
+	/* a binary tree of the syscalls: every read and write of a relay
+	 * goes through it */
+	if (r == 0)
+		(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+#endif
 	/* glibc falls back to clone, whose flags can be checked */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);

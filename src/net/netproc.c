@@ -74,15 +74,20 @@ static unsigned long long now_ms(void)
  * per connection), up to NET_TERM_MAX threads' stacks, OpenSSL. */
 #define HELPER_AS_MAX (1536ULL << 20)
 
-/* What name lookups read (glibc re-reads them as they change); nothing
- * else of the filesystem is readable once set up. */
-static const char *const resolv_files[] = {
+/* What name lookups read (glibc re-reads them as they change), and the
+ * host's CA certificates, which OpenSSL may look up by hash as it verifies
+ * an upstream; nothing else of the filesystem is readable once set up. */
+static const char *const readable[] = {
 	"/etc/hosts",
 	"/etc/resolv.conf",
 	"/etc/nsswitch.conf",
 	"/etc/host.conf",
 	"/etc/gai.conf",
 	"/etc/services",
+	"/etc/ssl/certs",
+	"/usr/lib/ssl/certs",
+	"/etc/pki/tls/certs",
+	"/etc/pki/ca-trust",
 	NULL,
 };
 
@@ -292,7 +297,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 	bool landlocked;
 	mallopt(M_ARENA_MAX, 2); /* each arena reserves 64 MiB of RLIMIT_AS */
 	if (confine_identity(uid, gid, &err) < 0 || confine_memory(HELPER_AS_MAX, &err) < 0 ||
-	    confine_landlock(resolv_files, &landlocked, &err) < 0)
+	    confine_landlock(readable, &landlocked, &err) < 0)
 		fail(&err);
 	struct np_head up = {.type = NP_SET_UP};
 	np_send(sock, &up, NULL, 0, -1);
