@@ -57,6 +57,7 @@ struct netproc {
 	bool answered;	      /* its answer came */
 	uint32_t answer_code; /* NP_RULES_SET's */
 	char answer_msg[512];
+	bool set_up;   /* it said NP_SET_UP */
 	char died[96]; /* "" while it lives */
 	char buf[sizeof(struct np_head) + NP_PAYLOAD_MAX];
 };
@@ -653,8 +654,11 @@ int netproc_start(const struct ab_config *cfg, struct net_secrets *sec, struct n
 	}
 	if (np->pidfd < 0)
 		r = ab_error_set(err, errno, "starting the network helper");
-	if (r == 0)
+	/* the CA's bundle goes into the sandbox: waited for now; without one
+	 * the helper sets up while the sandbox does (netproc_serve waits) */
+	if (r == 0 && sec)
 		r = await(np, NP_SET_UP, sec, err);
+	np->set_up = r == 0 && sec;
 	if (r == 0 && sec && !sec->bundle_len)
 		r = ab_error_plain(err, EPROTO, "the network helper made no CA");
 	if (r < 0) {
@@ -669,7 +673,13 @@ int netproc_serve(struct netproc *np, int listen_fd, netproc_owner_fn owner,
 		  netproc_report_fn report, void *arg, pid_t init, struct ab_error *err)
 {
 	struct np_head h = {.type = NP_LISTENER};
-	int r = np->sock < 0 ? -EPIPE : np_send(np->sock, &h, NULL, 0, listen_fd);
+	int r = np->set_up ? 0 : await(np, NP_SET_UP, NULL, err);
+	if (r < 0) {
+		close(listen_fd);
+		return r;
+	}
+	np->set_up = true;
+	r = np->sock < 0 ? -EPIPE : np_send(np->sock, &h, NULL, 0, listen_fd);
 	close(listen_fd); /* the helper's only: its death refuses connections */
 	if (r < 0)
 		return ab_error_set(err, -r, "passing the proxy's socket to the network helper");
