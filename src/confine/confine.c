@@ -121,9 +121,20 @@ int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
 	return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define AB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AB_ASAN 1
+#endif
+#endif
+
 int confine_memory(size_t bytes, struct ab_error *err)
 {
 	struct rlimit rl = {.rlim_cur = bytes, .rlim_max = bytes}, none = {0, 0};
+#ifdef AB_ASAN
+	rl.rlim_cur = rl.rlim_max = RLIM_INFINITY; /* its shadow maps terabytes */
+#endif
 	if (setrlimit(RLIMIT_AS, &rl) < 0)
 		return ab_error_set(err, errno, "confine: cannot set RLIMIT_AS");
 	if (setrlimit(RLIMIT_CORE, &none) < 0)

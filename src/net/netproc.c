@@ -102,13 +102,28 @@ static const char *const readable[] = {
 	}
 
 /* What relaying, TLS and lookups need beyond confine_base: no bind,
- * listen, exec, ptrace, kill, file writes (Landlock), unix sockets. */
+ * listen, exec, ptrace, kill, unix sockets; files opened read-only (and
+ * Landlock says which). */
 static const struct confine_syscall net_syscalls[] = {
-	SOCKET(AF_INET), SOCKET(AF_INET6), SOCKET(AF_NETLINK), SYS(connect),	 SYS(accept4),
-	SYS(getsockopt), SYS(setsockopt),  SYS(getsockname),   SYS(getpeername), SYS(shutdown),
-	SYS(recvfrom),	 SYS(sendto),	   SYS(recvmsg),       SYS(sendmsg),	 SYS(recvmmsg),
-	SYS(sendmmsg),	 SYS(openat),	   SYS(uname),	       SYS(sysinfo),	 SYS(pipe2),
-	SYS(getdents64),
+	SOCKET(AF_INET),
+	SOCKET(AF_INET6),
+	SOCKET(AF_NETLINK),
+	SYS(connect),
+	SYS(accept4),
+	SYS(getsockopt),
+	SYS(setsockopt),
+	SYS(getsockname),
+	SYS(getpeername),
+	SYS(shutdown),
+	SYS(recvfrom),
+	SYS(sendto),
+	SYS(recvmsg),
+	SYS(sendmsg),
+	SYS(recvmmsg),
+	SYS(sendmmsg),
+	{SCMP_SYS(openat), 2, O_RDONLY, O_ACCMODE | O_CREAT | O_TRUNC},
+	SYS(uname),
+	SYS(sysinfo),
 };
 
 static int np_send(int sock, const struct np_head *h, const void *payload, size_t len, int fd)
