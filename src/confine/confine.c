@@ -93,8 +93,9 @@ int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
 		/* the bounding set while CAP_SETPCAP is still held */
 		if ((r = drop_bounding(err)) < 0)
 			return r;
-		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-		    setresuid(uid, uid, uid) < 0)
+		/* a user namespace may deny setgroups: then none must be held */
+		bool no_groups = setgroups(0, NULL) == 0 || getgroups(0, NULL) == 0;
+		if (!no_groups || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
 			return ab_error_set(err, errno, "confine: cannot become uid %d", (int)uid);
 		if (geteuid() == 0 || getegid() == 0)
 			return ab_error_plain(err, EPERM, "confine: still root");
