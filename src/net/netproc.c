@@ -96,18 +96,13 @@ static const char *const readable[] = {
 	{                                                                                          \
 		SCMP_SYS(name), -1, 0, 0                                                           \
 	}
-#define SOCKET(family)                                                                             \
-	{                                                                                          \
-		SCMP_SYS(socket), 0, family, 0                                                     \
-	}
-
 /* What relaying, TLS and lookups need beyond confine_base: no bind,
  * listen, exec, ptrace, kill, unix sockets; files opened read-only (and
  * Landlock says which). */
 static const struct confine_syscall net_syscalls[] = {
-	SOCKET(AF_INET),
-	SOCKET(AF_INET6),
-	SOCKET(AF_NETLINK),
+	{SCMP_SYS(socket), 0, AF_INET, 0},
+	{SCMP_SYS(socket), 0, AF_INET6, 0},
+	{SCMP_SYS(socket), 0, AF_NETLINK, 0},
 	SYS(connect),
 	SYS(accept4),
 	SYS(getsockopt),
