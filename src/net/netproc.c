@@ -478,9 +478,14 @@ static void on_closed(struct netproc *np, const struct np_head *h)
 	}
 }
 
+/* NUL-ended within len, and printable: it reaches the caller's terminal */
 static bool text_ok(const char *s, size_t len)
 {
-	return memchr(s, 0, len) != NULL;
+	const char *end = memchr(s, 0, len);
+	for (const char *c = s; end && c < end; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return end != NULL;
 }
 
 static void on_record(struct netproc *np, const struct np_head *h, const char *pl, size_t len)
@@ -711,11 +716,6 @@ int netproc_fd(const struct netproc *np)
 int netproc_pidfd(const struct netproc *np)
 {
 	return np->pidfd;
-}
-
-pid_t netproc_pid(const struct netproc *np)
-{
-	return np->pid;
 }
 
 const char *netproc_died(const struct netproc *np)

@@ -60,9 +60,6 @@ const struct ab_net_report *netproc_total(const struct netproc *np);
 /* Kill and reap the helper. */
 void netproc_free(struct netproc *np);
 
-/* The helper's pid (tests find it in /proc). */
-pid_t netproc_pid(const struct netproc *np);
-
 /* ---- the wire between the launcher and the helper (netproc.c) ---- */
 
 enum np_type {
