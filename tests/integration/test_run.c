@@ -661,13 +661,15 @@ Test(run, a_broad_workspace_is_refused_unless_named_and_allowed)
 
 /* ---- what a run loads ---- */
 
-/* How many lines of pid's maps name a library of OpenSSL. */
+/* How many lines of pid's maps name a library of OpenSSL; -1 when they
+ * cannot be read (the sandbox's init is not dumpable). */
 static int openssl_maps(pid_t pid)
 {
 	char path[64], line[4096];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	if (!f)
+		return -1;
 	int n = 0;
 	while (fgets(line, sizeof(line), f))
 		n += strstr(line, "libssl") || strstr(line, "libcrypto");
@@ -685,7 +687,8 @@ static void expect_openssl_in_the_helper_only(const char *net, const char *net2)
 	pid_t p = spawn_in(ws, &out, "--net", net, "--net", net2, "--", "/bin/sh", "-c",
 			   "echo ready; sleep 5", NULL);
 	wait_for_line(out, "ready");
-	cr_expect_eq(openssl_maps(p), 0, "the launcher maps OpenSSL (--net %s)", net2);
+	cr_expect_eq(openssl_maps(p), 0, "the launcher maps OpenSSL (--net %s), or unreadable",
+		     net2);
 	char path[80];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)p, (int)p);
 	FILE *f = fopen(path, "re");
