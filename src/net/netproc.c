@@ -386,6 +386,7 @@ static void dead(struct netproc *np, const char *why)
 	if (why)
 		snprintf(np->died, sizeof(np->died), "network helper killed: %s", why);
 	reap(np, why != NULL);
+	snprintf(np->total.failed, sizeof(np->total.failed), "%s", np->died);
 	fprintf(stderr, "agentbox: %s: the sandbox's network is closed\n", np->died);
 	ab_close_keep_errno(np->sock);
 	ab_close_keep_errno(np->pidfd);

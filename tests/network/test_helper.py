@@ -217,6 +217,11 @@ class Helper(unittest.TestCase):
         self.assertIn("exit=7", r["stdout"], r)  # curl: could not connect
         self.assertEqual(r["network"].get("error"), why, r)
         self.assertEqual(sv.call(op="exec", command="echo alive")["stdout"], "alive\n")
+        # {"op":"net"} says so too, and cannot change what is gone
+        self.assertEqual(sv.call(op="net")["network"].get("error"), why)
+        r = sv.call(op="net", allow=["127.0.0.1"])
+        self.assertEqual(r["type"], "error", r)
+        self.assertIn(why, r["message"])
         end_server(sv.p)
         self.assertIn("agentbox: " + why, sv.p.stderr.read().decode())
 
