@@ -52,6 +52,19 @@ int confine_fds(const int *keep, size_t n, struct ab_error *err)
 	return 0;
 }
 
+void confine_signals(void)
+{
+	(void)setsid();
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 int confine_die_with(pid_t parent, struct ab_error *err)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)

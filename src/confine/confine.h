@@ -3,6 +3,7 @@
  * Each step is one call, in the order a helper takes them:
  *
  *   confine_fds          close every fd but the ones it keeps
+ *   confine_signals      a session of its own, signals at their defaults
  *   confine_die_with     die (SIGKILL) with the process that started it
  *   confine_identity     as root: an unprivileged uid/gid, no groups; then
  *                        no capability in any set, no_new_privs
@@ -24,6 +25,12 @@
 
 /* Close every fd but keep[0..n) (which stay as they are). */
 int confine_fds(const int *keep, size_t n, struct ab_error *err);
+
+/* A session of its own (a terminal's ^C is its parent's to handle, not a
+ * death to report); every handler its parent had back to the default,
+ * SIGPIPE ignored (a peer that left is an error, not a death), none
+ * blocked. */
+void confine_signals(void);
 
 /* PDEATHSIG SIGKILL; -ESRCH when parent has already gone. */
 int confine_die_with(pid_t parent, struct ab_error *err);

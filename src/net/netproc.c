@@ -289,6 +289,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 	int keep[] = {0, 1, 2, sock};
 	if (sock < 0)
 		_exit(1);
+	confine_signals();
 	if (confine_fds(keep, AB_ARRAY_SIZE(keep), &err) < 0 || confine_die_with(parent, &err) < 0)
 		fail(&err);
 	/* as the launcher's identity still: --net ca=FILE is the caller's */
@@ -576,8 +577,7 @@ static bool ask(struct netproc *np, struct np_head *h, const void *pl, size_t le
 
 /* ---- start ---- */
 
-static int setup_error(struct netproc *np, const struct np_head *h, const char *pl, size_t len,
-		       struct ab_error *err)
+static int setup_error(const struct np_head *h, const char *pl, size_t len, struct ab_error *err)
 {
 	int code = h->a > 0 && h->a < 4096 ? (int)h->a : EIO;
 	/* its words, as text: bounded, control characters out */
@@ -586,7 +586,6 @@ static int setup_error(struct netproc *np, const struct np_head *h, const char *
 	for (size_t i = 0; i < len && pl[i] && k + 1 < sizeof(msg); i++)
 		msg[k++] = (unsigned char)pl[i] < 0x20 ? '?' : pl[i];
 	msg[k] = 0;
-	(void)np;
 	return ab_error_plain(err, code, "%s", k ? msg : "the network helper failed");
 }
 
@@ -613,7 +612,7 @@ static int await(struct netproc *np, uint32_t until, struct net_secrets *sec, st
 		if (h.type == until)
 			return 0;
 		if (h.type == NP_ERROR) {
-			int r = setup_error(np, &h, pl, len, err);
+			int r = setup_error(&h, pl, len, err);
 			reap(np, true);
 			return r;
 		}
