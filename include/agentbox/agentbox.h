@@ -260,6 +260,7 @@ struct ab_net_report {
 	struct ab_net_conn *allowed, *denied;
 	size_t n_allowed, n_denied;
 	unsigned long dropped; /* connections past the distinct entries kept */
+	char failed[96];       /* "network helper died (signal N)": the network is closed */
 };
 
 /* Outcome of one sandboxed command. Release with ab_result_free(). */

@@ -45,6 +45,8 @@ void conn_close(struct netproxy *p, struct conn *c)
 	free(c->c2u); /* both buffers, one allocation */
 	c->c2u = c->u2c = NULL;
 	p->n_conns--;
+	if (p->sink.closed)
+		p->sink.closed(p->sink.arg, c->id);
 }
 
 /* ---- replies ---- */
@@ -100,9 +102,9 @@ void conn_record(struct netproxy *p, struct conn *c, bool allowed, const char *w
 {
 	const char *host = c->req.target.host[0] ? c->req.target.host : "?";
 	net_report_add(&p->total, allowed, host, c->req.target.port, why);
-	struct ab_net_report *r = p->route ? p->route(c->peer, p->route_arg) : NULL;
-	if (r)
-		net_report_add(r, allowed, host, c->req.target.port, why);
+	if (p->sink.record)
+		p->sink.record(p->sink.arg, c->id, c->client_port, allowed, host,
+			       c->req.target.port, why);
 }
 
 static void deny(struct netproxy *p, struct conn *c, const char *why)

@@ -22,31 +22,46 @@
 #include "net/netsecret.h"
 #include "util/util.h"
 
+/* A connection past --net max-conns: counted, closed. */
+static void refuse(struct netproxy *p, uint64_t id, unsigned port, int fd)
+{
+	static const char why[] = "too many connections at once (--net max-conns)";
+	net_report_add(&p->total, false, "*", 0, why);
+	if (p->sink.record)
+		p->sink.record(p->sink.arg, id, port, false, "*", 0, why);
+	if (id && p->sink.closed)
+		p->sink.closed(p->sink.arg, id);
+	close(fd);
+}
+
 static void on_accept(struct netproxy *p)
 {
 	for (;;) {
 		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		/* who connected, as a host pid: whose command it counts for */
+		/* from which port: the launcher finds whose command it is */
 		struct sockaddr_in from;
 		socklen_t l = sizeof(from);
-		pid_t peer = 0;
-		if (p->route && p->init > 0 && getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
+		unsigned port = 0;
+		if (getpeername(fd, (struct sockaddr *)&from, &l) == 0 &&
 		    from.sin_family == AF_INET)
-			peer = netproxy_peer_pid(p->init, ntohs(from.sin_port));
+			port = ntohs(from.sin_port);
 		struct conn *c = NULL;
 		size_t i;
 		for (i = 0; i < p->max && !c; i++)
 			if (p->conns[i].st == S_FREE)
 				c = &p->conns[i];
 		if (!c || p->n_conns >= p->pol.max_conns) {
-			static const char why[] = "too many connections at once (--net max-conns)";
-			net_report_add(&p->total, false, "*", 0, why);
-			struct ab_net_report *r = p->route ? p->route(peer, p->route_arg) : NULL;
-			if (r)
-				net_report_add(r, false, "*", 0, why);
-			close(fd);
+			/* refused once the launcher knows whose it is, while its
+			 * process waits for an answer (a few at a time) */
+			if (p->sink.accepted && p->n_refusing < AB_ARRAY_SIZE(p->refusing)) {
+				uint64_t id = ++p->next_id;
+				p->refusing[p->n_refusing++] = (struct refusing){id, fd, port};
+				p->sink.accepted(p->sink.arg, id, port);
+			} else {
+				refuse(p, 0, port, fd);
+			}
 			continue;
 		}
 		i--;
@@ -58,15 +73,18 @@ static void on_accept(struct netproxy *p)
 		}
 		c->u2c = c->c2u + 1;
 		c->c2u->len = c->u2c->len = 0;
-		c->st = S_HEAD;
+		c->st = p->sink.accepted ? S_TAG : S_HEAD;
 		c->id = ++p->next_id;
 		c->cfd = fd;
 		c->deadline = net_now_ms() + HANDSHAKE_MS;
-		c->peer = peer;
-		c->cmask = EPOLLIN;
+		c->client_port = port;
 		p->n_conns++;
-		if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
+		if (p->sink.accepted)
+			p->sink.accepted(p->sink.arg, c->id, port);
+		else if (net_add_fd(p, fd, net_key(i, W_CLIENT), EPOLLIN) < 0)
 			conn_close(p, c);
+		else
+			c->cmask = EPOLLIN;
 	}
 }
 
@@ -204,22 +222,33 @@ static void find_self(struct netproxy *p)
 	freeifaddrs(ifa);
 }
 
+int netproxy_policy_new(const struct ab_config *cfg, struct netproxy **out, struct ab_error *err)
+{
+	struct netproxy *p = *out = calloc(1, sizeof(*p));
+	if (!p)
+		return ab_error_set(err, ENOMEM, "starting the network proxy");
+	p->listen_fd = p->epfd = p->timerfd = -1;
+	p->term_pair[0] = p->term_pair[1] = -1;
+	int r = netproxy_policy_from_config(p, cfg, err);
+	if (r < 0) {
+		netproxy_free(p);
+		*out = NULL;
+	}
+	return r;
+}
+
 int netproxy_new(const struct ab_config *cfg, struct net_secrets *sec, int listen_fd,
 		 struct netproxy **out, struct ab_error *err)
 {
+	struct netproxy *p;
+	int r = netproxy_policy_new(cfg, &p, err);
 	*out = NULL;
-	struct netproxy *p = calloc(1, sizeof(*p));
-	if (!p) {
+	if (r < 0) {
 		close(listen_fd);
-		return ab_error_set(err, ENOMEM, "starting the network proxy");
+		return r;
 	}
 	p->listen_fd = listen_fd;
-	p->epfd = p->timerfd = -1;
-	p->term_pair[0] = p->term_pair[1] = -1;
 	p->sec = sec;
-	int r = netproxy_policy_from_config(p, cfg, err);
-	if (r < 0)
-		goto fail;
 	p->max = p->pol.max_conns;
 	p->conns = calloc(p->max, sizeof(*p->conns));
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -269,6 +298,8 @@ void netproxy_free(struct netproxy *p)
 			conn_close(p, &p->conns[i]);
 	}
 	free(p->conns);
+	for (size_t i = 0; i < p->n_refusing; i++)
+		close(p->refusing[i].fd);
 	net_resolver_free(p->res);
 	int fds[] = {p->epfd, p->timerfd, p->listen_fd, p->term_pair[0], p->term_pair[1]};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
@@ -279,11 +310,26 @@ void netproxy_free(struct netproxy *p)
 	free(p);
 }
 
-void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init)
+void netproxy_set_sink(struct netproxy *p, const struct netproxy_sink *sink)
 {
-	p->route = fn;
-	p->route_arg = arg;
-	p->init = init;
+	p->sink = *sink;
+}
+
+void netproxy_tagged(struct netproxy *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->n_refusing; i++)
+		if (p->refusing[i].id == id) {
+			struct refusing r = p->refusing[i];
+			p->refusing[i] = p->refusing[--p->n_refusing];
+			refuse(p, r.id, r.port, r.fd);
+			return;
+		}
+	for (size_t i = 0; i < p->max; i++)
+		if (p->conns[i].st == S_TAG && p->conns[i].id == id) {
+			p->conns[i].st = S_HEAD;
+			conn_update(p, i);
+			return;
+		}
 }
 
 const struct ab_net_report *netproxy_total(const struct netproxy *p)

@@ -1,7 +1,8 @@
-/* The launcher's egress proxy for --net allow= (docs/network.md): HTTP
+/* The egress proxy for --net allow= (docs/network.md): HTTP
  * CONNECT, plain HTTP forwarding and SOCKS5, served on a listening socket
  * the sandbox's init made on its own loopback and passed out, so the
- * launcher serves the sandbox's 127.0.0.1 directly. Non-blocking; all of
+ * network helper (netproc.c, a confined child of the launcher) serves the
+ * sandbox's 127.0.0.1 directly. Non-blocking; all of
  * it hangs off one epoll fd (netproxy_fd) that a caller's loop watches
  * and calls netproxy_dispatch() for. Names resolve on a helper thread
  * (getaddrinfo, so /etc/hosts and nsswitch are honoured) that reports
@@ -9,6 +10,8 @@
 #ifndef AB_NETPROXY_H
 #define AB_NETPROXY_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -29,12 +32,24 @@ int netproxy_fd(const struct netproxy *p);
 void netproxy_dispatch(struct netproxy *p);
 void netproxy_free(struct netproxy *p);
 
-/* Which report a connection from host pid counts in (a command's), or
- * NULL for none but the sandbox's own total. */
-typedef struct ab_net_report *(*netproxy_route_fn)(pid_t pid, void *arg);
-/* init: the sandbox's init (host pid), whose descendants hold the
- * connections (SO_PEERCRED tells nothing about a TCP peer). */
-void netproxy_set_route(struct netproxy *p, netproxy_route_fn fn, void *arg, pid_t init);
+/* Where the proxy says what it does (the network helper's channel to the
+ * launcher, netproc.c): each connection accepted, from which port of the
+ * sandbox's loopback (the launcher finds whose it is; the proxy reads the
+ * connection only after netproxy_tagged), each allowed or denied (id 0: a
+ * connection refused as it came), each closed. */
+struct netproxy_sink {
+	void (*accepted)(void *arg, uint64_t id, unsigned client_port);
+	void (*record)(void *arg, uint64_t id, unsigned client_port, bool allowed, const char *host,
+		       unsigned port, const char *why);
+	void (*closed)(void *arg, uint64_t id);
+	void *arg;
+};
+void netproxy_set_sink(struct netproxy *p, const struct netproxy_sink *sink);
+/* The launcher has tagged connection id: read it from now on. */
+void netproxy_tagged(struct netproxy *p, uint64_t id);
+/* A proxy with the policy of cfg only (no socket, no thread): the
+ * launcher's copy of the rules, checked and answered from there. */
+int netproxy_policy_new(const struct ab_config *cfg, struct netproxy **out, struct ab_error *err);
 /* The host pid of the sandbox process whose socket connected from
  * client_port to the proxy, found through /proc; 0 when not found. */
 pid_t netproxy_peer_pid(pid_t init, unsigned client_port);

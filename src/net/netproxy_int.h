@@ -24,6 +24,7 @@ struct net_resolver;
 
 enum conn_state {
 	S_FREE,
+	S_TAG, /* accepted, not read until the launcher knows whose it is */
 	S_HEAD,
 	S_SOCKS_REQ,
 	S_WAIT_LOOKUP,
@@ -45,7 +46,7 @@ struct conn {
 	uint64_t id;
 	int cfd, ufd;
 	uint32_t cmask, umask; /* events registered */
-	pid_t peer;
+	unsigned client_port;  /* on the sandbox's loopback */
 	bool c_eof, u_eof, c_shut, u_shut, socks;
 	struct net_request req;
 	struct addrinfo *ai, *ai_cur;
@@ -75,9 +76,14 @@ struct netproxy {
 	unsigned long long refilled_ms;
 	bool throttled;
 	struct ab_net_report total;
-	netproxy_route_fn route;
-	void *route_arg;
-	pid_t init; /* whose descendants the clients are */
+	struct netproxy_sink sink; /* all NULL: none */
+	/* accepted past --net max-conns, refused once tagged (netproxy_tagged) */
+	struct refusing {
+		uint64_t id;
+		int fd;
+		unsigned port;
+	} refusing[16];
+	size_t n_refusing;
 	/* --net secret= (netsecret.h; NULL: none), borrowed */
 	struct net_secrets *sec;
 	int term_pair[2]; /* the terminating threads' messages: [1] theirs */

@@ -37,6 +37,7 @@ void net_secrets_free(struct net_secrets *s)
 	free(s->v);
 	net_tls_free(s->tls);
 	free(s->bundle);
+	free(s->ca);
 	free(s);
 }
 
@@ -119,6 +120,16 @@ static int read_bundle(struct net_secrets *s, const char *ca_pem, struct ab_erro
 	return 0;
 }
 
+int net_secrets_make_ca(struct net_secrets *s, struct ab_error *err)
+{
+	char *ca_pem = NULL;
+	int r = net_tls_new(s->ca, &s->tls, &ca_pem, err);
+	if (r == 0)
+		r = read_bundle(s, ca_pem, err);
+	free(ca_pem);
+	return r;
+}
+
 /* allow= with a method or path rule: the proxy terminates TLS too */
 static bool has_rules(const char *spec)
 {
@@ -179,12 +190,8 @@ int net_secrets_new(const struct ab_config *cfg, char *const *envp, struct net_s
 	for (size_t i = 0; i < cfg->n_net_rules && r == 0; i++)
 		if (strncmp(cfg->net_rules[i], "secret=", 7) == 0)
 			r = add_secret(s, cfg->net_rules[i] + 7, envp, err);
-	char *ca_pem = NULL;
-	if (r == 0)
-		r = net_tls_new(ca, &s->tls, &ca_pem, err);
-	if (r == 0)
-		r = read_bundle(s, ca_pem, err);
-	free(ca_pem);
+	if (r == 0 && ca && !(s->ca = strdup(ca)))
+		r = ab_error_set(err, ENOMEM, "--net secret=");
 	if (r < 0) {
 		net_secrets_free(s);
 		return r;

@@ -35,14 +35,18 @@ struct net_secrets {
 	struct net_tls *tls;
 	char *bundle; /* PEM the sandbox trusts */
 	size_t bundle_len;
+	char *ca; /* --net ca=FILE, or NULL */
 };
 
 /* From cfg->net_rules (NULL *out when no secret= is given): reads each
- * NAME from envp (missing: -ENOENT naming it), makes the placeholders and
- * the CA. */
+ * NAME from envp (missing: -ENOENT naming it), makes the placeholders.
+ * No OpenSSL: the launcher maps none. */
 int net_secrets_new(const struct ab_config *cfg, char *const *envp, struct net_secrets **out,
 		    struct ab_error *err);
 void net_secrets_free(struct net_secrets *s);
+/* In the network helper (netproc.c): load OpenSSL, make the per-sandbox
+ * CA (s->tls) and the bundle the sandbox trusts (the host's CAs and it). */
+int net_secrets_make_ca(struct net_secrets *s, struct ab_error *err);
 /* The command's environment: each NAME the placeholder, the CA variables
  * at NET_CA_BUNDLE. */
 int net_secrets_env(const struct net_secrets *s, char ***envp, struct ab_error *err);

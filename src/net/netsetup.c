@@ -247,6 +247,7 @@ int net_report_copy(struct ab_net_report *dst, const struct ab_net_report *src)
 	memset(dst, 0, sizeof(*dst));
 	dst->on = src->on;
 	dst->dropped = src->dropped;
+	memcpy(dst->failed, src->failed, sizeof(dst->failed));
 	if (src->n_allowed && !(dst->allowed = malloc(src->n_allowed * sizeof(*dst->allowed))))
 		return -ENOMEM;
 	if (src->n_denied && !(dst->denied = malloc(src->n_denied * sizeof(*dst->denied)))) {
@@ -293,6 +294,8 @@ json_object *ab_net_report_json(const struct ab_net_report *r)
 	json_object_object_add(o, "denied", conns_json(r->denied, r->n_denied, true));
 	if (r->dropped)
 		json_object_object_add(o, "unlisted", json_object_new_int64((int64_t)r->dropped));
+	if (r->failed[0])
+		json_object_object_add(o, "error", json_object_new_string(r->failed));
 	return o;
 }
 

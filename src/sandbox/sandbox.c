@@ -32,6 +32,7 @@
 #include "sandbox/isolation.h"
 #include "view/mount.h"
 #include "net/netproxy.h"
+#include "net/netproc.h"
 #include "net/netsecret.h"
 #include "util/parse.h"
 #include "layer/protect.h"
@@ -518,6 +519,10 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 		r = net_secrets_new(cfg, environ, &sb->secrets, err);
 	if (r == 0 && sb->secrets)
 		r = net_secrets_env(sb->secrets, &sb->envp, err);
+	/* the proxy's helper, confined, before the sandbox: it makes the CA
+	 * (net/netproc.h) */
+	if (r == 0 && cfg->net == AB_NET_PROXY)
+		r = netproc_start(cfg, sb->secrets, &sb->netproc, err);
 	/* with namespaces $HOME is the sandbox's tmpfs, else the host's own */
 	if (r == 0 && !(cfg->isolation_missing & AB_MISSING_NAMESPACES))
 		sb->gitconfig = gitid_read();
@@ -549,6 +554,8 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 void sandbox_release(struct sandbox *sb)
 {
 	ab_env_free(sb->envp);
+	netproc_free(sb->netproc);
+	sb->netproc = NULL;
 	net_secrets_free(sb->secrets);
 	sb->secrets = NULL;
 	ab_cgroup_destroy(sb->cg);

@@ -14,6 +14,8 @@
 #include "layer/protect_watch.h"
 #include "seccomp/seccomp_profile.h"
 
+struct netproc;
+
 struct sandbox {
 	struct ab_config cfg; /* the effective configuration (timeout clamped); shallow */
 	struct protect_state protect;
@@ -24,6 +26,7 @@ struct sandbox {
 	char **envp;		     /* the commands' environment under the policy */
 	char *gitconfig;	     /* gitid.h: the caller's git identity, or NULL */
 	struct net_secrets *secrets; /* --net secret= (net/netsecret.h), or NULL */
+	struct netproc *netproc;     /* --net allow='s helper (net/netproc.h), or NULL */
 	struct ab_result limits;     /* only the limit reports, cgroup and timeout_ms */
 };
 

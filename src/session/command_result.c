@@ -18,6 +18,7 @@
 #include "layer/layer.h"
 #include "layer/protect.h"
 #include "layer/protect_quarantine.h"
+#include "net/netproc.h"
 #include "net/netproxy.h"
 #include "session/session.h"
 #include "util/util.h"
@@ -236,9 +237,12 @@ static int result_fill(struct ab_session *s, struct cmd *c, struct ab_result *re
 		res->protected_refused = protect_watch_refused(&s->sb.watch);
 	}
 	if (s->net) { /* --net allow=: the command's connections move into the result */
-		netproxy_settle(s->net, 250);
+		netproc_settle(s->net, 250);
 		res->network = c->net;
 		res->network.on = true;
+		if (netproc_died(s->net)) /* its reports are gone with it */
+			snprintf(res->network.failed, sizeof(res->network.failed), "%s",
+				 netproc_died(s->net));
 		memset(&c->net, 0, sizeof(c->net));
 	}
 	if (denials_collect(&c->denials, &res->denied, &res->n_denied) < 0 ||

@@ -25,7 +25,7 @@
 #include "util/error.h"
 #include "sandbox/isolation.h"
 #include "layer/layer.h"
-#include "net/netproxy.h"
+#include "net/netproc.h"
 #include "session/session.h"
 #include "util/sync.h"
 #include "view/bindfile.h"
@@ -33,11 +33,22 @@
 #include "warm/warm.h"
 #include "util/util.h"
 
-/* A proxy connection counts for the command its process belongs to. */
-static struct ab_net_report *route_net(pid_t pid, void *arg)
+/* A proxy connection counts for the command its process belongs to: that
+ * command's seq, found as the connection is made, and its report as long
+ * as it runs. */
+static uint64_t net_owner(pid_t pid, void *arg)
 {
 	struct ab_denials *d = command_route_denial(pid, arg);
-	return d ? &((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->net : NULL;
+	return d ? ((struct cmd *)((char *)d - offsetof(struct cmd, denials)))->seq : 0;
+}
+
+static struct ab_net_report *net_report_of(uint64_t seq, void *arg)
+{
+	struct ab_session *s = arg;
+	for (size_t i = 0; i < s->max; i++)
+		if (s->cmds[i].used && s->cmds[i].seq == seq)
+			return &s->cmds[i].net;
+	return NULL;
 }
 
 /* The init's messages until it is ready: errors, the seccomp listener it
@@ -84,14 +95,16 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			s->listener = passed;
 			break;
 		case SYNC_NET_LISTENER: /* --net allow=: docs/network.md */
-			if (s->net || s->sb.cfg.net != AB_NET_PROXY) {
+			if (s->net || !s->sb.netproc) {
 				close(passed);
 				return ab_error_plain(err, EBADMSG,
 						      "the sandbox sent a proxy socket unasked");
 			}
-			if ((r = netproxy_new(&s->sb.cfg, s->sb.secrets, passed, &s->net, err)) < 0)
+			/* to the helper; the launcher keeps no copy */
+			if ((r = netproc_serve(s->sb.netproc, passed, net_owner, net_report_of, s,
+					       s->init, err)) < 0)
 				return r;
-			netproxy_set_route(s->net, route_net, s, s->init);
+			s->net = s->sb.netproc;
 			break;
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
@@ -115,7 +128,8 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 	    (r = session_watch(s, s->init_pidfd, (size_t)-1, K_INIT)) < 0 ||
 	    (s->listener >= 0 && (r = session_watch(s, s->listener, (size_t)-1, K_LISTENER)) < 0) ||
 	    (r = session_watch(s, s->timerfd, (size_t)-1, K_TIMER)) < 0 ||
-	    (s->net && (r = session_watch(s, netproxy_fd(s->net), (size_t)-1, K_NET)) < 0))
+	    (s->net && (r = session_watch(s, netproc_fd(s->net), (size_t)-1, K_NET)) < 0) ||
+	    (s->net && (r = session_watch(s, netproc_pidfd(s->net), (size_t)-1, K_NET)) < 0))
 		return ab_error_set(err, -r, "opening the session");
 	return 0;
 }
@@ -352,8 +366,8 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
-		case K_NET:
-			netproxy_dispatch(s->net);
+		case K_NET: /* the network helper: its reports, or its death */
+			netproc_dispatch(s->net);
 			break;
 		case K_TIMER: {
 			uint64_t ticks;
@@ -483,7 +497,6 @@ void session_free(struct ab_session *s)
 		ab_close_keep_errno(s->shims[i].pidfd);
 	}
 	free(s->shims);
-	netproxy_free(s->net);
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
@@ -505,15 +518,15 @@ int ab_session_net(struct ab_session *s, char *const *allow, size_t n_allow, cha
 		return ab_error_plain(
 			err, EINVAL,
 			"the session has no network proxy (start it with --net allow=)");
-	return netproxy_set_rules(s->net, allow, n_allow, deny, n_deny, err);
+	return netproc_set_rules(s->net, allow, n_allow, deny, n_deny, err);
 }
 
 const struct ab_net_report *ab_session_net_report(const struct ab_session *s)
 {
-	return s->net ? netproxy_total(s->net) : NULL;
+	return s->net ? netproc_total(s->net) : NULL;
 }
 
 size_t ab_session_net_rules(const struct ab_session *s, bool deny, const char **out, size_t max)
 {
-	return s->net ? netproxy_rules(s->net, deny, out, max) : 0;
+	return s->net ? netproc_rules(s->net, deny, out, max) : 0;
 }

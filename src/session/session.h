@@ -120,12 +120,12 @@ struct ab_session {
 	unsigned shim_gens;
 	/* counts the shims' turns to idle */
 	unsigned long long idle_ticks;
-	size_t n_shims;	      /* slots: commands running, shims still cleaning up after
-			       * theirs, and a spare */
-	unsigned asked;	      /* SYNC_NEW_SHIM sent and not answered yet */
-	int shim_error;	      /* why the init could not start the last one asked */
-	bool shim_no_pidfd;   /* a shim came without its pidfd: STARTED brings them */
-	struct netproxy *net; /* --net allow= (netproxy.h), or NULL */
+	size_t n_shims;	     /* slots: commands running, shims still cleaning up after
+			      * theirs, and a spare */
+	unsigned asked;	     /* SYNC_NEW_SHIM sent and not answered yet */
+	int shim_error;	     /* why the init could not start the last one asked */
+	bool shim_no_pidfd;  /* a shim came without its pidfd: STARTED brings them */
+	struct netproc *net; /* --net allow='s helper (sb's, net/netproc.h), or NULL */
 };
 
 /* session.c */

@@ -661,6 +661,59 @@ Test(run, a_broad_workspace_is_refused_unless_named_and_allowed)
 
 /* ---- what a run loads ---- */
 
+/* How many lines of pid's maps name a library of OpenSSL; -1 when they
+ * cannot be read (the sandbox's init is not dumpable). */
+static int openssl_maps(pid_t pid)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "libssl") || strstr(line, "libcrypto");
+	fclose(f);
+	return n;
+}
+
+/* The launcher of a run whose proxy terminates TLS (net/netproc.h) maps
+ * no OpenSSL; its one network helper does. */
+static void expect_openssl_in_the_helper_only(const char *net, const char *net2)
+{
+	char *ws = test_tmpdir();
+	int out;
+	setenv("AB_TEST_TOKEN", "not-a-real-token", 1);
+	pid_t p = spawn_in(ws, &out, "--net", net, "--net", net2, "--", "/bin/sh", "-c",
+			   "echo ready; sleep 5", NULL);
+	wait_for_line(out, "ready");
+	cr_expect_eq(openssl_maps(p), 0, "the launcher maps OpenSSL (--net %s), or unreadable",
+		     net2);
+	char path[80];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)p, (int)p);
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f);
+	int helpers = 0;
+	for (int c; fscanf(f, "%d", &c) == 1;)
+		helpers += openssl_maps(c) > 0;
+	fclose(f);
+	cr_expect_eq(helpers, 1, "no child of the launcher maps OpenSSL (--net %s)", net2);
+	kill(p, SIGTERM);
+	waitpid(p, NULL, 0);
+	close(out);
+}
+
+Test(run, a_secret_run_maps_openssl_in_the_helper_only)
+{
+	expect_openssl_in_the_helper_only("allow=127.0.0.1",
+					  "secret=AB_TEST_TOKEN@example.invalid");
+}
+
+Test(run, a_rules_run_maps_openssl_in_the_helper_only)
+{
+	expect_openssl_in_the_helper_only("allow=127.0.0.1", "allow=GET:example.invalid/x");
+}
+
 /* OpenSSL is loaded only by the features that need it (src/crypto/ossl.c):
  * a plain run maps neither library, nor carries it linked in statically
  * (libcrypto's assembler names "<appro@openssl.org>" in its text). */
