@@ -112,6 +112,11 @@ static void entry_probe(int ws, struct protect_entry *e)
 	e->odd_len = 0;
 	struct stat st;
 	if (fstatat(ws, e->rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* the walk looks for a symlink or a file on the way: a name
+		 * of one component that is not there has no way (the walk's
+		 * O_NOFOLLOW open of it would fail as the lstat did) */
+		if (errno == ENOENT && !strchr(e->rel, '/'))
+			return;
 		struct protect_walk w;
 		if (protect_walk(ws, e->rel, &w) == 0 && w.odd) {
 			e->odd_len = w.len;
