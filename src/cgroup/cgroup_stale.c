@@ -74,11 +74,11 @@ static void remove_stale(const char *dir, const char *name)
 
 static int reap_in(const char *dir)
 {
-	cleanup_fd int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	/* opendir's own open (O_CLOEXEC): fdopendir would check and set the
+	 * fd's flags again, two system calls a hierarchy at every start */
+	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
-	dfd = -1;
 	int n = 0;
 	size_t n_unseen = 0;
 	char unseen[MAX_UNSEEN][256];
