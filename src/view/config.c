@@ -211,16 +211,35 @@ static const char *broad_workspace(const char *ws)
 	};
 	if (strcmp(ws, "/") == 0)
 		return "the host's root directory";
+	/* ws is a real path: it is a directory's real path only if it is
+	 * that directory, so a stat that finds another inode rules it out
+	 * without resolving the directory's path (realpath(3), a readlink
+	 * per component); a match is confirmed by its real path */
+	struct stat ws_st;
+	bool have_st = stat(ws, &ws_st) == 0;
 	for (const char *const *d = system_dirs; *d; d++) {
 		char real[PATH_MAX];
-		if (strcmp(ws, *d) == 0 || (realpath(*d, real) && strcmp(ws, real) == 0))
+		struct stat st;
+		if (strcmp(ws, *d) == 0)
+			return "a top-level system directory";
+		if (have_st &&
+		    (stat(*d, &st) < 0 || st.st_dev != ws_st.st_dev || st.st_ino != ws_st.st_ino))
+			continue;
+		if (realpath(*d, real) && strcmp(ws, real) == 0)
 			return "a top-level system directory";
 	}
-	const struct passwd *pw = getpwuid(getuid());
-	const char *homes[] = {getenv("HOME"), pw ? pw->pw_dir : NULL};
+	char account_home[PATH_MAX];
+	const char *homes[] = {getenv("HOME"),
+			       ab_account_home(getuid(), account_home, sizeof(account_home))
+				       ? account_home
+				       : NULL};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(homes); i++) {
 		char real[PATH_MAX];
-		if (!homes[i] || !*homes[i] || !realpath(homes[i], real))
+		/* the account's home is mostly $HOME: the same path is the
+		 * same real path */
+		if (!homes[i] || !*homes[i] ||
+		    (i > 0 && homes[0] && strcmp(homes[0], homes[i]) == 0) ||
+		    !realpath(homes[i], real))
 			continue;
 		size_t n = strlen(ws);
 		if (strcmp(ws, real) == 0)
