@@ -89,10 +89,22 @@ static bool nss_passwd_files_first(void)
  * is the one getpwuid(3) returns (nscd, where it runs, serves a cached
  * copy of the same lookup); read directly, it spares the NSS set-up (two
  * tries of nscd's socket, the parse of every database's line), ~50 µs of
- * a start. Elsewhere, and for a uid /etc/passwd lacks: getpwuid(3). */
+ * a start. The file is read whole and parsed from memory by the files
+ * source's own parser (fgetpwent, which on a file would lseek twice a
+ * line). Elsewhere, for a file over 1 MiB, and for a uid it lacks:
+ * getpwuid(3). */
 bool ab_account_home(uid_t uid, char *buf, size_t n)
 {
-	FILE *f = nss_passwd_files_first() ? fopen("/etc/passwd", "re") : NULL;
+	cleanup_free char *text = NULL;
+	ssize_t len = -1;
+	struct stat st;
+	cleanup_fd int fd =
+		nss_passwd_files_first() ? open("/etc/passwd", O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= (1 << 20) &&
+	    (text = malloc((size_t)st.st_size + 1)))
+		len = read(fd, text, (size_t)st.st_size + 1);
+	/* read whole: a file that grew meanwhile is left to getpwuid */
+	FILE *f = len > 0 && len <= st.st_size ? fmemopen(text, (size_t)len, "r") : NULL;
 	const struct passwd *pw;
 	bool found = false;
 	/* as glibc's files source: the first entry of uid not named +/- */
