@@ -84,7 +84,10 @@ static void remove_stale(const char *dir, const char *name)
 static bool nothing_to_reap(const char *dir, unsigned own)
 {
 	struct stat st;
-	if (faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) < 0)
+	/* not asked for root, whose answer is yes on the host (a system
+	 * call per hierarchy for nothing); root in a container whose
+	 * answer would be no lists as before */
+	if (geteuid() != 0 && faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) < 0)
 		return true;
 	return stat(dir, &st) == 0 && st.st_nlink >= 2 && st.st_nlink - 2 <= own;
 }
