@@ -161,6 +161,9 @@ void ab_cgroup_destroy(struct ab_cgroup *cg);
  * SIGKILL, say), under parent or the default places; never one whose
  * launcher is alive. Returns how many were removed. */
 int ab_cgroup_reap_stale(const char *parent);
+/* The same beside cg, a launcher's own cgroup (NULL: none), whose
+ * directories are no reason to list their parents. */
+int ab_cgroup_reap_stale_beside(const struct ab_cgroup *cg, const char *parent);
 
 /* Tests only: treat root, a directory laid out like a cgroup2 hierarchy
  * with controllers, as the host's, with own as the caller's cgroup; NULL

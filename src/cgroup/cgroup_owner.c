@@ -66,6 +66,19 @@ unsigned long long ab_cg_start_time(pid_t pid)
 	return proc_stat_of(pid, &state);
 }
 
+/* This process's start time, read once per process (a forked child reads
+ * its own). */
+static unsigned long long own_start_time(void)
+{
+	static pid_t of;
+	static unsigned long long start;
+	if (of != getpid()) {
+		of = getpid();
+		start = ab_cg_start_time(of);
+	}
+	return start;
+}
+
 /* The pid namespace /proc shows, as the inode of /proc/self/ns/pid; 0
  * when /proc is another namespace's (its pid for us is not getpid()). */
 static unsigned long long proc_pidns(void)
@@ -86,7 +99,7 @@ static unsigned long long proc_pidns(void)
 void ab_cg_name(char *out, size_t len, unsigned n)
 {
 	snprintf(out, len, "agentbox-ns%llu-%d-%llu-%u", proc_pidns(), (int)getpid(),
-		 ab_cg_start_time(getpid()), n);
+		 own_start_time(), n);
 }
 
 /* The parent's flock, shared (a launcher making its cgroup) or exclusive
@@ -162,6 +175,10 @@ enum ab_cg_owner ab_cg_owner(const char *name)
 		return AB_CG_OWNER_ALIVE; /* not ours, or an older agentbox's: never touched */
 	if (ns == 0 || ns != proc_pidns())
 		return AB_CG_OWNER_UNSEEN;
+	/* our pid in our pid namespace is this process: its own cgroup
+	 * when the start time is ours, else an earlier owner of the pid's */
+	if (pid == (int)getpid())
+		return start == own_start_time() ? AB_CG_OWNER_ALIVE : AB_CG_OWNER_DEAD;
 	char state;
 	if (proc_stat_of(pid, &state) != start)
 		return AB_CG_OWNER_DEAD;

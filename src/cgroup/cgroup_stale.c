@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,13 +73,34 @@ static void remove_stale(const char *dir, const char *name)
 
 #define MAX_UNSEEN 64
 
-static int reap_in(const char *dir)
+/* Whether dir can hold nothing to reap: the caller may not write it (only
+ * who may could have made a cgroup in it, and rmdir(2) of one needs it: a
+ * plain user beside root's shared agentbox/ has nothing to do there), or
+ * every subdirectory is one of the caller's own (own of them, alive: it
+ * holds their locks). A cgroup filesystem's directory has 2 links plus
+ * one per subdirectory (kernfs), so its stat tells that without a listing;
+ * a directory with fewer than 2 (a filesystem that does not count them) is
+ * listed. */
+static bool nothing_to_reap(const char *dir, unsigned own)
 {
-	cleanup_fd int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct stat st;
+	/* not asked for root, whose answer is yes on the host (a system
+	 * call per hierarchy for nothing); root in a container whose
+	 * answer would be no lists as before */
+	if (geteuid() != 0 && faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) < 0)
+		return true;
+	return stat(dir, &st) == 0 && st.st_nlink >= 2 && st.st_nlink - 2 <= own;
+}
+
+static int reap_in(const char *dir, unsigned own)
+{
+	if (nothing_to_reap(dir, own))
+		return 0;
+	/* opendir's own open (O_CLOEXEC): fdopendir would check and set the
+	 * fd's flags again, two system calls a hierarchy at every start */
+	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
-	dfd = -1;
 	int n = 0;
 	size_t n_unseen = 0;
 	char unseen[MAX_UNSEEN][256];
@@ -113,7 +135,23 @@ static int reap_in(const char *dir)
 	return n;
 }
 
+/* How many of cg's directories are right below dir. */
+static unsigned own_below(const struct ab_cgroup *cg, const char *dir)
+{
+	unsigned own = 0;
+	size_t len = strlen(dir);
+	for (int h = 0; cg && h < H_COUNT; h++)
+		own += cg->dir[h][0] && strncmp(cg->dir[h], dir, len) == 0 &&
+		       cg->dir[h][len] == '/' && !strchr(cg->dir[h] + len + 1, '/');
+	return own;
+}
+
 int ab_cgroup_reap_stale(const char *parent)
+{
+	return ab_cgroup_reap_stale_beside(NULL, parent);
+}
+
+int ab_cgroup_reap_stale_beside(const struct ab_cgroup *cg, const char *parent)
 {
 	int n = 0;
 	for (int h = 0; h < H_COUNT; h++) {
@@ -131,7 +169,7 @@ int ab_cgroup_reap_stale(const char *parent)
 			snprintf(dir, sizeof(dir), "%s%s", root, own);
 		} else
 			snprintf(dir, sizeof(dir), "%s/agentbox", root);
-		n += reap_in(dir);
+		n += reap_in(dir, own_below(cg, dir));
 	}
 	return n;
 }

@@ -106,17 +106,46 @@ int protect_walk(int ws, const char *rel, struct protect_walk *w)
 	return -ENOENT;
 }
 
-static void entry_probe(int ws, struct protect_entry *e)
+/* A first component a walk of one scan found odd (a worktree's .git file,
+ * a symlink): every path below it stops there, so it is walked once. */
+struct probe_memo {
+	char first[256]; /* "" until found */
+	struct protect_entry odd;
+};
+
+static void entry_probe(int ws, struct protect_entry *e, struct probe_memo *memo)
 {
 	e->exists = e->bindable = false;
 	e->odd_len = 0;
 	struct stat st;
 	if (fstatat(ws, e->rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* the walk looks for a symlink or a file on the way: a name
+		 * of one component that is not there has no way (the walk's
+		 * O_NOFOLLOW open of it would fail as the lstat did) */
+		const char *slash = strchr(e->rel, '/');
+		if (errno == ENOENT && !slash)
+			return;
+		/* the walk opens the first component without following it and
+		 * stops there when it is a symlink or no directory: the same
+		 * stop for every path through it */
+		size_t first = slash ? (size_t)(slash - e->rel) : 0;
+		if (first && first == strlen(memo->first) &&
+		    strncmp(e->rel, memo->first, first) == 0) {
+			e->odd_len = memo->odd.odd_len;
+			e->odd_dev = memo->odd.odd_dev;
+			e->odd_ino = memo->odd.odd_ino;
+			return;
+		}
 		struct protect_walk w;
 		if (protect_walk(ws, e->rel, &w) == 0 && w.odd) {
 			e->odd_len = w.len;
 			e->odd_dev = w.st.st_dev;
 			e->odd_ino = w.st.st_ino;
+			if (first && w.len == first && first < sizeof(memo->first)) {
+				memcpy(memo->first, e->rel, first);
+				memo->first[first] = '\0';
+				memo->odd = *e;
+			}
 		}
 		if (w.dir >= 0)
 			close(w.dir);
@@ -148,9 +177,10 @@ int protect_scan(const struct ab_config *cfg, struct protect_state *st, struct a
 	if (!st->e)
 		return ab_error_set(err, ENOMEM, "scanning protected paths");
 	st->n = cfg->n_protect;
+	struct probe_memo memo = {.first = ""};
 	for (size_t i = 0; i < st->n; i++) {
 		st->e[i].rel = cfg->protect[i];
-		entry_probe(ws, &st->e[i]);
+		entry_probe(ws, &st->e[i], &memo);
 	}
 	return 0;
 }
@@ -162,9 +192,10 @@ char **protect_changes(const struct ab_config *cfg, const struct protect_state *
 		return NULL;
 	char **out = NULL;
 	size_t n = 0;
+	struct probe_memo memo = {.first = ""};
 	for (size_t i = 0; i < before->n; i++) {
 		struct protect_entry now = {.rel = before->e[i].rel};
-		entry_probe(ws, &now);
+		entry_probe(ws, &now, &memo);
 		const struct protect_entry *b = &before->e[i];
 		if (now.exists == b->exists &&
 		    (!now.exists || (now.dev == b->dev && now.ino == b->ino &&

@@ -31,14 +31,19 @@ void protect_watch_start(const struct ab_config *cfg, const struct protect_state
 {
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
-	cleanup_fd int ws = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (ws < 0 || st->n == 0 || !(w->e = calloc(st->n, sizeof(*w->e))))
+	cleanup_fd int ws = -1;
+	if (st->n == 0 || !(w->e = calloc(st->n, sizeof(*w->e))))
 		return;
-	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	for (size_t i = 0; w->fd >= 0 && i < st->n; i++) {
+	for (size_t i = 0; i < st->n; i++) {
 		const struct protect_entry *p = &st->e[i];
 		if (!p->exists || !p->bindable || !S_ISREG(p->mode))
 			continue; /* only a bound file refuses a rename over it */
+		/* opened for the first such file: a workspace without one
+		 * (most) costs no inotify instance */
+		if (w->fd < 0 &&
+		    ((ws = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		     (w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0))
+			break;
 		const char *slash = strrchr(p->rel, '/');
 		char parent[PATH_MAX];
 		snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - p->rel) : 1,

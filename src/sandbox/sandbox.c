@@ -128,7 +128,7 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, bool *gone,
 	/* what crashed runs left, off the start's path too; and the idmap
 	 * helpers that had not yet ended at the clone, not left as zombies
 	 * for the whole session */
-	ab_cgroup_reap_stale(sb->cfg.cgroup_parent);
+	ab_cgroup_reap_stale_beside(sb->cg, sb->cfg.cgroup_parent);
 	view_plan_reap_helpers(&sb->plan, false);
 	if (r == 0 && pending)
 		r = report_cgroup(&sb->cfg, &sb->limits, sb->cg, err);

@@ -90,20 +90,29 @@ int userns_become_sandbox_user(const struct ab_config *cfg, bool by_root, struct
  * user's own programs none. The sandbox's namespace gets half of the host's
  * limit. Needs CAP_SYS_RESOURCE in the sandbox's user namespace, whose
  * /proc/sys/user/ files these are; best effort, as a read-only /proc/sys
- * (agentbox in a container) leaves only the host's limit. */
+ * (agentbox in a container) leaves only the host's limit.
+ *
+ * /proc/sys/user is looked up once, both files beside it by its fd: each
+ * user namespace has its own "user" there, and the lookup of that name
+ * compares it against the entries the dcache keeps for every other user
+ * namespace's (proc_sys_compare), the costliest step of this at each
+ * start where many sandboxes have run. */
 void userns_limit_inotify(void)
 {
 	static const char *const files[][2] = {
-		{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
-		{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+		{"/proc/sys/fs/inotify/max_user_instances", "max_inotify_instances"},
+		{"/proc/sys/fs/inotify/max_user_watches", "max_inotify_watches"},
 	};
+	cleanup_fd int dir = -1;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(files); i++) {
 		int host = ab_read_int(files[i][0]);
 		if (host <= 1)
 			continue;
+		if (dir < 0 && (dir = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return;
 		char v[32];
 		snprintf(v, sizeof(v), "%d\n", host / 2);
-		cleanup_fd int fd = open(files[i][1], O_WRONLY | O_CLOEXEC);
+		cleanup_fd int fd = openat(dir, files[i][1], O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && write(fd, v, strlen(v)) < 0)
 			continue;
 	}

@@ -4,6 +4,7 @@
 #define AB_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,5 +94,9 @@ int ab_mkdir_p(const char *path, mode_t mode);
  * for root, else $XDG_STATE_HOME/agentbox/NAME or
  * ~/.local/state/agentbox/NAME; -ENOENT when there is no home. Not made. */
 int ab_state_dir(const char *name, char *buf, size_t n);
+
+/* uid's home directory in the account database, as getpwuid(3) finds it,
+ * into buf; false when it has none (util/paths.c). */
+bool ab_account_home(uid_t uid, char *buf, size_t n);
 
 #endif

@@ -4,6 +4,7 @@
  * is created, and ab_config_free. */
 #include "view/config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -198,6 +199,28 @@ int ab_config_run_as_owner(struct ab_config *cfg, struct ab_error *err)
 	return 0;
 }
 
+/* Whether ws (a real path, stat ws_st, NULL if unknown) is the real path
+ * of the top-level directory /name, of type type (a dirent's). /name is
+ * its own real path unless it is a symlink ("/" resolves to itself), so
+ * only a symlink (or a type not known) is resolved, and only where a stat
+ * finds ws's inode behind it: a path is a directory's real path only if
+ * it is that directory. */
+static bool is_system_dir(const char *ws, const struct stat *ws_st, const char *name,
+			  unsigned char type)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "/%s", name);
+	if (strcmp(ws, path) == 0)
+		return true;
+	if (type != DT_LNK && type != DT_UNKNOWN)
+		return false;
+	if (ws_st &&
+	    (stat(path, &st) < 0 || st.st_dev != ws_st->st_dev || st.st_ino != ws_st->st_ino))
+		return false;
+	return realpath(path, real) && strcmp(ws, real) == 0;
+}
+
 /* Where a workspace would hand the command much of the host: /, a
  * top-level system directory, or the caller's home or one of its
  * ancestors (its keys, tokens and shell start-up files, read-write).
@@ -205,22 +228,40 @@ int ab_config_run_as_owner(struct ab_config *cfg, struct ab_error *err)
 static const char *broad_workspace(const char *ws)
 {
 	static const char *const system_dirs[] = {
-		"/bin",	  "/boot",   "/dev",   "/etc", "/home", "/lib",	 "/lib32",
-		"/lib64", "/libx32", "/media", "/mnt", "/opt",	"/proc", "/root",
-		"/run",	  "/sbin",   "/srv",   "/sys", "/usr",	"/var",	 NULL,
+		"bin",	 "boot",   "dev",   "etc", "home", "lib",  "lib32",
+		"lib64", "libx32", "media", "mnt", "opt",  "proc", "root",
+		"run",	 "sbin",   "srv",   "sys", "usr",  "var",  NULL,
 	};
 	if (strcmp(ws, "/") == 0)
 		return "the host's root directory";
-	for (const char *const *d = system_dirs; *d; d++) {
-		char real[PATH_MAX];
-		if (strcmp(ws, *d) == 0 || (realpath(*d, real) && strcmp(ws, real) == 0))
-			return "a top-level system directory";
-	}
-	const struct passwd *pw = getpwuid(getuid());
-	const char *homes[] = {getenv("HOME"), pw ? pw->pw_dir : NULL};
+	struct stat ws_st;
+	const struct stat *st = stat(ws, &ws_st) == 0 ? &ws_st : NULL;
+	/* the root's entries with their types: those that are no symlink
+	 * are told by their name alone */
+	DIR *root = opendir("/");
+	bool found = false;
+	for (struct dirent *de; root && !found && (de = readdir(root));)
+		for (const char *const *d = system_dirs; *d && !found; d++)
+			found = strcmp(de->d_name, *d) == 0 &&
+				is_system_dir(ws, st, *d, de->d_type);
+	for (const char *const *d = system_dirs; !root && *d && !found; d++)
+		found = is_system_dir(ws, st, *d, DT_UNKNOWN);
+	if (root)
+		closedir(root);
+	if (found)
+		return "a top-level system directory";
+	char account_home[PATH_MAX];
+	const char *homes[] = {getenv("HOME"),
+			       ab_account_home(getuid(), account_home, sizeof(account_home))
+				       ? account_home
+				       : NULL};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(homes); i++) {
 		char real[PATH_MAX];
-		if (!homes[i] || !*homes[i] || !realpath(homes[i], real))
+		/* the account's home is mostly $HOME: the same path is the
+		 * same real path */
+		if (!homes[i] || !*homes[i] ||
+		    (i > 0 && homes[0] && strcmp(homes[0], homes[i]) == 0) ||
+		    !realpath(homes[i], real))
 			continue;
 		size_t n = strlen(ws);
 		if (strcmp(ws, real) == 0)

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -641,6 +642,15 @@ Test(run, a_broad_workspace_is_refused_unless_named_and_allowed)
 		cr_assert_eq(r.exit_code, 125, "%s: %s", refused[i].cwd, r.err);
 		cr_assert(strstr(r.err, refused[i].words) && strstr(r.err, "--workspace DIR"), "%s",
 			  r.err);
+	}
+	/* a system directory's real path (/bin's is /usr/bin with a merged
+	 * /usr), which only the real path of /bin tells apart */
+	char bin[PATH_MAX];
+	if (realpath("/bin", bin) && strcmp(bin, "/bin") != 0) {
+		struct run_opts b = {.env = env, .cwd = bin};
+		run_raw(cur, &r, &b);
+		cr_assert_eq(r.exit_code, 125, "%s: %s", bin, r.err);
+		cr_assert(strstr(r.err, "which is a top-level system directory"), "%s", r.err);
 	}
 	struct run_opts o = {.env = env, .cwd = project};
 	run_raw(cur, &r, &o);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "view/config.h"
 #include "cli/options.h"
 #include "util/parse.h"
+#include "util/util.h"
 
 /* argv for `agentbox run ...`: the first element must be "run". */
 #define ARGV(...) ((const char *[]){__VA_ARGS__, NULL})
@@ -1028,4 +1030,28 @@ Test(sizes, a_plain_byte_suffix)
 	cr_assert_eq(ab_parse_size("100B", &v), 0);
 	cr_assert_eq(v, 100);
 	cr_assert_lt(ab_parse_size("100BB", &v), 0);
+}
+
+/* The account's home (ab_account_home, read from /etc/passwd where
+ * nsswitch.conf has glibc read it first) is getpwuid's, for every account
+ * this host has and for a uid it has none of. */
+Test(config, the_account_home_is_getpwuids)
+{
+	setpwent();
+	struct passwd *pw;
+	unsigned n = 0;
+	uid_t uids[256];
+	while (n < 256 && (pw = getpwent()))
+		uids[n++] = pw->pw_uid;
+	endpwent();
+	cr_assert_gt(n, 0);
+	uids[n < 256 ? n++ : 255] = 987654321; /* no such account */
+	for (unsigned i = 0; i < n; i++) {
+		char home[PATH_MAX];
+		bool found = ab_account_home(uids[i], home, sizeof(home));
+		pw = getpwuid(uids[i]);
+		cr_assert_eq(found, pw != NULL, "uid %u", (unsigned)uids[i]);
+		if (found)
+			cr_assert_str_eq(home, pw->pw_dir, "uid %u", (unsigned)uids[i]);
+	}
 }
