@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -290,6 +291,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 	if (sock < 0)
 		_exit(1);
 	confine_signals();
+	prctl(PR_SET_NAME, "agentbox-net"); /* ps names it; the tests find it by that */
 	if (confine_fds(keep, AB_ARRAY_SIZE(keep), &err) < 0 || confine_die_with(parent, &err) < 0)
 		fail(&err);
 	/* as the launcher's identity still: --net ca=FILE is the caller's */

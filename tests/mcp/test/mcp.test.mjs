@@ -330,10 +330,11 @@ test("versions, and end of file ends the server and the sandbox with nothing lef
     assert.equal((await s.reply(3)).error.code, -32601);
     s.send({ id: 4, method: "tools/call", params: { name: "execute", arguments: { command: "sleep 39.4321" } } });
     await waitFor("the command to run", () => processesWith("39.4321").length > 0);
-    // the sandbox's init: the server's child that runs (a short-lived helper
-    // of the launcher's may be there too, exited and not yet reaped)
+    // the sandbox's init: the server's child that is pid 1 of its own pid
+    // namespace (the launcher's helpers, the network proxy's among them, are
+    // its children too)
     const init = readFileSync(`/proc/${s.p.pid}/task/${s.p.pid}/children`, "utf8").trim().split(/\s+/)
-      .find((pid) => { try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "latin1")); } catch { return false; } });
+      .find((pid) => { try { return /^NSpid:\s+\d+\s+1$/m.test(readFileSync(`/proc/${pid}/status`, "latin1")); } catch { return false; } });
     const cgroups = agentboxCgroups(init);
     if (process.getuid() === 0) assert.ok(cgroups.length > 0, "as root the sandbox has its own cgroups");
     s.p.stdin.end();
