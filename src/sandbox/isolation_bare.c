@@ -29,7 +29,7 @@
 
 #include "util/error.h"
 #include "sandbox/init.h"
-#include "view/landlock_compat.h"
+#include "confine/landlock_compat.h"
 #include "util/proc.h"
 #include "util/util.h"
 

@@ -1,0 +1,265 @@
+/* A layer unpacked in a confined helper (unpack_proc.h). Two socketpairs:
+ * the blob's bytes to the helper (a stream, so that the helper never
+ * holds the layout's file and the bytes it reads are the bytes the
+ * launcher hashed), and one result back (a datagram of a fixed size, every
+ * field checked). */
+#include "image/unpack_proc.h"
+
+#include <errno.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "confine/confine.h"
+#include "image/archive_lib.h"
+#include "image/sha256.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#define BUF	     (64 * 1024)
+#define RESULT_MAGIC 0x41425550u /* "ABUP" */
+
+struct result {
+	uint32_t magic;
+	int32_t code; /* 0, or the errno of the message */
+	uint64_t bytes, entries, devices;
+	char msg[sizeof(((struct ab_error *)0)->msg)];
+};
+
+/* What the helper's tar reading and writing (untar.c, libarchive, zlib,
+ * zstd, malloc) calls, and its result's send: no open of a path beyond
+ * its directory (Landlock), no socket, no exec, no ptrace, no mount. */
+static const int helper_syscalls[] = {
+	SCMP_SYS(read),		  SCMP_SYS(write),
+	SCMP_SYS(close),	  SCMP_SYS(openat),
+	SCMP_SYS(newfstatat),	  SCMP_SYS(fstat),
+	SCMP_SYS(statx),	  SCMP_SYS(lseek),
+	SCMP_SYS(fcntl),	  SCMP_SYS(mkdirat),
+	SCMP_SYS(mknodat),	  SCMP_SYS(fchmodat),
+	SCMP_SYS(fchmod),	  SCMP_SYS(symlinkat),
+	SCMP_SYS(linkat),	  SCMP_SYS(unlinkat),
+	SCMP_SYS(getdents64),	  SCMP_SYS(fsetxattr),
+	SCMP_SYS(sendto),	  SCMP_SYS(brk),
+	SCMP_SYS(mmap),		  SCMP_SYS(munmap),
+	SCMP_SYS(mremap),	  SCMP_SYS(madvise),
+	SCMP_SYS(futex),	  SCMP_SYS(getrandom),
+	SCMP_SYS(clock_gettime),  SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
+	SCMP_SYS(getpid),	  SCMP_SYS(gettid),
+	SCMP_SYS(tgkill),	  SCMP_SYS(exit),
+	SCMP_SYS(exit_group),
+};
+
+void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id)
+{
+	*switch_id = geteuid() == 0;
+	*uid = *switch_id ? UNPACK_PROC_ID : geteuid();
+	*gid = *switch_id ? UNPACK_PROC_ID : getegid();
+}
+
+static unsigned long long mem_bound(void)
+{
+	/* the sanitizers reserve terabytes of address space */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+	__has_feature(memory_sanitizer)
+	return 0;
+#else
+	return UNPACK_PROC_MEM;
+#endif
+#else
+	return UNPACK_PROC_MEM;
+#endif
+}
+
+/* The helper: confined, then the tar read from data into tree; one result
+ * on ctl. */
+static _Noreturn void helper(int data, int ctl, int tree, pid_t parent, const struct oci_layer *l,
+			     const char *what, bool stop)
+{
+	/* the launcher's handlers and mask are not the helper's */
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	struct result m = {.magic = RESULT_MAGIC};
+	struct ab_error err = {0}, cerr = {0};
+	struct untar_stats st = {0};
+	char why[300];
+	int r = 0;
+	/* loaded before Landlock, which would refuse reading the library */
+	if (!archive_lib_load(why, sizeof(why)))
+		r = ab_error_plain(&err, ENOPKG, "%s: %s", what, why);
+	struct confine_spec spec = {
+		.keep_fds = (int[]){data, ctl, tree},
+		.n_keep = 3,
+		.mem_bytes = mem_bound(),
+		.write_dir = tree,
+		.parent = parent,
+		.syscalls = helper_syscalls,
+		.n_syscalls = AB_ARRAY_SIZE(helper_syscalls),
+	};
+	unpack_proc_identity(&spec.uid, &spec.gid, &spec.switch_id);
+	int abi;
+	if (r == 0 && confine_self(&spec, &abi, &cerr) < 0)
+		r = ab_error_plain(&err, cerr.code, "%s: cannot confine the unpack helper: %s",
+				   what, cerr.msg);
+	if (r == 0 && stop)
+		raise(SIGSTOP); /* AGENTBOX_TEST_UNPACK_STOP: looked at from outside */
+	struct oci_layer unhashed = *l;
+	unhashed.hex[0] = '\0'; /* the launcher hashes what it sends */
+	if (r == 0)
+		r = untar_layer(data, &unhashed, what, tree, &st, &err);
+	m.code = r < 0 ? (err.code ? err.code : EIO) : 0;
+	snprintf(m.msg, sizeof(m.msg), "%s", r < 0 ? err.msg : "");
+	m.bytes = st.bytes;
+	m.entries = st.entries;
+	m.devices = st.devices;
+	send(ctl, &m, sizeof(m), MSG_NOSIGNAL);
+	_exit(r < 0 ? 1 : 0);
+}
+
+/* The blob's bytes sent to the helper and hashed into hex; the helper
+ * gone (it failed, or died) is not an error here: every byte is still
+ * hashed. */
+static int stream(int fd, int data, char hex[65], const char *what, struct ab_error *err)
+{
+	struct sha256 h;
+	int r = sha256_init(&h, err);
+	if (r < 0)
+		return r;
+	cleanup_free char *buf = malloc(BUF);
+	if (!buf) {
+		sha256_free(&h);
+		return ab_error_set(err, ENOMEM, "%s", what);
+	}
+	bool gone = false;
+	for (;;) {
+		ssize_t n = read(fd, buf, BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = ab_error_set(err, errno, "%s: cannot read the blob", what);
+			sha256_free(&h);
+			return r;
+		}
+		if (n == 0)
+			break;
+		sha256_update(&h, buf, (size_t)n);
+		for (ssize_t off = 0; off < n && !gone;) {
+			ssize_t w = send(data, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				gone = true;
+			else
+				off += w;
+		}
+	}
+	sha256_hex(&h, hex);
+	return 0;
+}
+
+/* The helper's result, if it sent one that holds: code and message (its
+ * text, every byte printable), counts within untar's bounds. */
+static bool read_result(int ctl, struct result *m)
+{
+	char buf[sizeof(*m) + 1];
+	ssize_t n;
+	do
+		n = recv(ctl, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*m))
+		return false;
+	memcpy(m, buf, sizeof(*m));
+	if (m->magic != RESULT_MAGIC || m->code < 0 || m->code > 4095 ||
+	    !memchr(m->msg, '\0', sizeof(m->msg)) || m->bytes > UNTAR_MAX_BYTES ||
+	    m->entries > UNTAR_MAX_ENTRIES || m->devices > m->entries)
+		return false;
+	if (m->code && !m->msg[0])
+		return false;
+	for (char *c = m->msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return true;
+}
+
+static int died(int status, const char *what, struct ab_error *err)
+{
+	int sig = WTERMSIG(status);
+	return ab_error_plain(
+		err, EIO, "%s: the unpack helper died (signal %d, %s)%s", what, sig, strsignal(sig),
+		sig == SIGSYS ? ": a system call its seccomp filter does not allow" : "");
+}
+
+int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
+		    struct untar_stats *st, struct ab_error *err)
+{
+	int data[2], ctl[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) < 0)
+		return ab_error_set(err, errno, "%s: cannot make the unpack helper's socket", what);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+		close(data[0]);
+		close(data[1]);
+		return ab_error_set(err, errno, "%s: cannot make the unpack helper's socket", what);
+	}
+	bool stop = getenv("AGENTBOX_TEST_UNPACK_STOP") != NULL;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(data[0]);
+		close(ctl[0]);
+		helper(data[1], ctl[1], tree, parent, l, what, stop);
+	}
+	int e = errno;
+	close(data[1]);
+	close(ctl[1]);
+	cleanup_fd int to = data[0], from = ctl[0];
+	if (pid < 0)
+		return ab_error_set(err, e, "%s: cannot start the unpack helper", what);
+	if (stop) {
+		fprintf(stderr, "agentbox: test: the unpack helper is pid %d\n", (int)pid);
+		fflush(stderr);
+	}
+	char hex[65] = "";
+	int r = stream(fd, to, hex, what, err);
+	close(ab_steal_fd(&to)); /* the helper's end of file */
+	struct result m;
+	bool have = r == 0 && read_result(from, &m);
+	if (r < 0)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return r;
+	/* a blob that is not the one its digest names says so, whatever else
+	 * was wrong with its bytes */
+	if (strcmp(hex, l->hex) != 0)
+		return untar_digest_error(err, what, l->hex, hex);
+	if (WIFSIGNALED(status))
+		return died(status, what, err);
+	if (!have)
+		return ab_error_plain(err, EIO,
+				      "%s: the unpack helper ended without a result (exit status "
+				      "%d)",
+				      what, WEXITSTATUS(status));
+	if (m.code)
+		return ab_error_plain(err, m.code, "%s", m.msg);
+	if (WEXITSTATUS(status) != 0)
+		return ab_error_plain(err, EIO, "%s: the unpack helper failed (exit status %d)",
+				      what, WEXITSTATUS(status));
+	st->bytes = m.bytes;
+	st->entries = m.entries;
+	st->devices = m.devices;
+	return 0;
+}

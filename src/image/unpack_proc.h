@@ -1,0 +1,40 @@
+/* A layer unpacked in a confined helper process (docs/security.md): the
+ * launcher forks it, streams the blob to it over a socket while hashing
+ * every byte itself, and reads one bounded, checked result back; the
+ * helper loads libarchive, confines itself (confine.h: an unprivileged uid
+ * for root, no capability, no_new_privs, Landlock to the directory it
+ * fills, seccomp, no fd but its own, a memory bound, killed with the
+ * launcher) and only then reads the tar (untar.c). The launcher believes
+ * nothing it says: the digest is its own, and the tree is checked
+ * (tree_check.h) before it is used. */
+#ifndef AB_UNPACK_PROC_H
+#define AB_UNPACK_PROC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agentbox/agentbox.h"
+#include "image/oci.h"
+#include "image/untar.h"
+
+/* Root's helper runs as this uid and gid (nobody), in a directory no one
+ * else can reach; a plain user's keeps the user's. */
+#define UNPACK_PROC_ID 65534
+
+/* The helper's memory bound (RLIMIT_AS): libarchive, zstd's window (at
+ * most 128 MiB by default), the launcher's mappings it starts with. */
+#define UNPACK_PROC_MEM (2ULL << 30)
+
+/* Who the helper runs as: the caller, or UNPACK_PROC_ID when the caller
+ * is root (*switch_id true). */
+void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id);
+
+/* Unpack the blob at fd (what: "--image ...: layer N (sha256:...)", for
+ * messages) into tree, an empty directory the helper's uid owns, in the
+ * helper; the blob's sha256 checked here against l->hex. On error what
+ * was unpacked stays for the caller to remove; a helper that died says
+ * so ("the unpack helper died (signal 9)"). */
+int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
+		    struct untar_stats *st, struct ab_error *err);
+
+#endif
