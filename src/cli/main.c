@@ -12,6 +12,7 @@
 #include "cli/delegate.h"
 #include "detach/detach.h"
 #include "image/cache.h"
+#include "image/unpack_proc.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
 #include "runtime/runtime.h"
@@ -559,6 +560,8 @@ static int cmd_runtime(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "__unpack-layer") == 0)
+		return unpack_proc_main(argc, argv); /* --image's confined helper */
 	if (argc < 2) {
 		fputs(usage_main, stderr);
 		return AB_EXIT_FAILURE;

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +25,9 @@
 #include "util/util.h"
 
 #define BUF	     (64 * 1024)
+#define HELPER_DATA  3 /* the helper's fds, as it finds them */
+#define HELPER_CTL   4
+#define HELPER_TREE  5
 #define RESULT_MAGIC 0x41425550u /* "ABUP" */
 
 struct result {
@@ -82,13 +87,13 @@ static unsigned long long mem_bound(void)
 
 /* The helper: confined, then the tar read from data into tree; one result
  * on ctl. */
-static _Noreturn void helper(int data, int ctl, int tree, pid_t parent, const struct oci_layer *l,
-			     const char *what, bool stop)
+static int helper(int data, int ctl, int tree, pid_t parent, enum oci_compression comp,
+		  const char *what, bool stop)
 {
-	/* the launcher's handlers and mask are not the helper's */
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* the launcher's mask and ignored signals outlive exec */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
 	struct result m = {.magic = RESULT_MAGIC};
@@ -115,17 +120,39 @@ static _Noreturn void helper(int data, int ctl, int tree, pid_t parent, const st
 				   what, cerr.msg);
 	if (r == 0 && stop)
 		raise(SIGSTOP); /* AGENTBOX_TEST_UNPACK_STOP: looked at from outside */
-	struct oci_layer unhashed = *l;
-	unhashed.hex[0] = '\0'; /* the launcher hashes what it sends */
+	/* no digest: the launcher hashes what it sends */
+	struct oci_layer l = {.comp = comp};
 	if (r == 0)
-		r = untar_layer(data, &unhashed, what, tree, &st, &err);
+		r = untar_layer(data, &l, what, tree, &st, &err);
 	m.code = r < 0 ? (err.code ? err.code : EIO) : 0;
 	snprintf(m.msg, sizeof(m.msg), "%s", r < 0 ? err.msg : "");
 	m.bytes = st.bytes;
 	m.entries = st.entries;
 	m.devices = st.devices;
 	send(ctl, &m, sizeof(m), MSG_NOSIGNAL);
-	_exit(r < 0 ? 1 : 0);
+	return r < 0 ? 1 : 0;
+}
+
+static bool fd_is(int fd, mode_t type)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+int unpack_proc_main(int argc, char **argv)
+{
+	/* agentbox __unpack-layer COMP PARENT STOP WHAT, its fds on 3, 4, 5 */
+	char *end;
+	long comp = argc == 6 ? strtol(argv[2], &end, 10) : -1;
+	long parent = argc == 6 ? strtol(argv[3], NULL, 10) : 0;
+	if (argc != 6 || (comp != OCI_TAR && comp != OCI_GZIP) || parent <= 1 ||
+	    !fd_is(HELPER_DATA, S_IFSOCK) || !fd_is(HELPER_CTL, S_IFSOCK) ||
+	    !fd_is(HELPER_TREE, S_IFDIR)) {
+		fputs("agentbox: __unpack-layer is agentbox's own, started by --image\n", stderr);
+		return AB_EXIT_FAILURE;
+	}
+	return helper(HELPER_DATA, HELPER_CTL, HELPER_TREE, (pid_t)parent,
+		      (enum oci_compression)comp, argv[5], strcmp(argv[4], "1") == 0);
 }
 
 /* The blob's bytes sent to the helper and hashed into hex; the helper
@@ -201,6 +228,52 @@ static int died(int status, const char *what, struct ab_error *err)
 		sig == SIGSYS ? ": a system call its seccomp filter does not allow" : "");
 }
 
+/* What the helper's environment keeps of the launcher's: the loader's
+ * and the sanitizers' settings, nothing else (no secret a variable
+ * holds). */
+static bool env_kept(const char *e)
+{
+	static const char *const keep[] = {"LD_PRELOAD=",    "LD_LIBRARY_PATH=", "ASAN_OPTIONS=",
+					   "UBSAN_OPTIONS=", "LSAN_OPTIONS=",	 "TSAN_OPTIONS="};
+	for (size_t i = 0; i < AB_ARRAY_SIZE(keep); i++)
+		if (strncmp(e, keep[i], strlen(keep[i])) == 0)
+			return true;
+	return false;
+}
+
+/* The helper started: agentbox itself, run anew (nothing of the
+ * launcher's memory in it), its fds on 3, 4 and 5; its pid or -errno. */
+static pid_t start(int data, int ctl, int tree, const struct oci_layer *l, const char *what,
+		   bool stop)
+{
+	char comp[16], parent[32];
+	snprintf(comp, sizeof(comp), "%d", (int)l->comp);
+	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	char *argv[] = {"agentbox",	  "__unpack-layer", comp, parent,
+			stop ? "1" : "0", (char *)what,	    NULL};
+	extern char **environ;
+	size_t n = 0, k = 0;
+	while (environ[n])
+		n++;
+	cleanup_free char **envp = calloc(n + 1, sizeof(*envp));
+	if (!envp)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (env_kept(environ[i]))
+			envp[k++] = environ[i];
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	/* above 5 first, then onto 3, 4, 5, without FD_CLOEXEC */
+	int hi[3] = {fcntl(data, F_DUPFD_CLOEXEC, 10), fcntl(ctl, F_DUPFD_CLOEXEC, 10),
+		     fcntl(tree, F_DUPFD_CLOEXEC, 10)};
+	for (int i = 0; i < 3; i++)
+		if (hi[i] < 0 || dup2(hi[i], HELPER_DATA + i) < 0)
+			_exit(127);
+	execve("/proc/self/exe", argv, envp);
+	_exit(127);
+}
+
 int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
 		    struct untar_stats *st, struct ab_error *err)
 {
@@ -213,19 +286,12 @@ int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tre
 		return ab_error_set(err, errno, "%s: cannot make the unpack helper's socket", what);
 	}
 	bool stop = getenv("AGENTBOX_TEST_UNPACK_STOP") != NULL;
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(data[0]);
-		close(ctl[0]);
-		helper(data[1], ctl[1], tree, parent, l, what, stop);
-	}
-	int e = errno;
+	pid_t pid = start(data[1], ctl[1], tree, l, what, stop);
 	close(data[1]);
 	close(ctl[1]);
 	cleanup_fd int to = data[0], from = ctl[0];
 	if (pid < 0)
-		return ab_error_set(err, e, "%s: cannot start the unpack helper", what);
+		return ab_error_set(err, (int)-pid, "%s: cannot start the unpack helper", what);
 	if (stop) {
 		fprintf(stderr, "agentbox: test: the unpack helper is pid %d\n", (int)pid);
 		fflush(stderr);
@@ -248,6 +314,11 @@ int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tre
 		return untar_digest_error(err, what, l->hex, hex);
 	if (WIFSIGNALED(status))
 		return died(status, what, err);
+	if (!have && WEXITSTATUS(status) == 127)
+		return ab_error_plain(err, ENOEXEC,
+				      "%s: cannot start the unpack helper (agentbox itself, "
+				      "/proc/self/exe: is /proc mounted?)",
+				      what);
 	if (!have)
 		return ab_error_plain(err, EIO,
 				      "%s: the unpack helper ended without a result (exit status "

@@ -1,12 +1,11 @@
 /* A layer unpacked in a confined helper process (docs/security.md): the
- * launcher forks it, streams the blob to it over a socket while hashing
- * every byte itself, and reads one bounded, checked result back; the
- * helper loads libarchive, confines itself (confine.h: an unprivileged uid
- * for root, no capability, no_new_privs, Landlock to the directory it
- * fills, seccomp, no fd but its own, a memory bound, killed with the
- * launcher) and only then reads the tar (untar.c). The launcher believes
- * nothing it says: the digest is its own, and the tree is checked
- * (tree_check.h) before it is used. */
+ * launcher starts it (agentbox itself run anew: `agentbox __unpack-layer`,
+ * nothing of the launcher's memory or environment in it), streams the blob to it over a socket
+ * while hashing every byte itself, and reads one bounded, checked result back; the helper loads
+ * libarchive, confines itself (confine.h: an unprivileged uid for root, no capability,
+ * no_new_privs, Landlock to the directory it fills, seccomp, no fd but its own, a memory bound,
+ * killed with the launcher) and only then reads the tar (untar.c). The launcher believes nothing it
+ * says: the digest is its own, and the tree is checked (tree_check.h) before it is used. */
 #ifndef AB_UNPACK_PROC_H
 #define AB_UNPACK_PROC_H
 
@@ -36,5 +35,9 @@ void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id);
  * so ("the unpack helper died (signal 9)"). */
 int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
 		    struct untar_stats *st, struct ab_error *err);
+
+/* The helper's side: `agentbox __unpack-layer ...` (main.c), started by
+ * unpack_proc_run alone; its exit status. */
+int unpack_proc_main(int argc, char **argv);
 
 #endif
