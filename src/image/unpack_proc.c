@@ -61,9 +61,30 @@ static const int helper_syscalls[] = {
 	SCMP_SYS(exit_group),
 };
 
+/* Whether id is mapped in this user namespace (map: /proc/self/uid_map or
+ * gid_map); no map to read: the initial namespace, where every id is. */
+static bool mapped(const char *map, unsigned long id)
+{
+	FILE *f = fopen(map, "re");
+	if (!f)
+		return true;
+	unsigned long in, out, n;
+	bool found = false;
+	while (!found && fscanf(f, "%lu %lu %lu", &in, &out, &n) == 3)
+		found = id >= in && id - in < n;
+	fclose(f);
+	return found;
+}
+
 void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id)
 {
-	*switch_id = geteuid() == 0;
+	/* root in a user namespace without 65534 (unshare -r) keeps its uid:
+	 * no capability, Landlock and seccomp still confine it */
+	static int can = -1;
+	if (can < 0)
+		can = geteuid() == 0 && mapped("/proc/self/uid_map", UNPACK_PROC_ID) &&
+		      mapped("/proc/self/gid_map", UNPACK_PROC_ID);
+	*switch_id = can;
 	*uid = *switch_id ? UNPACK_PROC_ID : geteuid();
 	*gid = *switch_id ? UNPACK_PROC_ID : getegid();
 }
@@ -151,8 +172,10 @@ int unpack_proc_main(int argc, char **argv)
 		fputs("agentbox: __unpack-layer is agentbox's own, started by --image\n", stderr);
 		return AB_EXIT_FAILURE;
 	}
-	return helper(HELPER_DATA, HELPER_CTL, HELPER_TREE, (pid_t)parent,
-		      (enum oci_compression)comp, argv[5], strcmp(argv[4], "1") == 0);
+	/* _exit: no atexit handler (LeakSanitizer's would call what the
+	 * filter forbids) */
+	_exit(helper(HELPER_DATA, HELPER_CTL, HELPER_TREE, (pid_t)parent,
+		     (enum oci_compression)comp, argv[5], strcmp(argv[4], "1") == 0));
 }
 
 /* The blob's bytes sent to the helper and hashed into hex; the helper

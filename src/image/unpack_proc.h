@@ -25,7 +25,7 @@
 #define UNPACK_PROC_MEM (2ULL << 30)
 
 /* Who the helper runs as: the caller, or UNPACK_PROC_ID when the caller
- * is root (*switch_id true). */
+ * is root and its user namespace maps that id (*switch_id true). */
 void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id);
 
 /* Unpack the blob at fd (what: "--image ...: layer N (sha256:...)", for
