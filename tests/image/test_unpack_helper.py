@@ -122,6 +122,14 @@ class UnpackHelperTest(unittest.TestCase):
             self.assertEqual(st["Uid"].split()[1], str(os.geteuid()))
         self.assertEqual(st["NoNewPrivs"], "1")
         self.assertEqual(st["Seccomp"], "2")
+        if os.geteuid() != 0:
+            # not dumpable: not even its own user may look at its fds
+            with self.assertRaises(PermissionError):
+                os.listdir("/proc/%d/fd" % pid)
+            os.kill(pid, signal.SIGCONT)
+            out, err = p.communicate(timeout=120)
+            self.assertEqual((p.returncode, out), (0, "from-base\n"), err)
+            return
         # no fd but its own: /dev/null on 0-2, two sockets, the directory it fills
         fds = {int(n): os.readlink("/proc/%d/fd/%s" % (pid, n))
                for n in os.listdir("/proc/%d/fd" % pid)}
