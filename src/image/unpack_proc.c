@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -111,6 +112,7 @@ static unsigned long long mem_bound(void)
 static int helper(int data, int ctl, int tree, pid_t parent, enum oci_compression comp,
 		  const char *what, bool stop)
 {
+	prctl(PR_SET_NAME, "agentbox-unpack", 0, 0, 0); /* not "exe" in ps */
 	/* the launcher's mask and ignored signals outlive exec */
 	sigset_t none;
 	sigemptyset(&none);

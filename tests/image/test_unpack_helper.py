@@ -111,6 +111,7 @@ class UnpackHelperTest(unittest.TestCase):
         self.assertNotEqual(pid, p.pid)
         st = status_of(pid)
         self.assertEqual(int(st["PPid"]), p.pid)
+        self.assertEqual(st["Name"], "agentbox-unpack")
         for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
             self.assertEqual(int(st[key], 16), 0, key)
         if os.geteuid() == 0:
