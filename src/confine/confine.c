@@ -101,11 +101,8 @@ static int identity(const struct confine_spec *s, struct ab_error *err)
 
 #define FS_ALL_V1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
 
-/* A ruleset into *out that handles every right the kernel knows and
- * allows them beneath write_dir only; no TCP, no signal or abstract socket
- * out of the domain (as far as the kernel's ABI goes). *out -1 and *abi 0
- * without Landlock. */
-static int landlock_ruleset(int write_dir, int *out, int *abi_out, struct ab_error *err)
+int confine_landlock_ruleset(unsigned flags, int *out, int *abi_out, uint64_t *handled,
+			     struct ab_error *err)
 {
 	*abi_out = 0;
 	*out = -1;
@@ -118,31 +115,47 @@ static int landlock_ruleset(int write_dir, int *out, int *abi_out, struct ab_err
 		fs |= LANDLOCK_ACCESS_FS_REFER;
 	if (abi >= 3)
 		fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
-	if (abi >= 5)
+	if (abi >= 5 && (flags & CONFINE_LL_IOCTL_DEV))
 		fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	struct ab_landlock_ruleset_attr rs = {.handled_access_fs = fs};
 	size_t size = sizeof(uint64_t);
-	if (abi >= 4) {
+	if (abi >= 4 && (flags & CONFINE_LL_NET)) {
+		/* no rule: every TCP bind and connect is refused */
 		rs.handled_access_net =
 			LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		size = 2 * sizeof(uint64_t);
 	}
-	if (abi >= 6) {
+	if (abi >= 6 && (flags & CONFINE_LL_SCOPE)) {
 		rs.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 		size = sizeof(rs);
 	}
-	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
-	if (ruleset < 0)
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
+	if (fd < 0)
 		return ab_error_set(err, errno, "landlock: cannot create a ruleset");
-	if (write_dir >= 0) {
-		struct landlock_path_beneath_attr pb = {.allowed_access = fs,
-							.parent_fd = write_dir};
-		if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-			return ab_error_set(err, errno, "landlock: cannot allow the directory");
-	}
+	*out = fd;
 	*abi_out = abi;
-	*out = ab_steal_fd(&ruleset);
+	*handled = fs;
 	return 0;
+}
+
+/* A ruleset into *out that handles every right the kernel knows and
+ * allows them beneath write_dir only; no TCP, no signal or abstract socket
+ * out of the domain (as far as the kernel's ABI goes). *out -1 and *abi 0
+ * without Landlock. */
+static int landlock_ruleset(int write_dir, int *out, int *abi_out, struct ab_error *err)
+{
+	uint64_t fs;
+	int r = confine_landlock_ruleset(CONFINE_LL_NET | CONFINE_LL_SCOPE | CONFINE_LL_IOCTL_DEV,
+					 out, abi_out, &fs, err);
+	if (r < 0 || *out < 0 || write_dir < 0)
+		return r;
+	struct landlock_path_beneath_attr pb = {.allowed_access = fs, .parent_fd = write_dir};
+	if (syscall(SYS_landlock_add_rule, *out, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
+		r = ab_error_set(err, errno, "landlock: cannot allow the directory");
+		close(*out);
+		*out = -1;
+	}
+	return r;
 }
 
 static int seccomp_allow(const struct confine_spec *s, struct ab_error *err)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -35,6 +36,21 @@ struct confine_spec {
  * Landlock, that step is left out and *landlock_abi is 0 (the caller
  * says so); else it is the ABI enforced. */
 int confine_self(const struct confine_spec *spec, int *landlock_abi, struct ab_error *err);
+
+/* A Landlock ruleset with no rule yet, handling every file right the
+ * kernel's ABI knows (the device ioctls of ABI 5 with CONFINE_LL_IOCTL_DEV),
+ * TCP bind and connect with CONFINE_LL_NET (ABI 4), the signal and abstract
+ * socket scopes with CONFINE_LL_SCOPE (ABI 6): its fd into *out, the ABI
+ * into *abi, the file rights handled into *handled; *out -1 and *abi 0
+ * without Landlock. Used by confine_self and by --isolation best without
+ * namespaces (sandbox/isolation_bare.c). */
+enum {
+	CONFINE_LL_NET = 1,
+	CONFINE_LL_SCOPE = 2,
+	CONFINE_LL_IOCTL_DEV = 4,
+};
+int confine_landlock_ruleset(unsigned flags, int *out, int *abi, uint64_t *handled,
+			     struct ab_error *err);
 
 /* Every capability dropped, from every set (bounding first, while
  * CAP_SETPCAP is held), and no_new_privs: what a sandbox's command runs
