@@ -14,13 +14,12 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_image as ti  # noqa: E402
-from ocigen import layer_from_tree, write_layout  # noqa: E402
+from ocigen import write_layout  # noqa: E402
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
                       "untar")
@@ -39,29 +38,11 @@ def status_of(pid):
 
 
 class UnpackHelperTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="agentbox-unpack-")
-        os.chmod(cls.tmp, 0o755)
-        tree = os.path.join(cls.tmp, "tree")
-        ti.make_tree(tree)
-        cls.base = layer_from_tree(tree)
-        cls.ws = os.path.join(cls.tmp, "ws")
-        os.mkdir(cls.ws)
-        r = subprocess.run([ti.BIN, "run", "--workspace", cls.ws, "--", "/bin/true"],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            if ti.MUST_WORK:
-                raise AssertionError("agentbox cannot run here: " + r.stderr)
-            raise unittest.SkipTest("agentbox cannot run here: " + r.stderr)
-
-    @classmethod
-    def tearDownClass(cls):
-        subprocess.run(["rm", "-rf", cls.tmp])
-
-    def setUp(self):
-        self.cache = tempfile.mkdtemp(prefix="cache-", dir=self.tmp)
-        self.env = dict(os.environ, AGENTBOX_IMAGE_CACHE=self.cache)
+    # test_image's scratch directory, tiny system and workspace, its
+    # cache of each test's own
+    setUpClass = classmethod(ti.ImageTest.setUpClass.__func__)
+    tearDownClass = classmethod(ti.ImageTest.tearDownClass.__func__)
+    setUp = ti.ImageTest.setUp
 
     def layout(self, layers, compress=True):
         path = os.path.join(self.tmp, "img-" + os.urandom(4).hex())
