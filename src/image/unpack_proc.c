@@ -39,7 +39,7 @@ struct result {
 };
 
 /* What the helper's tar reading and writing (untar.c, libarchive, zlib,
- * zstd, malloc) calls, and its result's send: no open of a path beyond
+ * malloc) calls, and its result's send: no open of a path beyond
  * its directory (Landlock), no socket, no exec, no ptrace, no mount. */
 static const int helper_syscalls[] = {
 	SCMP_SYS(read),		  SCMP_SYS(write),
