@@ -158,8 +158,10 @@ static int make_tmp(const struct image_use *u, const char *hex, char *tmp, size_
 	gid_t gid;
 	bool switch_id;
 	unpack_proc_identity(&uid, &gid, &switch_id);
+	/* 0700 whatever the umask, and no set-gid bit a set-gid tmp/ gave it */
 	if (*outer < 0 || mkdirat(*outer, "tree", 0700) < 0 ||
-	    (switch_id && fchownat(*outer, "tree", uid, gid, AT_SYMLINK_NOFOLLOW) < 0))
+	    (switch_id && fchownat(*outer, "tree", uid, gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    fchmodat(*outer, "tree", 0700, 0) < 0)
 		return ab_error_set(err, errno, "cannot make a directory in %s", tmp);
 	int fd = openat(*outer, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? ab_error_set(err, errno, "cannot open %s/tree", tmp) : fd;
