@@ -173,7 +173,8 @@ static int by_ino(const void *a, const void *b)
  * a link to a file outside it. */
 static int check_links(struct walk *w)
 {
-	qsort(w->links, w->n_links, sizeof(*w->links), by_ino);
+	if (w->n_links)
+		qsort(w->links, w->n_links, sizeof(*w->links), by_ino);
 	for (size_t i = 0, j; i < w->n_links; i = j) {
 		for (j = i; j < w->n_links && w->links[j].ino == w->links[i].ino; j++)
 			;
