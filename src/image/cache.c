@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "image/cache_dir.h"
+#include "image/layout_proc.h"
 #include "image/seal.h"
 #include "image/tree_check.h"
 #include "image/unpack_proc.h"
@@ -439,7 +440,7 @@ int image_use_open(const char *spec, struct image_use **out, struct ab_error *er
 	if (r == 0)
 		r = parse_spec(spec, &dir, &tag, err);
 	if (r == 0)
-		r = oci_open(dir, tag, &u->img, err);
+		r = layout_proc_read(dir, tag, &u->img, err);
 	if (r == 0)
 		r = cache_base(base, sizeof(base), err);
 	if (r == 0) {

@@ -42,10 +42,7 @@ struct result {
  * malloc) calls, and its result's send: no open of a path beyond
  * its directory (Landlock), no socket, no exec, no ptrace, no mount. */
 static const int helper_syscalls[] = {
-	SCMP_SYS(read),
-	SCMP_SYS(write),
-	SCMP_SYS(close),
-	SCMP_SYS(openat),
+	UNPACK_PROC_BASE_SYSCALLS SCMP_SYS(openat),
 	SCMP_SYS(newfstatat),
 	SCMP_SYS(fstat),
 	SCMP_SYS(statx),
@@ -60,29 +57,6 @@ static const int helper_syscalls[] = {
 	SCMP_SYS(unlinkat),
 	SCMP_SYS(getdents64),
 	SCMP_SYS(fsetxattr),
-	SCMP_SYS(sendto),
-	SCMP_SYS(brk),
-	SCMP_SYS(mmap),
-	SCMP_SYS(munmap),
-	SCMP_SYS(mremap),
-	SCMP_SYS(madvise),
-	SCMP_SYS(futex),
-	SCMP_SYS(getrandom),
-	SCMP_SYS(clock_gettime),
-	SCMP_SYS(rt_sigreturn),
-	SCMP_SYS(rt_sigprocmask),
-	SCMP_SYS(rt_sigaction),
-	SCMP_SYS(getpid),
-	SCMP_SYS(gettid),
-	SCMP_SYS(tgkill),
-	SCMP_SYS(exit),
-	SCMP_SYS(exit_group),
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	/* the sanitizers' allocators' guard pages, ASan's _exit */
-	SCMP_SYS(mprotect),
-	SCMP_SYS(sched_yield),
-	SCMP_SYS(sigaltstack),
-#endif
 };
 
 /* Whether id is mapped in this user namespace (map: /proc/self/uid_map or
@@ -113,7 +87,7 @@ void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id)
 	*gid = *switch_id ? UNPACK_PROC_ID : getegid();
 }
 
-static unsigned long long mem_bound(void)
+unsigned long long unpack_proc_mem(void)
 {
 	/* the sanitizers reserve terabytes of address space */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -135,13 +109,7 @@ static unsigned long long mem_bound(void)
 static int helper(int data, int ctl, int tree, pid_t parent, enum oci_compression comp,
 		  const char *what, bool stop)
 {
-	prctl(PR_SET_NAME, "agentbox-unpack", 0, 0, 0); /* not "exe" in ps */
-	/* the launcher's mask and ignored signals outlive exec */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
+	unpack_proc_prelude("agentbox-unpack");
 	struct result m = {.magic = RESULT_MAGIC};
 	struct ab_error err = {0}, cerr = {0};
 	struct untar_stats st = {0};
@@ -153,7 +121,7 @@ static int helper(int data, int ctl, int tree, pid_t parent, enum oci_compressio
 	struct confine_spec spec = {
 		.keep_fds = (int[]){data, ctl, tree},
 		.n_keep = 3,
-		.mem_bytes = mem_bound(),
+		.mem_bytes = unpack_proc_mem(),
 		.write_dir = tree,
 		.parent = parent,
 		.syscalls = helper_syscalls,
@@ -268,14 +236,6 @@ static bool read_result(int ctl, struct result *m)
 	return true;
 }
 
-static int died(int status, const char *what, struct ab_error *err)
-{
-	int sig = WTERMSIG(status);
-	return ab_error_plain(
-		err, EIO, "%s: the unpack helper died (signal %d, %s)%s", what, sig, strsignal(sig),
-		sig == SIGSYS ? ": a system call its seccomp filter does not allow" : "");
-}
-
 /* What the helper's environment keeps of the launcher's: the loader's
  * and the sanitizers' settings, nothing else (no secret a variable
  * holds). */
@@ -291,20 +251,14 @@ static bool env_kept(const char *e)
 
 /* The helper started: agentbox itself, run anew (nothing of the
  * launcher's memory in it), its fds on 3, 4 and 5; its pid or -errno. */
-static pid_t start(int data, int ctl, int tree, const struct oci_layer *l, const char *what,
-		   bool stop)
+pid_t unpack_proc_spawn(char *const argv[], const int *fds, size_t n_fds)
 {
-	char comp[16], parent[32];
-	snprintf(comp, sizeof(comp), "%d", (int)l->comp);
-	snprintf(parent, sizeof(parent), "%d", (int)getpid());
-	char *argv[] = {"agentbox",	  "__unpack-layer", comp, parent,
-			stop ? "1" : "0", (char *)what,	    NULL};
 	extern char **environ;
 	size_t n = 0, k = 0;
 	while (environ[n])
 		n++;
 	cleanup_free char **envp = calloc(n + 1, sizeof(*envp));
-	if (!envp)
+	if (!envp || n_fds > 3)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (env_kept(environ[i]))
@@ -313,13 +267,49 @@ static pid_t start(int data, int ctl, int tree, const struct oci_layer *l, const
 	if (pid != 0)
 		return pid < 0 ? -errno : pid;
 	/* above 5 first, then onto 3, 4, 5, without FD_CLOEXEC */
-	int hi[3] = {fcntl(data, F_DUPFD_CLOEXEC, 10), fcntl(ctl, F_DUPFD_CLOEXEC, 10),
-		     fcntl(tree, F_DUPFD_CLOEXEC, 10)};
-	for (int i = 0; i < 3; i++)
-		if (hi[i] < 0 || dup2(hi[i], HELPER_DATA + i) < 0)
+	int hi[3];
+	for (size_t i = 0; i < n_fds; i++)
+		if ((hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
+			_exit(127);
+	for (size_t i = 0; i < n_fds; i++)
+		if (dup2(hi[i], 3 + (int)i) < 0)
 			_exit(127);
 	execve("/proc/self/exe", argv, envp);
 	_exit(127);
+}
+
+void unpack_proc_prelude(const char *name)
+{
+	prctl(PR_SET_NAME, name, 0, 0, 0); /* not "exe" in ps */
+	/* the launcher's mask and ignored signals outlive exec */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+}
+
+int unpack_proc_ended(int status, const char *what, const char *helper, bool have,
+		      struct ab_error *err)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		return ab_error_plain(err, EIO, "%s: the %s helper died (signal %d, %s)%s", what,
+				      helper, sig, strsignal(sig),
+				      sig == SIGSYS ? ": a system call its seccomp filter does "
+						      "not allow"
+						    : "");
+	}
+	if (!have && WEXITSTATUS(status) == 127)
+		return ab_error_plain(err, ENOEXEC,
+				      "%s: cannot start the %s helper (agentbox itself, "
+				      "/proc/self/exe: is /proc mounted?)",
+				      what, helper);
+	if (!have)
+		return ab_error_plain(err, EIO,
+				      "%s: the %s helper ended without a result (exit status %d)",
+				      what, helper, WEXITSTATUS(status));
+	return 0;
 }
 
 int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
@@ -334,7 +324,12 @@ int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tre
 		return ab_error_set(err, errno, "%s: cannot make the unpack helper's socket", what);
 	}
 	bool stop = getenv("AGENTBOX_TEST_UNPACK_STOP") != NULL;
-	pid_t pid = start(data[1], ctl[1], tree, l, what, stop);
+	char comp[16], parent[32];
+	snprintf(comp, sizeof(comp), "%d", (int)l->comp);
+	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	char *argv[] = {"agentbox",	  "__unpack-layer", comp, parent,
+			stop ? "1" : "0", (char *)what,	    NULL};
+	pid_t pid = unpack_proc_spawn(argv, (int[]){data[1], ctl[1], tree}, 3);
 	close(data[1]);
 	close(ctl[1]);
 	cleanup_fd int to = data[0], from = ctl[0];
@@ -360,18 +355,9 @@ int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tre
 	 * was wrong with its bytes */
 	if (strcmp(hex, l->hex) != 0)
 		return untar_digest_error(err, what, l->hex, hex);
-	if (WIFSIGNALED(status))
-		return died(status, what, err);
-	if (!have && WEXITSTATUS(status) == 127)
-		return ab_error_plain(err, ENOEXEC,
-				      "%s: cannot start the unpack helper (agentbox itself, "
-				      "/proc/self/exe: is /proc mounted?)",
-				      what);
-	if (!have)
-		return ab_error_plain(err, EIO,
-				      "%s: the unpack helper ended without a result (exit status "
-				      "%d)",
-				      what, WEXITSTATUS(status));
+	r = unpack_proc_ended(status, what, "unpack", have, err);
+	if (r < 0)
+		return r;
 	if (m.code)
 		return ab_error_plain(err, m.code, "%s", m.msg);
 	if (WEXITSTATUS(status) != 0)

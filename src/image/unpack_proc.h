@@ -10,6 +10,7 @@
 #define AB_UNPACK_PROC_H
 
 #include <stdbool.h>
+#include <seccomp.h>
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
@@ -35,6 +36,37 @@ void unpack_proc_identity(uid_t *uid, gid_t *gid, bool *switch_id);
  * so ("the unpack helper died (signal 9)"). */
 int unpack_proc_run(int fd, const struct oci_layer *l, const char *what, int tree,
 		    struct untar_stats *st, struct ab_error *err);
+
+/* The system calls every helper makes (libseccomp's SCMP_SYS): reading
+ * its socket, its one answer, malloc, abort, exit; the sanitizers' own. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNPACK_PROC_SANITIZER_SYSCALLS                                                             \
+	SCMP_SYS(mprotect), SCMP_SYS(sched_yield), SCMP_SYS(sigaltstack),
+#else
+#define UNPACK_PROC_SANITIZER_SYSCALLS
+#endif
+#define UNPACK_PROC_BASE_SYSCALLS                                                                  \
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(sendto), SCMP_SYS(close), SCMP_SYS(brk),         \
+		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),             \
+		SCMP_SYS(futex), SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),                     \
+		SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),          \
+		SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(tgkill), SCMP_SYS(exit),              \
+		SCMP_SYS(exit_group), UNPACK_PROC_SANITIZER_SYSCALLS
+
+/* What the helpers share (layout_proc.c too). Spawn one: argv run by
+ * agentbox itself (/proc/self/exe) with fds on 3, 4, 5 (at most 3) and
+ * of the environment only the loader's and the sanitizers' settings;
+ * its pid or -errno. */
+pid_t unpack_proc_spawn(char *const argv[], const int *fds, size_t n_fds);
+/* In the helper, first: its name (ps), the launcher's signal mask and
+ * ignored signals undone. */
+void unpack_proc_prelude(const char *name);
+/* Its RLIMIT_AS (0 under the sanitizers). */
+unsigned long long unpack_proc_mem(void);
+/* How a helper that gave a result (have) or not ended, as an error (0 when
+ * it exited after one): "WHAT: the HELPER helper died (signal N, ...)". */
+int unpack_proc_ended(int status, const char *what, const char *helper, bool have,
+		      struct ab_error *err);
 
 /* The helper's side: `agentbox __unpack-layer ...` (main.c), started by
  * unpack_proc_run alone; its exit status. */

@@ -1,13 +1,14 @@
-"""The unpack helper (src/image/unpack_proc.c, docs/security.md), looked at
-from outside: a layer is unpacked by a process apart from the launcher,
+"""The unpack and layout helpers (src/image/unpack_proc.c, layout_proc.c,
+docs/security.md), looked at from outside: a layer is unpacked, and the
+layout's JSON parsed, by processes apart from the launcher,
 with no capability, no_new_privs, a seccomp filter, an unprivileged uid
 when root runs it and no fd but its own; killed mid-unpack it leaves
 nothing half-made in the cache and the start fails (125) saying so; the
 hostile tars of the fuzz corpus (tests/fuzz/corpus/untar) are refused,
 one line each, with nothing left behind.
 
-AGENTBOX_TEST_UNPACK_STOP=1 makes the helper stop itself (SIGSTOP) once
-confined and the launcher print its pid."""
+AGENTBOX_TEST_UNPACK_STOP=1 (AGENTBOX_TEST_LAYOUT_STOP=1) makes the helper
+stop itself (SIGSTOP) once confined and the launcher print its pid."""
 
 import os
 import re
@@ -59,17 +60,17 @@ class UnpackHelperTest(unittest.TestCase):
         self.assertNotIn(self.digests[-1], layers)
         self.assertNotIn(self.digests[-1] + ".seal", layers)
 
-    def start_stopped(self, img):
+    def start_stopped(self, img, helper="unpack"):
         """The launcher started with the hook: its process and the helper's
-        pid, the helper stopped (confined, before the tar is read)."""
-        env = dict(self.env, AGENTBOX_TEST_UNPACK_STOP="1")
+        pid, the helper stopped (confined, before the tar or JSON is read)."""
+        env = dict(self.env, **{"AGENTBOX_TEST_%s_STOP" % helper.upper(): "1"})
         p = subprocess.Popen(self.argv(img), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
         self.addCleanup(p.stderr.close)
         self.addCleanup(p.stdout.close)
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
         line = p.stderr.readline()
-        m = re.match(r"agentbox: test: the unpack helper is pid (\d+)$", line.strip())
+        m = re.match(r"agentbox: test: the %s helper is pid (\d+)$" % helper, line.strip())
         self.assertTrue(m, line)
         pid = int(m.group(1))
         for _ in range(500):
@@ -146,6 +147,34 @@ class UnpackHelperTest(unittest.TestCase):
         r = subprocess.run(self.argv(img), capture_output=True, text=True, env=self.env,
                            timeout=120)
         self.assertEqual((r.returncode, r.stdout), (0, "from-base\n"), r.stderr)
+
+    def test_the_layout_json_is_parsed_in_a_confined_helper_without_files(self):
+        img = self.layout([self.base])
+        p, pid = self.start_stopped(img, "layout")
+        st = status_of(pid)
+        self.assertEqual((int(st["PPid"]), st["Name"]), (p.pid, "agentbox-layout"))
+        self.assertEqual(int(st["CapEff"], 16), 0)
+        self.assertEqual((st["NoNewPrivs"], st["Seccomp"]), ("1", "2"))
+        if os.geteuid() == 0:
+            self.assertEqual(st["Uid"].split(), ["65534"] * 4)
+            fds = {int(n): os.readlink("/proc/%d/fd/%s" % (pid, n))
+                   for n in os.listdir("/proc/%d/fd" % pid)}
+            self.assertEqual([fds.pop(n) for n in (0, 1, 2)], ["/dev/null"] * 3)
+            self.assertEqual(list(fds), [3])
+            self.assertTrue(fds[3].startswith("socket:"), fds)
+        os.kill(pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual((p.returncode, out), (0, "from-base\n"), err)
+
+    def test_a_layout_helper_killed_is_reported(self):
+        img = self.layout([self.base])
+        p, pid = self.start_stopped(img, "layout")
+        os.kill(pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 125, err)
+        self.assertIn("--image oci:%s: the layout helper died (signal 9" % img, err)
+        layers = os.path.join(self.cache, "layers")
+        self.assertEqual(os.listdir(layers) if os.path.isdir(layers) else [], [])
 
     def test_hostile_tars_of_the_fuzz_corpus_are_refused(self):
         for name, want in sorted(HOSTILE.items()):
