@@ -440,9 +440,9 @@ int image_use_open(const char *spec, struct image_use **out, struct ab_error *er
 	if (r == 0)
 		r = parse_spec(spec, &dir, &tag, err);
 	if (r == 0)
-		r = layout_proc_read(dir, tag, &u->img, err);
-	if (r == 0)
 		r = cache_base(base, sizeof(base), err);
+	if (r == 0)
+		r = layout_proc_read(dir, tag, base, &u->img, err);
 	if (r == 0) {
 		snprintf(empty, sizeof(empty), "%s/empty", base);
 		if (!(u->base = strdup(base)) || !(u->empty = strdup(empty)))
@@ -683,6 +683,16 @@ int image_cache_prune(FILE *out, struct ab_error *err)
 		if (unlink(p) == 0)
 			gone++;
 	}
+	/* what the layout helper found, remembered: found again when needed */
+	snprintf(p, sizeof(p), "%s/images", base);
+	DIR *d = opendir(p);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		size_t len = strlen(de->d_name);
+		if (len > 7 && strcmp(de->d_name + len - 7, ".parsed") == 0)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	if (d)
+		closedir(d);
 	fprintf(out, "removed %zu layers (%.1f MiB) and %zu images; %zu layers in use kept\n",
 		removed, (double)bytes / (1 << 20), gone, kept);
 	return 0;

@@ -7,6 +7,7 @@
 #include "image/layout_proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <seccomp.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "confine/confine.h"
+#include "image/sha256.h"
 #include "image/unpack_proc.h"
 #include "util/error.h"
 #include "util/util.h"
@@ -218,6 +220,36 @@ static void answer_free(struct answer *a)
 	memset(a, 0, sizeof(*a));
 }
 
+/* a->buf's len bytes as its strings: 0, -ENOMEM, or -EINVAL when they do
+ * not end with a NUL. */
+static int split(struct answer *a, size_t len)
+{
+	if (len == 0 || a->buf[len - 1] != '\0')
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		a->n += a->buf[i] == '\0';
+	if (!(a->s = calloc(a->n, sizeof(*a->s))))
+		return -ENOMEM;
+	for (size_t i = 0, k = 0; i < len; i += strlen(a->buf + i) + 1)
+		a->s[k++] = a->buf + i;
+	return 0;
+}
+
+/* What a record or an answer put in img, let go: img as before it. */
+static void forget(struct oci_image *img)
+{
+	free(img->layers);
+	for (size_t i = 0; i < img->n_env; i++)
+		free(img->env[i]);
+	free(img->env);
+	free(img->workdir);
+	free(img->user);
+	img->layers = NULL;
+	img->env = NULL;
+	img->workdir = img->user = NULL;
+	img->n_layers = img->n_env = 0;
+}
+
 /* The helper's next answer, split; its "err" as err (its message's
  * control characters made '?'); want: the kind expected (NULL: any), with
  * at least min strings. */
@@ -227,14 +259,11 @@ static int get_answer(int fd, const char *want, size_t min, struct answer *a, co
 	answer_free(a);
 	size_t len;
 	a->buf = recv_frame(fd, MAX_REPLY, &len);
-	if (!a->buf || len == 0 || a->buf[len - 1] != '\0')
-		return -EPIPE;
-	for (size_t i = 0; i < len; i++)
-		a->n += a->buf[i] == '\0';
-	if (!(a->s = calloc(a->n, sizeof(*a->s))))
+	int r = a->buf ? split(a, len) : -EPIPE;
+	if (r == -ENOMEM)
 		return ab_error_set(err, ENOMEM, "%s", what);
-	for (size_t i = 0, k = 0; i < len; i += strlen(a->buf + i) + 1)
-		a->s[k++] = a->buf + i;
+	if (r < 0)
+		return -EPIPE;
 	if (a->n == 3 && strcmp(a->s[0], "err") == 0) {
 		long code = strtol(a->s[1], NULL, 10);
 		for (char *c = (char *)a->s[2]; *c; c++)
@@ -314,11 +343,10 @@ static int step(int fd, char *text, const char *want, size_t min, struct answer 
 
 /* The texts sent in turn, the answers taken: 0, -EPIPE when the helper
  * failed to answer (or answered nonsense), or -errno with err. */
-static int exchange(int fd, const char *dir, char *index, struct oci_image *img,
+static int exchange(int fd, const char *dir, char *index, struct oci_image *img, char chex[65],
 		    struct ab_error *err)
 {
 	struct answer a = {0};
-	char chex[65];
 	int r = step(fd, index, "ok", 2, &a, err);
 	if (r == 0 && !oci_is_hex(a.s[1]))
 		r = -EPIPE;
@@ -346,14 +374,89 @@ static int exchange(int fd, const char *dir, char *index, struct oci_image *img,
 	return r;
 }
 
-int layout_proc_read(const char *dir, const char *tag, struct oci_image *img, struct ab_error *err)
+/* ---- what the helper found, remembered ----
+ * images/KEY.parsed in the cache (KEY: the sha256 of index.json's text, a
+ * NUL and the tag): the manifest's digest, then the helper's manifest and
+ * config answers, as strings. Written by the launcher into the cache it
+ * trusts (cache_dir.h), read back only when the caller's, checked as an
+ * answer is; a start whose index.json and tag are the same as an earlier
+ * one's needs no parse, only the manifest's and config's blobs hashed
+ * again. `agentbox images prune` removes them. */
+
+static int memo_path(char *p, size_t n, const char *base, const char *index, const char *tag,
+		     struct ab_error *err)
 {
-	memset(img, 0, sizeof(*img));
-	if (!(img->dir = strdup(dir)) || (tag && !(img->tag = strdup(tag))))
-		return ab_error_set(err, ENOMEM, "reading the image");
-	char *index = oci_read_index(dir, err);
-	if (!index)
-		return -err->code;
+	struct sha256 h;
+	char key[65];
+	int r = sha256_init(&h, err);
+	if (r < 0)
+		return r;
+	sha256_update(&h, index, strlen(index) + 1);
+	sha256_update(&h, tag ? tag : "", tag ? strlen(tag) : 0);
+	sha256_hex(&h, key);
+	snprintf(p, n, "%s/images/%s.parsed", base, key);
+	return 0;
+}
+
+/* The record at p into img and chex: 0, or -ENOENT (none, or not one to
+ * believe: parsed anew). */
+static int memo_read(const char *p, struct oci_image *img, char chex[65])
+{
+	cleanup_fd int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_size < 2 || st.st_size > MAX_REPLY)
+		return -ENOENT;
+	struct answer a = {.buf = malloc((size_t)st.st_size)}, m, c;
+	size_t len = (size_t)st.st_size;
+	int r = a.buf && read(fd, a.buf, len) == (ssize_t)len ? split(&a, len) : -ENOENT;
+	unsigned long long n;
+	if (r == 0 && (a.n < 4 || !oci_is_hex(a.s[0]) || strcmp(a.s[1], "manifest") ||
+		       !is_count(a.s[3], OCI_MAX_LAYERS, &n) || a.n < 1 + 3 + 3 * n + 3))
+		r = -ENOENT;
+	if (r == 0) {
+		memcpy(img->manifest_hex, a.s[0], 65);
+		m = (struct answer){.s = a.s + 1, .n = 3 + 3 * n};
+		c = (struct answer){.s = a.s + 4 + 3 * n, .n = a.n - 4 - 3 * n};
+		struct ab_error ignored = {0};
+		if (strcmp(c.s[0], "config") || take_layers(&m, img, chex) < 0 ||
+		    take_config(&c, img, &ignored) < 0)
+			r = -ENOENT;
+	}
+	answer_free(&a);
+	return r;
+}
+
+static void memo_write(const char *p, const struct oci_image *img, const char chex[65])
+{
+	cleanup_free struct out *o = calloc(1, sizeof(*o));
+	if (!o)
+		return;
+	put(o, img->manifest_hex);
+	put(o, "manifest");
+	put(o, chex);
+	putu(o, img->n_layers);
+	for (size_t i = 0; i < img->n_layers; i++) {
+		put(o, img->layers[i].hex);
+		putu(o, img->layers[i].comp);
+		putu(o, img->layers[i].size);
+	}
+	put(o, "config");
+	put(o, img->workdir ? img->workdir : "");
+	put(o, img->user ? img->user : "");
+	for (size_t i = 0; i < img->n_env; i++)
+		put(o, img->env[i]);
+	char tmp[PATH_MAX + 200];
+	snprintf(tmp, sizeof(tmp), "%s.new", p);
+	cleanup_fd int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (o->full || fd < 0 || write(fd, o->buf, o->len) != (ssize_t)o->len || rename(tmp, p) < 0)
+		unlink(tmp);
+}
+
+/* The layout through the helper; chex: the config's digest. */
+static int parse_in_helper(const char *dir, const char *tag, char *index, struct oci_image *img,
+			   char chex[65], struct ab_error *err)
+{
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		free(index);
@@ -376,7 +479,7 @@ int layout_proc_read(const char *dir, const char *tag, struct oci_image *img, st
 		fprintf(stderr, "agentbox: test: the layout helper is pid %d\n", (int)pid);
 		fflush(stderr);
 	}
-	int r = exchange(fd, dir, index, img, err);
+	int r = exchange(fd, dir, index, img, chex, err);
 	close(ab_steal_fd(&fd));
 	if (r < 0)
 		kill(pid, SIGKILL);
@@ -389,5 +492,36 @@ int layout_proc_read(const char *dir, const char *tag, struct oci_image *img, st
 			r = ab_error_plain(err, EIO, "%s: the layout helper's answer is malformed",
 					   what);
 	}
+	return r;
+}
+
+int layout_proc_read(const char *dir, const char *tag, const char *base, struct oci_image *img,
+		     struct ab_error *err)
+{
+	memset(img, 0, sizeof(*img));
+	if (!(img->dir = strdup(dir)) || (tag && !(img->tag = strdup(tag))))
+		return ab_error_set(err, ENOMEM, "reading the image");
+	char *index = oci_read_index(dir, err);
+	if (!index)
+		return -err->code;
+	char memo[PATH_MAX + 100], chex[65];
+	int r = base ? memo_path(memo, sizeof(memo), base, index, tag, err) : -ENOENT;
+	if (r < 0 && r != -ENOENT) {
+		free(index);
+		return r;
+	}
+	if (r == 0 && memo_read(memo, img, chex) == 0) {
+		/* remembered: the blobs it names still hash to their digests */
+		free(index);
+		char *m = oci_read_blob_text(dir, img->manifest_hex, "manifest", err);
+		char *c = m ? oci_read_blob_text(dir, chex, "config", err) : NULL;
+		free(m);
+		free(c);
+		return c ? 0 : -err->code;
+	}
+	forget(img);
+	r = parse_in_helper(dir, tag, index, img, chex, err);
+	if (r == 0 && base)
+		memo_write(memo, img, chex);
 	return r;
 }

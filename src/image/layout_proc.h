@@ -16,8 +16,11 @@
 #include "image/oci.h"
 
 /* Read the layout at dir (its manifest tagged tag) into img, as oci.h
- * describes, through the helper. */
-int layout_proc_read(const char *dir, const char *tag, struct oci_image *img, struct ab_error *err);
+ * describes, through the helper; base: the image cache, where what the
+ * helper found is remembered for the next start with the same index.json
+ * and tag (images/KEY.parsed; NULL: not). */
+int layout_proc_read(const char *dir, const char *tag, const char *base, struct oci_image *img,
+		     struct ab_error *err);
 
 /* The helper's side: `agentbox __read-layout PARENT STOP DIR [TAG]`, its
  * socket on fd 3 (main.c); its exit status. */

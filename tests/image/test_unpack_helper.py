@@ -10,6 +10,7 @@ one line each, with nothing left behind.
 AGENTBOX_TEST_UNPACK_STOP=1 (AGENTBOX_TEST_LAYOUT_STOP=1) makes the helper
 stop itself (SIGSTOP) once confined and the launcher print its pid."""
 
+import json
 import os
 import re
 import signal
@@ -175,6 +176,34 @@ class UnpackHelperTest(unittest.TestCase):
         self.assertIn("--image oci:%s: the layout helper died (signal 9" % img, err)
         layers = os.path.join(self.cache, "layers")
         self.assertEqual(os.listdir(layers) if os.path.isdir(layers) else [], [])
+
+    def test_a_start_on_the_same_index_parses_nothing_and_still_checks_the_blobs(self):
+        img = self.layout([self.base])
+        env = dict(self.env, AGENTBOX_TEST_LAYOUT_STOP="1", AGENTBOX_TEST_UNPACK_STOP="1")
+        r = subprocess.run(self.argv(img), capture_output=True, text=True, env=self.env,
+                           timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, "from-base\n"), r.stderr)
+        parsed = [n for n in os.listdir(os.path.join(self.cache, "images"))
+                  if n.endswith(".parsed")]
+        self.assertEqual(len(parsed), 1)
+        # the same index.json and tag: no helper at all (neither would stop)
+        r = subprocess.run(self.argv(img), capture_output=True, text=True, env=env,
+                           timeout=120)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "from-base\n", ""))
+        # the config blob changed at its size: refused as before
+        with open(os.path.join(img, "index.json")) as f:
+            mhex = json.load(f)["manifests"][0]["digest"][7:]
+        with open(os.path.join(img, "blobs", "sha256", mhex)) as f:
+            chex = json.load(f)["config"]["digest"][7:]
+        blob = os.path.join(img, "blobs", "sha256", chex)
+        with open(blob, "rb") as f:
+            data = f.read()
+        with open(blob, "wb") as f:
+            f.write(data.replace(b"linux", b"LINUX"))
+        r = subprocess.run(self.argv(img), capture_output=True, text=True, env=self.env,
+                           timeout=120)
+        self.assertEqual(r.returncode, 125, r)
+        self.assertIn("the config blob sha256:%s does not match its digest" % chex, r.stderr)
 
     def test_hostile_tars_of_the_fuzz_corpus_are_refused(self):
         for name, want in sorted(HOSTILE.items()):
