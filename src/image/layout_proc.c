@@ -235,21 +235,6 @@ static int split(struct answer *a, size_t len)
 	return 0;
 }
 
-/* What a record or an answer put in img, let go: img as before it. */
-static void forget(struct oci_image *img)
-{
-	free(img->layers);
-	for (size_t i = 0; i < img->n_env; i++)
-		free(img->env[i]);
-	free(img->env);
-	free(img->workdir);
-	free(img->user);
-	img->layers = NULL;
-	img->env = NULL;
-	img->workdir = img->user = NULL;
-	img->n_layers = img->n_env = 0;
-}
-
 /* The helper's next answer, split; its "err" as err (its message's
  * control characters made '?'); want: the kind expected (NULL: any), with
  * at least min strings. */
@@ -519,7 +504,7 @@ int layout_proc_read(const char *dir, const char *tag, const char *base, struct 
 		free(c);
 		return c ? 0 : -err->code;
 	}
-	forget(img);
+	oci_forget_parsed(img);
 	r = parse_in_helper(dir, tag, index, img, chex, err);
 	if (r == 0 && base)
 		memo_write(memo, img, chex);

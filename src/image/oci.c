@@ -378,15 +378,24 @@ int oci_parse_config(const char *dir, const char *text, struct oci_image *img, s
 	return r;
 }
 
-void oci_free(struct oci_image *img)
+void oci_forget_parsed(struct oci_image *img)
 {
-	free(img->dir);
-	free(img->tag);
 	free(img->layers);
 	for (size_t i = 0; i < img->n_env; i++)
 		free(img->env[i]);
 	free(img->env);
 	free(img->workdir);
 	free(img->user);
+	img->layers = NULL;
+	img->env = NULL;
+	img->workdir = img->user = NULL;
+	img->n_layers = img->n_env = 0;
+}
+
+void oci_free(struct oci_image *img)
+{
+	oci_forget_parsed(img);
+	free(img->dir);
+	free(img->tag);
 	memset(img, 0, sizeof(*img));
 }

@@ -55,6 +55,8 @@ int oci_parse_manifest(const char *dir, const char *text, bool may_be_index, boo
 int oci_parse_config(const char *dir, const char *text, struct oci_image *img,
 		     struct ab_error *err);
 void oci_free(struct oci_image *img);
+/* What parsing put in img (layers, Env, WorkingDir, User) let go. */
+void oci_forget_parsed(struct oci_image *img);
 
 /* Open blobs/sha256/hex of the layout (a regular file, no symbolic link on
  * the way) for reading; -errno. */
