@@ -6,13 +6,13 @@
 #include "image/unpack_proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
