@@ -8,8 +8,8 @@
  * beneath one directory, reads of nothing else, no signals or abstract
  * sockets out), and a seccomp allowlist last. Generic: the caller names
  * its fds, its directory and its system calls. */
-#ifndef AB_CONFINE_H
-#define AB_CONFINE_H
+#ifndef AB_CONFINE_SPEC_H
+#define AB_CONFINE_SPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * the capabilities go; PR_SET_PDEATHSIG after the identity (a change of
  * uid clears it); no_new_privs before Landlock and seccomp; seccomp last,
  * so that the steps before it need none of its system calls. */
-#include "confine/confine.h"
+#include "confine/confine_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
