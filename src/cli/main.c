@@ -12,6 +12,8 @@
 #include "cli/delegate.h"
 #include "detach/detach.h"
 #include "image/cache.h"
+#include "image/layout_proc.h"
+#include "image/unpack_proc.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
 #include "grpc/rt_gproc.h"
@@ -564,6 +566,10 @@ static int cmd_runtime(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "__unpack-layer") == 0)
+		return unpack_proc_main(argc, argv); /* --image's confined helpers */
+	if (argc > 1 && strcmp(argv[1], "__read-layout") == 0)
+		return layout_proc_main(argc, argv);
 	if (argc < 2) {
 		fputs(usage_main, stderr);
 		return AB_EXIT_FAILURE;

@@ -25,7 +25,10 @@
 #include <unistd.h>
 
 #include "image/cache_dir.h"
+#include "image/layout_proc.h"
 #include "image/seal.h"
+#include "image/tree_check.h"
+#include "image/unpack_proc.h"
 #include "image/untar.h"
 #include "util/error.h"
 #include "util/util.h"
@@ -142,7 +145,45 @@ static int open_layers(const char *base, struct ab_error *err)
 	return fd < 0 ? ab_error_set(err, errno, "cannot open %s", p) : fd;
 }
 
-/* Layer i into layers/HEX through a temporary directory. */
+/* tmp/HEX.XXXXXX (the caller's, 0700: no one else reaches what is in it)
+ * and tree in it, an empty directory of the unpack helper's uid, into
+ * tmp and *outer; an fd on tree, or -errno. */
+static int make_tmp(const struct image_use *u, const char *hex, char *tmp, size_t n, int *outer,
+		    struct ab_error *err)
+{
+	snprintf(tmp, n, "%s/tmp/%s.XXXXXX", u->base, hex);
+	if (!mkdtemp(tmp))
+		return ab_error_set(err, errno, "cannot make a directory in %s/tmp", u->base);
+	*outer = open(tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	uid_t uid;
+	gid_t gid;
+	bool switch_id;
+	unpack_proc_identity(&uid, &gid, &switch_id);
+	/* 0700 whatever the umask, and no set-gid bit a set-gid tmp/ gave it */
+	if (*outer < 0 || mkdirat(*outer, "tree", 0700) < 0 ||
+	    (switch_id && fchownat(*outer, "tree", uid, gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    fchmodat(*outer, "tree", 0700, 0) < 0)
+		return ab_error_set(err, errno, "cannot make a directory in %s", tmp);
+	int fd = openat(*outer, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? ab_error_set(err, errno, "cannot open %s/tree", tmp) : fd;
+}
+
+/* The tree the helper made, checked (tree_check.h) and, root's, given to
+ * root; its bytes as the launcher counted them into stats. */
+static int check_tree(int root, const char *what, struct untar_stats *stats, struct ab_error *err)
+{
+	bool switch_id;
+	struct tree_check tc = {0};
+	gid_t gid;
+	unpack_proc_identity(&tc.owner, &gid, &switch_id);
+	tc.chown = switch_id;
+	int r = tree_check(root, what, &tc, err);
+	stats->bytes = tc.bytes;
+	return r;
+}
+
+/* Layer i into layers/HEX through a temporary directory, unpacked by the
+ * confined helper (unpack_proc.h) and checked here before it is sealed. */
 static int unpack(struct image_use *u, size_t i, struct ab_error *err)
 {
 	const struct oci_layer *l = &u->img.layers[i];
@@ -159,15 +200,15 @@ static int unpack(struct image_use *u, size_t i, struct ab_error *err)
 				      "%s: the blob has %lld bytes, the manifest says %llu: the "
 				      "layout is corrupt",
 				      what, (long long)st.st_size, l->size);
-	snprintf(tmp, sizeof(tmp), "%s/tmp/%s.XXXXXX", u->base, l->hex);
-	if (!mkdtemp(tmp))
-		return ab_error_set(err, errno, "cannot make a directory in %s/tmp", u->base);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct untar_stats stats = {0};
-	cleanup_fd int root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int r = root < 0 ? ab_error_set(err, errno, "cannot open %s", tmp)
-			 : untar_layer(blob, l, what, root, &stats, err);
+	cleanup_fd int outer = -1;
+	tmp[0] = '\0';
+	cleanup_fd int root = make_tmp(u, l->hex, tmp, sizeof(tmp), &outer, err);
+	int r = root < 0 ? root : unpack_proc_run(blob, l, what, root, &stats, err);
+	if (r == 0)
+		r = check_tree(root, what, &stats, err);
 	if (r == 0 && fchmod(root, 0755) < 0)
 		r = ab_error_set(err, errno, "cannot write %s", tmp);
 	/* sealed as it is now: every later use compares the tree with this */
@@ -198,14 +239,17 @@ static int unpack(struct image_use *u, size_t i, struct ab_error *err)
 		snprintf(p, sizeof(p), "%s/layers/%s.info", u->base, l->hex);
 		int w = write_text(p, info);
 		snprintf(p, sizeof(p), "%s/layers/%s", u->base, l->hex);
-		if (w < 0 || rename(tmp, p) < 0)
+		if (w < 0 || renameat(outer, "tree", layers, l->hex) < 0)
 			r = ab_error_set(err, w < 0 ? -w : errno, "cannot put the layer at %s", p);
+		else
+			rmdir(tmp); /* else swept by the next start */
 	}
 	if (r < 0) {
 		cleanup_fd int t = open(u->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		char rel[PATH_MAX];
-		snprintf(rel, sizeof(rel), "tmp/%s", strrchr(tmp, '/') + 1);
-		if (t >= 0)
+		snprintf(rel, sizeof(rel), "tmp/%s",
+			 strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : "");
+		if (t >= 0 && tmp[0])
 			untar_remove(t, rel, UNTAR_MAX_DEPTH + 4);
 		return r;
 	}
@@ -396,9 +440,9 @@ int image_use_open(const char *spec, struct image_use **out, struct ab_error *er
 	if (r == 0)
 		r = parse_spec(spec, &dir, &tag, err);
 	if (r == 0)
-		r = oci_open(dir, tag, &u->img, err);
-	if (r == 0)
 		r = cache_base(base, sizeof(base), err);
+	if (r == 0)
+		r = layout_proc_read(dir, tag, base, &u->img, err);
 	if (r == 0) {
 		snprintf(empty, sizeof(empty), "%s/empty", base);
 		if (!(u->base = strdup(base)) || !(u->empty = strdup(empty)))
@@ -639,6 +683,16 @@ int image_cache_prune(FILE *out, struct ab_error *err)
 		if (unlink(p) == 0)
 			gone++;
 	}
+	/* what the layout helper found, remembered: found again when needed */
+	snprintf(p, sizeof(p), "%s/images", base);
+	DIR *d = opendir(p);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		size_t len = strlen(de->d_name);
+		if (len > 7 && strcmp(de->d_name + len - 7, ".parsed") == 0)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	if (d)
+		closedir(d);
 	fprintf(out, "removed %zu layers (%.1f MiB) and %zu images; %zu layers in use kept\n",
 		removed, (double)bytes / (1 << 20), gone, kept);
 	return 0;

@@ -55,9 +55,9 @@ int oci_open_blob(const char *dir, const char *hex)
 	return open_file_at(alg, hex);
 }
 
-/* The JSON text of fd (at most MAX_JSON), hashed into hex when hex. */
-static json_object *read_json(int fd, const char *what, const char *dir, char *hex,
-			      struct ab_error *err)
+/* The text of fd (at most MAX_JSON), hashed into hex when hex; NULL with
+ * err set. */
+static char *read_text(int fd, const char *what, const char *dir, char *hex, struct ab_error *err)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_size > MAX_JSON) {
@@ -82,10 +82,20 @@ static json_object *read_json(int fd, const char *what, const char *dir, char *h
 	buf[got] = '\0';
 	if (hex && sha256_hex_of(buf, got, hex, err) < 0)
 		return NULL;
-	json_object *j = json_tokener_parse(buf);
+	char *out = buf;
+	buf = NULL;
+	return out;
+}
+
+/* text parsed: a JSON object, or NULL with err set. */
+static json_object *parse_obj(const char *text, const char *what, const char *dir,
+			      struct ab_error *err)
+{
+	json_object *j = json_tokener_parse(text);
 	if (!j || !json_object_is_type(j, json_type_object)) {
 		json_object_put(j);
 		ab_error_plain(err, EINVAL, "--image oci:%s: %s is not a JSON object", dir, what);
+		return NULL;
 	}
 	return j;
 }
@@ -113,9 +123,7 @@ static int digest_of(json_object *desc, const char *dir, const char *what, char 
 	return 0;
 }
 
-/* The blob hex, read as JSON and checked against its digest. */
-static json_object *read_blob_json(const char *dir, const char *hex, const char *what,
-				   struct ab_error *err)
+char *oci_read_blob_text(const char *dir, const char *hex, const char *what, struct ab_error *err)
 {
 	cleanup_fd int fd = oci_open_blob(dir, hex);
 	if (fd < 0) {
@@ -124,16 +132,16 @@ static json_object *read_blob_json(const char *dir, const char *hex, const char 
 		return NULL;
 	}
 	char got[65];
-	json_object *j = read_json(fd, what, dir, got, err);
-	if (j && strcmp(got, hex) != 0) {
-		json_object_put(j);
+	char *text = read_text(fd, what, dir, got, err);
+	if (text && strcmp(got, hex) != 0) {
+		free(text);
 		ab_error_plain(err, EBADMSG,
 			       "--image oci:%s: the %s blob sha256:%s does not match its digest "
 			       "(its content hashes to sha256:%s): the layout is corrupt",
 			       dir, what, hex, got);
 		return NULL;
 	}
-	return j;
+	return text;
 }
 
 /* The descriptor of index.json's manifests for tag. */
@@ -321,60 +329,73 @@ static int open_layout(const char *dir, struct ab_error *err)
 	return fd;
 }
 
-int oci_open(const char *dir, const char *tag, struct oci_image *img, struct ab_error *err)
+char *oci_read_index(const char *dir, struct ab_error *err)
 {
-	memset(img, 0, sizeof(*img));
-	if (!(img->dir = strdup(dir)) || (tag && !(img->tag = strdup(tag))))
-		return ab_error_set(err, ENOMEM, "reading the image");
 	cleanup_fd int fd = open_layout(dir, err);
-	if (fd < 0)
-		return fd;
-	json_object *index = read_json(fd, "index.json", dir, NULL, err), *m = NULL, *cfg = NULL;
+	return fd < 0 ? NULL : read_text(fd, "index.json", dir, NULL, err);
+}
+
+int oci_parse_index(const char *dir, const char *text, const char *tag, char hex[65],
+		    struct ab_error *err)
+{
+	json_object *index = parse_obj(text, "index.json", dir, err);
 	json_object *desc = index ? pick_manifest(index, dir, tag, err) : NULL;
-	int r = -err->code;
-	if (desc && digest_of(desc, dir, "the manifest", img->manifest_hex, err) == 0)
-		m = read_blob_json(dir, img->manifest_hex, "manifest", err);
-	const char *mt = m ? str_of(m, "mediaType") : NULL;
-	if (mt && strstr(mt, "image.index")) {
+	int r = desc ? digest_of(desc, dir, "the manifest", hex, err) : -err->code;
+	json_object_put(index);
+	return r;
+}
+
+int oci_parse_manifest(const char *dir, const char *text, bool may_be_index, bool *is_index,
+		       char hex[65], struct oci_image *img, struct ab_error *err)
+{
+	*is_index = false;
+	json_object *m = parse_obj(text, "manifest", dir, err), *cdesc;
+	if (!m)
+		return -err->code;
+	const char *mt = str_of(m, "mediaType");
+	int r;
+	if (may_be_index && mt && strstr(mt, "image.index")) {
 		/* a multi-platform image: the manifest of this platform */
 		json_object *pick = pick_platform(m, dir, err);
-		if (pick &&
-		    digest_of(pick, dir, "the platform's manifest", img->manifest_hex, err) == 0) {
-			json_object *inner =
-				read_blob_json(dir, img->manifest_hex, "manifest", err);
-			json_object_put(m);
-			m = inner;
-		} else {
-			json_object_put(m);
-			m = NULL;
-		}
+		*is_index = pick != NULL;
+		r = pick ? digest_of(pick, dir, "the platform's manifest", hex, err) : -err->code;
+	} else if (!json_object_object_get_ex(m, "config", &cdesc)) {
+		r = ab_error_plain(err, EINVAL, "--image oci:%s: the manifest has no config", dir);
+	} else {
+		r = digest_of(cdesc, dir, "the config", hex, err);
+		if (r == 0)
+			r = parse_layers(m, img, err);
 	}
-	json_object *cdesc;
-	char chex[65];
-	if (m && json_object_object_get_ex(m, "config", &cdesc) &&
-	    digest_of(cdesc, dir, "the config", chex, err) == 0)
-		cfg = read_blob_json(dir, chex, "config", err);
-	else if (m && err->code == 0)
-		ab_error_plain(err, EINVAL, "--image oci:%s: the manifest has no config", dir);
-	if (cfg && parse_layers(m, img, err) == 0 && parse_config(cfg, img, err) == 0)
-		r = 0;
-	else
-		r = err->code ? -err->code : -EINVAL;
-	json_object_put(index);
 	json_object_put(m);
+	return r;
+}
+
+int oci_parse_config(const char *dir, const char *text, struct oci_image *img, struct ab_error *err)
+{
+	json_object *cfg = parse_obj(text, "config", dir, err);
+	int r = cfg ? parse_config(cfg, img, err) : -err->code;
 	json_object_put(cfg);
 	return r;
 }
 
-void oci_free(struct oci_image *img)
+void oci_forget_parsed(struct oci_image *img)
 {
-	free(img->dir);
-	free(img->tag);
 	free(img->layers);
 	for (size_t i = 0; i < img->n_env; i++)
 		free(img->env[i]);
 	free(img->env);
 	free(img->workdir);
 	free(img->user);
+	img->layers = NULL;
+	img->env = NULL;
+	img->workdir = img->user = NULL;
+	img->n_layers = img->n_env = 0;
+}
+
+void oci_free(struct oci_image *img)
+{
+	oci_forget_parsed(img);
+	free(img->dir);
+	free(img->tag);
 	memset(img, 0, sizeof(*img));
 }

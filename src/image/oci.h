@@ -31,11 +31,32 @@ struct oci_image {
 	char *user;    /* the config's User, or NULL */
 };
 
-/* Read the layout at dir (the manifest tagged tag: the one named by its
- * org.opencontainers.image.ref.name annotation; tag NULL: "latest", or the
- * only manifest), its manifest and config, checked against their digests. */
-int oci_open(const char *dir, const char *tag, struct oci_image *img, struct ab_error *err);
+/* The layout at dir is read in two halves (docs/security.md): the
+ * launcher reads its files (no link followed, at most 4 MiB each, every
+ * blob hashed and checked against its digest), the layout helper
+ * (layout_proc.h) parses them. The image's manifest is the one tagged tag
+ * (its org.opencontainers.image.ref.name annotation; tag NULL: "latest",
+ * or the only manifest).
+ *
+ * The launcher's half: index.json's text (oci-layout there too), a blob's
+ * text checked against hex (what: "manifest", "config"); NULL with err set. */
+char *oci_read_index(const char *dir, struct ab_error *err);
+char *oci_read_blob_text(const char *dir, const char *hex, const char *what, struct ab_error *err);
+
+/* The parser's half: index.json's manifest for tag into hex; a manifest's
+ * config digest into hex and its layers into img (or, may_be_index and
+ * the manifest an image index, *is_index and the digest of this
+ * platform's manifest into hex); a config's Env, WorkingDir and User into
+ * img (img->dir names the layout in messages). 0 or -errno with err. */
+int oci_parse_index(const char *dir, const char *text, const char *tag, char hex[65],
+		    struct ab_error *err);
+int oci_parse_manifest(const char *dir, const char *text, bool may_be_index, bool *is_index,
+		       char hex[65], struct oci_image *img, struct ab_error *err);
+int oci_parse_config(const char *dir, const char *text, struct oci_image *img,
+		     struct ab_error *err);
 void oci_free(struct oci_image *img);
+/* What parsing put in img (layers, Env, WorkingDir, User) let go. */
+void oci_forget_parsed(struct oci_image *img);
 
 /* Open blobs/sha256/hex of the layout (a regular file, no symbolic link on
  * the way) for reading; -errno. */

@@ -22,10 +22,14 @@ struct untar_stats {
 };
 
 /* Unpack the blob at fd (what: "layer N", for messages) beneath root, while
- * hashing every byte of it: it must hash to l->hex. On error what was
- * unpacked stays for the caller to remove. */
+ * hashing every byte of it: it must hash to l->hex (l->hex "": not hashed
+ * here, the caller checks it: unpack_proc.c). On error what was unpacked
+ * stays for the caller to remove. */
 int untar_layer(int fd, const struct oci_layer *l, const char *what, int root,
 		struct untar_stats *st, struct ab_error *err);
+
+/* The error of a blob whose content hashes to got, not to want. */
+int untar_digest_error(struct ab_error *err, const char *what, const char *want, const char *got);
 
 /* Remove name beneath dir and all it holds, links not followed, at most
  * depth levels deep; -errno. */

@@ -29,18 +29,13 @@
 
 #include "util/error.h"
 #include "sandbox/init.h"
-#include "view/landlock_compat.h"
+#include "confine/confine_spec.h"
+#include "confine/landlock_compat.h"
 #include "util/proc.h"
 #include "util/util.h"
 
 #define FS_READ                                                                                    \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_ALL                                                                                     \
-	(FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                 \
-	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |                           \
-	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |                               \
-	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |                             \
-	 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
 #define FS_FILE                                                                                    \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
 	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE)
@@ -70,35 +65,21 @@ static int bare_rule(int ruleset, const char *path, uint64_t access, uint64_t ha
  * devices writable. Without Landlock there is no sandbox to speak of. */
 static int bare_landlock(const struct ab_config *cfg, int *out, int *abi_out, struct ab_error *err)
 {
-	int abi =
-		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	int abi;
+	uint64_t handled;
+	cleanup_fd int ruleset = -1;
+	int r = confine_landlock_ruleset(CONFINE_LL_SCOPE |
+						 (cfg->net == AB_NET_NONE ? CONFINE_LL_NET : 0),
+					 &ruleset, &abi, &handled, err);
+	if (r < 0)
+		return r;
 	if (abi < 1)
 		return ab_error_plain(err, EOPNOTSUPP,
 				      "--isolation best without namespaces needs Landlock, which "
 				      "this kernel does not have");
-	uint64_t handled = FS_ALL;
-	if (abi >= 2)
-		handled |= LANDLOCK_ACCESS_FS_REFER;
-	if (abi >= 3)
-		handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
-	struct ab_landlock_ruleset_attr rs = {.handled_access_fs = handled};
-	size_t size = sizeof(uint64_t);
-	if (abi >= 4 && cfg->net == AB_NET_NONE) {
-		/* no rule: every TCP bind and connect is refused */
-		rs.handled_access_net =
-			LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
-		size = 2 * sizeof(uint64_t);
-	}
-	if (abi >= 6) {
-		rs.scoped = LANDLOCK_SCOPE_SIGNAL | LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
-		size = sizeof(rs);
-	}
-	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
-	if (ruleset < 0)
-		return ab_error_set(err, errno, "landlock: cannot create a ruleset");
 	static const char *const devs[] = {"/dev/null", "/dev/zero",   "/dev/full",
 					   "/dev/tty",	"/dev/random", "/dev/urandom"};
-	int r = bare_rule(ruleset, "/", FS_READ, handled, err);
+	r = bare_rule(ruleset, "/", FS_READ, handled, err);
 	if (r == 0)
 		r = bare_rule(ruleset, cfg->workspace, handled, handled, err);
 	if (r == 0 && bare_tmp[0])

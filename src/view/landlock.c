@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "view/landlock_compat.h"
+#include "confine/landlock_compat.h"
 #include "util/util.h"
 
 #define FS_READ                                                                                    \
