@@ -1,11 +1,15 @@
 /* Confining a helper process (confine.h): the steps nsjail and minijail
- * take before a process touches untrusted data, each on its own. */
+ * take before a process touches untrusted data, each on its own, and
+ * confine_self, which takes them in the order they must come: what needs
+ * a capability (the bounding set, the identity) before the capabilities
+ * go; PR_SET_PDEATHSIG after the identity (a change of uid clears it);
+ * no_new_privs before Landlock and seccomp; seccomp last, so that the
+ * steps before it need none of its system calls. */
 #include "confine/confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/landlock.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -20,13 +24,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "confine/landlock_compat.h"
 #include "util/util.h"
-
-#define NOBODY 65534
 
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
+}
+
+static bool kept(int fd, const int *keep, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] == fd)
+			return true;
+	return false;
 }
 
 int confine_fds(const int *keep, size_t n, struct ab_error *err)
@@ -34,12 +45,19 @@ int confine_fds(const int *keep, size_t n, struct ab_error *err)
 	int sorted[16];
 	if (n > AB_ARRAY_SIZE(sorted))
 		return ab_error_plain(err, EINVAL, "confine: too many fds to keep");
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return ab_error_set(err, errno, "confine: cannot open /dev/null");
+	for (int fd = 0; fd < 3; fd++)
+		if (!kept(fd, keep, n) && fd != null && dup2(null, fd) < 0)
+			return ab_error_set(err, errno, "confine: cannot put /dev/null on fd %d",
+					    fd);
 	memcpy(sorted, keep, n * sizeof(*keep));
 	qsort(sorted, n, sizeof(*sorted), cmp_int);
-	unsigned lo = 0;
+	unsigned lo = 3; /* 0-2 are kept or /dev/null */
 	for (size_t i = 0; i <= n; i++) {
 		unsigned hi = i < n ? (unsigned)sorted[i] : ~0U;
-		if (i < n && sorted[i] < 0)
+		if (i < n && sorted[i] < 3)
 			continue;
 		if (hi > lo && syscall(SYS_close_range, lo, hi - 1, 0) < 0) {
 			if (errno != ENOSYS)
@@ -74,24 +92,16 @@ int confine_die_with(pid_t parent, struct ab_error *err)
 	return 0;
 }
 
-void confine_pick_identity(const char *path, uid_t *uid, gid_t *gid)
+/* Up to the kernel's last capability: the first EINVAL is past it (the
+ * kernel may know more than our headers). Without CAP_SETPCAP (a plain
+ * user outside a user namespace of its own) when tolerant: it holds
+ * nothing to drop, and no_new_privs keeps exec from granting any. */
+static int drop_bounding(bool tolerant, struct ab_error *err)
 {
-	struct stat st;
-	*uid = NOBODY;
-	*gid = NOBODY;
-	if (path && stat(path, &st) == 0 && st.st_uid != 0) {
-		*uid = st.st_uid;
-		*gid = st.st_gid;
-	}
-}
-
-static int drop_bounding(struct ab_error *err)
-{
-	/* up to the kernel's last: the first EINVAL is past it */
 	for (int c = 0; c < 64; c++) {
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
 			continue;
-		if (errno == EINVAL)
+		if (errno == EINVAL || (tolerant && errno == EPERM && geteuid() != 0))
 			break;
 		return ab_error_set(err, errno,
 				    "confine: cannot drop capability %d from the bounding set", c);
@@ -99,33 +109,16 @@ static int drop_bounding(struct ab_error *err)
 	return 0;
 }
 
-int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
+/* The ambient, effective, permitted and inheritable sets emptied, and
+ * no_new_privs. */
+static int clear_caps(struct ab_error *err)
 {
-	int r;
-	if (geteuid() == 0) {
-		/* the bounding set while CAP_SETPCAP is still held */
-		if ((r = drop_bounding(err)) < 0)
-			return r;
-		/* a user namespace may deny setgroups: then none must be held */
-		bool no_groups = setgroups(0, NULL) == 0 || getgroups(0, NULL) == 0;
-		if (!no_groups || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
-			return ab_error_set(err, errno, "confine: cannot become uid %d", (int)uid);
-		if (geteuid() == 0 || getegid() == 0)
-			return ab_error_plain(err, EPERM, "confine: still root");
-	} else if (unshare(CLONE_NEWUSER) == 0) {
-		/* a plain user: a user namespace of its own gives the
-		 * CAP_SETPCAP that empties the bounding set; without one (none
-		 * allowed here) it holds no capability anyway and no_new_privs
-		 * keeps it so */
-		if ((r = drop_bounding(err)) < 0)
-			return r;
-	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return ab_error_set(err, errno, "confine: cannot clear the ambient capabilities");
 	cap_t none = cap_init();
 	if (!none)
 		return ab_error_set(err, errno, "confine: cannot drop capabilities");
-	r = cap_set_proc(none);
+	int r = cap_set_proc(none);
 	int saved = errno;
 	cap_free(none);
 	if (r < 0)
@@ -133,6 +126,40 @@ int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return ab_error_set(err, errno, "confine: cannot set no_new_privs");
 	return 0;
+}
+
+int confine_caps_drop(struct ab_error *err)
+{
+	int r = drop_bounding(true, err);
+	return r < 0 ? r : clear_caps(err);
+}
+
+int confine_identity(uid_t uid, gid_t gid, struct ab_error *err)
+{
+	int r, deathsig = 0;
+	(void)prctl(PR_GET_PDEATHSIG, &deathsig);
+	if (geteuid() == 0) {
+		/* the bounding set while CAP_SETPCAP is still held */
+		if ((r = drop_bounding(false, err)) < 0)
+			return r;
+		/* a user namespace may deny setgroups: then none must be held */
+		bool no_groups = setgroups(0, NULL) == 0 || getgroups(0, NULL) == 0;
+		if (!no_groups || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+			return ab_error_set(err, errno, "confine: cannot become uid %d", (int)uid);
+		if (geteuid() == 0 || getegid() == 0)
+			return ab_error_plain(err, EPERM, "confine: still root");
+		/* the change of uid cleared it */
+		if (deathsig && prctl(PR_SET_PDEATHSIG, deathsig) < 0)
+			return ab_error_set(err, errno, "confine: PR_SET_PDEATHSIG");
+	} else if (unshare(CLONE_NEWUSER) == 0) {
+		/* a plain user: a user namespace of its own gives the
+		 * CAP_SETPCAP that empties the bounding set; without one (none
+		 * allowed here) it holds no capability anyway and no_new_privs
+		 * keeps it so */
+		if ((r = drop_bounding(false, err)) < 0)
+			return r;
+	}
+	return clear_caps(err);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -156,71 +183,98 @@ int confine_memory(size_t bytes, struct ab_error *err)
 	return 0;
 }
 
-/* Landlock's values newer than the oldest headers agentbox builds with
- * (Debian 12's know ABI 1) */
-#define LL_REFER	  (1ULL << 13) /* ABI 2 */
-#define LL_TRUNCATE	  (1ULL << 14) /* ABI 3 */
-#define LL_SCOPE_ABSTRACT (1ULL << 0)  /* ABI 6 */
-#define LL_SCOPE_SIGNAL	  (1ULL << 1)
-#define LL_FS_ALL                                                                                  \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
-	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |                              \
-	 LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |                          \
-	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |                              \
-	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
-	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |                            \
-	 LANDLOCK_ACCESS_FS_MAKE_SYM)
+#define FS_ALL_V1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
 
-struct ll_ruleset_attr {
-	uint64_t handled_access_fs, handled_access_net, scoped;
-};
-
-static int ll_allow_read(int ruleset, const char *path, struct ab_error *err)
+int confine_landlock_ruleset(unsigned flags, int *out, int *abi_out, uint64_t *handled,
+			     struct ab_error *err)
 {
-	cleanup_fd int fd = open(path, O_PATH | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return 0; /* not on this host: nothing to allow */
-	struct landlock_path_beneath_attr a = {
-		.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE,
-		.parent_fd = fd,
-	};
-	if (S_ISDIR(st.st_mode))
-		a.allowed_access |= LANDLOCK_ACCESS_FS_READ_DIR;
-	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &a, 0) < 0)
-		return ab_error_set(err, errno, "confine: landlock rule for %s", path);
+	*abi_out = 0;
+	*out = -1;
+	int abi =
+		(int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return 0; /* ENOSYS, or disabled: EOPNOTSUPP */
+	uint64_t fs = FS_ALL_V1;
+	if (abi >= 2)
+		fs |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5 && (flags & CONFINE_LL_IOCTL_DEV))
+		fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	struct ab_landlock_ruleset_attr rs = {.handled_access_fs = fs};
+	size_t size = sizeof(uint64_t);
+	if (abi >= 4 && (flags & CONFINE_LL_NET)) {
+		/* no rule: every TCP bind and connect is refused */
+		rs.handled_access_net =
+			LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+		size = 2 * sizeof(uint64_t);
+	}
+	if (abi >= 6 && (flags & CONFINE_LL_SCOPE)) {
+		rs.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+		size = sizeof(rs);
+	}
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
+	if (fd < 0)
+		return ab_error_set(err, errno, "confine: cannot create a Landlock ruleset");
+	*out = fd;
+	*abi_out = abi;
+	*handled = fs;
 	return 0;
 }
 
-int confine_landlock(const char *const *read_only, bool *applied, struct ab_error *err)
+static int ll_rule(int ruleset, int fd, uint64_t access, const char *what, struct ab_error *err)
 {
-	*applied = false;
-	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	if (abi < 1)
-		return 0;
-	struct ll_ruleset_attr rs = {.handled_access_fs = LL_FS_ALL};
-	size_t size = sizeof(uint64_t);
-	if (abi >= 2)
-		rs.handled_access_fs |= LL_REFER;
-	if (abi >= 3)
-		rs.handled_access_fs |= LL_TRUNCATE;
-	if (abi >= 6) {
-		rs.scoped = LL_SCOPE_ABSTRACT | LL_SCOPE_SIGNAL;
-		size = sizeof(rs);
-	}
-	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, size, 0);
-	if (ruleset < 0)
-		return ab_error_set(err, errno, "confine: landlock ruleset");
+	struct landlock_path_beneath_attr a = {.allowed_access = access, .parent_fd = fd};
+	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &a, 0) < 0)
+		return ab_error_set(err, errno, "confine: cannot add the Landlock rule for %s",
+				    what);
+	return 0;
+}
+
+/* The ruleset of confine_landlock, not yet enforced: *out -1 without
+ * Landlock. */
+static int ll_make(const char *const *read_only, int write_dir, unsigned flags, int *out, int *abi,
+		   struct ab_error *err)
+{
+	uint64_t fs = 0;
+	cleanup_fd int rs = -1;
+	int r = confine_landlock_ruleset(flags, &rs, abi, &fs, err);
+	if (r < 0 || rs < 0)
+		return r;
 	for (const char *const *p = read_only; p && *p; p++) {
-		int r = ll_allow_read(ruleset, *p, err);
-		if (r < 0)
+		cleanup_fd int fd = open(*p, O_PATH | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			continue; /* not on this host: nothing to allow */
+		uint64_t read = LANDLOCK_ACCESS_FS_READ_FILE |
+				(S_ISDIR(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_DIR : 0);
+		if ((r = ll_rule(rs, fd, read, *p, err)) < 0)
 			return r;
 	}
+	if (write_dir >= 0 && (r = ll_rule(rs, write_dir, fs, "its directory", err)) < 0)
+		return r;
+	*out = ab_steal_fd(&rs);
+	return 0;
+}
+
+static int ll_enforce(int ruleset, struct ab_error *err)
+{
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
-		return ab_error_set(err, errno, "confine: landlock_restrict_self");
-	*applied = true;
+		return ab_error_set(err, errno, "confine: cannot enforce the Landlock ruleset");
 	return 0;
+}
+
+int confine_landlock(const char *const *read_only, int write_dir, unsigned flags, int *abi,
+		     struct ab_error *err)
+{
+	cleanup_fd int rs = -1;
+	int r = ll_make(read_only, write_dir, flags, &rs, abi, err);
+	if (r < 0 || rs < 0)
+		return r;
+	if ((r = ll_enforce(rs, err)) < 0)
+		*abi = 0;
+	return r;
 }
 
 #define SYS0(name)                                                                                 \
@@ -292,9 +346,9 @@ const struct confine_syscall confine_base[] = {
 };
 const size_t confine_n_base = AB_ARRAY_SIZE(confine_base);
 
-int confine_seccomp(const struct confine_syscall *allow, size_t n, struct ab_error *err)
+int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, struct ab_error *err)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	scmp_filter_ctx ctx = seccomp_init(kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM));
 	if (!ctx)
 		return ab_error_plain(err, ENOMEM, "confine: seccomp_init");
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
@@ -328,4 +382,35 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, struct ab_err
 	if (r < 0)
 		return ab_error_set(err, -r, "confine: cannot load the seccomp filter");
 	return 0;
+}
+
+int confine_self(const struct confine_spec *s, int *landlock_abi, struct ab_error *err)
+{
+	*landlock_abi = 0;
+	if (s->n_syscalls > 512)
+		return ab_error_plain(err, EINVAL, "confine: too many system calls");
+	struct confine_syscall allow[512];
+	for (size_t i = 0; i < s->n_syscalls; i++)
+		allow[i] = (struct confine_syscall){.nr = s->syscalls[i], .arg = -1};
+	int r = confine_fds(s->keep_fds, s->n_keep, err);
+	if (r == 0 && s->mem_bytes)
+		r = confine_memory(s->mem_bytes, err);
+	/* made while the directory may still be opened by root */
+	cleanup_fd int ruleset = -1;
+	if (r == 0)
+		r = ll_make(NULL, s->write_dir,
+			    CONFINE_LL_NET | CONFINE_LL_SCOPE | CONFINE_LL_IOCTL_DEV, &ruleset,
+			    landlock_abi, err);
+	if (r == 0)
+		r = s->switch_id ? confine_identity(s->uid, s->gid, err) : confine_caps_drop(err);
+	if (r == 0 && s->parent)
+		r = confine_die_with(s->parent, err);
+	/* no /proc/PID/fd, no ptrace by another process of the same uid */
+	if (r == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		r = ab_error_set(err, errno, "confine: cannot make the helper undumpable");
+	if (r == 0 && ruleset >= 0 && (r = ll_enforce(ruleset, err)) < 0)
+		*landlock_abi = 0;
+	if (r == 0)
+		r = confine_seccomp(allow, s->n_syscalls, true, err);
+	return r;
 }

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "confine/confine_spec.h"
+#include "confine/confine.h"
 #include "image/sha256.h"
 #include "image/unpack_proc.h"
 #include "util/error.h"

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "confine/confine_spec.h"
+#include "confine/confine.h"
 #include "image/archive_lib.h"
 #include "image/sha256.h"
 #include "util/error.h"

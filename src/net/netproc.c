@@ -282,12 +282,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 		sock = up;
 	}
 	sock_g = sock;
-	/* 0-2 onto /dev/null: a stray write to stderr reaches no socket */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int fd = 0; null >= 0 && fd < 3; fd++)
-		if (fd != null && fd != sock)
-			dup2(null, fd);
-	int keep[] = {0, 1, 2, sock};
+	int keep[] = {sock}; /* 0-2 go onto /dev/null: a stray write reaches no socket */
 	if (sock < 0)
 		_exit(1);
 	confine_signals();
@@ -308,10 +303,10 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 	gid_t gid = getgid();
 	if (geteuid() == 0)
 		uid = gid = 65534; /* nobody: no file, process or key of anyone */
-	bool landlocked;
+	int landlocked;
 	mallopt(M_ARENA_MAX, 2); /* each arena reserves 64 MiB of RLIMIT_AS */
 	if (confine_identity(uid, gid, &err) < 0 || confine_memory(HELPER_AS_MAX, &err) < 0 ||
-	    confine_landlock(readable, &landlocked, &err) < 0)
+	    confine_landlock(readable, -1, CONFINE_LL_SCOPE, &landlocked, &err) < 0)
 		fail(&err);
 	struct np_head up = {.type = NP_SET_UP};
 	np_send(sock, &up, NULL, 0, -1);
@@ -331,7 +326,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 		ab_error_plain(&err, E2BIG, "the network helper's syscall list is too long");
 		fail(&err);
 	}
-	if (confine_seccomp(all, n, &err) < 0)
+	if (confine_seccomp(all, n, false, &err) < 0)
 		fail(&err);
 	struct np_head serving = {.type = NP_SERVING};
 	np_send(sock, &serving, NULL, 0, -1);

@@ -1,6 +1,6 @@
 #include "sandbox/caps.h"
 
-#include "confine/confine_spec.h"
+#include "confine/confine.h"
 
 int caps_drop_all(struct ab_error *err)
 {

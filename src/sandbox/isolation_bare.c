@@ -29,7 +29,7 @@
 
 #include "util/error.h"
 #include "sandbox/init.h"
-#include "confine/confine_spec.h"
+#include "confine/confine.h"
 #include "confine/landlock_compat.h"
 #include "util/proc.h"
 #include "util/util.h"

@@ -20,7 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "confine/confine_spec.h"
+#include "confine/confine.h"
 #include "image/tree_check.h"
 
 static char base[] = "/tmp/agentbox-unpack-check-XXXXXX";
