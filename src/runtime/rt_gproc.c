@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "front/front_link.h"
 #include "runtime/rt_grpc.h"
 #include "runtime/rt_reply.h"
 #include "lex/rtpath.h"
@@ -44,7 +45,7 @@ static void stdin_next(struct rt_grpc *g, struct gproc *p)
 			p->wtail = NULL;
 		call->wnext = NULL;
 		struct ab_error e = {0};
-		int rc = ab_session_stdin(g->rt->f.s, p->fr.tag, (const char *)call->q.input,
+		int rc = ab_front_stdin(&g->rt->f, p->fr.tag, (const char *)call->q.input,
 					  call->q.input_len, call->q.eof, &e);
 		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
 			p->wbusy = true;
@@ -176,7 +177,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 				    "unsupported or unspecified signal: %d", sig);
 			return;
 		}
-		rc = ab_session_signal(g->rt->f.s, p->fr.tag, sig);
+		rc = ab_front_signal(&g->rt->f, p->fr.tag, sig);
 		if (rc == -ESRCH) /* it has ended: its exit is on its way */
 			rc = 0;
 	} else if (!p->pty) {
@@ -187,7 +188,7 @@ static void on_proc(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_INVALID_ARGUMENT, "rows and cols must be from 1 to 65535");
 		return;
 	} else {
-		rc = ab_session_resize(g->rt->f.s, p->fr.tag, q->rows, q->cols, &e);
+		rc = ab_front_resize(&g->rt->f, p->fr.tag, q->rows, q->cols, &e);
 		if (rc == -ESRCH)
 			rc = 0;
 	}

@@ -30,7 +30,10 @@
 #include "runtime/rt_reply.h"
 #include "lex/rtpath.h"
 #include "lex/shlex.h"
+#include "front/front_link.h"
+#include "front/front_split.h"
 #include "front/request.h"
+#include "seccomp/confine.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/signals.h"
@@ -578,11 +581,20 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		return AB_EXIT_FAILURE;
 	}
 	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL)};
+	int before[4096]; /* the fds the network front closes (front_split.h) */
+	int n_before = ab_confine_open_fds(before, sizeof(before) / sizeof(before[0]));
 	/* the daemon's epoll fd, gRPC's listener and connections */
 	struct ab_front_limits lim = {.max_fds = 2 + GRPC_CONN_LIMIT};
 	ab_front_init(&rt.f, cfg, &codec, &rt, &lim);
 	struct ab_error err = {0};
 	cfg->notice = print_notice;
+	/* HTTP and gRPC are parsed in a confined child; this process keeps
+	 * the session (docs/architecture.md, "agentbox runtime's processes") */
+	struct ab_front_split sp = {.what = "network front",
+				    .before = before,
+				    .n_before = n_before > 0 ? (size_t)n_before : 0,
+				    .remove_at_end = rt.auth.file /* a token made: rt_auth.c */};
+	int split = 0, status = 0;
 	char why[256];
 	if (!rt_mhd_load(why, sizeof(why))) {
 		fprintf(stderr, "agentbox: runtime: %s\n", why);
@@ -590,7 +602,8 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 	}
 	rt.d = listen_on(&rt, &err); /* nothing is served before the loop, the token in */
 	if (!rt.d || (o->grpc_port && rt_grpc_open(&rt, &rt_gproc_service, &err) < 0) ||
-	    rt_auth_open(&rt.auth, o, &err) < 0 || ab_front_open(&rt.f, &err) < 0) {
+	    rt_auth_open(&rt.auth, o, &err) < 0 || n_before < 0 ||
+	    (split = ab_front_split(&rt.f, &sp, &status, &err)) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		rt_auth_close(&rt.auth);
 		rt_grpc_close(&rt);
@@ -599,9 +612,13 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o)
 		ab_front_free(&rt.f);
 		return AB_EXIT_FAILURE;
 	}
+	if (split == 1) { /* the sandbox could not be built: said why */
+		rt_auth_close(&rt.auth);
+		return status;
+	}
 	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
 		strchr(o->listen, ':') ? "[" : "", o->listen, strchr(o->listen, ':') ? "]" : "",
-		o->port, ab_session_id(rt.f.s));
+		o->port, ab_front_id(&rt.f));
 	if (o->grpc_port)
 		fprintf(stderr,
 			"agentbox: runtime: gRPC process.v1.ProcessService on %s%s%s:%u (h2c)\n",
