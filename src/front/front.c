@@ -129,12 +129,25 @@ static void refuse(struct ab_front *f, struct ab_front_req *r, enum ab_front_why
 	drop(f, r);
 }
 
+/* Commands and file ops running. */
+static size_t running(struct ab_front *f)
+{
+	if (!f->link)
+		return ab_session_running(f->s);
+	size_t n = 0;
+	for (struct ab_front_req *r = f->head; r; r = r->next)
+		n += r->running && !is_layer(r);
+	return n;
+}
+
 /* A request to the session; a host file's pipe (fileop_host.h) is its
  * stdin, and the copier runs from now on. */
 static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error *err)
 {
 	if (f->gone)
 		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
+	if (f->link && running(f) >= f->cfg->max_concurrent)
+		return -EBUSY; /* as the session says it */
 	if (f->link) /* no host file: the other process's requests have none */
 		return r->q.host ? ab_error_plain(err, EINVAL, "no host file over a link")
 				 : front_link_start(f->link, r, err);
@@ -166,17 +179,6 @@ static bool codec_keeps_up(struct ab_front *f)
 	if (f->lim.max_deferred && results >= f->lim.max_deferred)
 		return false;
 	return !(f->lim.max_backlog && bytes > f->lim.max_backlog);
-}
-
-/* Commands and file ops running. */
-static size_t running(struct ab_front *f)
-{
-	if (!f->link)
-		return ab_session_running(f->s);
-	size_t n = 0;
-	for (struct ab_front_req *r = f->head; r; r = r->next)
-		n += r->running && !is_layer(r);
-	return n;
 }
 
 void ab_front_start(struct ab_front *f)
