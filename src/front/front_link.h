@@ -109,8 +109,8 @@ struct front_link_msg {
 	unsigned rows, cols;
 };
 
-/* A line of the child (len bytes, no newline) checked into m: 0, or -1
- * with err saying what is wrong (m then holds nothing). */
+/* A line of the front (len bytes, no newline) checked into m: 0, or a
+ * negative errno with err saying what is wrong (m then holds nothing). */
 int front_link_check(const char *line, size_t len, struct front_link_msg *m,
 		     struct ab_error *err);
 void front_link_msg_clear(struct front_link_msg *m);
