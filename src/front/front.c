@@ -431,6 +431,11 @@ static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 	int lw = front_layer_timeout(&f->layer);
 	if (lw >= 0 && (wait < 0 || lw < wait))
 		wait = lw;
+	/* lines a synchronous call read past (front_link.c) wait in its buffer */
+	bool buffered = f->link && !f->gone && f->link->len &&
+			memchr(f->link->in, '\n', f->link->len);
+	if (buffered)
+		wait = 0;
 	p[0] = (struct pollfd){.fd = f->draining ? -1 : f->sigfd, .events = POLLIN};
 	p[1] = (struct pollfd){.fd = f->gone		? -1
 				    : f->link		? f->link->fd
@@ -444,7 +449,7 @@ static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 		f->c->early(f->arg, p + 3, n);
 	if (p[0].revents && !on_signal(f))
 		return AB_FRONT_SIGNAL;
-	if (p[1].revents && !(f->link ? on_link(f, err) : on_session(f, err)))
+	if ((p[1].revents || buffered) && !(f->link ? on_link(f, err) : on_session(f, err)))
 		return AB_FRONT_DEAD;
 	if (f->c->input)
 		f->c->input(f->arg, p + 3, n);

@@ -34,7 +34,7 @@
 
 const char *const ab_front_split_syscalls[] = {
 	"read", "write", "readv", "writev", "pread64", "close", "lseek",
-	"fstat", "newfstatat", "statx", "fcntl", "ioctl",
+	"fstat", "newfstatat", "statx", "fcntl",
 	"epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "poll", "ppoll", "select",
 	"pselect6", "accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
 	"setsockopt", "getsockopt", "getsockname", "getpeername",
@@ -48,7 +48,20 @@ const char *const ab_front_split_syscalls[] = {
 	NULL,
 };
 
-/* ---- the parent: the session served to the child ---- */
+#if defined(__SANITIZE_ADDRESS__)
+/* The sanitizers' own needs (the asan preset): LeakSanitizer stops the
+ * world with a cloned tracer and reads /proc/self/maps at exit; the
+ * shadow memory takes terabytes of address space (no RLIMIT_AS). */
+#define SANITIZED 1
+static const char *const sanitizer_syscalls[] = {
+	"clone", "clone3", "ptrace", "prctl", "openat", "open", "readlink", "readlinkat",
+	"getdents64", "sched_getaffinity", "sigaltstack", "kill", "wait4", "waitpid", NULL,
+};
+#else
+#define SANITIZED 0
+#endif
+
+/* ---- the session's process: the session served to the front ---- */
 
 struct parent {
 	struct ab_front f;
@@ -447,11 +460,21 @@ static int front(struct ab_front *f, const struct ab_front_split *sp, int fd, pi
 	for (int i = 0; i < n; i++)
 		if (!in_set(sp->before, sp->n_before, now[i]))
 			keep[k++] = now[i];
+	const char *const *sys = sp->syscalls ? sp->syscalls : ab_front_split_syscalls;
+	const char *all[256];
+	size_t m = 0;
+	for (size_t i = 0; sys[i] && m < 200; i++)
+		all[m++] = sys[i];
+#if SANITIZED
+	for (size_t i = 0; sanitizer_syscalls[i]; i++)
+		all[m++] = sanitizer_syscalls[i];
+#endif
+	all[m] = NULL;
 	struct ab_confine c = {
 		.keep = keep,
 		.n_keep = k,
-		.max_as = sp->max_as ? sp->max_as : 4ull << 30,
-		.syscalls = sp->syscalls ? sp->syscalls : ab_front_split_syscalls,
+		.max_as = SANITIZED ? 0 : sp->max_as ? sp->max_as : 4ull << 30,
+		.syscalls = all,
 		.sock_diag = !sp->syscalls, /* the HTTP front's client by uid (rt_auth.c) */
 	};
 	if (n < 0)
