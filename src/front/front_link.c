@@ -83,6 +83,8 @@ int front_link_read(struct front_link *l)
  * it is not JSON), its length with its newline in *taken; NULL: none. */
 static json_object *take_line(struct front_link *l, size_t start, size_t *taken)
 {
+	if (start >= l->len)
+		return NULL;
 	char *nl = memchr(l->in + start, '\n', l->len - start);
 	if (!nl)
 		return NULL;
