@@ -148,7 +148,7 @@ static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error
 		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
 	if (f->link && running(f) >= f->cfg->max_concurrent)
 		return -EBUSY; /* as the session says it */
-	if (f->link) /* no host file: the other process's requests have none */
+	if (f->link)	       /* no host file: the other process's requests have none */
 		return r->q.host ? ab_error_plain(err, EINVAL, "no host file over a link")
 				 : front_link_start(f->link, r, err);
 	if (!r->q.host || r->q.host->running)
@@ -187,8 +187,7 @@ void ab_front_start(struct ab_front *f)
 		next = r->next;
 		if (r->running || is_layer(r))
 			continue;
-		if (!f->gone &&
-		    (running(f) >= f->cfg->max_concurrent || !codec_keeps_up(f)))
+		if (!f->gone && (running(f) >= f->cfg->max_concurrent || !codec_keeps_up(f)))
 			return;
 		struct ab_error err = {0};
 		int rc = start_one(f, r, &err);
@@ -363,8 +362,8 @@ static void link_line(struct ab_front *f, json_object *o, struct ab_error *err)
 {
 	json_object *v = NULL;
 	const char *t = json_object_get_string(json_object_object_get(o, "type"));
-	unsigned long long tag = (unsigned long long)json_object_get_int64(
-		json_object_object_get(o, "tag"));
+	unsigned long long tag =
+		(unsigned long long)json_object_get_int64(json_object_object_get(o, "tag"));
 	struct ab_front_req *r = tag ? by_tag(f, tag) : NULL;
 	struct ab_error e = {0};
 	if (!t)
@@ -432,15 +431,15 @@ static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 	if (lw >= 0 && (wait < 0 || lw < wait))
 		wait = lw;
 	/* lines a synchronous call read past (front_link.c) wait in its buffer */
-	bool buffered = f->link && !f->gone && f->link->len &&
-			memchr(f->link->in, '\n', f->link->len);
+	bool buffered =
+		f->link && !f->gone && f->link->len && memchr(f->link->in, '\n', f->link->len);
 	if (buffered)
 		wait = 0;
 	p[0] = (struct pollfd){.fd = f->draining ? -1 : f->sigfd, .events = POLLIN};
-	p[1] = (struct pollfd){.fd = f->gone		? -1
-				    : f->link		? f->link->fd
-				    : !f->s		? -1
-							: ab_session_fd(f->s),
+	p[1] = (struct pollfd){.fd = f->gone   ? -1
+				     : f->link ? f->link->fd
+				     : !f->s   ? -1
+					       : ab_session_fd(f->s),
 			       .events = POLLIN};
 	p[2] = (struct pollfd){.fd = front_layer_fd(&f->layer), .events = POLLIN};
 	if (poll(p, (nfds_t)(3 + n), wait) < 0 && errno != EINTR)

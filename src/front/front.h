@@ -102,9 +102,9 @@ struct ab_front_limits {
 
 struct ab_front {
 	struct ab_config *cfg;
-	struct ab_session *s;	  /* in process; NULL with link */
+	struct ab_session *s;	 /* in process; NULL with link */
 	struct front_link *link; /* or the session in another process (front_link.h) */
-	int sigfd; /* the ending signals */
+	int sigfd;		 /* the ending signals */
 	const struct ab_front_codec *c;
 	void *arg;
 	struct ab_front_limits lim;

@@ -237,7 +237,7 @@ static int rc_of(json_object *r, struct ab_error *err)
 
 int front_link_start(struct front_link *l, const struct ab_front_req *r, struct ab_error *err)
 {
-	json_object *o = msg(r->q.kind == AB_REQUEST_EXEC	   ? "exec"
+	json_object *o = msg(r->q.kind == AB_REQUEST_EXEC      ? "exec"
 			     : r->q.kind == AB_REQUEST_FILE_OP ? "file"
 							       : "layer");
 	add_int(o, "tag", (long long)r->tag);
@@ -364,8 +364,10 @@ json_object *front_link_event_json(const struct ab_event *ev)
 		json_object_object_add(o, "oom_killed", json_object_new_boolean(r->oom_killed));
 		add_int(o, "timeout_ms", (long long)r->timeout_ms);
 		add_int(o, "duration_ms", (long long)r->duration_ms);
-		json_object_object_add(o, "out_truncated", json_object_new_boolean(r->out.truncated));
-		json_object_object_add(o, "err_truncated", json_object_new_boolean(r->err.truncated));
+		json_object_object_add(o, "out_truncated",
+				       json_object_new_boolean(r->out.truncated));
+		json_object_object_add(o, "err_truncated",
+				       json_object_new_boolean(r->err.truncated));
 		add_output(o, "out", &r->out);
 		add_output(o, "err", &r->err);
 	}

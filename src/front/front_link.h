@@ -111,8 +111,7 @@ struct front_link_msg {
 
 /* A line of the front (len bytes, no newline) checked into m: 0, or a
  * negative errno with err saying what is wrong (m then holds nothing). */
-int front_link_check(const char *line, size_t len, struct front_link_msg *m,
-		     struct ab_error *err);
+int front_link_check(const char *line, size_t len, struct front_link_msg *m, struct ab_error *err);
 void front_link_msg_clear(struct front_link_msg *m);
 /* An event of the session as the line for the child (its result's output
  * as base64); NULL when out of memory. */

@@ -95,8 +95,10 @@ static int fields(size_t i, json_object *o, struct front_link_msg *m, struct ab_
 		m->signo = s;
 	}
 	if (has_key(i, "rows")) {
-		json_object *r = need(o, "rows", json_type_int), *c = need(o, "cols", json_type_int);
-		int64_t rows = r ? json_object_get_int64(r) : 0, cols = c ? json_object_get_int64(c) : 0;
+		json_object *r = need(o, "rows", json_type_int),
+			    *c = need(o, "cols", json_type_int);
+		int64_t rows = r ? json_object_get_int64(r) : 0,
+			cols = c ? json_object_get_int64(c) : 0;
 		if (rows < 1 || rows > 65535 || cols < 1 || cols > 65535)
 			return BAD("link: resize: rows and cols are not from 1 to 65535");
 		m->rows = (unsigned)rows;
@@ -106,8 +108,7 @@ static int fields(size_t i, json_object *o, struct front_link_msg *m, struct ab_
 	return 0;
 }
 
-int front_link_check(const char *line, size_t len, struct front_link_msg *m,
-		     struct ab_error *err)
+int front_link_check(const char *line, size_t len, struct front_link_msg *m, struct ab_error *err)
 {
 	*m = (struct front_link_msg){0};
 	if (len > FRONT_LINK_MAX_REQ)

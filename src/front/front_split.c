@@ -33,19 +33,20 @@
 #include "util/error.h"
 
 const char *const ab_front_split_syscalls[] = {
-	"read", "write", "readv", "writev", "pread64", "close", "lseek",
-	"fstat", "newfstatat", "statx", "fcntl",
-	"epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "poll", "ppoll", "select",
-	"pselect6", "accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown",
-	"setsockopt", "getsockopt", "getsockname", "getpeername",
-	"mmap", "munmap", "mremap", "brk", "madvise", "mprotect",
-	"clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep",
-	"futex", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
-	"exit", "exit_group", "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid",
-	"getegid", "getrandom", "tgkill", "sched_yield", "restart_syscall", "sysinfo",
-	"getrlimit", "prlimit64", "rseq", "set_robust_list", "membarrier", "uname", "wait4",
-	"waitid",
-	NULL,
+	"read",		"write",	   "readv",	   "writev",	   "pread64",
+	"close",	"lseek",	   "fstat",	   "newfstatat",   "statx",
+	"fcntl",	"epoll_wait",	   "epoll_pwait",  "epoll_pwait2", "epoll_ctl",
+	"poll",		"ppoll",	   "select",	   "pselect6",	   "accept",
+	"accept4",	"recvfrom",	   "recvmsg",	   "sendto",	   "sendmsg",
+	"shutdown",	"setsockopt",	   "getsockopt",   "getsockname",  "getpeername",
+	"mmap",		"munmap",	   "mremap",	   "brk",	   "madvise",
+	"mprotect",	"clock_gettime",   "clock_getres", "gettimeofday", "time",
+	"nanosleep",	"clock_nanosleep", "futex",	   "rt_sigaction", "rt_sigprocmask",
+	"rt_sigreturn", "sigaltstack",	   "exit",	   "exit_group",   "getpid",
+	"gettid",	"getppid",	   "getuid",	   "geteuid",	   "getgid",
+	"getegid",	"getrandom",	   "tgkill",	   "sched_yield",  "restart_syscall",
+	"sysinfo",	"getrlimit",	   "prlimit64",	   "rseq",	   "set_robust_list",
+	"membarrier",	"uname",	   "wait4",	   "waitid",	   NULL,
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -54,8 +55,9 @@ const char *const ab_front_split_syscalls[] = {
  * shadow memory takes terabytes of address space (no RLIMIT_AS). */
 #define SANITIZED 1
 static const char *const sanitizer_syscalls[] = {
-	"clone", "clone3", "ptrace", "prctl", "openat", "open", "readlink", "readlinkat",
-	"getdents64", "sched_getaffinity", "sigaltstack", "kill", "wait4", "waitpid", NULL,
+	"clone",       "clone3",   "ptrace",	 "prctl",      "openat",
+	"open",	       "readlink", "readlinkat", "getdents64", "sched_getaffinity",
+	"sigaltstack", "kill",	   "wait4",	 "waitpid",    NULL,
 };
 #else
 #define SANITIZED 0
@@ -93,8 +95,8 @@ static json_object *rc_reply(unsigned long long seq, int rc, const struct ab_err
 	json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
 	json_object_object_add(o, "rc", json_object_new_int(rc));
 	if (rc < 0 && e) {
-		json_object_object_add(o, "msg", json_object_new_string(e->msg[0] ? e->msg
-										  : strerror(-rc)));
+		json_object_object_add(o, "msg",
+				       json_object_new_string(e->msg[0] ? e->msg : strerror(-rc)));
 		json_object_object_add(o, "kind", json_object_new_int((int)e->kind));
 	}
 	return o;
@@ -157,8 +159,8 @@ static void request(struct parent *p, struct front_link_msg *m)
 	} else {
 		rc = ab_request_object(json_object_get(m->req), false, &r->q, &e);
 		enum ab_request_op want = m->op == LINK_EXEC ? AB_REQUEST_EXEC : AB_REQUEST_LAYER;
-		if (rc == 0 && (r->q.kind != want || (want == AB_REQUEST_LAYER &&
-						       !strcmp(r->q.op, "discard"))))
+		if (rc == 0 && (r->q.kind != want ||
+				(want == AB_REQUEST_LAYER && !strcmp(r->q.op, "discard"))))
 			rc = ab_error_plain(&e, EINVAL, "link: not a request of this op");
 	}
 	if (rc < 0) {
@@ -192,9 +194,10 @@ static void sync_op(struct parent *p, struct front_link_msg *m)
 			ab_error_plain(&e, ENOENT, "the sandbox has no network proxy");
 		rc = reply ? 0 : -EINVAL;
 	} else if (m->op == LINK_DISCARD && (p->f.gone || p->f.n || !ab_front_has_layer(&p->f))) {
-		rc = ab_error_plain(&e, EBUSY, "%s", p->f.gone ? p->f.gone_why
-						   : p->f.n ? "requests are in the engine"
-							    : "no overlay layer");
+		rc = ab_error_plain(&e, EBUSY, "%s",
+				    p->f.gone ? p->f.gone_why
+				    : p->f.n  ? "requests are in the engine"
+					      : "no overlay layer");
 	} else if (m->op == LINK_DISCARD) {
 		rc = ab_front_discard(&p->f, &reply, old, sizeof(old), &e);
 		if (rc == -2)
@@ -345,8 +348,8 @@ static void p_refused(void *arg, struct ab_front_req *r, enum ab_front_why why,
 {
 	struct ab_error c = {0};
 	if (!e)
-		ab_error_plain(&c, ECANCELED, why == AB_FRONT_ENDED ? "The server is stopping"
-								   : "cancelled");
+		ab_error_plain(&c, ECANCELED,
+			       why == AB_FRONT_ENDED ? "The server is stopping" : "cancelled");
 	refused_now(arg, r->tag, e ? e : &c);
 }
 
@@ -473,7 +476,9 @@ static int front(struct ab_front *f, const struct ab_front_split *sp, int fd, pi
 	struct ab_confine c = {
 		.keep = keep,
 		.n_keep = k,
-		.max_as = SANITIZED ? 0 : sp->max_as ? sp->max_as : 4ull << 30,
+		.max_as = SANITIZED    ? 0
+			  : sp->max_as ? sp->max_as
+				       : 4ull << 30,
 		.syscalls = all,
 		.sock_diag = !sp->syscalls, /* the HTTP front's client by uid (rt_auth.c) */
 	};

@@ -11,10 +11,10 @@
 #include "front/front.h"
 
 struct ab_front_split {
-	const char *what;	/* the child, as messages name it ("network front") */
-	const int *before;	/* the fds open before the codecs opened theirs */
-	size_t n_before;	/* (ab_confine_open_fds): the front closes these */
-	unsigned long long max_as;  /* the front's RLIMIT_AS (0: 4 GiB) */
+	const char *what;	     /* the child, as messages name it ("network front") */
+	const int *before;	     /* the fds open before the codecs opened theirs */
+	size_t n_before;	     /* (ab_confine_open_fds): the front closes these */
+	unsigned long long max_as;   /* the front's RLIMIT_AS (0: 4 GiB) */
 	const char *const *syscalls; /* the front's allowlist (NULL: the codecs') */
 	const char *remove_at_end;   /* a file the session's process removes as it ends
 				      * (read then; NULL or "": none) */

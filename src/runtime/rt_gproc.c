@@ -46,7 +46,7 @@ static void stdin_next(struct rt_grpc *g, struct gproc *p)
 		call->wnext = NULL;
 		struct ab_error e = {0};
 		int rc = ab_front_stdin(&g->rt->f, p->fr.tag, (const char *)call->q.input,
-					  call->q.input_len, call->q.eof, &e);
+					call->q.input_len, call->q.eof, &e);
 		if (rc == 0) { /* written as the command reads: AB_EVENT_STDIN */
 			p->wbusy = true;
 			p->wcur = call;

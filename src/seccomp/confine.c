@@ -92,8 +92,10 @@ static int become(const struct ab_confine *c, int last, struct ab_error *err)
 	gid_t gid = c->gid ? c->gid : 65534;
 	for (int cap = 0; cap <= last; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			return ab_error_set(err, errno, "confine: cannot drop capability %d from "
-							"the bounding set", cap);
+			return ab_error_set(err, errno,
+					    "confine: cannot drop capability %d from "
+					    "the bounding set",
+					    cap);
 	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
 		return ab_error_set(err, errno, "confine: cannot become uid %u gid %u",
 				    (unsigned)uid, (unsigned)gid);
@@ -156,8 +158,7 @@ int ab_confine(const struct ab_confine *c, struct ab_error *err)
 	/* after the identity changed, which clears both */
 	if ((c->parent_death_signal &&
 	     prctl(PR_SET_PDEATHSIG, c->parent_death_signal, 0, 0, 0) < 0) ||
-	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return ab_error_set(err, errno, "confine: prctl failed");
 	return c->syscalls ? filter(c->syscalls, c->sock_diag, err) : 0;
 }
