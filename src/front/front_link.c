@@ -15,8 +15,6 @@
 #include <unistd.h>
 
 #include "front/front.h"
-#include "front/netop.h"
-#include "layer/layer.h"
 #include "util/base64.h"
 #include "util/error.h"
 
@@ -196,7 +194,7 @@ void front_link_close(struct front_link *l)
 	l->len = l->cap = 0;
 }
 
-static json_object *msg(const char *op)
+json_object *front_link_msg(const char *op)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "op", json_object_new_string(op));
@@ -210,7 +208,7 @@ static void add_int(json_object *o, const char *key, long long v)
 
 /* A synchronous call: o (taken) with a new seq; the reply, or NULL with
  * err when the parent is gone. */
-static json_object *call(struct front_link *l, json_object *o, struct ab_error *err)
+json_object *front_link_call(struct front_link *l, json_object *o, struct ab_error *err)
 {
 	add_int(o, "seq", (long long)++l->seq);
 	if (front_link_send(l, o) < 0) {
@@ -224,7 +222,7 @@ static json_object *call(struct front_link *l, json_object *o, struct ab_error *
 }
 
 /* A reply's rc, and its message into err when it failed. */
-static int rc_of(json_object *r, struct ab_error *err)
+int front_link_rc(json_object *r, struct ab_error *err)
 {
 	int rc = (int)int_of(r, "rc", -EIO);
 	if (rc < 0 && err) {
@@ -237,9 +235,9 @@ static int rc_of(json_object *r, struct ab_error *err)
 
 int front_link_start(struct front_link *l, const struct ab_front_req *r, struct ab_error *err)
 {
-	json_object *o = msg(r->q.kind == AB_REQUEST_EXEC      ? "exec"
-			     : r->q.kind == AB_REQUEST_FILE_OP ? "file"
-							       : "layer");
+	json_object *o = front_link_msg(r->q.kind == AB_REQUEST_EXEC	  ? "exec"
+					: r->q.kind == AB_REQUEST_FILE_OP ? "file"
+									  : "layer");
 	add_int(o, "tag", (long long)r->tag);
 	json_object_object_add(o, "req", json_object_get(r->q.req));
 	if (front_link_send(l, o) < 0)
@@ -372,127 +370,4 @@ json_object *front_link_event_json(const struct ab_event *ev)
 		add_output(o, "err", &r->err);
 	}
 	return o;
-}
-
-/* ---- the engine's calls that reach the session ---- */
-
-const char *ab_front_id(struct ab_front *f)
-{
-	return f->link ? f->link->id : ab_session_id(f->s);
-}
-
-bool ab_front_has_net(struct ab_front *f)
-{
-	return f->link ? f->link->net : ab_session_net_report(f->s) != NULL;
-}
-
-bool ab_front_has_layer(struct ab_front *f)
-{
-	return f->link ? f->link->layer : ab_session_layer(f->s) != NULL;
-}
-
-json_object *ab_front_net_op(struct ab_front *f, json_object *req, struct ab_error *err)
-{
-	if (!f->link)
-		return ab_net_op(f->s, req, err);
-	json_object *o = msg("net");
-	json_object_object_add(o, "req", json_object_get(req));
-	json_object *r = call(f->link, o, err), *reply = NULL;
-	if (r && rc_of(r, err) == 0 && json_object_object_get_ex(r, "reply", &reply))
-		json_object_get(reply);
-	json_object_put(r);
-	return reply;
-}
-
-int ab_front_stdin(struct ab_front *f, unsigned long long tag, const char *data, size_t len,
-		   bool eof, struct ab_error *err)
-{
-	if (!f->link)
-		return ab_session_stdin(f->s, tag, data, len, eof, err);
-	char *b = base64_encode(data ? data : "", len);
-	if (!b)
-		return ab_error_plain(err, ENOMEM, "out of memory");
-	json_object *o = msg("stdin");
-	add_int(o, "tag", (long long)tag);
-	json_object_object_add(o, "data", json_object_new_string(b));
-	json_object_object_add(o, "eof", json_object_new_boolean(eof));
-	free(b);
-	json_object *r = call(f->link, o, err);
-	int rc = r ? rc_of(r, err) : -EPIPE;
-	json_object_put(r);
-	return rc;
-}
-
-int ab_front_signal(struct ab_front *f, unsigned long long tag, int sig)
-{
-	if (!f->link)
-		return ab_session_signal(f->s, tag, sig);
-	json_object *o = msg("signal");
-	add_int(o, "tag", (long long)tag);
-	add_int(o, "signo", sig);
-	struct ab_error e = {0};
-	json_object *r = call(f->link, o, &e);
-	int rc = r ? rc_of(r, NULL) : -EPIPE;
-	json_object_put(r);
-	return rc;
-}
-
-int ab_front_resize(struct ab_front *f, unsigned long long tag, unsigned rows, unsigned cols,
-		    struct ab_error *err)
-{
-	if (!f->link)
-		return ab_session_resize(f->s, tag, rows, cols, err);
-	json_object *o = msg("resize");
-	add_int(o, "tag", (long long)tag);
-	add_int(o, "rows", rows);
-	add_int(o, "cols", cols);
-	json_object *r = call(f->link, o, err);
-	int rc = r ? rc_of(r, err) : -EPIPE;
-	json_object_put(r);
-	return rc;
-}
-
-void ab_front_pause_output(struct ab_front *f, bool pause)
-{
-	if (!f->link) {
-		ab_session_pause_output(f->s, pause);
-		return;
-	}
-	json_object *o = msg("pause");
-	json_object_object_add(o, "on", json_object_new_boolean(pause));
-	front_link_send(f->link, o);
-}
-
-int ab_front_discard(struct ab_front *f, json_object **reply, char *old, size_t old_size,
-		     struct ab_error *err)
-{
-	*reply = NULL;
-	snprintf(old, old_size, "%s", ab_front_id(f));
-	if (f->link) {
-		json_object *r = call(f->link, msg("discard"), err), *v = NULL;
-		int rc = r ? rc_of(r, err) : -EPIPE;
-		if (rc == 0 && json_object_object_get_ex(r, "reply", &v)) {
-			*reply = json_object_get(v);
-			snprintf(f->link->id, sizeof(f->link->id), "%s", str_of(r, "id"));
-		} else if (r && bool_of(r, "gone")) {
-			ab_front_gone(f, "%s", err->msg);
-			rc = -2;
-		} else
-			rc = -1;
-		json_object_put(r);
-		return rc == 0 ? 0 : rc == -2 ? -2 : -1;
-	}
-	bool end = false;
-	if (layer_session_op(ab_session_layer(f->s), "discard", NULL, reply, &end, err) < 0)
-		return -1;
-	if (ab_front_replace_session(f, err) < 0) { /* its layer removed with it */
-		ab_front_gone(f,
-			      "The sandbox has ended: discard removed it and a new one could not "
-			      "be built: %.150s",
-			      err->msg);
-		json_object_put(*reply);
-		*reply = NULL;
-		return -2;
-	}
-	return 0;
 }

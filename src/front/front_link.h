@@ -54,6 +54,12 @@ int front_link_send(struct front_link *l, json_object *o);
 int front_link_read(struct front_link *l);
 /* The next complete line of the buffer, parsed; NULL when none. */
 json_object *front_link_next(struct front_link *l);
+/* A synchronous call: o (taken; front_link_msg's) sent with a new seq;
+ * the reply, or NULL with err when the other process is gone.
+ * front_link_rc: the reply's rc, its message into err when it failed. */
+json_object *front_link_msg(const char *op);
+json_object *front_link_call(struct front_link *l, json_object *o, struct ab_error *err);
+int front_link_rc(json_object *r, struct ab_error *err);
 /* A request of r to the parent: exec, file or layer (by r->q.kind). */
 int front_link_start(struct front_link *l, const struct ab_front_req *r, struct ab_error *err);
 /* An event line of the parent decoded: ev (its result allocated in *res,
@@ -61,7 +67,7 @@ int front_link_start(struct front_link *l, const struct ab_front_req *r, struct 
 bool front_link_event(json_object *o, struct ab_event *ev, struct ab_result *res,
 		      struct ab_error *e);
 
-/* The engine's calls that reach the session, either way: in process
+/* front_calls.c: the engine's calls that reach the session, either way: in process
  * (f->s), or over f->link (a synchronous round trip where the session
  * answers at once). As the ab_session_ call each is named after. */
 const char *ab_front_id(struct ab_front *f);
