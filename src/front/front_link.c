@@ -30,7 +30,7 @@ int front_link_send(struct front_link *l, json_object *o)
 	for (size_t off = 0; s && off <= n;) { /* the line, then its newline */
 		const char *p = off < n ? s + off : "\n";
 		size_t k = off < n ? n - off : 1;
-		ssize_t w = write(l->fd, p, k);
+		ssize_t w = send(l->fd, p, k, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
@@ -183,6 +183,8 @@ int front_link_open(struct front_link *l, int fd, struct ab_error *err)
 
 void front_link_close(struct front_link *l)
 {
+	if (l->fd >= 0 && !l->eof) /* on purpose: not a crash */
+		front_link_send(l, front_link_msg("end"));
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;

@@ -101,6 +101,7 @@ enum front_link_op {
 	LINK_RESIZE,
 	LINK_NET,
 	LINK_DISCARD,
+	LINK_END, /* the front ends on purpose (a drain): the link closes next */
 };
 
 struct front_link_msg {

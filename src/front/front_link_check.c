@@ -29,6 +29,7 @@ static const struct {
 	{"resize", LINK_RESIZE, {"seq", "tag", "rows", "cols"}},
 	{"net", LINK_NET, {"seq", "req"}},
 	{"discard", LINK_DISCARD, {"seq"}},
+	{"end", LINK_END, {0}},
 };
 
 static bool has_key(size_t i, const char *key)

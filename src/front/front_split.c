@@ -73,6 +73,7 @@ struct parent {
 	char *in;
 	size_t len, cap;
 	bool eof, bad, child_paused, paused;
+	bool end; /* the front said it ends on purpose */
 };
 
 static void send_o(struct parent *p, json_object *o)
@@ -228,6 +229,8 @@ static void line(struct parent *p, const char *s, size_t n)
 		struct ab_front_req *r = by_tag(p, m.tag);
 		if (r)
 			ab_front_cancel(&p->f, r);
+	} else if (m.op == LINK_END) {
+		p->end = true;
 	} else if (m.op == LINK_PAUSE) {
 		p->child_paused = m.on;
 	} else {
@@ -385,7 +388,7 @@ static int ended(struct parent *p)
 {
 	if (p->bad)
 		return AB_EXIT_FAILURE;
-	if (!p->f.ending && !p->f.draining) /* no drain asked: it died */
+	if (!p->end) /* it did not say it ends: it died */
 		fprintf(stderr,
 			"agentbox: runtime: the %s closed its link without a drain (it died?): "
 			"the sandbox ends\n",

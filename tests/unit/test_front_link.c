@@ -71,4 +71,6 @@ Test(front_link, good_lines_are_taken_apart)
 	front_link_msg_clear(&m);
 	cr_expect_eq(check("{\"op\":\"file\",\"tag\":5,\"req\":{\"op\":\"resolve_path\"}}"), 0);
 	cr_expect_eq(check("{\"op\":\"resize\",\"seq\":2,\"tag\":2,\"rows\":24,\"cols\":80}"), 0);
+	cr_expect_eq(check("{\"op\":\"end\"}"), 0);
+	cr_expect_lt(check("{\"op\":\"end\",\"tag\":1}"), 0);
 }
