@@ -30,12 +30,21 @@ int front_link_send(struct front_link *l, json_object *o)
 	for (size_t off = 0; s && off <= n;) { /* the line, then its newline */
 		const char *p = off < n ? s + off : "\n";
 		size_t k = off < n ? n - off : 1;
-		ssize_t w = send(l->fd, p, k, MSG_NOSIGNAL);
+		ssize_t w = send(l->fd, p, k, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pf = {.fd = l->fd, .events = POLLOUT};
-			poll(&pf, 1, -1);
+			/* what the other process sends meanwhile is read (into the
+			 * buffer, handled later): it stops reading while its replies
+			 * wait, so both never wait on each other */
+			struct pollfd pf = {.fd = l->fd, .events = POLLOUT | POLLIN};
+			if (poll(&pf, 1, -1) > 0 && (pf.revents & POLLIN) && !l->eof &&
+			    front_link_read(l) < 0)
+				l->eof = true;
+			if (l->eof && !(pf.revents & POLLOUT)) {
+				rc = -EPIPE;
+				break;
+			}
 			continue;
 		}
 		if (w <= 0) {

@@ -65,6 +65,10 @@ static const char *const sanitizer_syscalls[] = {
 
 /* ---- the session's process: the session served to the front ---- */
 
+/* Replies the front has not read, in bytes: past this nothing more starts
+ * and nothing more is read from it. */
+#define BACKLOG_MAX (64u << 20)
+
 struct parent {
 	struct ab_front f;
 	struct front_out out;
@@ -274,8 +278,12 @@ static void read_child(struct parent *p)
 static int p_fds(void *arg, struct pollfd *pf, int max, int *wait_ms)
 {
 	struct parent *p = arg;
-	pf[0] = (struct pollfd){.fd = p->eof ? -1 : p->fd,
-				.events = (short)(POLLIN | (out_waiting(&p->out) ? POLLOUT : 0))};
+	/* a front that does not read its replies is not read either: this
+	 * process's memory stays bounded by what already runs */
+	bool full = out_pending(&p->out) + p->out.parts_raw > BACKLOG_MAX;
+	pf[0] = (struct pollfd){
+		.fd = p->eof ? -1 : p->fd,
+		.events = (short)((full ? 0 : POLLIN) | (out_waiting(&p->out) ? POLLOUT : 0))};
 	return 1;
 }
 
@@ -360,7 +368,7 @@ static void p_backlog(void *arg, size_t *results, size_t *bytes)
 {
 	struct parent *p = arg;
 	*results = 0;
-	*bytes = out_pending(&p->out);
+	*bytes = out_pending(&p->out) + p->out.parts_raw;
 }
 
 static void p_free(void *arg, struct ab_front_req *r)
@@ -412,7 +420,7 @@ static int run_parent(struct ab_config *cfg, const struct ab_front_split *sp, in
 		if (now[i] > 2 && now[i] != fd && !in_set(sp->before, sp->n_before, now[i]))
 			close(now[i]);
 	struct parent p = {.fd = fd, .what = sp->what};
-	struct ab_front_limits lim = {.max_backlog = 64u << 20};
+	struct ab_front_limits lim = {.max_backlog = BACKLOG_MAX};
 	ab_front_init(&p.f, cfg, &parent_codec, &p, &lim);
 	out_init(&p.out, fd, true);
 	struct ab_error err = {0};
