@@ -7,6 +7,7 @@
  * steps before it need none of its system calls. */
 #include "confine/confine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -42,7 +43,7 @@ static bool kept(int fd, const int *keep, size_t n)
 
 int confine_fds(const int *keep, size_t n, struct ab_error *err)
 {
-	int sorted[16];
+	int sorted[64];
 	if (n > AB_ARRAY_SIZE(sorted))
 		return ab_error_plain(err, EINVAL, "confine: too many fds to keep");
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -68,6 +69,34 @@ int confine_fds(const int *keep, size_t n, struct ab_error *err)
 		lo = hi + 1;
 	}
 	return 0;
+}
+
+int confine_open_fds(int *fds, size_t max)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int self = dirfd(d), n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || fd == self)
+			continue;
+		if ((size_t)n == max) {
+			closedir(d);
+			errno = EMFILE;
+			return -1;
+		}
+		int i = n++;
+		while (i > 0 && fds[i - 1] > fd) { /* ascending */
+			fds[i] = fds[i - 1];
+			i--;
+		}
+		fds[i] = (int)fd;
+	}
+	closedir(d);
+	return n;
 }
 
 void confine_signals(void)
@@ -279,7 +308,7 @@ int confine_landlock(const char *const *read_only, int write_dir, unsigned flags
 
 #define SYS0(name)                                                                                 \
 	{                                                                                          \
-		SCMP_SYS(name), -1, 0, 0                                                           \
+		.nr = SCMP_SYS(name), .arg = -1                                                    \
 	}
 
 const struct confine_syscall confine_base[] = {
@@ -337,12 +366,15 @@ const struct confine_syscall confine_base[] = {
 	SYS0(prlimit64),
 	SYS0(membarrier),
 	/* threads: a clone that makes anything but a thread fails */
-	{SCMP_SYS(clone), 0, CLONE_THREAD, CLONE_THREAD},
+	{.nr = SCMP_SYS(clone), .arg = 0, .value = CLONE_THREAD, .mask = CLONE_THREAD},
 	/* a signal to itself only (abort, raise) */
-	{SCMP_SYS(tgkill), 0, 0, 0} /* arg 0: its own pid, set at load */,
-	{SCMP_SYS(ioctl), 1, FIONREAD, 0},
-	{SCMP_SYS(ioctl), 1, FIONBIO, 0},
-	{SCMP_SYS(ioctl), 1, FIOCLEX, 0},
+	{.nr = SCMP_SYS(tgkill),
+	 .arg = 0,
+	 .value = 0,
+	 .mask = 0} /* arg 0: its own pid, set at load */,
+	{.nr = SCMP_SYS(ioctl), .arg = 1, .value = FIONREAD, .mask = 0},
+	{.nr = SCMP_SYS(ioctl), .arg = 1, .value = FIONBIO, .mask = 0},
+	{.nr = SCMP_SYS(ioctl), .arg = 1, .value = FIOCLEX, .mask = 0},
 };
 const size_t confine_n_base = AB_ARRAY_SIZE(confine_base);
 
@@ -371,10 +403,13 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, st
 					 .datum_b = s->value};
 		if (s->nr == SCMP_SYS(tgkill))
 			c.datum_a = (scmp_datum_t)getpid();
+		struct scmp_arg_cmp both[2] = {
+			c, {.arg = (unsigned)s->arg_b, .op = SCMP_CMP_EQ, .datum_a = s->value_b}};
 		if (s->arg < 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, s->nr, 0);
 		else
-			r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, s->nr, 1, &c);
+			r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, s->nr, s->arg_b > 0 ? 2 : 1,
+						   both);
 	}
 	if (r == 0)
 		r = seccomp_load(ctx);

@@ -27,7 +27,7 @@
 
 #include "util/error.h"
 
-/* Close every fd but keep[0..n) (which stay as they are; at most 16);
+/* Close every fd but keep[0..n) (which stay as they are; at most 64);
  * 0, 1 and 2 when not kept go onto /dev/null, so that a stray write
  * reaches nothing and no file opened later takes their numbers. */
 int confine_fds(const int *keep, size_t n, struct ab_error *err);
@@ -37,6 +37,10 @@ int confine_fds(const int *keep, size_t n, struct ab_error *err);
  * SIGPIPE ignored (a peer that left is an error, not a death), none
  * blocked. */
 void confine_signals(void);
+
+/* The fds open in this process, ascending, up to max (from /proc/self/fd):
+ * how many, or -1 with errno. */
+int confine_open_fds(int *fds, size_t max);
 
 /* PDEATHSIG SIGKILL; -ESRCH when parent has already gone. */
 int confine_die_with(pid_t parent, struct ab_error *err);
@@ -87,6 +91,8 @@ struct confine_syscall {
 	int nr;
 	int arg;
 	unsigned long long value, mask;
+	int arg_b; /* and, unless 0, argument number arg_b (1-5) equal to value_b */
+	unsigned long long value_b;
 };
 
 /* seccomp: these syscalls, everything else failing with EPERM, or killing

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "files/fileop_host.h"
+#include "front/front_link.h"
 #include "util/error.h"
 #include "util/signals.h"
 
@@ -35,7 +36,7 @@ int ab_front_open(struct ab_front *f, struct ab_error *err)
 		ab_error_plain(err, e, "%s", strerror(e));
 		return -1;
 	}
-	if (ab_session_open(f->cfg, &f->s, err) < 0) {
+	if (!f->link && ab_session_open(f->cfg, &f->s, err) < 0) {
 		close(f->sigfd);
 		f->sigfd = -1;
 		return -1;
@@ -128,12 +129,28 @@ static void refuse(struct ab_front *f, struct ab_front_req *r, enum ab_front_why
 	drop(f, r);
 }
 
+/* Commands and file ops running. */
+static size_t running(struct ab_front *f)
+{
+	if (!f->link)
+		return ab_session_running(f->s);
+	size_t n = 0;
+	for (struct ab_front_req *r = f->head; r; r = r->next)
+		n += r->running && !is_layer(r);
+	return n;
+}
+
 /* A request to the session; a host file's pipe (fileop_host.h) is its
  * stdin, and the copier runs from now on. */
 static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error *err)
 {
 	if (f->gone)
 		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
+	if (f->link && running(f) >= f->cfg->max_concurrent)
+		return -EBUSY; /* as the session says it */
+	if (f->link)	       /* no host file: the other process's requests have none */
+		return r->q.host ? ab_error_plain(err, EINVAL, "no host file over a link")
+				 : front_link_start(f->link, r, err);
 	if (!r->q.host || r->q.host->running)
 		return ab_session_start(f->s, &r->q.x, r->tag, err);
 	int fds[3] = {-1, -1, -1};
@@ -170,8 +187,7 @@ void ab_front_start(struct ab_front *f)
 		next = r->next;
 		if (r->running || is_layer(r))
 			continue;
-		if (!f->gone &&
-		    (ab_session_running(f->s) >= f->cfg->max_concurrent || !codec_keeps_up(f)))
+		if (!f->gone && (running(f) >= f->cfg->max_concurrent || !codec_keeps_up(f)))
 			return;
 		struct ab_error err = {0};
 		int rc = start_one(f, r, &err);
@@ -191,7 +207,7 @@ void ab_front_start(struct ab_front *f)
  * answered at once (discard, a request refused), then the next. */
 static void layer_next(struct ab_front *f)
 {
-	while (!f->ending && f->layer.pid <= 0) {
+	while (!f->ending && f->layer.pid <= 0 && !(f->link && f->layer_req)) {
 		struct ab_front_req *r = f->head;
 		while (r && (r->running || !is_layer(r)))
 			r = r->next;
@@ -202,6 +218,16 @@ static void layer_next(struct ab_front *f)
 			ab_error_plain(&e, EPIPE, "%s", f->gone_why);
 			refuse(f, r, AB_FRONT_START_FAILED, &e);
 			continue;
+		}
+		if (f->link) { /* under the other process's watchdog */
+			struct ab_error e = {0};
+			if (front_link_start(f->link, r, &e) < 0) {
+				refuse(f, r, AB_FRONT_START_FAILED, &e);
+				continue;
+			}
+			r->running = true;
+			f->layer_req = r;
+			return;
 		}
 		json_object *reply = NULL;
 		bool end = false;
@@ -233,7 +259,7 @@ static void layer_poll(struct ab_front *f)
 
 bool ab_front_layer_busy(const struct ab_front *f)
 {
-	return f->layer.pid > 0;
+	return f->layer.pid > 0 || (f->link && f->layer_req);
 }
 
 void ab_front_submit(struct ab_front *f, struct ab_front_req *r)
@@ -267,12 +293,22 @@ void ab_front_submit(struct ab_front *f, struct ab_front_req *r)
 		refuse(f, r, AB_FRONT_START_FAILED, &err);
 }
 
+static json_object *link_cancel(unsigned long long tag)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string("cancel"));
+	json_object_object_add(o, "tag", json_object_new_int64((int64_t)tag));
+	return o;
+}
+
 int ab_front_cancel(struct ab_front *f, struct ab_front_req *r)
 {
 	if (!r->running) {
 		refuse(f, r, AB_FRONT_CANCELLED, NULL);
 		return 0;
 	}
+	if (f->link && (r == f->layer_req || !is_layer(r)))
+		front_link_send(f->link, link_cancel(r->tag));
 	if (r == f->layer_req) { /* stopped as at its bound: what it wrote stays */
 		front_layer_stop(&f->layer);
 		f->layer_req = NULL;
@@ -281,26 +317,27 @@ int ab_front_cancel(struct ab_front *f, struct ab_front_req *r)
 		return 2;
 	}
 	r->cancelled = true;
-	ab_session_cancel(f->s, r->tag);
+	if (!f->link)
+		ab_session_cancel(f->s, r->tag);
 	return 1;
 }
 
 int ab_front_input(struct ab_front *f, struct ab_front_req *r, const struct ab_request *q,
 		   struct ab_error *e)
 {
-	if (!r || !f->s)
+	if (!r || (!f->s && !f->link))
 		return -ESRCH;
 	if (!r->running)
 		return -EAGAIN;
 	int rc;
 	switch (q->kind) {
 	case AB_REQUEST_STDIN:
-		return ab_session_stdin(f->s, r->tag, q->data, q->data_len, q->eof, e);
+		return ab_front_stdin(f, r->tag, q->data, q->data_len, q->eof, e);
 	case AB_REQUEST_RESIZE:
-		rc = ab_session_resize(f->s, r->tag, q->rows, q->cols, e);
+		rc = ab_front_resize(f, r->tag, q->rows, q->cols, e);
 		break;
 	case AB_REQUEST_SIGNAL:
-		rc = ab_session_signal(f->s, r->tag, q->signo);
+		rc = ab_front_signal(f, r->tag, q->signo);
 		if (rc < 0 && rc != -ESRCH)
 			ab_error_plain(e, -rc, "%s", strerror(-rc));
 		break;
@@ -345,6 +382,66 @@ static bool on_session(struct ab_front *f, struct ab_error *err)
 	return true;
 }
 
+/* A line of the other process: a session event, a refusal, a layer op's
+ * reply, the sandbox's death. */
+static void link_line(struct ab_front *f, json_object *o, struct ab_error *err)
+{
+	json_object *v = NULL;
+	const char *t = json_object_get_string(json_object_object_get(o, "type"));
+	unsigned long long tag =
+		(unsigned long long)json_object_get_int64(json_object_object_get(o, "tag"));
+	struct ab_front_req *r = tag ? by_tag(f, tag) : NULL;
+	struct ab_error e = {0};
+	if (!t)
+		return;
+	if (!strcmp(t, "layer") && r && r == f->layer_req) {
+		f->layer_req = NULL;
+		json_object_object_get_ex(o, "reply", &v);
+		f->c->layer_reply(f->arg, r, json_object_get(v));
+		drop(f, r);
+		layer_next(f);
+	} else if (!strcmp(t, "refused") && r) {
+		json_object_object_get_ex(o, "error", &v);
+		snprintf(e.msg, sizeof(e.msg), "%s",
+			 json_object_get_string(json_object_object_get(v, "msg")));
+		e.code = json_object_get_int(json_object_object_get(v, "code"));
+		e.kind = (enum ab_errc)json_object_get_int(json_object_object_get(v, "kind"));
+		if (r == f->layer_req)
+			f->layer_req = NULL;
+		refuse(f, r, AB_FRONT_START_FAILED, &e);
+		layer_next(f);
+	} else if (!strcmp(t, "dead") && !f->gone) {
+		snprintf(err->msg, sizeof(err->msg), "%s",
+			 json_object_get_string(json_object_object_get(o, "msg")));
+		if (f->c->dead && f->c->dead(f->arg, err))
+			ab_front_gone(f, "The sandbox has ended: %.200s", err->msg);
+	} else if (r) {
+		struct ab_event ev;
+		struct ab_result res = {0};
+		if (front_link_event(o, &ev, &res, &e))
+			on_event(&ev, f);
+		ab_result_free(&res);
+	}
+}
+
+/* The other process's lines; false when it is gone. */
+static bool on_link(struct ab_front *f, struct ab_error *err)
+{
+	int rc = front_link_read(f->link);
+	json_object *o;
+	while ((o = front_link_next(f->link))) {
+		link_line(f, o, err);
+		json_object_put(o);
+	}
+	if (rc == 0 || f->gone)
+		return true;
+	ab_error_plain(err, EPIPE, "the session's process is gone");
+	if (!f->c->dead || !f->c->dead(f->arg, err))
+		return false;
+	ab_front_gone(f, "The sandbox has ended: %.200s", err->msg);
+	return true;
+}
+
 /* One wait and what came: the codec's turns around the session's events
  * and the layer op's reply, then what may start. */
 static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
@@ -359,8 +456,17 @@ static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 	int lw = front_layer_timeout(&f->layer);
 	if (lw >= 0 && (wait < 0 || lw < wait))
 		wait = lw;
+	/* lines a synchronous call read past (front_link.c) wait in its buffer */
+	bool buffered =
+		f->link && !f->gone && f->link->len && memchr(f->link->in, '\n', f->link->len);
+	if (buffered)
+		wait = 0;
 	p[0] = (struct pollfd){.fd = f->draining ? -1 : f->sigfd, .events = POLLIN};
-	p[1] = (struct pollfd){.fd = f->gone || !f->s ? -1 : ab_session_fd(f->s), .events = POLLIN};
+	p[1] = (struct pollfd){.fd = f->gone   ? -1
+				     : f->link ? f->link->fd
+				     : !f->s   ? -1
+					       : ab_session_fd(f->s),
+			       .events = POLLIN};
 	p[2] = (struct pollfd){.fd = front_layer_fd(&f->layer), .events = POLLIN};
 	if (poll(p, (nfds_t)(3 + n), wait) < 0 && errno != EINTR)
 		return AB_FRONT_DONE;
@@ -368,7 +474,7 @@ static enum ab_front_end step(struct ab_front *f, struct ab_error *err)
 		f->c->early(f->arg, p + 3, n);
 	if (p[0].revents && !on_signal(f))
 		return AB_FRONT_SIGNAL;
-	if (p[1].revents && !on_session(f, err))
+	if ((p[1].revents || buffered) && !(f->link ? on_link(f, err) : on_session(f, err)))
 		return AB_FRONT_DEAD;
 	if (f->c->input)
 		f->c->input(f->arg, p + 3, n);
@@ -397,6 +503,12 @@ void ab_front_drop_all(struct ab_front *f)
 
 void ab_front_close(struct ab_front *f)
 {
+	if (f->link) { /* the other process ends the sandbox and exits */
+		front_link_close(f->link);
+		free(f->link);
+		f->link = NULL;
+		return;
+	}
 	ab_session_close(f->s);
 	f->s = NULL;
 }

@@ -56,6 +56,8 @@ enum ab_front_end { AB_FRONT_ON, AB_FRONT_DONE, AB_FRONT_DEAD, AB_FRONT_SIGNAL }
 
 /* The codec: its fds, its turn in each step, and the events back. Every
  * callback but the events may be NULL. */
+struct front_link;
+
 struct ab_front_codec {
 	/* Its fds into p (at most max; fd -1 for none) and its timeout (lower
 	 * *wait_ms, -1: none); how many it filled, or -1 to end now. */
@@ -102,8 +104,9 @@ struct ab_front_limits {
 
 struct ab_front {
 	struct ab_config *cfg;
-	struct ab_session *s;
-	int sigfd; /* the ending signals */
+	struct ab_session *s;	 /* in process; NULL with link */
+	struct front_link *link; /* or the session in another process (front_link.h) */
+	int sigfd;		 /* the ending signals */
 	const struct ab_front_codec *c;
 	void *arg;
 	struct ab_front_limits lim;
@@ -123,7 +126,8 @@ struct ab_front {
 void ab_front_init(struct ab_front *f, struct ab_config *cfg, const struct ab_front_codec *c,
 		   void *arg, const struct ab_front_limits *lim);
 /* SIGPIPE ignored, the ending signals on f->sigfd, the session opened
- * from f->cfg; 0, or -1 with err (nothing left open). */
+ * from f->cfg (none with f->link set: the link's process holds it); 0, or
+ * -1 with err (nothing left open). */
 int ab_front_open(struct ab_front *f, struct ab_error *err);
 /* Steps until the session ends; what ended it (DEAD: err says why). */
 enum ab_front_end ab_front_run(struct ab_front *f, struct ab_error *err);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "front/front_link.h"
 #include "grpc/rt_grpc.h"
 #include "util/error.h"
 
@@ -515,7 +516,7 @@ static void backpressure(struct rt_grpc *g, unsigned long long now)
 	}
 	if (over != g->paused && !g->rt->f.gone) {
 		g->paused = over;
-		ab_session_pause_output(g->rt->f.s, over);
+		ab_front_pause_output(&g->rt->f, over);
 	}
 }
 

@@ -30,6 +30,7 @@
 #include "httpapi/rt_reply.h"
 #include "lex/rtpath.h"
 #include "lex/shlex.h"
+#include "front/front_link.h"
 #include "front/request.h"
 #include "util/error.h"
 #include "util/output.h"
@@ -489,7 +490,7 @@ static void http_ready(struct rt *rt)
 	const char *l = rt->o->listen;
 	fprintf(stderr, "agentbox: runtime: listening on http://%s%s%s:%u/ (sandbox %s)\n",
 		strchr(l, ':') ? "[" : "", l, strchr(l, ':') ? "]" : "", rt->o->port,
-		ab_session_id(rt->f.s));
+		ab_front_id(&rt->f));
 }
 
 static int http_fds(struct rt *rt, struct pollfd *p, int max, int *wait_ms)

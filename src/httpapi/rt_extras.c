@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "front/netop.h"
+#include "front/front_link.h"
 #include "httpapi/rt_int.h"
 
 #define AB_PREFIX "/agentbox/v1/"
@@ -215,28 +216,22 @@ static void discard(struct rt *rt, struct req *r)
 		return;
 	}
 	json_object *reply = NULL;
-	bool end = false;
 	struct ab_error e = {0};
-	if (layer_session_op(ab_session_layer(rt->f.s), "discard", NULL, &reply, &end, &e) < 0) {
+	char old[64];
+	int rc = ab_front_discard(&rt->f, &reply, old, sizeof(old), &e);
+	if (rc == -1) {
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
 		return;
 	}
-	char old[64];
-	snprintf(old, sizeof(old), "%s", ab_session_id(rt->f.s));
-	if (ab_front_replace_session(&rt->f, &e) < 0) { /* its layer removed with it */
-		ab_front_gone(&rt->f,
-			      "The sandbox has ended: discard removed it and a new one could not "
-			      "be built: %.150s",
-			      e.msg);
+	if (rc < 0) { /* its layer removed with it, and no new one */
 		fprintf(stderr, "agentbox: runtime: %s\n", rt->f.gone_why);
-		json_object_put(reply);
 		rt_answer_msg(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rt->f.gone_why);
 		return;
 	}
 	fprintf(stderr,
 		"agentbox: runtime: discard: sandbox %s and its changes removed; sandbox %s\n", old,
-		ab_session_id(rt->f.s));
-	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_session_id(rt->f.s)));
+		ab_front_id(&rt->f));
+	json_object_object_add(reply, "sandbox_id", json_object_new_string(ab_front_id(&rt->f)));
 	rt_answer(r, MHD_HTTP_OK, rt_json_line(reply));
 }
 
@@ -247,7 +242,7 @@ static void net(struct rt *rt, struct req *r)
 	json_object *req = r->post ? body_of(r, keys) : json_object_new_object();
 	if (!req)
 		return;
-	if (!ab_session_net_report(rt->f.s)) {
+	if (!ab_front_has_net(&rt->f)) {
 		json_object_put(req);
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "the sandbox has no network proxy: start agentbox runtime with "
@@ -255,7 +250,7 @@ static void net(struct rt *rt, struct req *r)
 		return;
 	}
 	struct ab_error e = {0};
-	json_object *o = ab_net_op(rt->f.s, req, &e);
+	json_object *o = ab_front_net_op(&rt->f, req, &e);
 	json_object_put(req);
 	if (!o) {
 		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
@@ -281,7 +276,7 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 		net(rt, r);
 		return;
 	}
-	if (!ab_session_layer(rt->f.s)) {
+	if (!ab_front_has_layer(&rt->f)) {
 		rt_answer_msg(r, MHD_HTTP_CONFLICT,
 			      "the workspace is not an overlay: start agentbox runtime with "
 			      "--workspace-mode overlay for changes, commit and discard");

@@ -95,15 +95,15 @@ static const char *const readable[] = {
 
 #define SYS(name)                                                                                  \
 	{                                                                                          \
-		SCMP_SYS(name), -1, 0, 0                                                           \
+		.nr = SCMP_SYS(name), .arg = -1                                                    \
 	}
 /* What relaying, TLS and lookups need beyond confine_base: no bind,
  * listen, exec, ptrace, kill, unix sockets; files opened read-only (and
  * Landlock says which). */
 static const struct confine_syscall net_syscalls[] = {
-	{SCMP_SYS(socket), 0, AF_INET, 0},
-	{SCMP_SYS(socket), 0, AF_INET6, 0},
-	{SCMP_SYS(socket), 0, AF_NETLINK, 0},
+	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_INET, .mask = 0},
+	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_INET6, .mask = 0},
+	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_NETLINK, .mask = 0},
 	SYS(connect),
 	SYS(accept4),
 	SYS(getsockopt),
@@ -117,7 +117,10 @@ static const struct confine_syscall net_syscalls[] = {
 	SYS(sendmsg),
 	SYS(recvmmsg),
 	SYS(sendmmsg),
-	{SCMP_SYS(openat), 2, O_RDONLY, O_ACCMODE | O_CREAT | O_TRUNC},
+	{.nr = SCMP_SYS(openat),
+	 .arg = 2,
+	 .value = O_RDONLY,
+	 .mask = O_ACCMODE | O_CREAT | O_TRUNC},
 	SYS(uname),
 	SYS(sysinfo),
 };

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "confine/confine.h"
+#include "runtime/front_split.h"
 #include "runtime/rt_server.h"
 #include "util/error.h"
 
@@ -174,6 +176,8 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o,
 		return AB_EXIT_FAILURE;
 	}
 	struct rt rt = {.cfg = cfg, .o = o, .started = time(NULL), .protos = protos};
+	int before[4096]; /* the fds the network front closes (front_split.h) */
+	int n_before = confine_open_fds(before, sizeof(before) / sizeof(before[0]));
 	struct ab_front_limits lim = {0};
 	while (protos[rt.n_protos] && rt.n_protos < RT_PROTOS_MAX)
 		lim.max_fds += protos[rt.n_protos++]->max_fds;
@@ -183,10 +187,22 @@ int ab_runtime(struct ab_config *cfg, const struct ab_runtime_opts *o,
 	int rc = 0; /* nothing is served before the loop, the token in */
 	for (size_t i = 0; rc == 0 && i < rt.n_protos; i++)
 		rc = protos[i]->open ? protos[i]->open(&rt, &err) : 0;
-	if (rc < 0 || rt_auth_open(&rt.auth, o, &err) < 0 || ab_front_open(&rt.f, &err) < 0) {
+	/* HTTP and gRPC are parsed in this process, confined; a child keeps
+	 * the session (docs/architecture.md, "agentbox runtime's processes") */
+	struct ab_front_split sp = {.what = "network front",
+				    .before = before,
+				    .n_before = n_before > 0 ? (size_t)n_before : 0,
+				    .remove_at_end = rt.auth.file /* a token made: rt_auth.c */};
+	int split = 0, status = 0;
+	if (rc < 0 || rt_auth_open(&rt.auth, o, &err) < 0 || n_before < 0 ||
+	    (split = ab_front_split(&rt.f, &sp, &status, &err)) < 0) {
 		fprintf(stderr, "agentbox: %s\n", err.msg);
 		close_all(&rt);
 		return AB_EXIT_FAILURE;
+	}
+	if (split == 1) { /* the sandbox could not be built: said why */
+		rt_auth_close(&rt.auth);
+		return status;
 	}
 	rt.served = true;
 	for (size_t i = 0; i < rt.n_protos; i++)
