@@ -419,6 +419,16 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, st
 	return 0;
 }
 
+int confine_seccomp_base(const struct confine_syscall *extra, size_t n, struct ab_error *err)
+{
+	struct confine_syscall all[192];
+	if (confine_n_base + n > AB_ARRAY_SIZE(all))
+		return ab_error_plain(err, E2BIG, "confine: too many system calls");
+	memcpy(all, confine_base, confine_n_base * sizeof(*all));
+	memcpy(all + confine_n_base, extra, n * sizeof(*all));
+	return confine_seccomp(all, confine_n_base + n, false, err);
+}
+
 int confine_self(const struct confine_spec *s, int *landlock_abi, struct ab_error *err)
 {
 	*landlock_abi = 0;

@@ -101,6 +101,9 @@ struct confine_syscall {
  * CLONE_THREAD). For every thread of the process (TSYNC). */
 int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, struct ab_error *err);
 
+/* confine_seccomp (EPERM) of confine_base and extra[0..n). */
+int confine_seccomp_base(const struct confine_syscall *extra, size_t n, struct ab_error *err);
+
 /* The syscalls every confined helper needs: memory, threads (clone with
  * CLONE_THREAD only), futexes, time, signals to itself, exit, reading and
  * writing the fds it has, poll and epoll. */

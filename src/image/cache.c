@@ -519,6 +519,28 @@ static size_t list_hex(const char *base, const char *sub, char (*out)[65], size_
 
 #define MAX_LIST 4096
 
+/* The cache's base, its layers and images, listed under its lock. */
+struct cache_listing {
+	char base[PATH_MAX];
+	char layers[MAX_LIST][65], images[MAX_LIST][65];
+	size_t nl, ni;
+};
+
+/* l filled under the cache's lock: the lock's fd, held while the caller
+ * lists or prunes (a sandbox takes its layers' locks under it:
+ * layer_in_use), or -errno. */
+static int open_listing(struct cache_listing *l, struct ab_error *err)
+{
+	if (cache_base(l->base, sizeof(l->base), err) < 0)
+		return -err->code;
+	int lock = lock_cache(l->base, err);
+	if (lock >= 0) {
+		l->nl = list_hex(l->base, "layers", l->layers, MAX_LIST);
+		l->ni = list_hex(l->base, "images", l->images, MAX_LIST);
+	}
+	return lock;
+}
+
 static char *read_record(const char *base, const char *hex)
 {
 	char p[PATH_MAX + 200];
@@ -545,22 +567,16 @@ static const char *field(const char *rec, const char *key, char *out, size_t n)
 
 int image_cache_list(FILE *out, bool json, struct ab_error *err)
 {
-	char base[PATH_MAX];
-	if (cache_base(base, sizeof(base), err) < 0)
-		return -err->code;
-	/* held: a sandbox takes its layers' locks under it (layer_in_use) */
-	cleanup_fd int lock = lock_cache(base, err);
+	static struct cache_listing l;
+	cleanup_fd int lock = open_listing(&l, err);
 	if (lock < 0)
 		return lock;
-	static char layers[MAX_LIST][65], images[MAX_LIST][65];
-	size_t nl = list_hex(base, "layers", layers, MAX_LIST);
-	size_t ni = list_hex(base, "images", images, MAX_LIST);
 	json_object *jo = json_object_new_object(), *ja = json_object_new_array(),
 		    *jl = json_object_new_array();
 	if (!json)
 		fprintf(out, "%-14s %10s %-6s %s\n", "IMAGE", "SIZE", "IN USE", "SOURCE");
-	for (size_t i = 0; i < ni; i++) {
-		cleanup_free char *rec = read_record(base, images[i]);
+	for (size_t i = 0; i < l.ni; i++) {
+		cleanup_free char *rec = read_record(l.base, l.images[i]);
 		if (!rec)
 			continue;
 		char src[PATH_MAX], tag[256], lay[OCI_MAX_LAYERS * 66];
@@ -573,15 +589,15 @@ int image_cache_list(FILE *out, bool json, struct ab_error *err)
 		for (char *save, *h = strtok_r(lay, " ", &save); h;
 		     h = strtok_r(NULL, " ", &save)) {
 			char p[PATH_MAX + 200];
-			snprintf(p, sizeof(p), "%s/layers/%s", base, h);
+			snprintf(p, sizeof(p), "%s/layers/%s", l.base, h);
 			complete &= access(p, F_OK) == 0;
-			size += info_bytes(base, h);
-			used |= layer_in_use(base, h);
+			size += info_bytes(l.base, h);
+			used |= layer_in_use(l.base, h);
 			json_object_array_add(ll, json_object_new_string(h));
 		}
 		if (json) {
 			json_object *e = json_object_new_object();
-			json_object_object_add(e, "manifest", json_object_new_string(images[i]));
+			json_object_object_add(e, "manifest", json_object_new_string(l.images[i]));
 			json_object_object_add(e, "source", json_object_new_string(src));
 			json_object_object_add(e, "tag", json_object_new_string(tag));
 			json_object_object_add(e, "layers", ll);
@@ -591,33 +607,33 @@ int image_cache_list(FILE *out, bool json, struct ab_error *err)
 			json_object_array_add(ja, e);
 		} else {
 			json_object_put(ll);
-			fprintf(out, "%.12s   %9.1fM %-6s oci:%s%s%s%s\n", images[i],
+			fprintf(out, "%.12s   %9.1fM %-6s oci:%s%s%s%s\n", l.images[i],
 				(double)size / (1 << 20), used ? "yes" : "no", src,
 				tag[0] ? ":" : "", tag, complete ? "" : " (layers pruned)");
 		}
 	}
 	if (!json)
 		fprintf(out, "\n%-14s %10s %s\n", "LAYER", "SIZE", "IN USE");
-	for (size_t i = 0; i < nl; i++) {
+	for (size_t i = 0; i < l.nl; i++) {
 		char p[PATH_MAX + 200];
-		snprintf(p, sizeof(p), "%s/layers/%.64s", base, layers[i]);
+		snprintf(p, sizeof(p), "%s/layers/%.64s", l.base, l.layers[i]);
 		struct stat st;
 		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		unsigned long long size = info_bytes(base, layers[i]);
-		bool used = layer_in_use(base, layers[i]);
+		unsigned long long size = info_bytes(l.base, l.layers[i]);
+		bool used = layer_in_use(l.base, l.layers[i]);
 		if (json) {
 			json_object *e = json_object_new_object();
-			json_object_object_add(e, "digest", json_object_new_string(layers[i]));
+			json_object_object_add(e, "digest", json_object_new_string(l.layers[i]));
 			json_object_object_add(e, "bytes", json_object_new_int64((int64_t)size));
 			json_object_object_add(e, "in_use", json_object_new_boolean(used));
 			json_object_array_add(jl, e);
 		} else {
-			fprintf(out, "%.12s   %9.1fM %s\n", layers[i], (double)size / (1 << 20),
+			fprintf(out, "%.12s   %9.1fM %s\n", l.layers[i], (double)size / (1 << 20),
 				used ? "yes" : "no");
 		}
 	}
-	json_object_object_add(jo, "cache", json_object_new_string(base));
+	json_object_object_add(jo, "cache", json_object_new_string(l.base));
 	json_object_object_add(jo, "images", ja);
 	json_object_object_add(jo, "layers", jl);
 	if (json)
@@ -628,47 +644,43 @@ int image_cache_list(FILE *out, bool json, struct ab_error *err)
 
 int image_cache_prune(FILE *out, struct ab_error *err)
 {
-	char base[PATH_MAX];
-	if (cache_base(base, sizeof(base), err) < 0)
-		return -err->code;
-	cleanup_fd int lock = lock_cache(base, err);
+	static struct cache_listing l;
+	cleanup_fd int lock = open_listing(&l, err);
 	if (lock < 0)
 		return lock;
-	sweep_tmp(base);
-	static char layers[MAX_LIST][65], images[MAX_LIST][65];
-	size_t nl = list_hex(base, "layers", layers, MAX_LIST);
+	sweep_tmp(l.base);
 	cleanup_fd int dir = -1;
 	char p[PATH_MAX + 200];
-	snprintf(p, sizeof(p), "%s/layers", base);
+	snprintf(p, sizeof(p), "%s/layers", l.base);
 	dir = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0)
 		return ab_error_set(err, errno, "cannot open %s", p);
 	size_t removed = 0, kept = 0;
 	unsigned long long bytes = 0;
-	for (size_t i = 0; i < nl; i++) {
+	for (size_t i = 0; i < l.nl; i++) {
 		char name[80];
-		snprintf(name, sizeof(name), "%.64s.lock", layers[i]);
+		snprintf(name, sizeof(name), "%.64s.lock", l.layers[i]);
 		cleanup_fd int lk =
 			openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0) {
 			kept++; /* a sandbox uses it */
 			continue;
 		}
-		bytes += info_bytes(base, layers[i]);
-		int r = untar_remove(dir, layers[i], UNTAR_MAX_DEPTH + 4);
+		bytes += info_bytes(l.base, l.layers[i]);
+		int r = untar_remove(dir, l.layers[i], UNTAR_MAX_DEPTH + 4);
 		if (r < 0)
-			return ab_error_set(err, -r, "cannot remove %s/%s", p, layers[i]);
-		snprintf(name, sizeof(name), "%.64s.info", layers[i]);
+			return ab_error_set(err, -r, "cannot remove %s/%s", p, l.layers[i]);
+		snprintf(name, sizeof(name), "%.64s.info", l.layers[i]);
 		unlinkat(dir, name, 0);
-		unlinkat(dir, seal_name(layers[i]).s, 0);
-		snprintf(name, sizeof(name), "%.64s.lock", layers[i]);
+		unlinkat(dir, seal_name(l.layers[i]).s, 0);
+		snprintf(name, sizeof(name), "%.64s.lock", l.layers[i]);
 		unlinkat(dir, name, 0);
 		removed++;
 	}
-	/* the images whose layers are gone */
-	size_t ni = list_hex(base, "images", images, MAX_LIST), gone = 0;
-	for (size_t i = 0; i < ni; i++) {
-		cleanup_free char *rec = read_record(base, images[i]);
+	/* the l.images whose l.layers are gone */
+	size_t gone = 0;
+	for (size_t i = 0; i < l.ni; i++) {
+		cleanup_free char *rec = read_record(l.base, l.images[i]);
 		char lay[OCI_MAX_LAYERS * 66];
 		bool complete = rec != NULL;
 		field(rec ? rec : "", "layers=", lay, sizeof(lay));
@@ -679,12 +691,12 @@ int image_cache_prune(FILE *out, struct ab_error *err)
 		}
 		if (complete)
 			continue;
-		snprintf(p, sizeof(p), "%s/images/%.64s", base, images[i]);
+		snprintf(p, sizeof(p), "%s/images/%.64s", l.base, l.images[i]);
 		if (unlink(p) == 0)
 			gone++;
 	}
 	/* what the layout helper found, remembered: found again when needed */
-	snprintf(p, sizeof(p), "%s/images", base);
+	snprintf(p, sizeof(p), "%s/images", l.base);
 	DIR *d = opendir(p);
 	for (struct dirent *de; d && (de = readdir(d));) {
 		size_t len = strlen(de->d_name);

@@ -106,17 +106,23 @@ static void rpc_result(struct mcp *m, json_object *id, json_object *result)
 	send_msg(m, "id", json_object_get(id), "result", result);
 }
 
+/* A JSON string of at most 511 bytes, formatted. */
+__attribute__((format(printf, 1, 0))) static json_object *string_of(const char *fmt, va_list ap)
+{
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return json_object_new_string(msg);
+}
+
 __attribute__((format(printf, 4, 5))) static void rpc_error(struct mcp *m, json_object *id,
 							    int code, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_object *e = json_object_new_object(), *msg = string_of(fmt, ap);
 	va_end(ap);
-	json_object *e = json_object_new_object();
 	json_object_object_add(e, "code", json_object_new_int(code));
-	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(e, "message", msg);
 	send_msg(m, "id", json_object_get(id), "error", e);
 }
 
@@ -131,15 +137,13 @@ __attribute__((format(printf, 3, 4))) static void log_msg(struct mcp *m, int lev
 {
 	if (level < m->log_level)
 		return;
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	json_object *p = json_object_new_object();
 	json_object_object_add(p, "level", json_object_new_string(log_levels[level]));
 	json_object_object_add(p, "logger", json_object_new_string("agentbox"));
-	json_object_object_add(p, "data", json_object_new_string(msg));
+	va_list ap;
+	va_start(ap, fmt);
+	json_object_object_add(p, "data", string_of(fmt, ap));
+	va_end(ap);
 	notify(m, "notifications/message", p);
 }
 

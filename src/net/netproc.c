@@ -319,17 +319,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 		fail(&err);
 	struct netproxy_sink sink = {sink_accepted, sink_record, sink_closed, &sock_g};
 	netproxy_set_sink(p, &sink);
-	struct confine_syscall all[128];
-	size_t n = 0;
-	for (size_t i = 0; i < confine_n_base && n < AB_ARRAY_SIZE(all); i++)
-		all[n++] = confine_base[i];
-	for (size_t i = 0; i < AB_ARRAY_SIZE(net_syscalls) && n < AB_ARRAY_SIZE(all); i++)
-		all[n++] = net_syscalls[i];
-	if (n < confine_n_base + AB_ARRAY_SIZE(net_syscalls)) {
-		ab_error_plain(&err, E2BIG, "the network helper's syscall list is too long");
-		fail(&err);
-	}
-	if (confine_seccomp(all, n, false, &err) < 0)
+	if (confine_seccomp_base(net_syscalls, AB_ARRAY_SIZE(net_syscalls), &err) < 0)
 		fail(&err);
 	struct np_head serving = {.type = NP_SERVING};
 	np_send(sock, &serving, NULL, 0, -1);

@@ -33,32 +33,59 @@
 #include "front/front_link.h"
 #include "front/front_out.h"
 #include "util/error.h"
+#include "util/util.h"
 
-const char *const ab_front_split_syscalls[] = {
-	"read",		"write",	   "readv",	   "writev",	   "pread64",
-	"close",	"lseek",	   "fstat",	   "newfstatat",   "statx",
-	"fcntl",	"epoll_wait",	   "epoll_pwait",  "epoll_pwait2", "epoll_ctl",
-	"poll",		"ppoll",	   "select",	   "pselect6",	   "accept",
-	"accept4",	"recvfrom",	   "recvmsg",	   "sendto",	   "sendmsg",
-	"shutdown",	"setsockopt",	   "getsockopt",   "getsockname",  "getpeername",
-	"mmap",		"munmap",	   "mremap",	   "brk",	   "madvise",
-	"mprotect",	"clock_gettime",   "clock_getres", "gettimeofday", "time",
-	"nanosleep",	"clock_nanosleep", "futex",	   "rt_sigaction", "rt_sigprocmask",
-	"rt_sigreturn", "sigaltstack",	   "exit",	   "exit_group",   "getpid",
-	"gettid",	"getppid",	   "getuid",	   "geteuid",	   "getgid",
-	"getegid",	"getrandom",	   "tgkill",	   "sched_yield",  "restart_syscall",
-	"sysinfo",	"getrlimit",	   "prlimit64",	   "rseq",	   "set_robust_list",
-	"membarrier",	"uname",	   "wait4",	   "waitid",	   NULL,
+#define SYS(name)                                                                                  \
+	{                                                                                          \
+		.nr = SCMP_SYS(name), .arg = -1                                                    \
+	}
+/* What the codecs need beyond confine_base (confine.h): serving sockets
+ * that are open already, the wait for the session's process; no open, no
+ * socket but sock_diag, no connect, no kill, no ptrace, no execve. */
+static const struct confine_syscall front_syscalls[] = {
+	SYS(epoll_pwait2),
+	SYS(select),
+	SYS(pselect6),
+	SYS(accept),
+	SYS(accept4),
+	SYS(recvfrom),
+	SYS(recvmsg),
+	SYS(sendto),
+	SYS(sendmsg),
+	SYS(shutdown),
+	SYS(setsockopt),
+	SYS(getsockopt),
+	SYS(getsockname),
+	SYS(getpeername),
+	SYS(time),
+	SYS(restart_syscall),
+	SYS(sysinfo),
+	SYS(getrlimit),
+	SYS(uname),
+	SYS(wait4),
+	SYS(waitid),
+	/* the HTTP front's client by uid (rt_auth.c), as ss(8) finds it */
+	{.nr = SCMP_SYS(socket),
+	 .arg = 0,
+	 .value = AF_NETLINK,
+	 .arg_b = 2,
+	 .value_b = NETLINK_SOCK_DIAG},
+#if defined(__SANITIZE_ADDRESS__)
+	/* the sanitizers' own needs (the asan preset): LeakSanitizer stops
+	 * the world (see below) and reads /proc/self/maps */
+	SYS(openat),
+	SYS(readlink),
+	SYS(readlinkat),
+	SYS(getdents64),
+	SYS(prctl),
+#endif
 };
 
 #if defined(__SANITIZE_ADDRESS__)
 /* The sanitizers' own needs (the asan preset): LeakSanitizer stops the
  * world (see below) and reads /proc/self/maps; the shadow memory takes
  * terabytes of address space (no RLIMIT_AS). */
-#define SANITIZED 1
-static const char *const sanitizer_syscalls[] = {
-	"openat", "readlink", "readlinkat", "getdents64", "sched_getaffinity", "prctl", NULL,
-};
+#define SANITIZED 1 /* the shadow memory takes terabytes: no RLIMIT_AS */
 /* LeakSanitizer's check at exit stops the world from a cloned tracer that
  * the front's filter and identity do not allow (it cannot read its own
  * /proc/PID/task): it is skipped in the front alone (LSan's own hook). */
@@ -483,23 +510,6 @@ static int front(struct ab_front *f, const struct ab_front_split *sp, int fd, pi
 	for (int i = 0; i < n; i++)
 		if (!in_set(sp->before, sp->n_before, now[i]))
 			keep[k++] = now[i];
-	const char *const *sys = sp->syscalls ? sp->syscalls : ab_front_split_syscalls;
-	struct confine_syscall all[256];
-	size_t m = 0;
-	for (size_t i = 0; sys[i] && m < 200; i++) /* -1: not on this architecture */
-		all[m++] = (struct confine_syscall){.nr = seccomp_syscall_resolve_name(sys[i]),
-						    .arg = -1};
-#if SANITIZED
-	for (size_t i = 0; sanitizer_syscalls[i]; i++)
-		all[m++] = (struct confine_syscall){
-			.nr = seccomp_syscall_resolve_name(sanitizer_syscalls[i]), .arg = -1};
-#endif
-	if (!sp->syscalls) /* the HTTP front's client by uid (rt_auth.c), as ss(8) finds it */
-		all[m++] = (struct confine_syscall){.nr = SCMP_SYS(socket),
-						    .arg = 0,
-						    .value = AF_NETLINK,
-						    .arg_b = 2,
-						    .value_b = NETLINK_SOCK_DIAG};
 	if (n < 0)
 		return ab_error_set(err, errno, "cannot list the open fds");
 	/* the front keeps 0-2 (stderr says what it does) and what the codecs
@@ -517,7 +527,7 @@ static int front(struct ab_front *f, const struct ab_front_split *sp, int fd, pi
 		return -1;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return ab_error_set(err, errno, "confine: cannot make the front undumpable");
-	if (confine_seccomp(all, m, false, err) < 0)
+	if (confine_seccomp_base(front_syscalls, AB_ARRAY_SIZE(front_syscalls), err) < 0)
 		return -1;
 #if SANITIZED
 	confined = true;

@@ -11,13 +11,12 @@
 #include "front/front.h"
 
 struct ab_front_split {
-	const char *what;	     /* the child, as messages name it ("network front") */
-	const int *before;	     /* the fds open before the codecs opened theirs */
-	size_t n_before;	     /* (confine_open_fds): the front closes these */
-	unsigned long long max_as;   /* the front's RLIMIT_AS (0: 4 GiB) */
-	const char *const *syscalls; /* the front's allowlist (NULL: the codecs') */
-	const char *remove_at_end;   /* a file the session's process removes as it ends
-				      * (read then; NULL or "": none) */
+	const char *what;	   /* the child, as messages name it ("network front") */
+	const int *before;	   /* the fds open before the codecs opened theirs */
+	size_t n_before;	   /* (confine_open_fds): the front closes these */
+	unsigned long long max_as; /* the front's RLIMIT_AS (0: 4 GiB) */
+	const char *remove_at_end; /* a file the session's process removes as it ends
+				    * (read then; NULL or "": none) */
 };
 
 /* Fork f's process in two (f initialised, not opened). The child keeps
@@ -29,8 +28,5 @@ struct ab_front_split {
  * said why on stderr); -1 with err when nothing could start. */
 int ab_front_split(struct ab_front *f, const struct ab_front_split *sp, int *status,
 		   struct ab_error *err);
-
-/* The system calls the network front needs (the codecs' default). */
-extern const char *const ab_front_split_syscalls[];
 
 #endif
