@@ -329,7 +329,10 @@ test('a client that stops reading: output paused, none lost, the server bounded'
   s.call.pause();
   await new Promise((r) => setTimeout(r, 1500));
   const held = rss() - before;
-  assert.ok(held < 16 * 1024, `agentbox runtime grew by ${held} KiB while its client did not read`);
+  // under ASan the freed buffers of each event wait in its quarantine (256 MiB):
+  // the bound there is looser; the plain build's suite holds the real one
+  const bound = (process.env.AGENTBOX_SANITIZED === '1' ? 96 : 16) * 1024;
+  assert.ok(held < bound, `agentbox runtime grew by ${held} KiB while its client did not read`);
   assert.ok(bytes < total, 'all of it came through a client that did not read');
   s.call.resume();
   const { events, err } = await s.done;
