@@ -155,3 +155,29 @@ int ab_front_discard(struct ab_front *f, json_object **reply, char *old, size_t 
 	}
 	return 0;
 }
+
+int ab_front_input(struct ab_front *f, struct ab_front_req *r, const struct ab_request *q,
+		   struct ab_error *e)
+{
+	if (!r || (!f->s && !f->link))
+		return -ESRCH;
+	if (!r->running)
+		return -EAGAIN;
+	int rc;
+	switch (q->kind) {
+	case AB_REQUEST_STDIN:
+		return ab_front_stdin(f, r->tag, q->data, q->data_len, q->eof, e);
+	case AB_REQUEST_RESIZE:
+		rc = ab_front_resize(f, r->tag, q->rows, q->cols, e);
+		break;
+	case AB_REQUEST_SIGNAL:
+		rc = ab_front_signal(f, r->tag, q->signo);
+		if (rc < 0 && rc != -ESRCH)
+			ab_error_plain(e, -rc, "%s", strerror(-rc));
+		break;
+	default:
+		return ab_error_plain(e, EINVAL, "%s: not a running command's input",
+				      q->op ? q->op : "input");
+	}
+	return rc < 0 ? rc : 1;
+}
