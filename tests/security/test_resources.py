@@ -36,13 +36,18 @@ NPROC = ("--rlimit", "nproc=128")
 FORK_BOMB = r"""
 grep -Eq '^Max processes *(64|128) ' /proc/self/limits || { echo no-nproc-limit; exit 98; }
 exec python3 -c '
-import glob, subprocess, time
+import glob, os, subprocess, time
+# a walk of /proc is not atomic: one that exits behind it and one forked
+# ahead of it are both listed; a process listed and still there after the
+# walk was there when it ended, so these were all there at once
+def alive():
+    return sum(os.path.exists(p) for p in glob.glob("/proc/[0-9]*"))
 bomb = "b() { [ $1 -ge 11 ] && exec sleep 3 %s; b $(($1+1)) & b $(($1+1)); }; b 0"
-base = len(glob.glob("/proc/[0-9]*"))
+base = alive()
 subprocess.Popen(["/bin/sh", "-c", bomb], stderr=open("/tmp/bomb.err", "w"))
 peak = 0
 for i in range(60):
-    peak = max(peak, len(glob.glob("/proc/[0-9]*")))
+    peak = max(peak, alive())
     time.sleep(0.05)
 print("peak=%%d" %% peak)
 print("base=%%d" %% base)
