@@ -30,6 +30,7 @@ struct walk {
 	struct tree_check *tc;
 	struct ab_error *err;
 	dev_t dev;
+	bool giving;	    /* the second walk: each entry given to the caller */
 	struct link *links; /* an entry for each name of an inode of several */
 	size_t n_links, cap_links;
 	char path[PATH_MAX];
@@ -70,11 +71,20 @@ static int check_xattrs(struct walk *w, const char *at, const struct stat *st)
 	return 0;
 }
 
-/* One entry (name in dir, at: a path to it through /proc): the rules,
- * then given to the caller when root's. */
+/* One entry (name in dir, at: a path to it through /proc): the rules;
+ * on the second walk, given to the caller. */
 static int check_entry(struct walk *w, int dir, const char *name, const char *at,
 		       const struct stat *st)
 {
+	/* after the whole tree passed: not as it goes, or the second name of
+	 * an inode given already would be found owned by another uid */
+	if (w->giving) {
+		if (fchownat(dir, name, geteuid(), getegid(), AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) <
+		    0)
+			return ab_error_set(w->err, errno, "%s: cannot give '%.300s' to its owner",
+					    w->what, w->path);
+		return 0;
+	}
 	if (st->st_dev != w->dev)
 		return refuse(w, "is on another filesystem");
 	if (st->st_uid != w->tc->owner) {
@@ -105,10 +115,6 @@ static int check_entry(struct walk *w, int dir, const char *name, const char *at
 	} else if (t == S_IFREG) {
 		w->tc->bytes += (unsigned long long)st->st_size;
 	}
-	if (w->tc->chown &&
-	    fchownat(dir, name, geteuid(), getegid(), AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
-		return ab_error_set(w->err, errno, "%s: cannot give '%.300s' to its owner", w->what,
-				    w->path);
 	return 0;
 }
 
@@ -150,6 +156,7 @@ static int walk_dir(struct walk *w, int fd, int depth)
 		return ab_error_set(w->err, errno, "%s: cannot read '%.300s'", w->what,
 				    len ? w->path : ".");
 	}
+	rewinddir(d); /* the dup shares its offset: walked before, the root is at its end */
 	struct dirent *de;
 	int r = 0;
 	while (r == 0 && (errno = 0, de = readdir(d)))
@@ -208,5 +215,17 @@ int tree_check(int root, const char *what, struct tree_check *tc, struct ab_erro
 	if (r == 0)
 		r = check_links(w);
 	free(w->links);
+	if (r < 0 || !tc->chown)
+		return r;
+	/* the tree is the launcher's alone now (in a 0700 directory of its
+	 * own, the helper gone): a second walk gives every entry to it */
+	unsigned long entries = tc->entries;
+	w->giving = true;
+	w->path[0] = '\0';
+	tc->entries = 0;
+	r = check_entry(w, root, "", at, &st);
+	if (r == 0)
+		r = walk_dir(w, root, MAX_DEPTH);
+	tc->entries = entries;
 	return r;
 }

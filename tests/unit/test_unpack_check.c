@@ -206,6 +206,9 @@ Test(tree_check, another_owner_is_refused_and_roots_tree_is_given_to_root)
 	int root = dir_at("own");
 	file_at(root, "f", "x");
 	cr_assert(mkdirat(root, "d", 0700) == 0 && symlinkat("f", root, "d/l") == 0);
+	/* a second name of f, walked after f was given (gzip's gunzip and
+	 * uncompress in Debian's root) */
+	cr_assert(linkat(root, "f", root, "d/f2", 0) == 0);
 	cr_assert(fchownat(root, "f", 65534, 65534, 0) == 0);
 	cr_assert(fchownat(root, "d", 65534, 65534, 0) == 0);
 	cr_assert(fchownat(root, "d/l", 65534, 65534, AT_SYMLINK_NOFOLLOW) == 0);
@@ -216,8 +219,8 @@ Test(tree_check, another_owner_is_refused_and_roots_tree_is_given_to_root)
 	cr_assert(fchown(root, 65534, 65534) == 0);
 	cr_assert(check(root, 65534, true, &tc, &err) == 0, "%s", err.msg);
 	struct stat st;
-	const char *names[] = {"f", "d", "d/l"};
-	for (size_t i = 0; i < 3; i++) {
+	const char *names[] = {"f", "d", "d/l", "d/f2"};
+	for (size_t i = 0; i < 4; i++) {
 		cr_assert(fstatat(root, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0);
 		cr_assert(st.st_uid == 0 && st.st_gid == 0, "%s: %u", names[i], st.st_uid);
 	}
