@@ -204,7 +204,9 @@ class Helper(unittest.TestCase):
         os.kill(helper, sig)
         r = self.result(sv, rid)
         why = "network helper died (signal %d)" % sig
-        if SANITIZED and sig == signal.SIGSEGV:
+        if SANITIZED and sig == signal.SIGSEGV and r["network"].get("error") != why:
+            # ASan's handler may catch it and exit 1 (as root it does; as a
+            # plain user it was seen to die of the signal itself)
             why = "network helper died (exit status 1)"
         self.assertNotEqual(r["exit_code"], 0, r)
         self.assertEqual(r["network"].get("error"), why, r)
