@@ -126,10 +126,11 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, bool *gone,
 	bool pending = ab_cgroup_pending(sb->cg);
 	int r = ab_cgroup_finish(&sb->cg, err);
 	/* what crashed runs left, off the start's path too; and the idmap
-	 * helpers that had not yet ended at the clone, not left as zombies
-	 * for the whole session */
+	 * helpers that had not yet ended at the clone, waited for, not left
+	 * as zombies for the whole session: each has released its memory
+	 * (the launcher went on) and is microseconds from its end */
 	ab_cgroup_reap_stale_beside(sb->cg, sb->cfg.cgroup_parent);
-	view_plan_reap_helpers(&sb->plan, false);
+	view_plan_reap_helpers(&sb->plan, true);
 	if (r == 0 && pending)
 		r = report_cgroup(&sb->cfg, &sb->limits, sb->cg, err);
 	/* what it cannot enter by itself: moved by pid (slow, but rare) */
