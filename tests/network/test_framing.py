@@ -9,11 +9,10 @@ as an unprivileged user; AGENTBOX_BIN names the binary."""
 
 import json
 import os
-import shutil
 import subprocess
 import unittest
 
-from test_secrets import BIN, MUST_WORK, THROUGH, VALUE, Server, _Handler, make_ca, make_dir
+from test_secrets import BIN, MUST_WORK, THROUGH, VALUE, Server, WithCA, _Handler
 
 # the client inside: one connection per file through CONNECT, TLS with the
 # sandbox's CA, the file's bytes sent at once (@TOKEN@ the placeholder),
@@ -88,20 +87,9 @@ class _CL0(_Handler):
         self._record(body)
 
 
-class Framing(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = make_dir()
-        make_ca(cls.d, "testca")
-        cls.ca = os.path.join(cls.d, "testca.pem")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.d, True)
-
+class Framing(WithCA):
     def setUp(self):
-        self.ws = make_dir()
-        self.addCleanup(shutil.rmtree, self.ws, True)
+        super().setUp()
         self.a = Server(self.d, "testca")
         self.a.httpd.RequestHandlerClass = _CL0
         self.addCleanup(self.a.close)

@@ -10,7 +10,6 @@ user; AGENTBOX_BIN names the binary."""
 
 import http.server
 import os
-import shutil
 import signal
 import ssl
 import sys
@@ -21,8 +20,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
-from test_fileops import Server, end_server, make_dir  # noqa: E402
-from test_secrets import make_ca  # noqa: E402
+from test_fileops import Server, end_server  # noqa: E402
+from test_secrets import WithCA  # noqa: E402
 
 MUST_WORK = os.environ.get("AGENTBOX_MUST_WORK") == "1"
 # ASan catches a SIGSEGV, reports it and exits 1
@@ -119,20 +118,9 @@ def status(pid):
     return out
 
 
-class Helper(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = make_dir()
-        make_ca(cls.d, "testca")
-        cls.ca = os.path.join(cls.d, "testca.pem")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.d, True)
-
+class Helper(WithCA):
     def setUp(self):
-        self.ws = make_dir()
-        self.addCleanup(shutil.rmtree, self.ws, True)
+        super().setUp()
         self.srv = HoldServer(self.d)
         self.addCleanup(self.srv.close)
 

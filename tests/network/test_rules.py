@@ -9,25 +9,14 @@ import shutil
 import subprocess
 import unittest
 
-from test_secrets import BIN, MUST_WORK, THROUGH, VALUE, Server, make_ca, make_dir
+from test_secrets import BIN, MUST_WORK, THROUGH, VALUE, Server, WithCA
 
 CURL = "curl -sS -m 20 -w ' %{http_code}\\n' "
 
 
-class Rules(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = make_dir()
-        make_ca(cls.d, "testca")
-        cls.ca = os.path.join(cls.d, "testca.pem")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.d, True)
-
+class Rules(WithCA):
     def setUp(self):
-        self.ws = make_dir()
-        self.addCleanup(shutil.rmtree, self.ws, True)
+        super().setUp()
         self.rep = os.path.join(self.ws, "report.json")
 
     def server(self, tls=True):

@@ -107,12 +107,16 @@ class Server:
         self.t.join()
 
 
-class Secrets(unittest.TestCase):
+class WithCA(unittest.TestCase):
+    """A test CA (and any other names in cas) made once for the class in
+    a directory of its own, removed after; a fresh workspace per test."""
+    cas = ("testca",)
+
     @classmethod
     def setUpClass(cls):
         cls.d = make_dir()
-        make_ca(cls.d, "testca")
-        make_ca(cls.d, "rogue")
+        for name in cls.cas:
+            make_ca(cls.d, name)
         cls.ca = os.path.join(cls.d, "testca.pem")
 
     @classmethod
@@ -122,6 +126,13 @@ class Secrets(unittest.TestCase):
     def setUp(self):
         self.ws = make_dir()
         self.addCleanup(shutil.rmtree, self.ws, True)
+
+
+class Secrets(WithCA):
+    cas = ("testca", "rogue")
+
+    def setUp(self):
+        super().setUp()
         self.env = dict(os.environ, TOKEN=VALUE)
 
     def server(self, name="testca"):
