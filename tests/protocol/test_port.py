@@ -204,9 +204,12 @@ class Ports(unittest.TestCase):
         self.assertEqual(status["Seccomp"].strip(), "2")
         if ROOT:
             self.assertEqual(status["Uid"].split()[0], "65534")
-        # in the sandbox's network namespace, not the host's
-        self.assertNotEqual(os.readlink("/proc/self/ns/net"),
-                            os.readlink("/proc/%d/ns/net" % pid))
+        if ROOT:  # in the sandbox's network namespace, not the host's
+            self.assertNotEqual(os.readlink("/proc/self/ns/net"),
+                                os.readlink("/proc/%d/ns/net" % pid))
+        else:  # not dumpable: its owner cannot open its namespaces either
+            with self.assertRaises(PermissionError):
+                os.readlink("/proc/%d/ns/net" % pid)
         r = self.ab("rm", "-f", sid)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(wait_until(lambda: not alive(pid), 10))
