@@ -41,6 +41,10 @@ static int netns_of(struct ab_session *s, struct ab_error *err)
 
 json_object *ab_session_port(struct ab_session *s, json_object *req, struct ab_error *err)
 {
+	if (s->dead || s->init_reaped) {
+		ab_error_plain(err, ESRCH, "port: the sandbox has ended");
+		return NULL;
+	}
 	if (!s->ports) {
 		int ns = netns_of(s, err);
 		if (ns < 0)
