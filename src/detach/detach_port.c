@@ -67,7 +67,8 @@ int detach_port_request(const char *id, long port, const char *host, bool public
 static void print_list(json_object *reply)
 {
 	json_object *ports = json_object_object_get(reply, "ports");
-	size_t n = json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
+	size_t n =
+		json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = json_object_array_get_idx(ports, i);
 		const char *url = lines_str(p, "url");
@@ -88,17 +89,13 @@ int detach_cli_port(int argc, char **argv)
 			return 0;
 		}
 		if (!strcmp(a, "--public"))
-			public = true;
-		else if (!strcmp(a, "--close"))
-			close_it = true;
-		else if (!strcmp(a, "--host") && i + 1 < argc)
-			host = argv[++i];
-		else if (a[0] == '-' || (id && port_s))
-			return detach_bad_arg("port", "unexpected argument", a);
-		else if (!id)
-			id = a;
-		else
-			port_s = a;
+		public = true;
+		else if (!strcmp(a, "--close")) close_it = true;
+		else if (!strcmp(a, "--host") && i + 1 < argc) host = argv[++i];
+		else if (a[0] == '-' ||
+			 (id && port_s)) return detach_bad_arg("port", "unexpected argument", a);
+		else if (!id) id = a;
+		else port_s = a;
 	}
 	if (!id)
 		return detach_bad_arg("port", "missing the sandbox's id", "");

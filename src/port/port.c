@@ -81,8 +81,10 @@ ssize_t port_recv(int sock, struct port_msg *m, int *fd)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {m, sizeof(*m)};
-	struct msghdr h = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u)};
+	struct msghdr h = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u)};
 	*fd = -1;
 	ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
 	for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&h) : NULL; c; c = CMSG_NXTHDR(&h, c))
@@ -257,8 +259,7 @@ static struct port_pub *find(struct port_set *ps, long port)
 static int publish(struct port_set *ps, long port, const char *host, int public,
 		   struct ab_error *err)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int r = host ? parse_host(host, &a, err) : 0;
 	struct port_pub *old = r == 0 ? find(ps, port) : NULL;
 	if (r < 0 || (old && !host && (public < 0 || old->public == public)))
@@ -274,8 +275,10 @@ static int publish(struct port_set *ps, long port, const char *host, int public,
 	cleanup_fd int fd = listen_on(&a, err);
 	if (fd < 0)
 		return fd;
-	struct port_msg m = {
-		.type = PORT_ADD, .key = ++ps->next_key, .port = (uint16_t)port, .public = public > 0};
+	struct port_msg m = {.type = PORT_ADD,
+			     .key = ++ps->next_key,
+			     .port = (uint16_t)port,
+			     .public = public > 0};
 	if ((r = relay_send(ps, &m, fd)) < 0)
 		return ab_error_set(err, -r, "port: cannot reach the port relay");
 	if ((r = relay_wait(ps, PORT_OK, m.key, err)) < 0)
@@ -306,7 +309,7 @@ static int field(json_object *req, const char *key, json_type t, json_object **v
 		return 0;
 	if (!json_object_is_type(*v, t))
 		return ab_error_plain(err, EINVAL, "port: '%s' must be %s", key,
-				      t == json_type_int	   ? "an integer"
+				      t == json_type_int       ? "an integer"
 				      : t == json_type_boolean ? "true or false"
 							       : "a string");
 	return 1;
@@ -336,7 +339,7 @@ json_object *port_op(struct port_set *ps, json_object *req, struct ab_error *err
 	}
 	if (relay_check(ps, err) < 0)
 		return NULL;
-	int r = !vp	    ? 0
+	int r = !vp	   ? 0
 		: close_it ? unpublish(ps, port, err)
 			   : publish(ps, port, vh ? json_object_get_string(vh) : NULL,
 				     vpub ? json_object_get_boolean(vpub) : -1, err);
@@ -347,7 +350,8 @@ json_object *port_op(struct port_set *ps, json_object *req, struct ab_error *err
 	struct port_pub *p = vp && !close_it ? find(ps, port) : NULL;
 	if (p) {
 		json_object *one = pub_json(p);
-		json_object_object_add(o, "url", json_object_get(json_object_object_get(one, "url")));
+		json_object_object_add(o, "url",
+				       json_object_get(json_object_object_get(one, "url")));
 		json_object_put(one);
 	}
 	json_object *all = json_object_new_array();

@@ -12,9 +12,9 @@
 
 #include "util/error.h"
 
-#define PORT_MAX 16	    /* ports published at once */
-#define PORT_MAX_CONNS 64   /* connections relayed at once (then the listeners wait) */
-#define PORT_BACKLOG 64	    /* each listener's */
+#define PORT_MAX       16 /* ports published at once */
+#define PORT_MAX_CONNS 64 /* connections relayed at once (then the listeners wait) */
+#define PORT_BACKLOG   64 /* each listener's */
 
 struct port_set;
 

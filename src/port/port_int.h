@@ -10,7 +10,7 @@
 
 #include "port/port.h"
 
-#define PORT_HELPER_CTL 3
+#define PORT_HELPER_CTL	  3
 #define PORT_HELPER_NETNS 4
 
 enum {

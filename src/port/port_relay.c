@@ -33,7 +33,7 @@
 #include "port/port_int.h"
 #include "util/util.h"
 
-#define PIPE_BYTES (256 * 1024)
+#define PIPE_BYTES   (256 * 1024)
 #define RELAY_AS_MAX (256ULL << 20)
 
 #define SYS(name)                                                                                  \
@@ -383,8 +383,9 @@ static int enter(int netns, bool root, struct ab_error *err)
 	if (!root) {
 		cleanup_fd int userns = ioctl(netns, NS_GET_USERNS);
 		if (userns < 0 || setns(userns, CLONE_NEWUSER) < 0)
-			return ab_error_set(err, errno,
-					    "port relay: cannot enter the sandbox's user namespace");
+			return ab_error_set(
+				err, errno,
+				"port relay: cannot enter the sandbox's user namespace");
 	}
 	if (setns(netns, CLONE_NEWNET) < 0)
 		return ab_error_set(err, errno,
@@ -429,8 +430,7 @@ int port_relay_main(int argc, char **argv)
 	int landlocked;
 	/* root's relay becomes nobody; a plain user's drops what it holds in
 	 * the sandbox's user namespace */
-	if ((root ? confine_identity(65534, 65534, &err)
-					     : confine_caps_drop(&err)) < 0 ||
+	if ((root ? confine_identity(65534, 65534, &err) : confine_caps_drop(&err)) < 0 ||
 	    confine_memory(RELAY_AS_MAX, &err) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    confine_landlock(NULL, -1, CONFINE_LL_SCOPE, &landlocked, &err) < 0 ||
 	    confine_seccomp_base(relay_syscalls, AB_ARRAY_SIZE(relay_syscalls), &err) < 0)
