@@ -17,6 +17,7 @@
 #include "image/unpack_proc.h"
 #include "port/port.h"
 #include "port/port_int.h"
+#include "util/sync.h"
 #include "util/util.h"
 
 /* How long the relay may take to start or to answer: it does nothing
@@ -76,45 +77,17 @@ void port_set_free(struct port_set *ps)
 
 ssize_t port_recv(int sock, struct port_msg *m, int *fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {m, sizeof(*m)};
-	struct msghdr h = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u)};
-	*fd = -1;
-	ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
-	for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&h) : NULL; c; c = CMSG_NXTHDR(&h, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(fd, CMSG_DATA(c), sizeof(int));
-	if (n >= 0 && (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-		n = -1;
+	size_t n = 0;
+	ssize_t r = packet_recv(sock, m, sizeof(*m), fd, 1, &n);
+	if (n == 0)
+		*fd = -1;
 	m->msg[sizeof(m->msg) - 1] = '\0';
-	return n;
+	return r;
 }
 
 static int relay_send(struct port_set *ps, const struct port_msg *m, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u = {0};
-	struct iovec iov = {(void *)m, sizeof(*m)};
-	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (fd >= 0) {
-		h.msg_control = u.buf;
-		h.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(ps->ctl, &h, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -errno;
+	return packet_send(ps->ctl, m, sizeof(*m), &fd, fd >= 0 ? 1 : 0);
 }
 
 /* The relay's answer of type want (for key), checked; a relay that says

@@ -29,8 +29,8 @@ struct port_msg {
 	char msg[200];
 };
 
-/* One message (and an fd, or -1) from sock into *m: its size, 0 at the
- * end, -1 on error. */
+/* One message (and an fd, or -1) from sock into *m (util/sync.h's
+ * packet_recv): its size, 0 at the end, -errno (-EBADMSG: not one). */
 ssize_t port_recv(int sock, struct port_msg *m, int *fd);
 
 #endif

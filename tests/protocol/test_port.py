@@ -7,7 +7,6 @@ confined helper that ends with its sandbox. Each test has its own
 sandboxes' directory (AGENTBOX_RUNTIME_DIR). AGENTBOX_BIN names the
 binary."""
 
-import json
 import os
 import pwd
 import shutil
@@ -15,13 +14,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_detach import Client, alive, wait_until  # noqa: E402
-from test_fileops import BIN, any_user_bin, make_dir  # noqa: E402
+from test_detach import Client, DetachedBase, alive, wait_until  # noqa: E402
+from test_fileops import any_user_bin, make_dir  # noqa: E402
 
 ROOT = os.getuid() == 0
 SERVE = ("nohup python3 -m http.server {port} --bind 127.0.0.1 "
@@ -47,58 +45,24 @@ def fetch(url, timeout=10):
     return urllib.request.urlopen(url, timeout=timeout).read().decode()
 
 
-def relay_of(launcher):
-    """The pids of the port relays whose parent is launcher."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        name = st[st.index("(") + 1:st.rindex(")")]
-        if name == "agentbox-port" and int(st.rsplit(")", 1)[1].split()[1]) == launcher:
-            out.append(int(d))
-    return out
-
-
-class Ports(unittest.TestCase):
+class Ports(DetachedBase):
     def setUp(self):
-        self.rt = tempfile.mkdtemp(prefix="ab-rt-")
-        os.chmod(self.rt, 0o700)
-        self.addCleanup(shutil.rmtree, self.rt, True)
-        self.ws = make_dir()
-        self.addCleanup(shutil.rmtree, self.ws, True)
+        super().setUp()
         with open(os.path.join(self.ws, "index.html"), "w") as f:
             f.write("hello from inside\n")
-        self.env = dict(os.environ, AGENTBOX_RUNTIME_DIR=self.rt)
-        self.made = []
-        self.addCleanup(self.remove_all)
-
-    def remove_all(self):
-        for sid in self.made:
-            subprocess.run([BIN, "rm", "-f", sid], env=self.env, timeout=30,
-                           capture_output=True)
-
-    def ab(self, *args, **kw):
-        kw.setdefault("timeout", 60)
-        return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, **kw)
 
     def create(self, *args):
-        r = self.ab("create", "--workspace", self.ws, "--net", "none", *args)
-        if r.returncode != 0:
-            if os.environ.get("AGENTBOX_MUST_WORK") != "1" and "cannot" in r.stderr:
-                self.skipTest("agentbox cannot run here: " + r.stderr)
-            self.fail(r.stderr)
-        sid = r.stdout.strip().splitlines()[-1]
-        self.made.append(sid)
-        return sid, r.stderr
+        return super().create("--net", "none", *args)
 
-    def state(self, sid):
-        with open(os.path.join(self.rt, sid, "state.json")) as f:
-            return json.load(f)
+    def relays(self, sid):
+        """The pids of the sandbox's port relays (agentbox-port)."""
+        def comm(p):
+            try:
+                with open("/proc/%d/comm" % p) as f:
+                    return f.read().strip()
+            except OSError:
+                return None
+        return [p for p in self.sandbox_pids(sid) if comm(p) == "agentbox-port"]
 
     def serve_inside(self, sid, port=8000):
         r = self.ab("exec", sid, "-c", SERVE.format(port=port))
@@ -120,7 +84,7 @@ class Ports(unittest.TestCase):
         self.assertTrue(wait_until(up, 20), "the server inside never answered at " + url)
 
     def test_owner_reaches_a_server_inside_net_none(self):
-        sid, _ = self.create()
+        sid = self.create()
         self.serve_inside(sid)
         url = self.published(sid)
         self.wait_page(url)
@@ -146,7 +110,7 @@ class Ports(unittest.TestCase):
         host.listen(4)
         self.addCleanup(host.close)
         hport = host.getsockname()[1]
-        sid, _ = self.create()
+        sid = self.create()
         url = self.published(sid)
         relay_port = int(url.rsplit(":", 1)[1])
         probe = ("import socket,sys\n"
@@ -163,7 +127,7 @@ class Ports(unittest.TestCase):
             fetch(url, 3)
 
     def test_refusals(self):
-        sid, _ = self.create()
+        sid = self.create()
         cases = [(("port", sid, "0"), "not a port"),
                  (("port", sid, "8000", "--host", "10.1.2.3:80"), "not a loopback address"),
                  (("port", sid, "8000", "--host", "127.0.0.1"), "ADDR:PORT"),
@@ -190,11 +154,13 @@ class Ports(unittest.TestCase):
         self.assertFalse(m["ports"][0]["public"])
 
     def test_relay_is_confined_and_ends_with_its_sandbox(self):
-        sid, err = self.create("--port", "8000")
-        self.assertRegex(err, r"port 8000 at http://127\.0\.0\.1:\d+")
-        url = err.split(" at ")[1].split()[0]
-        launcher = self.state(sid)["pid"]
-        relays = relay_of(launcher)
+        r = self.ab("create", "--workspace", self.ws, "--net", "none", "--port", "8000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.strip()
+        self.made.append(sid)
+        self.assertRegex(r.stderr, r"port 8000 at http://127\.0\.0\.1:\d+")
+        url = r.stderr.split(" at ")[1].split()[0]
+        relays = self.relays(sid)
         self.assertEqual(len(relays), 1)
         pid = relays[0]
         with open("/proc/%d/status" % pid) as f:
@@ -223,7 +189,7 @@ class Ports(unittest.TestCase):
 
     @unittest.skipUnless(ROOT and users(), "needs root and the users tester and tester2")
     def test_another_user_is_refused(self):
-        sid, _ = self.create()
+        sid = self.create()
         self.serve_inside(sid)
         url = self.published(sid)
         self.wait_page(url)
