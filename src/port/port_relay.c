@@ -9,9 +9,7 @@
  * read. It connects only inside, and only to the published ports. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/inet_diag.h>
 #include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -25,12 +23,14 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "confine/confine.h"
 #include "image/unpack_proc.h"
 #include "port/port.h"
 #include "port/port_int.h"
+#include "port/port_peer.h"
 #include "util/util.h"
 
 #define PIPE_BYTES   (256 * 1024)
@@ -99,49 +99,6 @@ static void fail(int ctl, const struct ab_error *err)
 {
 	reply(ctl, PORT_FAIL, 0, err->code ? err->code : EPERM, err->msg);
 	_exit(1);
-}
-
-/* The uid that owns the socket at the other end of accepted fd (a local
- * peer's, looked up by its 4-tuple on the host); -1 when none is found. */
-static long long peer_uid(int diag, int fd)
-{
-	struct sockaddr_in l, p;
-	socklen_t ll = sizeof(l), pl = sizeof(p);
-	if (getsockname(fd, (struct sockaddr *)&l, &ll) < 0 ||
-	    getpeername(fd, (struct sockaddr *)&p, &pl) < 0 || l.sin_family != AF_INET)
-		return -1;
-	struct {
-		struct nlmsghdr h;
-		struct inet_diag_req_v2 r;
-	} q = {.h = {.nlmsg_len = sizeof(q),
-		     .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		     .nlmsg_flags = NLM_F_REQUEST},
-	       .r = {.sdiag_family = AF_INET,
-		     .sdiag_protocol = IPPROTO_TCP,
-		     .idiag_states = ~0U,
-		     .id = {.idiag_sport = p.sin_port,
-			    .idiag_dport = l.sin_port,
-			    .idiag_cookie = {INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE}}}};
-	q.r.id.idiag_src[0] = p.sin_addr.s_addr;
-	q.r.id.idiag_dst[0] = l.sin_addr.s_addr;
-	if (send(diag, &q, sizeof(q), 0) != (ssize_t)sizeof(q))
-		return -1;
-	union {
-		char buf[1024];
-		struct nlmsghdr align;
-	} u;
-	ssize_t n = recv(diag, u.buf, sizeof(u.buf), 0);
-	struct nlmsghdr *h = &u.align;
-	if (n < (ssize_t)sizeof(*h) || !NLMSG_OK(h, (size_t)n) ||
-	    h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-	    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-		return -1;
-	const struct inet_diag_msg *d = NLMSG_DATA(h);
-	/* the one asked for, not another */
-	if (d->id.idiag_sport != p.sin_port || d->id.idiag_dport != l.sin_port ||
-	    d->id.idiag_src[0] != p.sin_addr.s_addr)
-		return -1;
-	return d->idiag_uid;
 }
 
 static void set_events(struct relay *r, int fd, uint32_t *have, uint32_t want, uint64_t key)
@@ -263,7 +220,7 @@ static void on_accept(struct relay *r, const struct lst *l)
 	int a = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (a < 0)
 		return;
-	if (!l->public && peer_uid(r->diag, a) != (long long)r->owner) {
+	if (!l->public && port_peer_uid(r->diag, a) != (long)r->owner) {
 		struct linger lg = {1, 0}; /* another user's: reset at once */
 		setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(a);
@@ -416,7 +373,9 @@ int port_relay_main(int argc, char **argv)
 	/* on the host: the peers it looks up are the host's */
 	r.diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	r.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r.diag < 0 || r.ep < 0) {
+	struct timeval tv = {.tv_sec = 1}; /* the kernel answers at once */
+	if (r.diag < 0 || r.ep < 0 ||
+	    setsockopt(r.diag, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
 		ab_error_set(&err, errno, "port relay: cannot make its sockets");
 		fail(r.ctl, &err);
 	}
