@@ -126,6 +126,31 @@ class Ports(DetachedBase):
         with self.assertRaises(OSError):
             fetch(url, 3)
 
+    def test_many_clients_are_bounded(self):
+        """100 idle clients: 64 relayed at once, the rest wait in the
+        backlog; the relay's fds stay bounded; once they leave, a request
+        goes through."""
+        sid = self.create()
+        self.serve_inside(sid)
+        url = self.published(sid)
+        self.wait_page(url)
+        port = int(url.rsplit(":", 1)[1])
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for _ in range(100):
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        (relay,) = self.relays(sid)
+        if ROOT:
+            def fds():
+                return len(os.listdir("/proc/%d/fd" % relay))
+            self.assertTrue(wait_until(lambda: fds() >= 64 * 6, 10), fds())
+            self.assertLessEqual(fds(), 64 * 6 + 16 + 8)
+        for c in held:
+            c.close()
+        held.clear()
+        self.wait_page(url)
+        self.assertEqual(self.relays(sid), [relay])
+
     def test_refusals(self):
         sid = self.create()
         cases = [(("port", sid, "0"), "not a port"),
