@@ -72,7 +72,6 @@ struct conn {
 	int ab[2], ba[2]; /* pipes: a to b, b to a */
 	size_t n_ab, n_ba;
 	bool eof_a, eof_b, shut_a, shut_b, connecting;
-	uint32_t ev_a, ev_b;
 };
 
 struct relay {
@@ -99,15 +98,6 @@ static void fail(int ctl, const struct ab_error *err)
 {
 	reply(ctl, PORT_FAIL, 0, err->code ? err->code : EPERM, err->msg);
 	_exit(1);
-}
-
-static void set_events(struct relay *r, int fd, uint32_t *have, uint32_t want, uint64_t key)
-{
-	if (*have == want)
-		return;
-	struct epoll_event ev = {.events = want, .data.u64 = key};
-	if (epoll_ctl(r->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
-		*have = want;
 }
 
 static void pause_listeners(struct relay *r, bool pause)
@@ -176,16 +166,26 @@ static int pump(int src, int dst, int p[2], size_t *n, bool *eof, bool *shut)
 	}
 }
 
-static void conn_step(struct relay *r, size_t i)
+/* Both directions moved as far as they go. Every fd is edge-triggered:
+ * a direction stops only on EAGAIN (its source empty, or its target full,
+ * whose edge comes later) or with its pipe full (at most PIPE_BYTES held
+ * per direction: backpressure), which the target's edge empties. */
+static void conn_step(struct relay *r, size_t i, uint32_t kind)
 {
 	struct conn *c = &r->conn[i];
 	if (c->connecting) {
 		int e = 0;
 		socklen_t el = sizeof(e);
+		struct sockaddr_in to;
+		socklen_t tl = sizeof(to);
+		if (kind != K_B)
+			return; /* the client spoke first: its bytes wait */
 		if (getsockopt(c->b, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
 			conn_close(r, i, true); /* nothing listens inside */
 			return;
 		}
+		if (getpeername(c->b, (struct sockaddr *)&to, &tl) < 0)
+			return; /* not yet (an event of a slot's earlier connection) */
 		c->connecting = false;
 	}
 	if (pump(c->a, c->b, c->ab, &c->n_ab, &c->eof_a, &c->shut_b) < 0 ||
@@ -193,16 +193,8 @@ static void conn_step(struct relay *r, size_t i)
 		conn_close(r, i, true);
 		return;
 	}
-	if (c->shut_a && c->shut_b) {
+	if (c->shut_a && c->shut_b)
 		conn_close(r, i, false);
-		return;
-	}
-	/* read a side only when its pipe is empty (backpressure: at most
-	 * PIPE_BYTES held per direction); write when its pipe holds bytes */
-	uint32_t wa = (!c->eof_a && c->n_ab == 0 ? EPOLLIN : 0) | (c->n_ba ? EPOLLOUT : 0);
-	uint32_t wb = (!c->eof_b && c->n_ba == 0 ? EPOLLIN : 0) | (c->n_ab ? EPOLLOUT : 0);
-	set_events(r, c->a, &c->ev_a, wa, KEY(K_A, i));
-	set_events(r, c->b, &c->ev_b, wb, KEY(K_B, i));
 }
 
 static int conn_pipes(struct conn *c)
@@ -255,16 +247,15 @@ static void on_accept(struct relay *r, const struct lst *l)
 		}
 		c->connecting = true;
 	}
-	struct epoll_event ea = {.events = 0, .data.u64 = KEY(K_A, i)};
-	struct epoll_event eb = {.events = EPOLLOUT, .data.u64 = KEY(K_B, i)};
+	struct epoll_event ea = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = KEY(K_A, i)};
+	struct epoll_event eb = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = KEY(K_B, i)};
 	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, c->a, &ea) < 0 ||
 	    epoll_ctl(r->ep, EPOLL_CTL_ADD, c->b, &eb) < 0) {
 		conn_close(r, i, true);
 		return;
 	}
-	c->ev_b = EPOLLOUT;
 	if (!c->connecting)
-		conn_step(r, i);
+		conn_step(r, i, K_B);
 	if (r->n_conns == PORT_MAX_CONNS)
 		pause_listeners(r, true);
 }
@@ -327,7 +318,7 @@ static void serve(struct relay *r)
 			else if (kind == K_LST && r->lst[i].fd >= 0)
 				on_accept(r, &r->lst[i]);
 			else if ((kind == K_A || kind == K_B) && r->conn[i].a >= 0)
-				conn_step(r, i);
+				conn_step(r, i, kind);
 		}
 	}
 }
