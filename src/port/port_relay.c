@@ -40,21 +40,10 @@
 	{                                                                                          \
 		.nr = SCMP_SYS(name), .arg = -1                                                    \
 	}
-/* Beyond confine_base: TCP sockets (made inside), accept, splice and its
- * pipes, the netlink query; no bind, listen, exec, file. */
+/* Beyond confine_base and confine_inet: TCP sockets (made inside), splice
+ * and its pipes; no bind, listen, exec, file. */
 static const struct confine_syscall relay_syscalls[] = {
 	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_INET, .mask = 0},
-	SYS(connect),
-	SYS(accept4),
-	SYS(getsockopt),
-	SYS(setsockopt),
-	SYS(getsockname),
-	SYS(getpeername),
-	SYS(shutdown),
-	SYS(sendto),
-	SYS(recvfrom),
-	SYS(sendmsg),
-	SYS(recvmsg),
 	SYS(splice),
 	SYS(pipe2),
 };
@@ -383,7 +372,7 @@ int port_relay_main(int argc, char **argv)
 	if ((root ? confine_identity(65534, 65534, &err) : confine_caps_drop(&err)) < 0 ||
 	    confine_memory(RELAY_AS_MAX, &err) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    confine_landlock(NULL, -1, CONFINE_LL_SCOPE, &landlocked, &err) < 0 ||
-	    confine_seccomp_base(relay_syscalls, AB_ARRAY_SIZE(relay_syscalls), &err) < 0)
+	    confine_seccomp_inet(relay_syscalls, AB_ARRAY_SIZE(relay_syscalls), &err) < 0)
 		fail(r.ctl, &err);
 	reply(r.ctl, PORT_READY, 0, 0, NULL);
 	serve(&r);
