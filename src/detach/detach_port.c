@@ -23,7 +23,8 @@ static const char usage_port[] =
 	"Without PORT: the ports published, one a line. docs/network.md.\n"
 	"\n"
 	"  --host ADDR:HOSTPORT  where to listen (default 127.0.0.1:0, any free\n"
-	"                        port); ADDR must be a loopback address\n"
+	"                        port); ADDR must be a loopback address (IPv6:\n"
+	"                        [::1]:HOSTPORT)\n"
 	"  --public              any local user may connect, not only you\n"
 	"  --close               stop publishing PORT\n";
 

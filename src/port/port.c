@@ -24,10 +24,16 @@
  * slow; this only bounds a relay that hangs. */
 #define RELAY_WAIT_MS 5000
 
+union port_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
 struct port_pub {
 	uint32_t key;
-	uint16_t port;		 /* inside */
-	struct sockaddr_in addr; /* on the host */
+	uint16_t port;	      /* inside */
+	union port_addr addr; /* on the host */
 	bool public;
 };
 
@@ -163,58 +169,86 @@ static int relay_check(struct port_set *ps, struct ab_error *err)
 			      WEXITSTATUS(st));
 }
 
-/* "ADDR:PORT" (ADDR an IPv4 loopback address) into a. */
-static int parse_host(const char *s, struct sockaddr_in *a, struct ab_error *err)
+/* a's address as text and its port */
+static uint16_t addr_text(const union port_addr *a, char ip[INET6_ADDRSTRLEN])
+{
+	bool v6 = a->sa.sa_family == AF_INET6;
+	inet_ntop(a->sa.sa_family,
+		  v6 ? (const void *)&a->in6.sin6_addr : (const void *)&a->in.sin_addr, ip,
+		  INET6_ADDRSTRLEN);
+	return ntohs(v6 ? a->in6.sin6_port : a->in.sin_port);
+}
+
+/* "ADDR:PORT" or "[ADDR6]:PORT" (a loopback address) into a. */
+static int parse_host(const char *s, union port_addr *a, struct ab_error *err)
 {
 	const char *colon = strrchr(s, ':');
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN];
 	char *end;
+	bool v6 = s[0] == '[';
 	size_t len = colon ? (size_t)(colon - s) : 0;
 	long p = colon ? strtol(colon + 1, &end, 10) : -1;
-	*a = (struct sockaddr_in){.sin_family = AF_INET};
+	if (v6 && len >= 2 && s[len - 1] == ']') {
+		s++;
+		len -= 2;
+	} else if (v6) {
+		len = 0;
+	}
+	*a = (union port_addr){.sa.sa_family = v6 ? AF_INET6 : AF_INET};
 	if (!colon || len == 0 || len >= sizeof(ip) || !colon[1] || *end || p < 0 || p > 65535)
 		return ab_error_plain(err, EINVAL,
-				      "port: 'host' must be ADDR:PORT (an IPv4 address and a "
-				      "port, 0 for any), not '%.64s'",
-				      s);
+				      "port: 'host' must be ADDR:PORT or [ADDR6]:PORT (a port, 0 "
+				      "for any), not '%.64s'",
+				      s - v6);
 	memcpy(ip, s, len);
 	ip[len] = '\0';
-	if (inet_pton(AF_INET, ip, &a->sin_addr) != 1)
-		return ab_error_plain(err, EINVAL, "port: '%s' is not an IPv4 address", ip);
-	if ((ntohl(a->sin_addr.s_addr) >> 24) != 127)
+	if (inet_pton(a->sa.sa_family, ip,
+		      v6 ? (void *)&a->in6.sin6_addr : (void *)&a->in.sin_addr) != 1)
+		return ab_error_plain(err, EINVAL, "port: '%s' is not an IPv%c address", ip,
+				      v6 ? '6' : '4');
+	if (v6 ? !IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr)
+	       : (ntohl(a->in.sin_addr.s_addr) >> 24) != 127)
 		return ab_error_plain(err, EINVAL,
 				      "port: %s is not a loopback address: a port is published "
 				      "on this host's loopback only (a wider address would need "
 				      "a token, which agentbox does not offer yet)",
 				      ip);
-	a->sin_port = htons((uint16_t)p);
+	if (v6)
+		a->in6.sin6_port = htons((uint16_t)p);
+	else
+		a->in.sin_port = htons((uint16_t)p);
 	return 0;
 }
 
-static int listen_on(struct sockaddr_in *a, struct ab_error *err)
+static int listen_on(union port_addr *a, struct ab_error *err)
 {
-	char ip[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-	cleanup_fd int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	char ip[INET6_ADDRSTRLEN];
+	uint16_t port = addr_text(a, ip);
+	bool v6 = a->sa.sa_family == AF_INET6;
+	cleanup_fd int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
-	socklen_t len = sizeof(*a);
+	socklen_t len = v6 ? sizeof(a->in6) : sizeof(a->in);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)a, sizeof(*a)) < 0 || listen(fd, PORT_BACKLOG) < 0 ||
-	    getsockname(fd, (struct sockaddr *)a, &len) < 0)
-		return ab_error_set(err, errno, "port: cannot listen on %s:%u", ip,
-				    ntohs(a->sin_port));
+	    (v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, &a->sa, len) < 0 || listen(fd, PORT_BACKLOG) < 0 ||
+	    getsockname(fd, &a->sa, &len) < 0)
+		return ab_error_set(err, errno,
+				    v6 ? "port: cannot listen on [%s]:%u"
+				       : "port: cannot listen on %s:%u",
+				    ip, port);
 	return ab_steal_fd(&fd);
 }
 
 static json_object *pub_json(const struct port_pub *p)
 {
-	char ip[INET_ADDRSTRLEN], url[64];
-	inet_ntop(AF_INET, &p->addr.sin_addr, ip, sizeof(ip));
-	snprintf(url, sizeof(url), "http://%s:%u", ip, ntohs(p->addr.sin_port));
+	char ip[INET6_ADDRSTRLEN], url[INET6_ADDRSTRLEN + 24];
+	uint16_t port = addr_text(&p->addr, ip);
+	snprintf(url, sizeof(url),
+		 p->addr.sa.sa_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", ip, port);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "port", json_object_new_int(p->port));
 	json_object_object_add(o, "address", json_object_new_string(ip));
-	json_object_object_add(o, "host_port", json_object_new_int(ntohs(p->addr.sin_port)));
+	json_object_object_add(o, "host_port", json_object_new_int(port));
 	json_object_object_add(o, "url", json_object_new_string(url));
 	json_object_object_add(o, "public", json_object_new_boolean(p->public));
 	return o;
@@ -232,7 +266,8 @@ static struct port_pub *find(struct port_set *ps, long port)
 static int publish(struct port_set *ps, long port, const char *host, int public,
 		   struct ab_error *err)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	union port_addr a = {
+		.in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}};
 	int r = host ? parse_host(host, &a, err) : 0;
 	struct port_pub *old = r == 0 ? find(ps, port) : NULL;
 	if (r < 0 || (old && !host && (public < 0 || old->public == public)))

@@ -226,6 +226,25 @@ class Ports(DetachedBase):
         self.wait_page(url)
         self.assertIn("hello from inside", self.another_user(url))
 
+    def test_ipv6_loopback(self):
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+        except OSError as e:
+            self.skipTest("no IPv6 loopback here: %s" % e)
+        sid = self.create()
+        self.serve_inside(sid)
+        r = self.ab("port", sid, "8000", "--host", "[::1]:0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        url = r.stdout.strip()
+        self.assertRegex(url, r"^http://\[::1\]:\d+$")
+        self.wait_page(url)
+        if ROOT and users():
+            self.assertIn("REFUSED", self.another_user(url))
+        r = self.ab("port", sid, "8001", "--host", "[2001:db8::1]:80")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("not a loopback address", r.stderr)
+
     @unittest.skipUnless(ROOT and users(), "needs root and the users tester and tester2")
     def test_plain_users_sandbox(self):
         """A sandbox of tester's: tester reaches its server, tester2 not."""
