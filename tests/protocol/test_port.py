@@ -10,6 +10,7 @@ binary."""
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -62,7 +63,7 @@ class Ports(DetachedBase):
                     return f.read().strip()
             except OSError:
                 return None
-        return [p for p in self.sandbox_pids(sid) if comm(p) == "agentbox-port"]
+        return [p for p in self.sandbox_pids(sid) if comm(p) == "agentbox-port" and alive(p)]
 
     def serve_inside(self, sid, port=8000):
         r = self.ab("exec", sid, "-c", SERVE.format(port=port))
@@ -206,6 +207,25 @@ class Ports(DetachedBase):
         self.assertTrue(wait_until(lambda: not alive(pid), 10))
         with self.assertRaises(OSError):
             fetch(url, 2)
+
+    def test_a_dead_relay_closes_its_ports_and_says_so(self):
+        sid = self.create()
+        self.serve_inside(sid)
+        url = self.published(sid)
+        self.wait_page(url)
+        (relay,) = self.relays(sid)
+        if ROOT:
+            os.kill(relay, signal.SIGKILL)
+        else:  # not dumpable, but its own uid's: a signal reaches it
+            subprocess.run(["kill", "-9", str(relay)], check=True)
+        self.assertTrue(wait_until(lambda: not self.relays(sid), 10))
+        with self.assertRaises(OSError):  # the listener died with it
+            fetch(url + "/index.html", 3)
+        r = self.ab("port", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("the port relay had died (signal 9)", r.stderr)
+        url = self.published(sid)  # a new relay
+        self.wait_page(url)
 
     def another_user(self, url):
         r = subprocess.run(["runuser", "-u", "tester2", "--", "/usr/bin/python3", "-c", FETCH,
