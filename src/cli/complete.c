@@ -33,7 +33,7 @@ static const struct command {
 	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
 	 "--no-auth-on-network --host --allow-origin",
 	 0},
-	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl", 0},
+	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl --port", 0},
 	{"exec", NONE, "-i -t -c --timeout --quiet --no-keep-background --help", 'i'},
 	{"connect", NONE, "--help", 'i'},
 	{"ls", NONE, "--json --help", 0},
@@ -41,6 +41,7 @@ static const struct command {
 	{"logs", NONE, "--follow -f --help", 'i'},
 	{"pause", NONE, "--help", 'i'},
 	{"resume", NONE, "--help", 'i'},
+	{"port", NONE, "--host --public --close --help", 'i'},
 	{"check", NONE, "--json --cgroup-parent --rootfs --image --help", 0},
 	{"images", NONE, "--json --help prune", 0},
 	{"changes", NONE, "--json --diff --max-diff-bytes --ignored --help", 'd'},

@@ -16,6 +16,7 @@
 #include "image/unpack_proc.h"
 #include "layer/layer.h"
 #include "mcp/mcp.h"
+#include "port/port.h"
 #include "grpc/rt_gproc.h"
 #include "httpapi/http_server.h"
 #include "runtime/runtime.h"
@@ -43,6 +44,7 @@ static const char usage_main[] =
 	"  pause     freeze one (cgroup freezer); resume: thaw it\n"
 	"  rm        end one, leaving nothing\n"
 	"  logs      what its launcher said (timeouts, denials); --follow\n"
+	"  port      publish a TCP port of one on this host, for you only\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
@@ -570,6 +572,8 @@ int main(int argc, char **argv)
 		return unpack_proc_main(argc, argv); /* --image's confined helpers */
 	if (argc > 1 && strcmp(argv[1], "__read-layout") == 0)
 		return layout_proc_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "__port-relay") == 0)
+		return port_relay_main(argc, argv); /* agentbox port's relay */
 	if (argc < 2) {
 		fputs(usage_main, stderr);
 		return AB_EXIT_FAILURE;
@@ -596,7 +600,8 @@ int main(int argc, char **argv)
 	} detached[] = {{"create", detach_cli_create},	 {"exec", detach_cli_exec},
 			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
 			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
-			{"resume", detach_cli_pause},	 {"logs", detach_cli_logs}};
+			{"resume", detach_cli_pause},	 {"logs", detach_cli_logs},
+			{"port", detach_cli_port}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

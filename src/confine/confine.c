@@ -419,14 +419,35 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, st
 	return 0;
 }
 
-int confine_seccomp_base(const struct confine_syscall *extra, size_t n, struct ab_error *err)
+const struct confine_syscall confine_inet[] = {
+	SYS0(connect),	   SYS0(accept4),     SYS0(getsockopt), SYS0(setsockopt),
+	SYS0(getsockname), SYS0(getpeername), SYS0(shutdown),	SYS0(recvfrom),
+	SYS0(sendto),	   SYS0(recvmsg),     SYS0(sendmsg),
+};
+const size_t confine_n_inet = AB_ARRAY_SIZE(confine_inet);
+
+static int seccomp_lists(bool inet, const struct confine_syscall *extra, size_t n,
+			 struct ab_error *err)
 {
 	struct confine_syscall all[192];
-	if (confine_n_base + n > AB_ARRAY_SIZE(all))
+	size_t k = confine_n_base + (inet ? confine_n_inet : 0);
+	if (k + n > AB_ARRAY_SIZE(all))
 		return ab_error_plain(err, E2BIG, "confine: too many system calls");
 	memcpy(all, confine_base, confine_n_base * sizeof(*all));
-	memcpy(all + confine_n_base, extra, n * sizeof(*all));
-	return confine_seccomp(all, confine_n_base + n, false, err);
+	if (inet)
+		memcpy(all + confine_n_base, confine_inet, confine_n_inet * sizeof(*all));
+	memcpy(all + k, extra, n * sizeof(*all));
+	return confine_seccomp(all, k + n, false, err);
+}
+
+int confine_seccomp_base(const struct confine_syscall *extra, size_t n, struct ab_error *err)
+{
+	return seccomp_lists(false, extra, n, err);
+}
+
+int confine_seccomp_inet(const struct confine_syscall *extra, size_t n, struct ab_error *err)
+{
+	return seccomp_lists(true, extra, n, err);
 }
 
 int confine_self(const struct confine_spec *s, int *landlock_abi, struct ab_error *err)

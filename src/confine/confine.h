@@ -103,12 +103,19 @@ int confine_seccomp(const struct confine_syscall *allow, size_t n, bool kill, st
 
 /* confine_seccomp (EPERM) of confine_base and extra[0..n). */
 int confine_seccomp_base(const struct confine_syscall *extra, size_t n, struct ab_error *err);
+/* The same with confine_inet too. */
+int confine_seccomp_inet(const struct confine_syscall *extra, size_t n, struct ab_error *err);
 
 /* The syscalls every confined helper needs: memory, threads (clone with
  * CLONE_THREAD only), futexes, time, signals to itself, exit, reading and
  * writing the fds it has, poll and epoll. */
 extern const struct confine_syscall confine_base[];
 extern const size_t confine_n_base;
+/* What a helper that relays TCP connections does with its sockets (the
+ * network proxy, the port relay): connect, accept4, socket options and
+ * names, shutdown, send and receive. Not socket(2): each says which. */
+extern const struct confine_syscall confine_inet[];
+extern const size_t confine_n_inet;
 
 /* The whole sequence for a single-threaded helper: its fds (0-2 on
  * /dev/null), RLIMIT_AS, the identity (switch_id: root's helper becomes

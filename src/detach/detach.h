@@ -21,6 +21,14 @@ int detach_cli_rm(int argc, char **argv);
 int detach_cli_logs(int argc, char **argv);
 /* agentbox pause ID and agentbox resume ID (argv[0] says which). */
 int detach_cli_pause(int argc, char **argv);
+/* agentbox port ID [PORT] (detach_port.c). */
+int detach_cli_port(int argc, char **argv);
+/* PORT as a number from 1 to 65535, or -1. */
+long detach_port_number(const char *s);
+/* {"op":"port"} to sandbox id (port 0: the list): its reply (type
+ * "port", owned) into *reply, or the sandbox's refusal in err. */
+int detach_port_request(const char *id, long port, const char *host, bool public, bool close_it,
+			json_object **reply, struct ab_error *err);
 /* One request (its "id" a string) to sandbox id, on its exec socket, and
  * the result or error message that answers it (*reply, owned). */
 int detach_request(const char *id, json_object *req, json_object **reply, struct ab_error *err);

@@ -44,17 +44,46 @@ static const char usage_create[] =
 	"  --idle-pause             pause it then instead (the cgroup freezer); the\n"
 	"                           next client resumes it\n"
 	"  --ttl DURATION           end it DURATION after it was made, whatever runs\n"
+	"  --port PORT              publish TCP port PORT on this host's loopback, for\n"
+	"                           you only (as agentbox port ID PORT; repeatable;\n"
+	"                           each URL on stderr)\n"
 	"\n"
 	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
-	"agentbox resume ID, agentbox rm ID.\n";
+	"agentbox resume ID, agentbox port ID PORT, agentbox rm ID.\n";
+
+/* create --port: each published once the sandbox is ready, its URL on
+ * stderr (stdout is the id's); one that fails ends the sandbox. */
+static int create_ports(const char *id, char **ports, int n)
+{
+	for (int i = 0; i < n; i++) {
+		json_object *reply = NULL;
+		struct ab_error err = {0};
+		if (detach_port_request(id, detach_port_number(ports[i]), NULL, false, false,
+					&reply, &err) < 0) {
+			char *rm[] = {"rm", "-f", (char *)id, NULL};
+			detach_fail("create: --port %s: %s (the sandbox is removed)", ports[i],
+				    err.msg);
+			detach_cli_rm(3, rm);
+			return AB_EXIT_FAILURE;
+		}
+		const char *url = lines_str(reply, "url");
+		fprintf(stderr, "agentbox: port %s at %s\n", ports[i], url ? url : "?");
+		json_object_put(reply);
+	}
+	return 0;
+}
 
 int detach_cli_create(int argc, char **argv)
 {
 	struct detach_opts o = {0};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
-	int n = 0;
-	if (!rest)
+	char **ports = calloc((size_t)argc + 1, sizeof(char *));
+	int n = 0, n_ports = 0;
+	if (!rest || !ports) {
+		free(rest);
+		free(ports);
 		return detach_fail("out of memory");
+	}
 	rest[n++] = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -63,11 +92,21 @@ int detach_cli_create(int argc, char **argv)
 								       : NULL;
 		if (detach_is_help(a)) {
 			free(rest);
+			free(ports);
 			fputs(usage_create, stdout);
 			return 0;
 		}
 		if (!strcmp(a, "--idle-pause")) {
 			o.idle_pause = true;
+			continue;
+		}
+		if (!strcmp(a, "--port")) {
+			if (i + 1 >= argc || detach_port_number(argv[i + 1]) < 0) {
+				free(rest);
+				free(ports);
+				return detach_fail("create: --port needs a port (1 to 65535)");
+			}
+			ports[n_ports++] = argv[++i];
 			continue;
 		}
 		if (!dur && strcmp(a, "--name") != 0) {
@@ -76,18 +115,21 @@ int detach_cli_create(int argc, char **argv)
 		}
 		if (i + 1 >= argc) {
 			free(rest);
+			free(ports);
 			return detach_fail("create: %s needs a value", a);
 		}
 		if (!dur) {
 			o.name = argv[++i];
 		} else if (ab_parse_duration(argv[++i], dur) < 0 || *dur == 0) {
 			free(rest);
+			free(ports);
 			return detach_fail("create: %s '%s': not a duration (500ms, 30s, 10m, 1h)",
 					   a, argv[i]);
 		}
 	}
 	if (o.idle_pause && !o.idle_timeout_ms) {
 		free(rest);
+		free(ports);
 		return detach_fail(
 			"create: --idle-pause pauses at the idle timeout: give --idle-timeout");
 	}
@@ -101,10 +143,15 @@ int detach_cli_create(int argc, char **argv)
 		r = detach_create(&cfg, &o, id, sizeof(id), &err);
 	free(rest);
 	ab_config_free(&cfg);
-	if (r < 0)
+	if (r < 0) {
+		free(ports);
 		return detach_fail("create: %s", err.msg);
-	printf("%s\n", id);
-	return 0;
+	}
+	r = create_ports(id, ports, n_ports);
+	free(ports);
+	if (r == 0)
+		printf("%s\n", id);
+	return r;
 }
 
 /* ---- exec ---- */

@@ -59,7 +59,7 @@ int detach_request(const char *id, json_object *req, json_object **reply, struct
 		const char *mid = lines_str(m, "id");
 		type = lines_str(m, "type");
 		if (mid && type && !strcmp(mid, want) &&
-		    (!strcmp(type, "result") || !strcmp(type, "error"))) {
+		    (!strcmp(type, "result") || !strcmp(type, "error") || !strcmp(type, "port"))) {
 			*reply = m;
 			break;
 		}

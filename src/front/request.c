@@ -440,6 +440,10 @@ static int check_object(struct ab_request *q, struct ab_error *e)
 		static const char *const net_fields[] = {"allow", "deny", NULL};
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);
+	} else if (strcmp(op, "port") == 0) { /* port/port.c checks the values */
+		static const char *const port_fields[] = {"port", "host", "public", "close", NULL};
+		q->kind = AB_REQUEST_PORT;
+		return only_fields(q->req, op, port_fields, e);
 	} else if (layer_op_fields(op)) {
 		q->kind = AB_REQUEST_LAYER;
 		return only_fields(q->req, op, layer_op_fields(op), e);

@@ -24,6 +24,7 @@ enum ab_request_op {
 	AB_REQUEST_PING,
 	AB_REQUEST_SHUTDOWN,
 	AB_REQUEST_NET,	  /* src/front/netop.c */
+	AB_REQUEST_PORT,  /* session/session_port.h */
 	AB_REQUEST_LAYER, /* changes, commit, discard (layer.h) */
 	AB_REQUEST_STDIN, /* a running command's input (ab_front_input) */
 	AB_REQUEST_RESIZE,

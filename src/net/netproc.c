@@ -97,24 +97,13 @@ static const char *const readable[] = {
 	{                                                                                          \
 		.nr = SCMP_SYS(name), .arg = -1                                                    \
 	}
-/* What relaying, TLS and lookups need beyond confine_base: no bind,
- * listen, exec, ptrace, kill, unix sockets; files opened read-only (and
- * Landlock says which). */
+/* What relaying, TLS and lookups need beyond confine_base and
+ * confine_inet: no bind, listen, exec, ptrace, kill, unix sockets; files
+ * opened read-only (and Landlock says which). */
 static const struct confine_syscall net_syscalls[] = {
 	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_INET, .mask = 0},
 	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_INET6, .mask = 0},
 	{.nr = SCMP_SYS(socket), .arg = 0, .value = AF_NETLINK, .mask = 0},
-	SYS(connect),
-	SYS(accept4),
-	SYS(getsockopt),
-	SYS(setsockopt),
-	SYS(getsockname),
-	SYS(getpeername),
-	SYS(shutdown),
-	SYS(recvfrom),
-	SYS(sendto),
-	SYS(recvmsg),
-	SYS(sendmsg),
 	SYS(recvmmsg),
 	SYS(sendmmsg),
 	{.nr = SCMP_SYS(openat),
@@ -319,7 +308,7 @@ static _Noreturn void nethelper_main(int sock, pid_t parent, const struct ab_con
 		fail(&err);
 	struct netproxy_sink sink = {sink_accepted, sink_record, sink_closed, &sock_g};
 	netproxy_set_sink(p, &sink);
-	if (confine_seccomp_base(net_syscalls, AB_ARRAY_SIZE(net_syscalls), &err) < 0)
+	if (confine_seccomp_inet(net_syscalls, AB_ARRAY_SIZE(net_syscalls), &err) < 0)
 		fail(&err);
 	struct np_head serving = {.type = NP_SERVING};
 	np_send(sock, &serving, NULL, 0, -1);

@@ -8,9 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +21,7 @@
 
 #include "crypto/ossl.h"
 #include "detach/detach.h"
+#include "port/port_peer.h"
 #include "runtime/rt_server.h"
 #include "util/util.h"
 
@@ -226,56 +224,6 @@ bool rt_auth_origin_ok(const struct rt_auth *a, const char *v, size_t len)
 
 /* ---- clients ---- */
 
-/* The uid of the local socket at the other end of fd (from peer, to
- * here): one exact sock_diag lookup. -1 when it cannot be told. */
-static long peer_uid(const struct sockaddr_storage *peer, const struct sockaddr_storage *here)
-{
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 r;
-	} q = {
-		.nlh = {.nlmsg_len = sizeof(q),
-			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST},
-		.r = {.sdiag_protocol = IPPROTO_TCP,
-		      .idiag_states = ~0u,
-		      .id.idiag_cookie = {INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE}},
-	};
-	if (peer->ss_family == AF_INET) {
-		const struct sockaddr_in *p = (const void *)peer, *h = (const void *)here;
-		q.r.sdiag_family = AF_INET;
-		q.r.id.idiag_sport = p->sin_port;
-		q.r.id.idiag_dport = h->sin_port;
-		memcpy(q.r.id.idiag_src, &p->sin_addr, 4);
-		memcpy(q.r.id.idiag_dst, &h->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *p = (const void *)peer, *h = (const void *)here;
-		bool v4 = IN6_IS_ADDR_V4MAPPED(&p->sin6_addr);
-		q.r.sdiag_family = v4 ? AF_INET : AF_INET6; /* the peer's own socket is IPv4 */
-		q.r.id.idiag_sport = p->sin6_port;
-		q.r.id.idiag_dport = h->sin6_port;
-		memcpy(q.r.id.idiag_src, v4 ? &p->sin6_addr.s6_addr[12] : p->sin6_addr.s6_addr,
-		       v4 ? 4 : 16);
-		memcpy(q.r.id.idiag_dst, v4 ? &h->sin6_addr.s6_addr[12] : h->sin6_addr.s6_addr,
-		       v4 ? 4 : 16);
-	}
-	cleanup_fd int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	struct timeval tv = {.tv_sec = 1};
-	if (nl < 0 || setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    send(nl, &q, sizeof(q), 0) != (ssize_t)sizeof(q))
-		return -1;
-	union {
-		struct nlmsghdr h;
-		char b[8192];
-	} ans;
-	ssize_t n = recv(nl, &ans, sizeof(ans), 0);
-	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) ||
-	    ans.h.nlmsg_type != SOCK_DIAG_BY_FAMILY)
-		return -1;
-	const struct inet_diag_msg *m = NLMSG_DATA(&ans.h);
-	return (long)m->idiag_uid;
-}
-
 /* "uid N" for a peer on this host, else "addr ADDRESS". */
 static void client_key(int fd, char *key, size_t size)
 {
@@ -298,7 +246,7 @@ static void client_key(int fd, char *key, size_t size)
 		fam = v4 ? AF_INET : AF_INET6;
 	}
 	inet_ntop(fam, addr, text, sizeof(text));
-	long uid = rt_auth_loopback(text) ? peer_uid(&peer, &here) : -1;
+	long uid = rt_auth_loopback(text) ? port_peer_uid(-1, fd) : -1;
 	if (uid >= 0)
 		snprintf(key, size, "uid %ld", uid);
 	else

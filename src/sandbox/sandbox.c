@@ -156,13 +156,14 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, bool *gone,
 
 /* The sandbox's network namespace, made while the init builds the view,
  * and sent to it (SYNC_NETNS), which enters it before its host name. */
-static int send_net(int userns, int sync_fd, struct ab_error *err)
+static int send_net(struct sandbox *sb, int userns, int sync_fd, struct ab_error *err)
 {
 	if (userns < 0)
 		return 0;
 	cleanup_fd int net = userns_make_net(userns, err);
 	if (net < 0)
 		return net;
+	sb->netns = fcntl(net, F_DUPFD_CLOEXEC, 3); /* -1: no port can be published */
 	int r = sync_send_fd(sync_fd, SYNC_NETNS, net);
 	/* an init that failed while building the view: as finish_cgroup */
 	return r < 0 && r != -EPIPE && r != -ECONNRESET
@@ -228,7 +229,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	if (r == 0)
 		r = finish_cgroup(sb, pid, pair[0], &gone, err);
 	if (r == 0 && !gone)
-		r = send_net(userns, pair[0], err);
+		r = send_net(sb, userns, pair[0], err);
 	if (r < 0) {
 		kill_and_reap(pid);
 		close(pair[0]);
@@ -490,6 +491,7 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 {
 	memset(sb, 0, sizeof(*sb));
 	sb->watch.fd = -1;
+	sb->netns = -1;
 	view_plan_init(&sb->plan);
 	int r = ab_config_finish(cfg, err);
 	if (r == 0)
@@ -555,6 +557,9 @@ int sandbox_prepare(struct ab_config *cfg, struct sandbox *sb, struct ab_error *
 void sandbox_release(struct sandbox *sb)
 {
 	ab_env_free(sb->envp);
+	if (sb->netns >= 0)
+		close(sb->netns);
+	sb->netns = -1;
 	netproc_free(sb->netproc);
 	sb->netproc = NULL;
 	net_secrets_free(sb->secrets);

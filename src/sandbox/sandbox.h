@@ -28,6 +28,9 @@ struct sandbox {
 	struct net_secrets *secrets; /* --net secret= (net/netsecret.h), or NULL */
 	struct netproc *netproc;     /* --net allow='s helper (net/netproc.h), or NULL */
 	struct ab_result limits;     /* only the limit reports, cgroup and timeout_ms */
+	/* the network namespace made beside the clone, kept for published
+	 * ports (port/port.h); -1: none */
+	int netns;
 };
 
 /* Check cfg, plan the view, load the seccomp profile, build the

@@ -35,6 +35,7 @@
 #include "serve/serve_input.h"
 #include "serve/serve_int.h"
 #include "session/result.h"
+#include "session/session_port.h"
 #include "util/error.h"
 #include "util/jsonw.h"
 #include "util/output.h"
@@ -208,7 +209,7 @@ static void layer_reply(void *arg, struct ab_front_req *r, json_object *o)
 	sv->layer_answered = true;
 }
 
-/* ping, stats, net: answered at once */
+/* ping, stats, net, port: answered at once */
 static void op_now(struct server *sv, const struct ab_request *q)
 {
 	if (q->kind == AB_REQUEST_STATS) {
@@ -218,9 +219,10 @@ static void op_now(struct server *sv, const struct ab_request *q)
 		json_object_object_add(o, "type", json_object_new_string("pong"));
 		json_object_object_add(o, "id", id_copy(q->id));
 		send_json(sv, o);
-	} else { /* --net allow=: front/netop.c */
+	} else { /* --net allow=: front/netop.c; port: session/session_port.h */
 		struct ab_error ne = {0};
-		json_object *o = ab_net_op(sv->s, q->req, &ne);
+		json_object *o = q->kind == AB_REQUEST_PORT ? ab_session_port(sv->s, q->req, &ne)
+							    : ab_net_op(sv->s, q->req, &ne);
 		if (o)
 			json_object_object_add(o, "id", id_copy(q->id));
 		if (o)

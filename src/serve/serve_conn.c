@@ -387,6 +387,7 @@ json_object *serve_hello_json(struct server *sv)
 	/* this client runs as our uid on our host (stdio, or a socket whose
 	 * peer's uid was checked): upload "from", download "to" */
 	json_object_array_add(features, json_object_new_string("host_files"));
+	json_object_array_add(features, json_object_new_string("ports")); /* {"op":"port"} */
 	serve_input_features(features);
 	json_object_object_add(o, "features", features);
 	json_object_object_add(o, "max_chunk", json_object_new_int64(FILEOP_CHUNK_MAX));

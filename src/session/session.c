@@ -27,6 +27,7 @@
 #include "layer/layer.h"
 #include "net/netproc.h"
 #include "session/session.h"
+#include "port/port.h"
 #include "util/sync.h"
 #include "view/bindfile.h"
 #include "view/landlock.h"
@@ -505,6 +506,7 @@ void session_free(struct ab_session *s)
 	free(s->stats_denied);
 	protect_state_free(&s->seen);
 	ab_cleanup_strvp(&s->layer_seen);
+	port_set_free(s->ports); /* the relay killed before the sandbox goes */
 	sandbox_release(&s->sb);
 	free(s);
 }

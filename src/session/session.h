@@ -126,6 +126,8 @@ struct ab_session {
 	int shim_error;	     /* why the init could not start the last one asked */
 	bool shim_no_pidfd;  /* a shim came without its pidfd: STARTED brings them */
 	struct netproc *net; /* --net allow='s helper (sb's, net/netproc.h), or NULL */
+	/* published ports (port/port.h), or NULL: none yet */
+	struct port_set *ports;
 };
 
 /* session.c */

@@ -24,6 +24,7 @@ import type {
   GrepOptions,
   Hello,
   OutputChunk,
+  PublishedPort,
   ReadResult,
   SandboxOptions,
 } from "./types.js";
@@ -506,6 +507,32 @@ export class Sandbox {
 
   async stats(): Promise<Record<string, unknown>> {
     return this.request("stats");
+  }
+
+  /**
+   * Publish TCP port `port` of the sandbox on this host and resolve to its URL
+   * ("http://127.0.0.1:41234"): a listener on the host's loopback (`host`,
+   * "ADDR:PORT", to choose it) relayed to 127.0.0.1:port inside, also under
+   * `net: "none"`. Only this user can connect unless `public`. Asked again,
+   * the same URL (docs/network.md, "Published ports").
+   */
+  async port(port: number, options: CallOptions & { host?: string; public?: boolean } = {}): Promise<string> {
+    const fields: Record<string, unknown> = { port };
+    if (options.host !== undefined) fields.host = options.host;
+    if (options.public !== undefined) fields.public = options.public;
+    const r = await this.request("port", fields, options);
+    return r.url as string;
+  }
+
+  /** The ports published: each { port, address, host_port, url, public }. */
+  async ports(): Promise<PublishedPort[]> {
+    const r = await this.request("port");
+    return (r.ports ?? []) as PublishedPort[];
+  }
+
+  /** Stop publishing `port`. */
+  async closePort(port: number): Promise<void> {
+    await this.request("port", { port, close: true });
   }
 
   /**

@@ -132,6 +132,18 @@ export interface DetachedSandboxInfo {
   [field: string]: unknown;
 }
 
+/** A published port (sandbox.port, docs/network.md "Published ports"). */
+export interface PublishedPort {
+  /** Inside the sandbox. */
+  port: number;
+  /** The host's loopback address it listens on, and its port there. */
+  address: string;
+  host_port: number;
+  url: string;
+  /** Any local user may connect (else only this user). */
+  public: boolean;
+}
+
 /** One path the overlay's layer changes (docs/workspace.md). */
 export interface Change {
   /** Relative to the workspace. */

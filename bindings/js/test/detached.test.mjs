@@ -233,6 +233,34 @@ describe("detached sandboxes (Sandbox)", () => {
   });
 });
 
+describe("published ports", () => {
+  it("port(n): a server inside reached from the host, listed, the same URL again, closed", async (t) => {
+    const ws = workspace(t);
+    const sb = await Sandbox.create(base({ workspace: ws, detach: true }));
+    t.after(() => sb.destroy().catch(() => {}));
+    await sb.request("exec", {
+      keep_background: true,
+      command: "echo hello from inside > index.html; nohup python3 -m http.server 8000 --bind 127.0.0.1 >/tmp/http.log 2>&1 &",
+    });
+    const url = await sb.port(8000);
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(await sb.port(8000), url);
+    assert.deepEqual((await sb.ports()).map((p) => [p.port, p.url, p.public]), [[8000, url, false]]);
+    let body;
+    for (let i = 0; i < 200 && body === undefined; i++) {
+      try {
+        body = await (await fetch(url + "/index.html")).text();
+      } catch {
+        await sleep(100);
+      }
+    }
+    assert.equal(body, "hello from inside\n");
+    await assert.rejects(sb.port(8000, { host: "10.0.0.1:80" }), /not a loopback address/);
+    await sb.closePort(8000);
+    assert.deepEqual(await sb.ports(), []);
+  });
+});
+
 describe("detached sandboxes (AgentboxSandbox, deepagents)", () => {
   it("create({ detach, name }), close leaves it running, fromName and fromId attach, stop/start, destroy", async (t) => {
     const ws = workspace(t);

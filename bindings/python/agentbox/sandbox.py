@@ -457,6 +457,31 @@ class Sandbox(T.SandboxBackendProtocol):
         finally:
             self.close()
 
+    # ---- published ports ----
+
+    def port(self, port: int, *, host: Optional[str] = None,
+             public: Optional[bool] = None) -> str:
+        """Publish TCP port `port` of the sandbox on this host and return its
+        URL ("http://127.0.0.1:41234"): a listener on the host's loopback
+        (host "ADDR:PORT" to choose it) relayed to 127.0.0.1:port inside,
+        also under net="none". Only this user can connect unless public.
+        Asked again, the same URL (docs/network.md, "Published ports")."""
+        req: Dict[str, Any] = {"port": int(port)}
+        if host is not None:
+            req["host"] = host
+        if public is not None:
+            req["public"] = bool(public)
+        return self.request("port", **req)["url"]
+
+    def ports(self) -> List[Dict[str, Any]]:
+        """The ports published: each {"port", "address", "host_port", "url",
+        "public"}."""
+        return list(self.request("port").get("ports", []))
+
+    def close_port(self, port: int) -> None:
+        """Stop publishing port."""
+        self.request("port", port=int(port), close=True)
+
     # ---- files: listing and searching ----
 
     @staticmethod

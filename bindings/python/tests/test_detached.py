@@ -66,6 +66,32 @@ class Detached(unittest.TestCase):
         self.assertFalse(os.path.exists("/proc/%d/cmdline" % pid) and
                          open("/proc/%d/cmdline" % pid).read())
 
+    def test_port(self):
+        """sandbox.port(n): a server inside (network "none") reached from the
+        host through the URL it returns; listed, the same URL again, closed."""
+        import urllib.request
+        sb = self.create()
+        self.addCleanup(sb.close)
+        sb.request("exec", keep_background=True,
+                   command="echo hello from inside > index.html; nohup python3 -m "
+                   "http.server 8000 --bind 127.0.0.1 >/tmp/http.log 2>&1 &")
+        url = sb.port(8000)
+        self.assertRegex(url, r"^http://127\.0\.0\.1:\d+$")
+        self.assertEqual(sb.port(8000), url)
+        self.assertEqual([(p["port"], p["url"], p["public"]) for p in sb.ports()],
+                         [(8000, url, False)])
+        body, end = None, time.monotonic() + 20
+        while body is None and time.monotonic() < end:
+            try:
+                body = urllib.request.urlopen(url + "/index.html", timeout=2).read()
+            except OSError:
+                time.sleep(0.05)
+        self.assertEqual(body, b"hello from inside\n")
+        with self.assertRaises(agentbox.ProtocolError):
+            sb.port(8000, host="10.0.0.1:80")
+        sb.close_port(8000)
+        self.assertEqual(sb.ports(), [])
+
     def test_a_detached_sandbox_on_a_root_tree(self):
         tree = root_tree()
         self.addCleanup(shutil.rmtree, tree, True)
