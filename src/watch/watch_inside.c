@@ -156,9 +156,11 @@ static int add_dir(struct watcher *w, const char *path)
  * began: what was made in it before its watch was added is not lost). */
 static void add_tree(struct watcher *w, const char *path, bool announce, int depth)
 {
-	if (add_dir(w, path) < 0) {
-		if (!w->dropped)
-			w->dropped = true; /* events under it will be missing */
+	int wd = add_dir(w, path);
+	if (wd == -ENOENT || wd == -ENOTDIR)
+		return; /* gone already: its removal or rename follows */
+	if (wd < 0) {
+		w->dropped = true; /* events under it will be missing: say so */
 		return;
 	}
 	if (depth >= MAX_DEPTH)
@@ -210,6 +212,14 @@ static void moved_dirs(struct watcher *w, const char *from, const char *to)
 		free(w->dirs[i]);
 		w->dirs[i] = p;
 	}
+}
+
+static bool followed(const struct watcher *w, const char *path)
+{
+	for (size_t i = 0; i < w->ndirs; i++)
+		if (w->dirs[i] && !strcmp(w->dirs[i], path))
+			return true;
+	return false;
 }
 
 /* A directory moved out of the watch: no longer followed. */
@@ -284,6 +294,8 @@ static void one(struct watcher *w, const struct inotify_event *ev)
 			emit(w, "renamed", p, w->held, isdir);
 			if (isdir)
 				moved_dirs(w, w->held, p);
+			if (isdir && w->recursive && !followed(w, p))
+				add_tree(w, p, true, 0); /* moved before its watch was added */
 			free(w->held);
 			w->held = NULL;
 		} else { /* moved in from outside */
