@@ -49,6 +49,8 @@ class DetachedWatch(unittest.TestCase):
         watch fails the test, never hangs it)."""
         p = subprocess.Popen([BIN, "watch", *args], env=self.env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
         self.addCleanup(p.kill)
         p.lines = queue.Queue()
 
