@@ -48,28 +48,12 @@ static void print_event(json_object *m, bool json)
 	fflush(stdout);
 }
 
-static void send_cancel(int fd)
-{
-	static const char line[] =
-		"{\"op\":\"cancel\",\"id\":\"watch-cancel\",\"target\":\"watch\"}\n";
-	detach_write_all(fd, line, sizeof(line) - 1);
-}
-
 /* Events until the watch's end: 0 cancelled or the sandbox gone, else
  * the failure said. */
 static int relay(struct lines *l, const char *id, bool json)
 {
-	bool cancelled = false, bad;
 	for (;;) {
-		json_object *m = lines_next(l, &bad);
-		if (!m && l->sig && !cancelled) {
-			l->sig = false;
-			cancelled = true;
-			send_cancel(l->fd);
-			continue;
-		}
-		if (!m && (l->sig || bad))
-			continue;
+		json_object *m = lines_next_cancel(l, "watch");
 		const char *type = m ? lines_str(m, "type") : NULL,
 			   *mid = m ? lines_str(m, "id") : NULL;
 		const char *ecode = m ? lines_str(m, "code") : NULL;

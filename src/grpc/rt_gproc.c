@@ -269,8 +269,8 @@ static int exit_code_of(const struct ab_result *r)
 static size_t enc_exec(uint8_t *out, size_t outsz, const void *arg)
 {
 	const struct ab_result *r = arg;
-	return pb_execute_response(out, outsz, exit_code_of(r), r->out.data,
-				   r->out.len, r->err.data, r->err.len);
+	return pb_execute_response(out, outsz, exit_code_of(r), r->out.data, r->out.len,
+				   r->err.data, r->err.len);
 }
 
 /* The shim's line for a command it could not run (rt_cannot_run_line), if
