@@ -151,6 +151,10 @@ static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error
 {
 	if (f->gone)
 		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
+	if (r->q.watch && !f->c->watch) /* its events would go nowhere */
+		return ab_error_proto(err, AB_ERRC_UNKNOWN_OP,
+				      "this front does not stream file "
+				      "events: watch is agentbox/1's");
 	if (f->link && running(f) >= f->cfg->max_concurrent)
 		return -EBUSY; /* as the session says it */
 	if (f->link)	       /* no host file: the other process's requests have none */
