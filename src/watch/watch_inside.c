@@ -91,13 +91,13 @@ static void emit(struct watcher *w, const char *kind, const char *path, const ch
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "e", json_object_new_string(kind));
 	if (path) {
-		size_t tl;
+		size_t tl = 0;
 		char *t = utf8_lossy(path, strlen(path), &tl);
 		json_object_object_add(o, "p", json_object_new_string_len(t ? t : "", (int)tl));
 		free(t);
 	}
 	if (from) {
-		size_t tl;
+		size_t tl = 0;
 		char *t = utf8_lossy(from, strlen(from), &tl);
 		json_object_object_add(o, "f", json_object_new_string_len(t ? t : "", (int)tl));
 		free(t);
@@ -339,7 +339,7 @@ static int fail(struct watcher *w, enum ab_errc code, const char *path, const ch
 	snprintf(msg, sizeof(msg), "watch %s: %s", path, why);
 	json_object *er = json_object_new_object();
 	json_object_object_add(er, "code", json_object_new_string(ab_errc_name(code)));
-	size_t tl;
+	size_t tl = 0;
 	char *t = utf8_lossy(msg, strlen(msg), &tl);
 	json_object_object_add(er, "message", json_object_new_string_len(t ? t : "", (int)tl));
 	free(t);
