@@ -44,8 +44,7 @@ static void on_event(const struct ab_watch_event *ev, void *arg)
 	s->sum += (unsigned)ev->kind * 7919u;
 }
 
-static void run(const char *data, size_t size, size_t piece, struct seen *s,
-		struct watch_lines *w)
+static void run(const char *data, size_t size, size_t piece, struct seen *s, struct watch_lines *w)
 {
 	for (size_t at = 0; at < size; at += piece) {
 		size_t n = size - at < piece ? size - at : piece;
