@@ -1,6 +1,8 @@
 // Watch: a directory's file events as they happen (Sandbox.watch;
 // docs/protocol.md, "watch").
 
+import { Inbox } from "./inbox.js";
+
 type Message = Record<string, unknown>;
 type Request = (op: string, fields: Record<string, unknown>) => Promise<Message>;
 
@@ -25,9 +27,7 @@ export class Watch {
   readonly ready: Promise<string>;
   #id: number | null = null;
   #request: Request;
-  #events: WatchEvent[] = [];
-  #ended = false;
-  #wake: (() => void) | null = null;
+  #events = new Inbox<WatchEvent>();
 
   /** @internal made by Sandbox.watch */
   constructor(request: Request, start: (onEvent: (m: Message) => void, onId: (id: number) => void) => Promise<Message>) {
@@ -46,25 +46,15 @@ export class Watch {
         if (typeof m.dir === "boolean") ev.dir = m.dir;
         if (ev.event === "ready") readyFn(ev.path ?? "");
         else this.#events.push(ev);
-        this.#notify();
       },
       (id) => (this.#id = id),
     );
-    this.result = done.finally(() => {
-      this.#ended = true;
-      this.#notify();
-    });
+    this.result = done.finally(() => this.#events.end());
     this.result.catch(() => {}); // read through ready or result; never unhandled
     // settled already when it was ready; else why it never will be
     done.then(() => failFn(new Error("the watch ended before it was ready")), failFn);
     this.ready = ready;
     this.ready.catch(() => {});
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = null;
-    wake?.();
   }
 
   /** The watch request's id in the protocol. */
@@ -73,15 +63,12 @@ export class Watch {
   }
 
   get running(): boolean {
-    return !this.#ended;
+    return !this.#events.ended;
   }
 
   /** The next event, or null at the watch's end. */
-  async next(): Promise<WatchEvent | null> {
-    while (this.#events.length === 0 && !this.#ended) {
-      await new Promise<void>((res) => (this.#wake = res));
-    }
-    return this.#events.shift() ?? null;
+  next(): Promise<WatchEvent | null> {
+    return this.#events.next();
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<WatchEvent> {
@@ -94,7 +81,7 @@ export class Watch {
 
   /** End the watch; resolves with its result. Events not read yet stay readable. */
   async cancel(): Promise<Message> {
-    if (!this.#ended) {
+    if (!this.#events.ended) {
       await this.#request("cancel", { target: this.id }).catch(() => {
         // it ended meanwhile: its result says how
       });
