@@ -153,7 +153,8 @@ static int add_dir(struct watcher *w, const char *path)
 
 /* path followed and, below it, every directory, each entry found reported
  * as created when announce (a directory made or moved in after the watch
- * began: what was made in it before its watch was added is not lost). */
+ * began: what was made in it before its watch was added is not lost), and
+ * a file with content in it as written too. */
 static void add_tree(struct watcher *w, const char *path, bool announce, int depth)
 {
 	int wd = add_dir(w, path);
@@ -177,16 +178,20 @@ static void add_tree(struct watcher *w, const char *path, bool announce, int dep
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		bool dir = e->d_type == DT_DIR;
-		if (e->d_type == DT_UNKNOWN) {
-			struct stat st;
-			dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			      S_ISDIR(st.st_mode);
-		}
+		struct stat st;
+		bool looked = (e->d_type == DT_UNKNOWN || (announce && e->d_type == DT_REG)) &&
+			      fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (e->d_type == DT_UNKNOWN)
+			dir = looked && S_ISDIR(st.st_mode);
 		cleanup_free char *p = join(path, e->d_name);
 		if (!p)
 			continue;
 		if (announce)
 			emit(w, "created", p, NULL, dir);
+		/* written before its directory's watch was added: its close
+		 * came before the watch, its content is there */
+		if (announce && looked && S_ISREG(st.st_mode) && st.st_size > 0)
+			emit(w, "written", p, NULL, false);
 		if (dir)
 			add_tree(w, p, announce, depth + 1);
 	}
