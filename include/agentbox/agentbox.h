@@ -371,6 +371,7 @@ struct ab_exec {
 	bool merge_output;
 	bool stream; /* deliver AB_EVENT_OUTPUT as output is read */
 	bool keep_background;
+	bool no_timeout; /* no deadline: it runs until cancelled (a file op's watch) */
 	/* Instead of argv: a file operation of the protocol (docs/protocol.md,
 	 * "File operations") as one JSON object with "op" and the operation's
 	 * fields, paths absolute in the view. A process of the sandbox does it

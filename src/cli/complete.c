@@ -39,6 +39,7 @@ static const struct command {
 	{"ls", NONE, "--json --help", 0},
 	{"rm", NONE, "-f --help", 'i'},
 	{"logs", NONE, "--follow -f --help", 'i'},
+	{"watch", NONE, "--recursive -r --json --help", 'i'},
 	{"pause", NONE, "--help", 'i'},
 	{"resume", NONE, "--help", 'i'},
 	{"port", NONE, "--host --public --close --help", 'i'},

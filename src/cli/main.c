@@ -45,6 +45,7 @@ static const char usage_main[] =
 	"  rm        end one, leaving nothing\n"
 	"  logs      what its launcher said (timeouts, denials); --follow\n"
 	"  port      publish a TCP port of one on this host, for you only\n"
+	"  watch     its file events as they happen (agentbox watch --help)\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
@@ -601,7 +602,7 @@ int main(int argc, char **argv)
 			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
 			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
 			{"resume", detach_cli_pause},	 {"logs", detach_cli_logs},
-			{"port", detach_cli_port}};
+			{"port", detach_cli_port},	 {"watch", detach_cli_watch}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

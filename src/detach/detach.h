@@ -19,6 +19,7 @@ int detach_cli_connect(int argc, char **argv);
 int detach_cli_ls(int argc, char **argv);
 int detach_cli_rm(int argc, char **argv);
 int detach_cli_logs(int argc, char **argv);
+int detach_cli_watch(int argc, char **argv); /* detach_watch.c */
 /* agentbox pause ID and agentbox resume ID (argv[0] says which). */
 int detach_cli_pause(int argc, char **argv);
 /* agentbox port ID [PORT] (detach_port.c). */

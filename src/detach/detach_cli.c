@@ -323,22 +323,8 @@ static int result_code(json_object *m)
 /* Output to our stdout and stderr until the result: its exit code. */
 static int exec_relay(struct lines *l, const char *id)
 {
-	bool cancelled = false, bad;
 	for (;;) {
-		json_object *m = lines_next(l, &bad);
-		if (!m && l->sig && !cancelled) {
-			l->sig = false;
-			cancelled = true;
-			json_object *c = json_object_new_object();
-			json_object_object_add(c, "op", json_object_new_string("cancel"));
-			json_object_object_add(c, "id", json_object_new_string("cancel"));
-			json_object_object_add(c, "target", json_object_new_string(exec_id));
-			send_line(l->fd, c);
-			json_object_put(c);
-			continue;
-		}
-		if (!m && (l->sig || bad))
-			continue;
+		json_object *m = lines_next_cancel(l, exec_id);
 		if (!m)
 			return detach_fail("sandbox %s: its launcher hung up before the result",
 					   id);

@@ -135,6 +135,30 @@ const char *lines_str(json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
 }
 
+json_object *lines_next_cancel(struct lines *l, const char *target)
+{
+	for (;;) {
+		bool bad = false;
+		json_object *m = lines_next(l, &bad);
+		if (!m && l->sig && !l->cancelled) {
+			l->sig = false;
+			l->cancelled = true;
+			json_object *c = json_object_new_object();
+			json_object_object_add(c, "op", json_object_new_string("cancel"));
+			json_object_object_add(c, "id", json_object_new_string("cancel"));
+			json_object_object_add(c, "target", json_object_new_string(target));
+			const char *s = json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN);
+			if (detach_write_all(l->fd, s, strlen(s)) == 0)
+				detach_write_all(l->fd, "\n", 1);
+			json_object_put(c);
+			continue;
+		}
+		if (!m && (l->sig || bad))
+			continue;
+		return m;
+	}
+}
+
 int detach_write_all(int fd, const char *p, size_t n)
 {
 	while (n) {

@@ -16,6 +16,7 @@ struct lines {
 	char *buf;
 	size_t len, cap;
 	bool eof;
+	bool cancelled;		     /* lines_next_cancel sent its cancel */
 	json_object *hello, *result; /* exec: the sandbox's hello, the result */
 };
 
@@ -40,6 +41,10 @@ bool lines_fill(struct lines *l);
 /* The next line as JSON (NULL at the end, on a signal (l->sig), or on a
  * line that is not an object: *bad then). Blocks until one of them. */
 json_object *lines_next(struct lines *l, bool *bad);
+/* lines_next for a client whose request target runs: the first signal
+ * cancels it (a cancel op sent on l->fd), a line that is not an object is
+ * skipped; NULL only at the end. */
+json_object *lines_next_cancel(struct lines *l, const char *target);
 const char *lines_str(json_object *o, const char *key);
 int detach_write_all(int fd, const char *p, size_t n);
 /* The sandbox's hello into l->hello (or why there is none, said). */

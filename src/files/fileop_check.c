@@ -97,6 +97,8 @@ static const struct opdef ops[] = {
 	 {{"from", T_PATH, true}, {"path", T_PATH, true}, {"mode", T_COUNT, true}},
 	 {"path:s"}},
 	{"clear_dir", {{"path", T_DIRPATH, true}}, {"path:s", "deleted:i"}},
+	/* file events (watch/watch.h): its output is lines of events, never a reply */
+	{"watch", {{"path", T_DIRPATH, false}, {"recursive", T_BOOL, false}}, {NULL}},
 };
 
 static const struct opdef *opdef_of(const char *op)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "files/fileop_inside.h"
+#include "watch/watch.h"
 #include "util/util.h"
 
 static int write_op(json_object *q)
@@ -64,6 +65,14 @@ static int run(const char *request, int data)
 
 int fileop_run(const char *request, int out, int data)
 {
+	static const char watch[] = "{\"op\":\"watch\","; /* as fileop_prepare writes it */
+	if (!strncmp(request, watch, sizeof(watch) - 1)) {
+		json_object *q = json_tokener_parse(request);
+		const char *path = q ? fo_jstr(q, "path", NULL) : NULL;
+		int r = path ? watch_run(path, fo_jbool(q, "recursive", false), out) : 1;
+		json_object_put(q);
+		return r;
+	}
 	fo_reply_to(out);
 	return run(request, data);
 }

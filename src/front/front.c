@@ -118,6 +118,11 @@ static void unlink_req(struct ab_front *f, struct ab_front_req *r)
 static void drop(struct ab_front *f, struct ab_front_req *r)
 {
 	unlink_req(f, r);
+	if (r->watch) {
+		watch_lines_free(r->watch);
+		free(r->watch);
+		r->watch = NULL;
+	}
 	f->c->free_req(f->arg, r);
 }
 
@@ -146,6 +151,10 @@ static int start_one(struct ab_front *f, struct ab_front_req *r, struct ab_error
 {
 	if (f->gone)
 		return ab_error_plain(err, EPIPE, "%s", f->gone_why);
+	if (r->q.watch && !f->c->watch) /* its events would go nowhere */
+		return ab_error_proto(err, AB_ERRC_UNKNOWN_OP,
+				      "this front does not stream file "
+				      "events: watch is agentbox/1's");
 	if (f->link && running(f) >= f->cfg->max_concurrent)
 		return -EBUSY; /* as the session says it */
 	if (f->link)	       /* no host file: the other process's requests have none */
@@ -322,12 +331,41 @@ int ab_front_cancel(struct ab_front *f, struct ab_front_req *r)
 	return 1;
 }
 
+struct front_watch {
+	struct ab_front *f;
+	struct ab_front_req *r;
+};
+
+/* A watch's event, checked, to the codec. */
+static void on_watch(const struct ab_watch_event *ev, void *arg)
+{
+	struct front_watch *w = arg;
+	if (w->f->c->watch)
+		w->f->c->watch(w->f->arg, w->r, ev);
+}
+
+void ab_front_cancel_watches(struct ab_front *f)
+{
+	for (struct ab_front_req *r = f->head, *next; r; r = next) {
+		next = r->next;
+		if (r->q.watch && !r->cancelled)
+			ab_front_cancel(f, r);
+	}
+}
+
 static void on_event(const struct ab_event *ev, void *arg)
 {
 	struct ab_front *f = arg;
 	struct ab_front_req *r = by_tag(f, ev->tag);
 	if (!r)
 		return;
+	if (r->q.watch && (r->watch || (r->watch = calloc(1, sizeof(*r->watch))))) {
+		if (ev->kind == AB_EVENT_OUTPUT) { /* events, checked, for the codec */
+			struct front_watch w = {f, r};
+			watch_lines_feed(r->watch, ev->data, ev->len, on_watch, &w);
+			return;
+		}
+	}
 	f->c->event(f->arg, r, ev);
 	if (ev->kind == AB_EVENT_RESULT)
 		drop(f, r);

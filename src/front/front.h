@@ -31,6 +31,7 @@
 #include "agentbox/agentbox.h"
 #include "front/front_layer.h"
 #include "front/request.h"
+#include "watch/watch.h"
 
 /* One request in the engine. A codec allocates it inside a struct of its
  * own (first member) and the engine gives it back through free_req. */
@@ -39,9 +40,10 @@ struct ab_front_req {
 	struct ab_request q;		  /* checked; exec, file op or layer op */
 	json_object *key;		  /* the id duplicates are refused by (the codec's) */
 	unsigned long long tag;
-	bool running;	/* started: a command of the session, or the layer op */
-	bool cancelled; /* ab_front_cancel on a running command */
-	bool no_wait;	/* start now or refuse with -EBUSY, never queue */
+	bool running;		   /* started: a command of the session, or the layer op */
+	bool cancelled;		   /* ab_front_cancel on a running command */
+	bool no_wait;		   /* start now or refuse with -EBUSY, never queue */
+	struct watch_lines *watch; /* a watch's events as they come (q.watch) */
 };
 
 /* Why a request ends without its result (refused). */
@@ -82,6 +84,9 @@ struct ab_front_codec {
 	/* A session event of r (output, stdin written, result or error);
 	 * after AB_EVENT_RESULT r is freed. */
 	void (*event)(void *arg, struct ab_front_req *r, const struct ab_event *ev);
+	/* A watch's file event (q.watch: its output comes as these, checked;
+	 * at its AB_EVENT_RESULT r->watch says whether it failed and why). */
+	void (*watch)(void *arg, struct ab_front_req *r, const struct ab_watch_event *ev);
 	/* A layer op's reply ({"type":"result"|"error","id":...}, taken); r
 	 * is freed after, and NULL when it was cancelled meanwhile. */
 	void (*layer_reply)(void *arg, struct ab_front_req *r, json_object *reply);
@@ -163,6 +168,9 @@ void ab_front_submit(struct ab_front *f, struct ab_front_req *r);
  * when its command is stopped (its result comes as an event), 2 when it
  * was the running layer op (killed and freed; no reply). */
 int ab_front_cancel(struct ab_front *f, struct ab_front_req *r);
+/* Every watch cancelled (its client can no longer cancel it: the end of
+ * its input, or it left); a watch otherwise runs until cancelled. */
+void ab_front_cancel_watches(struct ab_front *f);
 /* A running command's input, q's kind: AB_REQUEST_STDIN (q->data,
  * q->data_len, q->eof), AB_REQUEST_RESIZE (q->rows, q->cols) or
  * AB_REQUEST_SIGNAL (q->signo), to r (NULL: no request has the target).

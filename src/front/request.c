@@ -243,6 +243,12 @@ static int parse_file_op(struct ab_request *q, struct ab_error *e)
 		return r;
 	q->file_op = fileop_name(q->op); /* req's string goes with req */
 	q->x.file_op = q->inner;
+	if (strcmp(q->op, "watch") == 0) { /* its events streamed until cancelled */
+		q->watch = true;
+		q->x.stream = true;
+		q->x.no_timeout = !q->x.timeout_ms;
+		q->x.max_output = 4096; /* the events go out as they come */
+	}
 	return 0;
 }
 

@@ -43,6 +43,7 @@ struct ab_request {
 	char **env;  /* owned "NAME=VALUE" strings */
 	bool base64, merged;
 	const char *file_op; /* the file operation's name (static), or NULL */
+	bool watch;	     /* the file op "watch": its output is events (watch.h) */
 	char *inner;	     /* its request for the sandbox (fileop_prepare) */
 	/* upload's "from", download's "to" (fileop_host.h), owned; only with
 	 * ab_request_parse_host */

@@ -259,11 +259,18 @@ static size_t enc_output(uint8_t *out, size_t outsz, const void *arg)
 	return pb_start_output(out, outsz, ev->stream, ev->data, ev->len);
 }
 
+/* A process's exit code as sandboxd v1.0.7 (#1897) reports it: killed by
+ * signal n, 128+n (137 for SIGKILL), where earlier versions said -1. */
+static int exit_code_of(const struct ab_result *r)
+{
+	return r->signal ? 128 + r->signal : r->exit_code;
+}
+
 static size_t enc_exec(uint8_t *out, size_t outsz, const void *arg)
 {
 	const struct ab_result *r = arg;
-	return pb_execute_response(out, outsz, r->signal ? -1 : r->exit_code, r->out.data,
-				   r->out.len, r->err.data, r->err.len);
+	return pb_execute_response(out, outsz, exit_code_of(r), r->out.data, r->out.len,
+				   r->err.data, r->err.len);
 }
 
 /* The shim's line for a command it could not run (rt_cannot_run_line), if
@@ -288,9 +295,9 @@ static void proc_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event
 	if (ev->error) {
 		grpc_finish(call, g->rt->f.gone ? G_UNAVAILABLE : grpc_code_of(ev->error), "%s",
 			    ev->error->msg);
-	} else if (p->id) { /* Start: its exit; killed by a signal, -1 as Go says it */
+	} else if (p->id) { /* Start: its exit */
 		uint8_t m[24];
-		size_t n = pb_start_exit(m, sizeof(m), r->signal ? -1 : r->exit_code);
+		size_t n = pb_start_exit(m, sizeof(m), exit_code_of(r));
 		if (grpc_answer(call, n, grpc_enc_copy, &(struct blob){m, n}))
 			grpc_finish(call, G_OK, NULL);
 		else

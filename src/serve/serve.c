@@ -478,7 +478,11 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 	}
 	flush_held(sv, r);
 	sv->to = route(sv, r);
-	if (r->fr.q.file_op && !ev->error) {
+	if (r->fr.q.watch && !ev->error) {
+		json_object *o = serve_watch_end(r->fr.q.id, r->fr.watch, ev->result);
+		front_audit_result(&sv->audit, r->fr.q.id, NULL, NULL);
+		send_json(sv, o);
+	} else if (r->fr.q.file_op && !ev->error) {
 		file_op_done(sv, r, ev->result);
 	} else if (ev->error) {
 		send_json(sv, error_reply(r->fr.q.id, ev->error));
@@ -488,6 +492,17 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 		result_line(sv, r, ev->result);
 	}
 	sv->to = NULL;
+}
+
+/* A watch's file event, for the client that asked. */
+static void on_watch(void *arg, struct ab_front_req *fr, const struct ab_watch_event *ev)
+{
+	struct server *sv = arg;
+	struct request *r = (struct request *)fr;
+	if (route(sv, r))
+		return;
+	send_json(sv, serve_watch_event(r->fr.q.id, ev));
+	out_backpressure(sv);
 }
 
 /* r ends without a result: not started (its client's), cancelled before
@@ -585,8 +600,10 @@ static void serve_read(void *arg, struct pollfd *p, int n)
 	bool lst = sv->listen != NULL;
 	if (p[P_IN].revents) {
 		ssize_t r = read(sv->in_fd, sv->in + sv->in_len, READ_CHUNK);
-		if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0)
+		if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0) {
 			sv->stdin_eof = true;
+			ab_front_cancel_watches(&sv->f);
+		}
 		if (r > 0)
 			sv->in_len += (size_t)r;
 		handle_input(sv);
@@ -642,6 +659,7 @@ static const struct ab_front_codec serve_codec = {
 	.late = serve_late,
 	.go_on = serve_go_on,
 	.event = on_event,
+	.watch = on_watch,
 	.layer_reply = layer_reply,
 	.refused = refused,
 	.backlog = backlog,

@@ -150,6 +150,7 @@ void serve_client_detach(struct server *sv)
 {
 	close(sv->conn.fd);
 	sv->conn.fd = sv->in_fd = sv->out.fd = -1;
+	ab_front_cancel_watches(&sv->f); /* no one left to cancel them */
 	sv->in_len = 0;
 	sv->discarding = sv->stdin_eof = false;
 	sv->client_gen = 0;

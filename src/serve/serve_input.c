@@ -66,4 +66,5 @@ void serve_input_features(json_object *features)
 	json_object_array_add(features, json_object_new_string("stdin_stream"));
 	json_object_array_add(features, json_object_new_string("pty"));
 	json_object_array_add(features, json_object_new_string("signal"));
+	json_object_array_add(features, json_object_new_string("watch"));
 }

@@ -110,4 +110,10 @@ void serve_log_result(struct server *sv, json_object *id, const struct ab_result
 /* The hello: the protocol, the sandbox, its limits (serve_conn.c). */
 json_object *serve_hello_json(struct server *sv);
 
+/* A watch's messages (serve_watch.c): one file event; its end, a result
+ * (cancelled, timed out) or the error it failed with. */
+json_object *serve_watch_event(json_object *id, const struct ab_watch_event *ev);
+json_object *serve_watch_end(json_object *id, const struct watch_lines *w,
+			     const struct ab_result *res);
+
 #endif

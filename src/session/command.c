@@ -140,6 +140,8 @@ static int command_fds(struct ab_session *s, struct cmd *c, const struct ab_exec
 /* The timeout in force for x: its own or the session's, clamped. */
 static unsigned long long command_timeout(const struct ab_session *s, const struct ab_exec *x)
 {
+	if (x->no_timeout)
+		return 0;
 	return sandbox_timeout(&s->sb.cfg, x->timeout_ms ? x->timeout_ms : s->sb.cfg.timeout_ms);
 }
 
@@ -191,7 +193,9 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 			.argv = fop_argv,
 			.cwd = "/", /* whatever commands did to the session's */
 			.timeout_ms = x->timeout_ms,
-			.max_output = FILEOP_REPLY_MAX,
+			.max_output = x->max_output ? x->max_output : FILEOP_REPLY_MAX,
+			.stream = x->stream, /* a watch's events */
+			.no_timeout = x->no_timeout,
 			/* the bulk path's pipe (fileop_host.h) as its stdin */
 			.fds = x->fds && x->fds[0] >= 0 ? fop_fds : NULL,
 		};
@@ -230,8 +234,9 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 	/* a file operation with no fds goes on the shim's own socket: no
 	 * pipes, no control socket, one packet each way (SYNC_FILEOP); it
 	 * needs the shim's pidfd to be stopped, and a buffer for the reply */
-	c->inline_op = c->file_op && !x->fds && !s->one_command && !s->shim_no_pidfd &&
-		       !s->no_inline && strlen(x->argv[0]) <= FILEOP_PKT_MAX && session_buf(s);
+	c->inline_op = c->file_op && !x->fds && !x->stream && !s->one_command &&
+		       !s->shim_no_pidfd && !s->no_inline && strlen(x->argv[0]) <= FILEOP_PKT_MAX &&
+		       session_buf(s);
 	int fds[SYNC_EXEC_FDS] = {-1, -1, -1, -1, -1};
 	s->seq++;
 	if (!c->inline_op && (r = command_fds(s, c, x, cwd, flags, fds, err)) < 0)

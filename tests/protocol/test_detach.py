@@ -12,12 +12,14 @@ as its --cgroup-parent; each test has its own sandboxes' directory
 import json
 import os
 import pwd
+import queue
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -725,6 +727,82 @@ class Detached(DetachedBase):
         self.assertEqual(os.listdir(self.rt), [])
         for cg in cgs:
             self.assertFalse(os.path.exists(cg), cg)
+
+
+    # ---- agentbox watch ID [PATH] (docs/detached.md) ----
+
+    def watch(self, *args):
+        """agentbox watch ARGS, its stdout's lines read by a thread (a hung
+        watch fails the test, never hangs it)."""
+        p = subprocess.Popen([BIN, "watch", *args], env=self.env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        p.lines = queue.Queue()
+
+        def read():
+            for ln in p.stdout:
+                p.lines.put(ln)
+            p.lines.put("")
+        threading.Thread(target=read, daemon=True).start()
+        return p
+
+    def line(self, p, timeout=30):
+        try:
+            return p.lines.get(timeout=timeout)
+        except queue.Empty:
+            self.fail("no line from agentbox watch in %s s" % timeout)
+
+    def test_watch_events_then_the_sandbox_ends(self):
+        sid = self.create("--net", "none")
+        r = self.ab("watch", sid, "../outside")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("'..'", r.stderr)
+        r = self.ab("watch", sid, "/no/such/dir")
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("/no/such/dir", r.stderr)
+        # a command whose background process writes once the watch is ready
+        r = self.ab("exec", sid, "-c",
+                    "(while [ ! -e go ]; do sleep 0.02; done; mkdir d && echo x > d/f) "
+                    ">/dev/null 2>&1 &")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p = self.watch("-r", "--json", sid)
+        self.assertEqual(json.loads(self.line(p)), {"event": "ready", "path": "/workspace",
+                                                     "dir": True})
+        open(os.path.join(self.ws, "go"), "w").close()
+        seen = []
+        while ("written", "/workspace/d/f") not in seen:
+            ev = json.loads(self.line(p))
+            seen.append((ev["event"], ev.get("path")))
+        self.assertIn(("created", "/workspace/d"), seen)
+        started = time.monotonic()
+        r = self.ab("rm", "-f", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(p.wait(timeout=30), 0)
+        self.assertIn("ended", p.stderr.read())
+        self.assertLess(time.monotonic() - started, 30)
+        p.stderr.close()
+
+    def test_watch_plain_lines_and_a_signal_cancels(self):
+        sid = self.create("--net", "none")
+        r = self.ab("exec", sid, "-c",
+                    "(while [ ! -e go ]; do sleep 0.02; done; echo a > a && mv a b) "
+                    ">/dev/null 2>&1 &")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p = self.watch(sid, ".")
+        self.assertEqual(self.line(p), "ready /workspace\n")
+        open(os.path.join(self.ws, "go"), "w").close()
+        lines = []
+        while not lines or not lines[-1].startswith("renamed"):
+            lines.append(self.line(p))
+        self.assertIn("created /workspace/a\n", lines)
+        self.assertEqual(lines[-1], "renamed /workspace/b <- /workspace/a\n")
+        p.send_signal(2)
+        self.assertEqual(p.wait(timeout=30), 0)
+        p.stderr.close()
+        # the sandbox goes on, its one client free again
+        self.assertEqual(self.ab("exec", sid, "--", "true").returncode, 0)
 
 
 if __name__ == "__main__":

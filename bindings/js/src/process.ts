@@ -2,6 +2,7 @@
 // Sandbox.pty): streamed stdin, output as it comes, a pty's size, signals
 // (docs/protocol.md, "Terminals and streamed stdin").
 
+import { Inbox } from "./inbox.js";
 import type { OutputChunk } from "./types.js";
 
 type Message = Record<string, unknown>;
@@ -20,9 +21,7 @@ export class Process {
   readonly result: Promise<Record<string, unknown>>;
   #id: number | null = null;
   #request: Request;
-  #chunks: Buffer[] = [];
-  #ended = false;
-  #wake: (() => void) | null = null;
+  #chunks = new Inbox<Buffer>();
   #writing: Promise<void> = Promise.resolve();
 
   /** @internal made by Sandbox.spawn */
@@ -31,21 +30,11 @@ export class Process {
     const done = start(
       (c) => {
         this.#chunks.push(Buffer.from(c.data, c.encoding === "base64" ? "base64" : "utf8"));
-        this.#notify();
       },
       (id) => (this.#id = id),
     );
-    this.result = done.finally(() => {
-      this.#ended = true;
-      this.#notify();
-    });
+    this.result = done.finally(() => this.#chunks.end());
     this.result.catch(() => {}); // read through wait() or result; never unhandled
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = null;
-    wake?.();
   }
 
   /** The exec request's id in the protocol. */
@@ -54,7 +43,7 @@ export class Process {
   }
 
   get running(): boolean {
-    return !this.#ended;
+    return !this.#chunks.ended;
   }
 
   /** data on its stdin (a pty: typed into its terminal); with eof, then its end (a pty: Ctrl-D). */
@@ -88,11 +77,8 @@ export class Process {
   }
 
   /** The next chunk of output, or null at its end. */
-  async read(): Promise<Buffer | null> {
-    while (this.#chunks.length === 0 && !this.#ended) {
-      await new Promise<void>((res) => (this.#wake = res));
-    }
-    return this.#chunks.shift() ?? null;
+  read(): Promise<Buffer | null> {
+    return this.#chunks.next();
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
@@ -113,7 +99,7 @@ export class Process {
       got = Buffer.concat([got, chunk]);
     }
     const end = got.indexOf(want) + want.length;
-    if (end < got.length) this.#chunks.unshift(got.subarray(end));
+    if (end < got.length) this.#chunks.items.unshift(got.subarray(end));
     return got.subarray(0, end).toString();
   }
 

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 
 import { agentboxBinary, runAgentbox } from "./detached.js";
+import { Watch } from "./watch.js";
 import { Process } from "./process.js";
 import { CommitConflict, FILE_ERROR_CODES, FileError, ProtocolError, SandboxClosed, SandboxError } from "./errors.js";
 import type {
@@ -68,12 +69,14 @@ interface Pending {
   resolve(msg: Message): void;
   reject(err: Error): void;
   onOutput?: (chunk: OutputChunk) => void;
+  onEvent?: (msg: Message) => void;
 }
 
 interface CallParams {
   signal?: AbortSignal;
   timeout?: number;
   onOutput?: (chunk: OutputChunk) => void;
+  onEvent?: (msg: Message) => void;
   onId?: (id: number) => void;
 }
 
@@ -437,6 +440,10 @@ export class Sandbox {
       call.onOutput?.({ stream: String(msg.stream), data: String(msg.data), encoding: String(msg.encoding) });
       return;
     }
+    if (msg.type === "event") {
+      call.onEvent?.(msg); // a watch's file event
+      return;
+    }
     this.#pending.delete(msg.id);
     if (msg.type !== "error") {
       call.resolve(msg);
@@ -495,6 +502,7 @@ export class Sandbox {
         resolve: (m) => (settle(), resolve(m)),
         reject: (e) => (settle(), reject(e)),
         onOutput: params.onOutput,
+        onEvent: params.onEvent,
       });
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#proc.stdin.write(line + "\n");
@@ -651,6 +659,19 @@ export class Sandbox {
     return new Process(request, (onOutput, onId) =>
       this.request("exec", fields, { timeout: options.timeout, onOutput, onId }),
     );
+  }
+
+  /**
+   * The file events of directory `path` (in the view; relative: to
+   * /workspace) and, with `recursive` (default true), of every directory
+   * under it, as they happen: iterate the Watch (`for await`) until its
+   * `cancel()` or the sandbox's end; await its `ready` before the changes
+   * it must see. It takes one of the session's concurrent commands while it runs.
+   */
+  watch(path = "/workspace", options: { recursive?: boolean } = {}): Watch {
+    const fields = { path, recursive: options.recursive ?? true };
+    const request = (op: string, f: Record<string, unknown>) => this.request(op, f);
+    return new Watch(request, (onEvent, onId) => this.request("watch", fields, { onEvent, onId }));
   }
 
   /** spawn with a terminal of rows x cols: a REPL, an editor, a prompt. */

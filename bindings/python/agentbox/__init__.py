@@ -13,6 +13,7 @@ of the agentbox repository."""
 from .sandbox import (DEEPAGENTS_DIRS, FILE_ERRORS, PROTOCOL, CommitConflict, FileError,
                       LegacySandbox, ProtocolError, Sandbox, SandboxClosed, SandboxError)
 from ._process import Process
+from ._watch import Watch
 from .types import (DEEPAGENTS, Change, CommitResult, DeleteResult, EditResult, ExecuteResponse, FileData,
                     FileDownloadResponse, FileInfo, FileUploadResponse, GlobResult, GrepMatch,
                     GrepResult, LsResult, ReadResult, Result, SandboxBackendProtocol, WriteResult)
@@ -20,7 +21,7 @@ from .types import (DEEPAGENTS, Change, CommitResult, DeleteResult, EditResult, 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "LegacySandbox", "Process", "SandboxError", "SandboxClosed", "ProtocolError", "FileError",
+    "Sandbox", "LegacySandbox", "Process", "Watch", "SandboxError", "SandboxClosed", "ProtocolError", "FileError",
     "CommitConflict", "Change", "CommitResult",
     "PROTOCOL", "FILE_ERRORS", "DEEPAGENTS", "DEEPAGENTS_DIRS", "SandboxBackendProtocol",
     "ExecuteResponse", "Result", "FileInfo", "FileData", "GrepMatch", "LsResult",

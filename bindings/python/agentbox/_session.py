@@ -224,6 +224,13 @@ class Session:
                 % bytes(line[:200])))
             return
         rid = msg.get("id")
+        if msg.get("type") == "event":
+            with self._lock:  # a watch's file event (Watch), else dropped
+                call = self._calls.get(rid) if isinstance(rid, int) else None
+                if call is not None and call.output is not None:
+                    call.output.append(msg)
+                    self._turn.notify_all()
+            return
         if msg.get("type") == "output":
             with self._lock:  # to a streaming call (Process), else dropped
                 call = self._calls.get(rid) if isinstance(rid, int) else None

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tupl
 from . import types as T
 from ._session import FILE_ERRORS, PROTOCOL, ProtocolError, SandboxClosed, SandboxError, Session
 from ._process import Process
+from ._watch import Watch
 from .types import FileInfo, GrepMatch, Result, make
 
 __all__ = ["Sandbox", "LegacySandbox", "SandboxError", "ProtocolError", "SandboxClosed",
@@ -395,6 +396,14 @@ class Sandbox(T.SandboxBackendProtocol):
             req["stdin"] = {"stream": True}
             req["merge_output"] = merge_output
         return Process(self._s, req, pty is not None)
+
+    def watch(self, path: str = "/workspace", *, recursive: bool = True) -> Watch:
+        """File events of directory path (in the view; relative: to
+        /workspace) and, recursive, every directory under it, as they
+        happen: iterate the Watch returned (ready when this returns) until
+        its cancel() or the sandbox's end. It takes one of the session's
+        concurrent commands (max_concurrent) while it runs."""
+        return Watch(self._s, path, recursive)
 
     def pty(self, command: Union[str, Sequence[str]], rows: int = 24, cols: int = 80,
             **kw) -> Process:

@@ -193,7 +193,7 @@ test('Start streams InitEvent first, output as it comes, stdin, then ExitEvent',
   assert.equal(r.err.code, grpc.status.NOT_FOUND);
 });
 
-test('SendSignal SIGTERM ends a sleeping Start: exit code -1, as sandboxd reports a signal', async () => {
+test('SendSignal SIGTERM ends a sleeping Start: exit code 143, as sandboxd v1.0.7 reports a signal', async () => {
   const s = start({ config: { command: ['sleep', '300.25'] } }, async (m) => {
     if (m.event === 'init') {
       const r = await unary('SendSignal', { processId: m.init.processId, signal: 'SIGNAL_SIGTERM' });
@@ -202,7 +202,7 @@ test('SendSignal SIGTERM ends a sleeping Start: exit code -1, as sandboxd report
   });
   const { events, err } = await s.done;
   assert.equal(err, null);
-  assert.equal(events.at(-1).exit.exitCode, -1);
+  assert.equal(events.at(-1).exit.exitCode, 143);
   const r = await unary('SendSignal', { processId: events[0].init.processId, signal: 'SIGNAL_SIGTERM' });
   assert.equal(r.err.code, grpc.status.NOT_FOUND);
 });
@@ -229,7 +229,7 @@ test('ResizeTTY changes a PTY process terminal; FAILED_PRECONDITION without one'
     assert.equal(r.err.code, grpc.status.FAILED_PRECONDITION);
     await unary('SendSignal', { processId: m.init.processId, signal: 'SIGNAL_SIGKILL' });
   });
-  assert.equal((await plain.done).events.at(-1).exit.exitCode, -1);
+  assert.equal((await plain.done).events.at(-1).exit.exitCode, 137);
 });
 
 test('unknown ids are NOT_FOUND; an unspecified signal INVALID_ARGUMENT; input after EOF FAILED_PRECONDITION', async () => {
