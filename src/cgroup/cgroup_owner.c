@@ -164,6 +164,51 @@ int ab_cg_unlocked(int dfd, const char *name)
 	return fl.l_type == F_UNLCK;
 }
 
+/* The launchers one sweep judged by /proc, by pid and start time: with
+ * hundreds of sandboxes beside it, a start read each one's stat once per
+ * hierarchy (five on a hybrid host), ~1,000 reads of /proc for ~200
+ * sandboxes. A verdict of dead is for ever (that pid with that start
+ * time); one of alive is as old as the sweep, as it was when read. */
+#define OWNERS 2048 /* slots; more launchers than this are read again */
+static struct owner_seen {
+	int pid; /* 0: a free slot */
+	unsigned long long start;
+	bool alive;
+} owners[OWNERS];
+static size_t n_owners;
+
+void ab_cg_owner_sweep(void)
+{
+	if (n_owners)
+		memset(owners, 0, sizeof(owners));
+	n_owners = 0;
+}
+
+/* pid's slot (its own, or the free one where it goes), NULL when full. */
+static struct owner_seen *owner_slot(int pid, unsigned long long start)
+{
+	for (size_t i = (size_t)pid % OWNERS, k = 0; k < OWNERS; k++, i = (i + 1) % OWNERS)
+		if (!owners[i].pid || (owners[i].pid == pid && owners[i].start == start))
+			return &owners[i];
+	return NULL;
+}
+
+static bool launcher_alive(int pid, unsigned long long start)
+{
+	struct owner_seen *o = owner_slot(pid, start);
+	if (o && o->pid)
+		return o->alive;
+	char state;
+	/* a zombie holds nothing: a killed detached launcher (agentbox
+	 * create) waits as one until the host's init reaps it */
+	bool alive = proc_stat_of(pid, &state) == start && state != 'Z';
+	if (o && n_owners < OWNERS / 2) {
+		*o = (struct owner_seen){.pid = pid, .start = start, .alive = alive};
+		n_owners++;
+	}
+	return alive;
+}
+
 /* What the name says of its launcher: alive or dead by its pid in our pid
  * namespace, or in another one (unseen). Not a name of ours: alive. */
 enum ab_cg_owner ab_cg_owner(const char *name)
@@ -179,10 +224,5 @@ enum ab_cg_owner ab_cg_owner(const char *name)
 	 * when the start time is ours, else an earlier owner of the pid's */
 	if (pid == (int)getpid())
 		return start == own_start_time() ? AB_CG_OWNER_ALIVE : AB_CG_OWNER_DEAD;
-	char state;
-	if (proc_stat_of(pid, &state) != start)
-		return AB_CG_OWNER_DEAD;
-	/* a zombie holds nothing: a killed detached launcher (agentbox
-	 * create) waits as one until the host's init reaps it */
-	return state == 'Z' ? AB_CG_OWNER_DEAD : AB_CG_OWNER_ALIVE;
+	return launcher_alive(pid, start) ? AB_CG_OWNER_ALIVE : AB_CG_OWNER_DEAD;
 }

@@ -154,6 +154,7 @@ int ab_cgroup_reap_stale(const char *parent)
 int ab_cgroup_reap_stale_beside(const struct ab_cgroup *cg, const char *parent)
 {
 	int n = 0;
+	ab_cg_owner_sweep();
 	for (int h = 0; h < H_COUNT; h++) {
 		char root[512], dir[1024];
 		if (!ab_cg_find_mount(h, root, sizeof(root)))

@@ -592,13 +592,19 @@ int detach_cli_exec(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cleanup_fd int sigfd = tty ? tty_signals_fd() : ab_ending_signals_fd();
 	struct lines l = {.fd = fd, .sigfd = sigfd};
+	/* without -t the request goes before the hello is read: one round
+	 * trip, not two (the launcher reads it after its hello; a connection
+	 * it refuses is closed unread). With -t, after the terminal is raw. */
+	int sent = fd >= 0 && !tty ? send_line(fd, req) : 1;
 	int code = fd < 0 ? AB_EXIT_FAILURE : lines_hello(&l, id);
 	/* raw before the command starts: no command is left without its
 	 * terminal for a mode that could not be set */
 	ab_cleanup_raw_tty struct ab_raw_tty raw = {0};
 	if (code == 0 && tty && ab_term_raw_enter(&raw, &err) < 0)
 		code = detach_fail("exec: %s", err.msg);
-	if (code == 0 && send_line(fd, req) < 0) {
+	if (code == 0 && sent > 0)
+		sent = send_line(fd, req);
+	if (code == 0 && sent < 0) {
 		ab_term_raw_restore(&raw);
 		code = detach_fail("sandbox %s: cannot send the request: %s", id, strerror(errno));
 	}

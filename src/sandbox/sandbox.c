@@ -125,11 +125,9 @@ static int finish_cgroup(struct sandbox *sb, pid_t pid, int sync_fd, bool *gone,
 {
 	bool pending = ab_cgroup_pending(sb->cg);
 	int r = ab_cgroup_finish(&sb->cg, err);
-	/* what crashed runs left, off the start's path too; and the idmap
-	 * helpers that had not yet ended at the clone, waited for, not left
-	 * as zombies for the whole session: each has released its memory
-	 * (the launcher went on) and is microseconds from its end */
-	ab_cgroup_reap_stale_beside(sb->cg, sb->cfg.cgroup_parent);
+	/* the idmap helpers that had not yet ended at the clone, waited
+	 * for, not left as zombies for the whole session: each has released
+	 * its memory (the launcher went on) and is microseconds from its end */
 	view_plan_reap_helpers(&sb->plan, true);
 	if (r == 0 && pending)
 		r = report_cgroup(&sb->cfg, &sb->limits, sb->cg, err);
@@ -235,6 +233,11 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 		close(pair[0]);
 		return r;
 	}
+	/* what crashed runs left, off the start's path: once the init has
+	 * what it waits for (its cgroups, its network), so that a sweep of
+	 * many sandboxes' groups (one /proc read per launcher beside it)
+	 * runs beside the init's confinement instead of before it */
+	ab_cgroup_reap_stale_beside(sb->cg, sb->cfg.cgroup_parent);
 	*sync_out = pair[0];
 	return pid;
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,7 +113,10 @@ static void conn_reply(int fd, json_object *o)
 	size_t len = strlen(s), off = 0;
 	unsigned long long end = conn_now_ms() + CTL_TIMEOUT_MS;
 	while (off <= len) {
-		ssize_t w = off < len ? write(fd, s + off, len - off) : write(fd, "\n", 1);
+		/* the line and its newline in one write: the client wakes once */
+		struct iovec v[2] = {{.iov_base = (char *)s + off, .iov_len = len - off},
+				     {.iov_base = "\n", .iov_len = 1}};
+		ssize_t w = off < len ? writev(fd, v, 2) : write(fd, "\n", 1);
 		if (w > 0) {
 			off += (size_t)w;
 			continue;
