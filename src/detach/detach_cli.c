@@ -30,7 +30,7 @@
 
 static const char usage_create[] =
 	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION [--idle-pause]]\n"
-	"                       [--ttl DURATION]\n"
+	"                       [--ttl DURATION] [--keep-output SIZE[,TOTAL]]\n"
 	"                       [OPTIONS of agentbox serve]\n"
 	"\n"
 	"Make a sandbox that outlives its caller: its launcher runs detached and\n"
@@ -44,13 +44,39 @@ static const char usage_create[] =
 	"  --idle-pause             pause it then instead (the cgroup freezer); the\n"
 	"                           next client resumes it\n"
 	"  --ttl DURATION           end it DURATION after it was made, whatever runs\n"
+	"  --keep-output SIZE[,TOTAL]  keep the last SIZE bytes of each streamed\n"
+	"                           command's stdout and stderr for the next client\n"
+	"                           after a disconnect, TOTAL in all (default 32M,256M)\n"
 	"\n"
 	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
 	"agentbox resume ID, agentbox rm ID.\n";
 
+/* --keep-output SIZE[,TOTAL]: 0, or -1 after saying why. */
+static int keep_output_arg(const char *v, struct detach_opts *o)
+{
+	char per[64];
+	const char *comma = strchr(v, ',');
+	size_t n = comma ? (size_t)(comma - v) : strlen(v);
+	if (n < sizeof(per)) {
+		memcpy(per, v, n);
+		per[n] = '\0';
+	}
+	if (n >= sizeof(per) || ab_parse_size(per, &o->keep_output) < 0 ||
+	    (comma && ab_parse_size(comma + 1, &o->keep_total) < 0) ||
+	    o->keep_output > (1ull << 30) || o->keep_total > (16ull << 30)) {
+		detach_fail("create: --keep-output '%s': SIZE[,TOTAL], each a size (64K, 8M), "
+			    "SIZE at most 1G, TOTAL at most 16G",
+			    v);
+		return -1;
+	}
+	if (!comma)
+		o->keep_total = o->keep_output > (256ull << 20) ? o->keep_output : 256ull << 20;
+	return 0;
+}
+
 int detach_cli_create(int argc, char **argv)
 {
-	struct detach_opts o = {0};
+	struct detach_opts o = {.keep_output = 32ull << 20, .keep_total = 256ull << 20};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	int n = 0;
 	if (!rest)
@@ -68,6 +94,13 @@ int detach_cli_create(int argc, char **argv)
 		}
 		if (!strcmp(a, "--idle-pause")) {
 			o.idle_pause = true;
+			continue;
+		}
+		if (!strcmp(a, "--keep-output") && i + 1 < argc) {
+			if (keep_output_arg(argv[++i], &o) < 0) {
+				free(rest);
+				return AB_EXIT_FAILURE;
+			}
 			continue;
 		}
 		if (!dur && strcmp(a, "--name") != 0) {

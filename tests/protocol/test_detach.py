@@ -73,7 +73,9 @@ class Client:
         self.s.close()
 
 
-class Detached(unittest.TestCase):
+class DetachedBase(unittest.TestCase):
+    """Each test's own sandboxes' directory, and the CLI on it."""
+
     def setUp(self):
         self.rt = tempfile.mkdtemp(prefix="ab-rt-")
         os.chmod(self.rt, 0o700)
@@ -150,6 +152,9 @@ class Detached(unittest.TestCase):
                     out.append("/sys/fs/cgroup/%s%s" % (ctrl.replace("name=", ""), path))
         return out
 
+
+
+class Detached(DetachedBase):
     # ---- the CLI ----
 
     def test_create_exec_ls_rm(self):
@@ -279,8 +284,15 @@ class Detached(unittest.TestCase):
         t = time.monotonic()
         c = Client(self.sock(sid))
         self.assertEqual(c.recv()["type"], "hello")
+        # the output it streamed, all kept (each chunk with its offset), then the result
+        got = {"stdout": b"", "stderr": b""}
         m = c.recv()
+        while m["type"] == "output":
+            self.assertEqual(m["offset"], len(got[m["stream"]]), m)
+            got[m["stream"]] += m["data"].encode()
+            m = c.recv()
         took = time.monotonic() - t
+        self.assertEqual(got, {"stdout": b"started\ndone\n", "stderr": b"warn\n"})
         self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "slow", 0), m)
         self.assertEqual((m["stdout"], m["stderr"]), ("started\ndone\n", "warn\n"))
         self.assertLess(took, 2.0)
