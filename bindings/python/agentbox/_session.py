@@ -124,6 +124,7 @@ class Session:
         self._wlock = threading.Lock()
         self._unsent: Optional[memoryview] = None
         self._calls: Dict[int, _Call] = {}
+        self._lost: set = set()  # ids of calls failed by _resume: their replies are replayed
         self._first_id = random.randrange(1 << 40, 1 << 52) if detached else 1
         self._ids = itertools.count(self._first_id)
         self._closed: Optional[str] = None
@@ -286,9 +287,9 @@ class Session:
                         "request %d: %s" % (gone.rid, msg.get("message")))
                     gone.done.set()
                 self._turn.notify_all()
-            elif self.detached and not (isinstance(rid, int) and
-                                        self._first_id <= rid < self._first_id + (1 << 32)):
-                self.replayed.append(msg)  # an earlier client's, kept for us
+            elif self.detached and (rid in self._lost or not (
+                    isinstance(rid, int) and self._first_id <= rid < self._first_id + (1 << 32))):
+                self.replayed.append(msg)  # an earlier client's, or one _resume failed
 
     def _take_turn(self, call: Optional[_Call] = None, timeout: Optional[float] = None) -> bool:
         """The reading turn, once no other caller holds it; False when call
@@ -408,6 +409,7 @@ class Session:
                              "may or may not have run")
         with self._lock:
             for rid in [r for r in self._calls if r not in going]:
+                self._lost.add(rid)
                 c = self._calls.pop(rid)
                 c.failure = lost
                 c.done.set()
