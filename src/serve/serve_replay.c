@@ -19,7 +19,7 @@
  * may not have read when it went (the reply buffer, the socket's, its
  * own, a connect bridge's): the rest of the bound waits for the output
  * of a command whose client is gone. */
-#define SENT_KEPT (2u << 20)
+#define SENT_KEPT (1u << 20)
 /* Replayed output goes in events of at most this much. */
 #define PIECE (64u << 10)
 
