@@ -96,8 +96,10 @@ int detach_cli_create(int argc, char **argv)
 			o.idle_pause = true;
 			continue;
 		}
-		if (!strcmp(a, "--keep-output") && i + 1 < argc) {
-			if (keep_output_arg(argv[++i], &o) < 0) {
+		if (!strcmp(a, "--keep-output")) {
+			int rc = i + 1 < argc ? keep_output_arg(argv[++i], &o)
+					      : detach_fail("create: --keep-output needs a value");
+			if (rc != 0) {
 				free(rest);
 				return AB_EXIT_FAILURE;
 			}
