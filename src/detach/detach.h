@@ -71,6 +71,7 @@ struct detach_opts {
 	const char *name;			    /* NULL: an id is made */
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
 	bool idle_pause;			    /* pause at the idle timeout */
+	unsigned long long keep_output, keep_total; /* --keep-output (serve.h) */
 };
 
 /* Make the sandbox dir, start the launcher detached and wait until the

@@ -30,7 +30,7 @@
 
 static const char usage_create[] =
 	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION [--idle-pause]]\n"
-	"                       [--ttl DURATION]\n"
+	"                       [--ttl DURATION] [--keep-output SIZE[,TOTAL]]\n"
 	"                       [OPTIONS of agentbox serve]\n"
 	"\n"
 	"Make a sandbox that outlives its caller: its launcher runs detached and\n"
@@ -47,6 +47,9 @@ static const char usage_create[] =
 	"  --port PORT              publish TCP port PORT on this host's loopback, for\n"
 	"                           you only (as agentbox port ID PORT; repeatable;\n"
 	"                           each URL on stderr)\n"
+	"  --keep-output SIZE[,TOTAL]  keep the last SIZE bytes of each streamed\n"
+	"                           command's stdout and stderr for the next client\n"
+	"                           after a disconnect, TOTAL in all (default 32M,256M)\n"
 	"\n"
 	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
 	"agentbox resume ID, agentbox port ID PORT, agentbox rm ID.\n";
@@ -73,9 +76,32 @@ static int create_ports(const char *id, char **ports, int n)
 	return 0;
 }
 
+/* --keep-output SIZE[,TOTAL]: 0, or -1 after saying why. */
+static int keep_output_arg(const char *v, struct detach_opts *o)
+{
+	char per[64];
+	const char *comma = strchr(v, ',');
+	size_t n = comma ? (size_t)(comma - v) : strlen(v);
+	if (n < sizeof(per)) {
+		memcpy(per, v, n);
+		per[n] = '\0';
+	}
+	if (n >= sizeof(per) || ab_parse_size(per, &o->keep_output) < 0 ||
+	    (comma && ab_parse_size(comma + 1, &o->keep_total) < 0) ||
+	    o->keep_output > (1ull << 30) || o->keep_total > (16ull << 30)) {
+		detach_fail("create: --keep-output '%s': SIZE[,TOTAL], each a size (64K, 8M), "
+			    "SIZE at most 1G, TOTAL at most 16G",
+			    v);
+		return -1;
+	}
+	if (!comma)
+		o->keep_total = o->keep_output > (256ull << 20) ? o->keep_output : 256ull << 20;
+	return 0;
+}
+
 int detach_cli_create(int argc, char **argv)
 {
-	struct detach_opts o = {0};
+	struct detach_opts o = {.keep_output = 32ull << 20, .keep_total = 256ull << 20};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	char **ports = calloc((size_t)argc + 1, sizeof(char *));
 	int n = 0, n_ports = 0;
@@ -107,6 +133,16 @@ int detach_cli_create(int argc, char **argv)
 				return detach_fail("create: --port needs a port (1 to 65535)");
 			}
 			ports[n_ports++] = argv[++i];
+			continue;
+		}
+		if (!strcmp(a, "--keep-output")) {
+			int rc = i + 1 < argc ? keep_output_arg(argv[++i], &o)
+					      : detach_fail("create: --keep-output needs a value");
+			if (rc != 0) {
+				free(rest);
+				free(ports);
+				return AB_EXIT_FAILURE;
+			}
 			continue;
 		}
 		if (!dur && strcmp(a, "--name") != 0) {

@@ -100,6 +100,8 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .idle_timeout_ms = l->o->idle_timeout_ms,
 				    .ttl_ms = l->o->ttl_ms,
 				    .idle_pause = l->o->idle_pause,
+				    .keep_output = (size_t)l->o->keep_output,
+				    .keep_total = (size_t)l->o->keep_total,
 				    .ready = on_ready,
 				    .arg = l};
 	int status = ab_serve_listen(l->cfg, &L);

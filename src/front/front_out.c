@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -245,15 +246,18 @@ static void out_content(struct front_out *o, const char *s, size_t n, bool base6
 	}
 }
 
-void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream, bool base64,
-	       const char *a, size_t alen, const char *b, size_t blen)
+void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream,
+	       unsigned long long offset, bool base64, const char *a, size_t alen, const char *b,
+	       size_t blen)
 {
 	static const char type[] = "{\"type\":\"output\",\"id\":";
+	char off[48];
+	int off_len = snprintf(off, sizeof(off), "\",\"offset\":%llu,\"data\":\"", offset);
 	const char *enc = base64 ? "\",\"encoding\":\"base64\"}\n" : "\",\"encoding\":\"utf-8\"}\n";
 	if (o->parts) {
 		/* behind a result still to write (rare: output is paused
 		 * then): a line of its own, queued after it */
-		size_t max = sizeof(type) + id_len + 32 + strlen(enc) +
+		size_t max = sizeof(type) + id_len + 32 + (size_t)off_len + strlen(enc) +
 			     (base64 ? BASE64_LEN(alen) : AB_JSON_ESCAPED_MAX(alen + blen));
 		char *line = malloc(max), *d = line;
 		if (!line) {
@@ -264,7 +268,7 @@ void out_event(struct front_out *o, const char *id, size_t id_len, const char *s
 		d = mempcpy(d, id, id_len);
 		d = mempcpy(d, ",\"stream\":\"", 11);
 		d = mempcpy(d, stream, strlen(stream));
-		d = mempcpy(d, "\",\"data\":\"", 10);
+		d = mempcpy(d, off, (size_t)off_len);
 		if (base64) {
 			d += base64_encode_into(d, a, alen);
 		} else {
@@ -280,7 +284,7 @@ void out_event(struct front_out *o, const char *id, size_t id_len, const char *s
 	out_add(o, id, id_len);
 	out_add(o, ",\"stream\":\"", 11);
 	out_add(o, stream, strlen(stream));
-	out_add(o, "\",\"data\":\"", 10);
+	out_add(o, off, (size_t)off_len);
 	out_content(o, a, alen, base64);
 	if (!base64)
 		out_content(o, b, blen, false);

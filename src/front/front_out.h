@@ -61,12 +61,14 @@ void out_add(struct front_out *o, const char *p, size_t n);
  * output buffers (res->out.data, res->err.data) it may keep, to escape
  * them as they are written (they are NULL then), or NULL. */
 void out_json(struct front_out *o, json_object *v, struct ab_result *steal);
-/* {"type":"output","id":ID,"stream":STREAM,"data":DATA,"encoding":...}:
- * id the request's id as JSON, data the content of the bytes a then b
+/* {"type":"output","id":ID,"stream":STREAM,"offset":N,"data":DATA,
+ * "encoding":...}: id the request's id as JSON, N the offset of the bytes
+ * in the command's stream, data the content of the bytes a then b
  * (text: whole characters, escaped, lossy) or of a as base64. Written
  * without json-c, in the order every other reply has its fields. */
-void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream, bool base64,
-	       const char *a, size_t alen, const char *b, size_t blen);
+void out_event(struct front_out *o, const char *id, size_t id_len, const char *stream,
+	       unsigned long long offset, bool base64, const char *a, size_t alen, const char *b,
+	       size_t blen);
 /* Write what can be written (block: all of it, unless stop_fd becomes
  * readable meanwhile); false once fd is gone. */
 bool out_flush(struct front_out *o, bool block);

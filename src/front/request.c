@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,37 @@ static int parse_cancel(struct ab_request *q, struct ab_error *e)
 	return 0;
 }
 
+/* output: {"target": ID, "offsets": {"stdout": N, "stderr": N}} (or
+ * "output" for a merged stream; a stream not named: from 0). */
+static int parse_output(struct ab_request *q, struct ab_error *e)
+{
+	static const char *const fields[] = {"target", "offsets", NULL};
+	static const char *const streams[] = {"stdout", "stderr", "output", NULL};
+	if (only_fields(q->req, "output", fields, e) < 0)
+		return -e->code;
+	if (!json_object_object_get_ex(q->req, "target", &q->target) || !valid_id(q->target)) {
+		q->target = NULL;
+		BAD("output: 'target' must be the id of a running command");
+	}
+	json_object *offs;
+	if (!json_object_object_get_ex(q->req, "offsets", &offs))
+		return 0;
+	if (!json_object_is_type(offs, json_type_object) ||
+	    only_fields(offs, "output: offsets", streams, e) < 0)
+		BAD("output: 'offsets' must be an object of stdout, stderr or output to offsets");
+	for (int k = 0; streams[k]; k++) {
+		int64_t n = 0;
+		json_object *v;
+		if (json_object_object_get_ex(offs, streams[k], &v) &&
+		    !int_field(offs, streams[k], 0, INT64_MAX, &n))
+			BAD("output: offsets.%s must be an integer of 0 or more", streams[k]);
+		q->offsets[k == 1] = (unsigned long long)n > q->offsets[k == 1]
+					     ? (unsigned long long)n
+					     : q->offsets[k == 1];
+	}
+	return 0;
+}
+
 /* stdin, resize, signal: a running command's input (docs/protocol.md,
  * "Terminals and streamed stdin"); its target is looked up by serve.c. */
 static int parse_input(struct ab_request *q, struct ab_error *e)
@@ -424,6 +456,10 @@ static int check_object(struct ab_request *q, struct ab_error *e)
 	if (strcmp(op, "cancel") == 0) {
 		q->kind = AB_REQUEST_CANCEL;
 		return parse_cancel(q, e);
+	}
+	if (strcmp(op, "output") == 0) {
+		q->kind = AB_REQUEST_OUTPUT;
+		return parse_output(q, e);
 	}
 	static const struct {
 		const char *name;

@@ -29,6 +29,7 @@ enum ab_request_op {
 	AB_REQUEST_STDIN, /* a running command's input (ab_front_input) */
 	AB_REQUEST_RESIZE,
 	AB_REQUEST_SIGNAL,
+	AB_REQUEST_OUTPUT, /* a running command's kept output from offsets */
 	AB_REQUEST_UNKNOWN,
 };
 
@@ -57,6 +58,8 @@ struct ab_request {
 	bool eof;
 	unsigned rows, cols; /* resize */
 	int signo;	     /* signal */
+	/* output: from these offsets of stdout (or output) and stderr */
+	unsigned long long offsets[2];
 };
 
 /* Parse the line of len bytes (without its newline) into q. Returns 1 for a

@@ -53,17 +53,6 @@
  * commands wait to start. */
 #define MAX_DEFERRED 16
 
-/* A request in the engine (front.h), with what this codec keeps of it. */
-struct request {
-	struct ab_front_req fr; /* first: the engine's; its q checked (request.h) */
-	unsigned gen;		/* the client that asked (serve_int.h) */
-	char hold[2][4];	/* stream: an incomplete UTF-8 sequence held back */
-	size_t hold_len[2];
-	char *id_json; /* q.id as JSON, for the output events */
-	size_t id_len;
-	json_object *stdin_id; /* a stdin op waiting for its data to be read */
-};
-
 /* ---- output ---- */
 
 /* Backpressure: streamed output is read only while the client keeps up. */
@@ -83,12 +72,6 @@ static void out_backpressure(struct server *sv)
 static void send_json(struct server *sv, json_object *o)
 {
 	out_json(sv->to ? sv->to : &sv->out, o, NULL);
-}
-
-/* Replies for r: to the client attached, or kept when r is another's. */
-static struct front_out *route(struct server *sv, const struct request *r)
-{
-	return sv->listen && r->gen != sv->client_gen ? &sv->kept : NULL;
 }
 
 static json_object *id_copy(json_object *id)
@@ -126,8 +109,8 @@ static void send_error(struct server *sv, json_object *id, enum ab_errc code, co
 
 static void request_free(void *arg, struct ab_front_req *fr)
 {
-	(void)arg;
 	struct request *r = (struct request *)fr;
+	serve_request_free(arg, r);
 	ab_request_clear(&r->fr.q);
 	json_object_put(r->stdin_id);
 	free(r->id_json);
@@ -253,6 +236,12 @@ static void handle_line(struct server *sv, const char *line, size_t len)
 		send_error(sv, q.id, e.kind, "%s", e.msg);
 	} else if (q.kind == AB_REQUEST_CANCEL) {
 		op_cancel(sv, &q);
+	} else if (q.kind == AB_REQUEST_OUTPUT) {
+		json_object *o = serve_output_op(sv, &q, &e);
+		if (o)
+			send_json(sv, o);
+		else
+			send_error(sv, q.id, e.kind, "%s", e.msg);
 	} else if (serve_input_kind(q.kind)) {
 		op_input(sv, &q);
 	} else if (q.kind == AB_REQUEST_SHUTDOWN) {
@@ -319,39 +308,12 @@ static size_t utf8_complete_len(const char *p, size_t n)
 	return n;
 }
 
-static int id_sink(void *arg, const char *p, size_t n)
-{
-	struct request *r = arg;
-	char *q = realloc(r->id_json, r->id_len + n);
-	if (!q)
-		return -ENOMEM;
-	memcpy(q + r->id_len, p, n);
-	r->id_json = q;
-	r->id_len += n;
-	return 0;
-}
-
 /* An output event of r: data the content of a then b (see out_event). */
 static void output_line(struct server *sv, struct request *r, int k, const char *a, size_t alen,
 			const char *b, size_t blen)
 {
-	if (route(sv, r))
-		return; /* streamed output is for the client that asked; the result is kept */
-	if (!r->id_json) {
-		struct ab_jw w;
-		ab_jw_init(&w, id_sink, r);
-		ab_jw_value(&w, r->fr.q.id);
-		if (ab_jw_finish(&w) < 0) {
-			out_fail(&sv->out);
-			return;
-		}
-	}
-	out_event(&sv->out, r->id_json, r->id_len,
-		  r->fr.q.merged ? "output"
-		  : k		 ? "stderr"
-				 : "stdout",
-		  r->fr.q.base64, a, alen, b, blen);
-	out_backpressure(sv);
+	if (serve_output_event(sv, r, k, a, alen, b, blen))
+		out_backpressure(sv);
 }
 
 /* Text is sent in whole characters: an incomplete sequence at the end of
@@ -477,7 +439,8 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 		return;
 	}
 	flush_held(sv, r);
-	sv->to = route(sv, r);
+	sv->to = serve_route(sv, r);
+	serve_replay_ended(sv, r); /* its client is gone: what it did not get */
 	if (r->fr.q.watch && !ev->error) {
 		json_object *o = serve_watch_end(r->fr.q.id, r->fr.watch, ev->result);
 		front_audit_result(&sv->audit, r->fr.q.id, NULL, NULL);
@@ -513,7 +476,7 @@ static void refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
 	struct server *sv = arg;
 	struct request *r = (struct request *)fr;
 	if (why == AB_FRONT_START_FAILED) {
-		sv->to = route(sv, r);
+		sv->to = serve_route(sv, r);
 		send_error(sv, r->fr.q.id, ab_error_errc(e), "%s: %s",
 			   r->fr.q.file_op ? r->fr.q.file_op : "exec", e->msg);
 		sv->to = NULL;
@@ -634,6 +597,8 @@ static void serve_late(void *arg, struct pollfd *p, int n)
 		int fd = conn_accept_client(p[i].fd, sv->conn.fd >= 0, sandbox_id(sv));
 		if (fd >= 0)
 			serve_client_attach(sv, fd, serve_hello_json(sv), i == P_SOCK);
+		if (fd >= 0 && i == P_SOCK)
+			serve_replay_adopt(sv);
 	}
 	if (lst && p[P_CTL].revents)
 		serve_control(sv);
@@ -682,6 +647,8 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		sv.conn = (struct serve_conn){.ctl_fd = l->ctl_fd, .fd = -1};
 		sv.conn.started_ms = sv.conn.idle_since_ms = conn_now_ms();
 		sv.in_fd = sv.out.fd = -1;
+		sv.tails =
+			(struct tail_budget){.per_stream = l->keep_output, .total = l->keep_total};
 		if (l->ready)
 			l->ready(l->arg, 0, NULL);
 	} else {

@@ -21,6 +21,9 @@ struct ab_serve_listen {
 	int sock_fd, ctl_fd, exec_fd;
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
 	bool idle_pause;			    /* at the idle timeout: pause, not end */
+	/* streamed output kept for the next client: bytes per command and
+	 * stream, and in all (docs/detached.md) */
+	size_t keep_output, keep_total;
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
 };

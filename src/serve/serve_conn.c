@@ -389,6 +389,7 @@ json_object *serve_hello_json(struct server *sv)
 	json_object_array_add(features, json_object_new_string("glob_files_only"));
 	json_object_array_add(features, json_object_new_string("grep_skip"));
 	json_object_array_add(features, json_object_new_string("workspace_mode"));
+	json_object_array_add(features, json_object_new_string("output_offsets"));
 	/* this client runs as our uid on our host (stdio, or a socket whose
 	 * peer's uid was checked): upload "from", download "to" */
 	json_object_array_add(features, json_object_new_string("host_files"));

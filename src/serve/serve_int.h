@@ -14,6 +14,7 @@
 #include "front/front.h"
 #include "front/front_out.h"
 #include "serve/serve.h"
+#include "serve/serve_tail.h"
 
 struct serve_conn {
 	int ctl_fd;				      /* listening for control requests */
@@ -46,8 +47,22 @@ struct server {
 	struct front_out kept;
 	struct front_out *to; /* where replies go now: NULL, out */
 	unsigned gen, client_gen;
-	bool frozen;	     /* paused: ab_session_freeze */
-	bool layer_answered; /* a layer op's reply: the lines that waited are next */
+	struct tail_budget tails; /* detached: streamed output kept (serve_tail.h) */
+	size_t tails_kept;	  /* of it, bytes replayed into kept */
+	bool frozen;		  /* paused: ab_session_freeze */
+	bool layer_answered;	  /* a layer op's reply: the lines that waited are next */
+};
+
+/* A request in the engine (front.h), with what this codec keeps of it. */
+struct request {
+	struct ab_front_req fr; /* first: the engine's; its q checked (request.h) */
+	unsigned gen;		/* the client that asked (serve_int.h) */
+	char hold[2][4];	/* stream: an incomplete UTF-8 sequence held back */
+	size_t hold_len[2];
+	char *id_json; /* q.id as JSON, for the output events */
+	size_t id_len;
+	json_object *stdin_id; /* a stdin op waiting for its data to be read */
+	struct tail tail[2];   /* stdout (or output), stderr: offsets, kept bytes */
 };
 
 /* The sandbox's id: a detached one's is its name (agentbox create). */
@@ -63,6 +78,13 @@ static inline bool serve_pending(const struct server *sv)
 		if (r->q.kind != AB_REQUEST_LAYER)
 			return true;
 	return false;
+}
+
+/* Replies for r: to the client attached (NULL), or kept when r is
+ * another's. */
+static inline struct front_out *serve_route(struct server *sv, const struct request *r)
+{
+	return sv->listen && r->gen != sv->client_gen ? &sv->kept : NULL;
 }
 
 /* Detached and no client attached: replies wait for the next one. */
@@ -106,6 +128,22 @@ int serve_listen_wait_ms(struct server *sv);
  * run says of a command's end (a timeout, an OOM kill, denials), a line
  * each, with the time and the request's id; bounded. */
 void serve_log_result(struct server *sv, json_object *id, const struct ab_result *res);
+
+/* Streamed output (serve_replay.c). r's output event of the bytes a then
+ * b of stream k: counted, kept when detached, sent unless its client is
+ * gone (false then). */
+bool serve_output_event(struct server *sv, struct request *r, int k, const char *a, size_t alen,
+			const char *b, size_t blen);
+/* r ends while its client is gone: what was kept of its output, into
+ * sv->to before its result. */
+void serve_replay_ended(struct server *sv, struct request *r);
+/* A client on sock is attached: the running commands of earlier clients
+ * are its now, what was kept of their output first. */
+void serve_replay_adopt(struct server *sv);
+/* {"op":"output"}: the kept output of a running command from offsets,
+ * then the reply returned (NULL: e says why not). */
+json_object *serve_output_op(struct server *sv, const struct ab_request *q, struct ab_error *e);
+void serve_request_free(struct server *sv, struct request *r);
 
 /* The hello: the protocol, the sandbox, its limits (serve_conn.c). */
 json_object *serve_hello_json(struct server *sv);

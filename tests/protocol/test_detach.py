@@ -286,8 +286,15 @@ class Detached(DetachedBase):
         t = time.monotonic()
         c = Client(self.sock(sid))
         self.assertEqual(c.recv()["type"], "hello")
+        # the output it streamed, all kept (each chunk with its offset), then the result
+        got = {"stdout": b"", "stderr": b""}
         m = c.recv()
+        while m["type"] == "output":
+            self.assertEqual(m["offset"], len(got[m["stream"]]), m)
+            got[m["stream"]] += m["data"].encode()
+            m = c.recv()
         took = time.monotonic() - t
+        self.assertEqual(got, {"stdout": b"started\ndone\n", "stderr": b"warn\n"})
         self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "slow", 0), m)
         self.assertEqual((m["stdout"], m["stderr"]), ("started\ndone\n", "warn\n"))
         self.assertLess(took, 2.0)

@@ -96,8 +96,9 @@ class Hello(Base):
         self.assertIn("pids", h["limits"])
         self.assertTrue(h["sandbox_id"].startswith("ab-"))
         self.assertEqual((sorted(h["features"]), h["max_chunk"]),
-                         (["file_chunks", "glob_files_only", "grep_skip", "host_files", "ports",
-                           "pty", "signal", "stdin_stream", "watch", "workspace_mode"], 4 << 20))
+                         (["file_chunks", "glob_files_only", "grep_skip", "host_files",
+                           "output_offsets", "ports", "pty", "signal", "stdin_stream", "watch",
+                           "workspace_mode"], 4 << 20))
         self.assertEqual(h["workspace_mode"], "direct")
 
 

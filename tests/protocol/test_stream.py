@@ -204,6 +204,10 @@ class ExactOutput(Base):
             got = b"".join(base64.b64decode(m["data"]) for m in data[name])
             self.assertEqual(hashlib.sha256(got).digest(), hashlib.sha256(blob).digest(), name)
             self.assertTrue(all(m["encoding"] == "base64" for m in data[name]))
+            # each chunk's offset: the stream's bytes before it
+            lens = [len(base64.b64decode(m["data"])) for m in data[name]]
+            self.assertEqual([m["offset"] for m in data[name]],
+                             [sum(lens[:i]) for i in range(len(lens))], name)
         self.assertEqual((res["stdout_bytes"], res["stderr_bytes"]), (len(blob), len(blob)))
 
     def test_result_output_is_what_was_captured(self):

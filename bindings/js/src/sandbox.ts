@@ -70,6 +70,11 @@ interface Pending {
   reject(err: Error): void;
   onOutput?: (chunk: OutputChunk) => void;
   onEvent?: (msg: Message) => void;
+  /** where each stream stands, to go on from after a lost connection (#resume) */
+  offsets?: Record<string, number>;
+  /** an output op's: the call it resumes */
+  resumes?: Pending;
+  id?: number;
 }
 
 interface CallParams {
@@ -78,6 +83,8 @@ interface CallParams {
   onOutput?: (chunk: OutputChunk) => void;
   onEvent?: (msg: Message) => void;
   onId?: (id: number) => void;
+  /** a detached sandbox's lost connection is resumed for this call (#resume) */
+  resumable?: boolean;
 }
 
 const FILE_OPS = new Set(["read", "write", "edit", "ls", "glob", "grep", "delete", "upload", "download"]);
@@ -147,7 +154,7 @@ interface Detached {
  * may be called while others are pending; replies are matched by id.
  */
 export class Sandbox {
-  #proc: ChildProcessWithoutNullStreams;
+  #proc!: ChildProcessWithoutNullStreams;
   #hello: Hello | null = null;
   #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -159,31 +166,39 @@ export class Sandbox {
   #firstId = 1;
   #replayed: Record<string, unknown>[] = [];
 
+  #argv: string[] = [];
+  #resolveExited!: () => void;
+
   private constructor(proc: ChildProcessWithoutNullStreams, binary: string, detached: Detached | null = null) {
-    this.#proc = proc;
     this.#detached = detached;
     if (detached !== null) this.#firstId = DETACHED_ID_MIN + Math.floor(Math.random() * DETACHED_ID_SPAN);
     this.#nextId = this.#firstId;
-    const command = detached ? "agentbox connect" : "agentbox serve";
-    let helloResolve!: (h: Hello) => void;
-    let helloReject!: (e: Error) => void;
-    this.#started = new Promise((res, rej) => {
-      helloResolve = res;
-      helloReject = rej;
-    });
+    this.#exited = new Promise((res) => (this.#resolveExited = res));
+    this.#started = new Promise((res, rej) => this.#wire(proc, binary, res, rej));
+  }
+
+  /** proc's pipes read: its hello to helloResolve (or why not to helloReject), then its replies. */
+  #wire(
+    proc: ChildProcessWithoutNullStreams,
+    binary: string,
+    helloResolve: (h: Hello) => void,
+    helloReject: (e: Error) => boolean | void,
+  ): void {
+    this.#proc = proc;
+    let greeted = false; // its hello came
+    const command = this.#detached ? "agentbox connect" : "agentbox serve";
     let openStreams = 2; // stdout and stderr, read to their end before calls fail
     let exitStatus: string | null = null;
-    let resolveExited!: () => void;
-    this.#exited = new Promise((res) => (resolveExited = res));
+    const resolveExited = () => this.#resolveExited();
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
       // the server is gone: fail whatever still waits, and every later call
       const why = `the agentbox server ended (${exitStatus})${this.#stderrText() ? ": " + this.#stderrText() : ""}`;
-      if (this.#hello === null) {
-        helloReject(new SandboxError(`${command} did not start (${exitStatus}): ${this.#stderrText() || "no message"}`));
-      }
+      // true: a reconnection that tries again (#resume)
+      if (!greeted && helloReject(new SandboxError(`${command} did not start (${exitStatus}): ${this.#stderrText() || "no message"}`)) === true) return;
+      if (greeted && this.#resume()) return;
       this.#failAll(why);
       resolveExited();
     };
@@ -215,11 +230,15 @@ export class Sandbox {
       if (this.#stderr.length > 20) this.#stderr.shift();
     });
     errLines.on("close", streamEnded);
+    // a detached sandbox's bridge killed mid-line: the cut line readline
+    // gives at the end is not a reply (registered first: runs before its)
+    let cut = false;
+    proc.stdout.once("end", () => (cut = this.#detached !== null));
     const lines = createInterface({ input: proc.stdout, crlfDelay: Infinity });
     let refused = false; // the first line was not a hello: nothing after it is read
     lines.on("line", (line) => {
-      if (refused) return;
-      if (this.#hello === null) {
+      if (refused || cut) return;
+      if (!greeted) {
         let hello: Message | null = null;
         try {
           hello = JSON.parse(line) as Message;
@@ -239,6 +258,7 @@ export class Sandbox {
           helloReject(new SandboxError(`${command} did not say hello: ${line.slice(0, 200)}`));
           return;
         }
+        greeted = true;
         this.#hello = hello as unknown as Hello;
         helloResolve(this.#hello);
         return;
@@ -296,7 +316,63 @@ export class Sandbox {
     const binary = agentboxBinary(options.binary, via.length > 0);
     const argv = [...via, binary, "connect", idOrName];
     const proc = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
-    return Sandbox.#start(proc, argv[0]!, { via, binary });
+    const sandbox = await Sandbox.#start(proc, argv[0]!, { via, binary });
+    sandbox.#argv = argv;
+    return sandbox;
+  }
+
+  /**
+   * The bridge to a detached sandbox ended with no close() asked (killed,
+   * its network dropped) while streaming calls wait: connect again. The
+   * sandbox replays after the hello what it kept of their output (and the
+   * results of those that ended); each call asks for its output from where
+   * it got to (op output) and places what comes by offset: nothing lost or
+   * doubled (docs/detached.md). Calls that do not stream fail: whether
+   * their request reached the sandbox cannot be told. False: nothing to
+   * resume.
+   */
+  #resume(): boolean {
+    if (this.#detached === null || this.#closed !== null || this.#argv.length === 0) return false;
+    if (!(this.#hello?.features ?? []).includes("output_offsets")) return false;
+    const going = [...this.#pending.entries()].filter(([, c]) => c.offsets !== undefined);
+    if (going.length === 0) return false;
+    const lost = `the connection to the sandbox was lost; a request sent before may or may not have run`;
+    const end = Date.now() + 10_000;
+    const attempt = () => {
+      const argv = this.#argv;
+      let retried = false;
+      const proc = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+      this.#wire(
+        proc,
+        argv[0]!,
+        () => {
+          for (const [id, call] of [...this.#pending.entries()]) {
+            if (call.offsets !== undefined) continue;
+            this.#pending.delete(id);
+            call.reject(new SandboxClosed(lost));
+          }
+          for (const [id, call] of going) {
+            if (!this.#pending.has(id)) continue; // its result came with the replay
+            this.request("output", { target: id, offsets: { ...call.offsets } }).catch((e: Error) => {
+              if (!this.#pending.has(id)) return;
+              this.#pending.delete(id);
+              call.reject(new SandboxClosed(`the connection to the sandbox was lost and it does not know request ${id}: ${e.message}`));
+            });
+          }
+        },
+        (e) => {
+          // the sandbox may not have seen the old client go yet: busy
+          if (!e.message.startsWith("busy") && !retried) return false;
+          if (!retried && Date.now() < end && this.#closed === null) {
+            retried = true;
+            setTimeout(attempt, 50);
+          }
+          return retried;
+        },
+      );
+    };
+    attempt();
+    return true;
   }
 
   /**
@@ -436,8 +512,20 @@ export class Sandbox {
       return;
     }
     const call = this.#pending.get(msg.id)!;
+    if (msg.type === "output_dropped") return; // said for a chunk's gap; the offsets show it
     if (msg.type === "output") {
-      call.onOutput?.({ stream: String(msg.stream), data: String(msg.data), encoding: String(msg.encoding) });
+      const chunk = { stream: String(msg.stream), data: String(msg.data), encoding: String(msg.encoding) };
+      if (call.offsets !== undefined && typeof msg.offset === "number") {
+        // a chunk a detached sandbox sends again after a lost connection: what is new of it
+        const bytes = Buffer.from(chunk.data, chunk.encoding === "base64" ? "base64" : "utf8");
+        const have = call.offsets[chunk.stream] ?? 0;
+        if (msg.offset + bytes.length <= have) return;
+        const fresh = msg.offset < have ? bytes.subarray(have - msg.offset) : bytes;
+        call.offsets[chunk.stream] = Math.max(have, msg.offset) + fresh.length;
+        chunk.data = fresh.toString("base64");
+        chunk.encoding = "base64";
+      }
+      call.onOutput?.(chunk);
       return;
     }
     if (msg.type === "event") {
@@ -497,12 +585,14 @@ export class Sandbox {
         });
       };
       const settle = () => signal?.removeEventListener("abort", onAbort);
+      const resumable = params.resumable && this.#detached !== null && (this.#hello!.features ?? []).includes("output_offsets");
       this.#pending.set(id, {
         op,
         resolve: (m) => (settle(), resolve(m)),
         reject: (e) => (settle(), reject(e)),
         onOutput: params.onOutput,
         onEvent: params.onEvent,
+        offsets: resumable ? {} : undefined,
       });
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#proc.stdin.write(line + "\n");
@@ -655,9 +745,11 @@ export class Sandbox {
     if (options.env !== undefined) fields.env = options.env;
     if (options.pty !== undefined) fields.pty = { rows: options.pty.rows, cols: options.pty.cols };
     else fields.stdin = { stream: true };
+    // a detached sandbox's lost connection is resumed by offsets: base64 counts the bytes exactly
+    if (this.#detached !== null) fields.encoding = "base64";
     const request = (op: string, f: Record<string, unknown>) => this.request(op, f);
     return new Process(request, (onOutput, onId) =>
-      this.request("exec", fields, { timeout: options.timeout, onOutput, onId }),
+      this.request("exec", fields, { timeout: options.timeout, onOutput, onId, resumable: true }),
     );
   }
 

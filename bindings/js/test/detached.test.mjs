@@ -91,6 +91,22 @@ function clientThatSends(id, request) {
   return { child, firstLine };
 }
 
+/** The pid of this process's `agentbox connect ID` (its bridge to sandbox id). */
+function bridgePid(id) {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (ppid === process.pid && argv[1] === "connect" && argv[2] === id) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return null;
+}
+
 describe("detached sandboxes (Sandbox)", () => {
   it("create with a name, exec, one client at a time, close, reattach by name and by id, destroy leaves nothing", async (t) => {
     const ws = workspace(t);
@@ -186,6 +202,35 @@ describe("detached sandboxes (Sandbox)", () => {
     assert.equal(byId[1].stdout, "earlier\n");
     assert.equal(byId[2].exit_code, 3);
     await next.destroy();
+  });
+
+  it("resumes an exec iteration whose bridge was killed mid-stream: no byte lost or doubled", async (t) => {
+    const ws = workspace(t);
+    const sb = await Sandbox.create(base({ workspace: ws, detach: true }));
+    const lines = 3000000;
+    const whole = Buffer.from(Array.from({ length: lines }, (_, i) => `${i + 1}\n`).join(""));
+    for (const at of [0.1 + Math.random() * 0.3, 0.5 + Math.random() * 0.4].map((f) => Math.floor(whole.length * f))) {
+      const p = sb.spawn(`seq ${lines}`);
+      const got = [];
+      let size = 0;
+      let killed = null;
+      for await (const chunk of p) {
+        got.push(chunk);
+        size += chunk.length;
+        if (killed === null && size >= at) {
+          killed = bridgePid(sb.id);
+          process.kill(killed, "SIGKILL"); // agentbox connect dies mid-stream
+        }
+      }
+      assert.notEqual(killed, null);
+      assert.notEqual(bridgePid(sb.id), killed); // a new bridge
+      assert.equal((await p.wait()).exit_code, 0);
+      const all = Buffer.concat(got);
+      assert.equal(all.length, whole.length, `killed at ${at}`);
+      assert.ok(all.equals(whole), `killed at ${at}: the bytes differ`);
+    }
+    assert.equal((await sb.execute("echo still")).output, "still\n");
+    await sb.destroy();
   });
 
   it("pauses and resumes where the sandbox has a freezer cgroup, and refuses where it has none", async (t) => {

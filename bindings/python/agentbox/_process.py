@@ -22,6 +22,11 @@ class Process:
         request["stream"] = True
         call = _Call(request["op"])
         call.output = collections.deque()
+        if session.detached and "output_offsets" in session.features:
+            # a lost connection is resumed from these (Session._resume):
+            # base64, so that offsets count the bytes exactly
+            request["encoding"] = "base64"
+            call.offsets = {}
         self._call = session.send(request, call=call)
         self._rid = self.id = call.rid
         self._result: Optional[Dict[str, Any]] = None
@@ -102,6 +107,12 @@ class Process:
         end_at = got.index(text) + len(text)
         got, self._rest = got[:end_at], got[end_at:]
         return got
+
+    @property
+    def dropped(self) -> list:
+        """output_dropped messages (docs/protocol.md): bytes of the output
+        the sandbox had to drop while no client was attached."""
+        return self._call.dropped
 
     @property
     def running(self) -> bool:

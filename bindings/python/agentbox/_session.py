@@ -30,6 +30,7 @@ PROTOCOL = "agentbox/1"
 READ_SIZE = 64 << 10
 CLOSE_WAIT = 15.0  # seconds close() gives the server to end before it is killed
 SHUTDOWN = b'{"op":"shutdown","id":"close"}\n'
+RESUME_WAIT = 10.0  # seconds a lost detached connection is tried again while "busy"
 
 # error codes that say what was wrong with a file: returned as values, as
 # agent frameworks expect, never raised
@@ -63,16 +64,38 @@ FILE_OPS = frozenset({"read", "write", "edit", "ls", "glob", "grep", "delete", "
 
 
 class _Call:
-    __slots__ = ("done", "reply", "failure", "op", "output", "rid")
+    __slots__ = ("done", "reply", "failure", "op", "output", "rid", "offsets", "dropped",
+                 "resume")
 
     def __init__(self, op: str):
         self.op = op
         # an exec with "stream": its output chunks (bytes) as they come
         self.output: Optional[collections.deque] = None
+        # where each of its streams stands (the offset after the last byte
+        # handed out), to go on from after a lost connection; None: not kept
+        self.offsets: Optional[Dict[str, int]] = None
+        self.dropped: List[Dict[str, Any]] = []  # output_dropped messages
+        self.resume: Optional["_Call"] = None  # an output op's: the call it resumes
         self.rid = 0  # the id send() chose
         self.done = threading.Event()
         self.reply = None  # the result or error message
         self.failure: Optional[Exception] = None  # raised instead of a reply
+
+
+def _place(call: _Call, msg: Dict[str, Any], data: bytes) -> bytes:
+    """Of a chunk at msg's offset, what call has not had yet (a chunk a
+    detached sandbox sends again after a lost connection)."""
+    off = msg.get("offset")
+    if call.offsets is None or not isinstance(off, int):
+        return data
+    stream = msg.get("stream", "stdout")
+    have = call.offsets.get(stream, 0)
+    if off + len(data) <= have:
+        return b""
+    if off < have:
+        data, off = data[have - off:], have
+    call.offsets[stream] = off + len(data)
+    return data
 
 
 class Session:
@@ -101,10 +124,17 @@ class Session:
         self._wlock = threading.Lock()
         self._unsent: Optional[memoryview] = None
         self._calls: Dict[int, _Call] = {}
+        self._lost: set = set()  # ids of calls failed by _resume: their replies are replayed
         self._first_id = random.randrange(1 << 40, 1 << 52) if detached else 1
         self._ids = itertools.count(self._first_id)
         self._closed: Optional[str] = None
         self._stderr = collections.deque(maxlen=20)
+        self._args = list(args)
+        self._start()
+
+    def _start(self):
+        """The server (or the bridge to a detached one) started, its hello read."""
+        args = self._args
         try:
             self._proc = subprocess.Popen(list(args), stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -231,14 +261,20 @@ class Session:
                     call.output.append(msg)
                     self._turn.notify_all()
             return
-        if msg.get("type") == "output":
+        if msg.get("type") in ("output", "output_dropped"):
             with self._lock:  # to a streaming call (Process), else dropped
                 call = self._calls.get(rid) if isinstance(rid, int) else None
                 if call is not None and call.output is not None:
+                    if msg["type"] == "output_dropped":
+                        call.dropped.append(msg)
+                        return
                     data = msg.get("data") or ""
-                    call.output.append(base64.b64decode(data) if msg.get("encoding") == "base64"
-                                       else data.encode("utf-8", "surrogatepass"))
-                    self._turn.notify_all()
+                    data = _place(call, msg, base64.b64decode(data)
+                                  if msg.get("encoding") == "base64"
+                                  else data.encode("utf-8", "surrogatepass"))
+                    if data:
+                        call.output.append(data)
+                        self._turn.notify_all()
             return
         if rid is None and msg.get("type") == "error":
             self._unattributed(msg)
@@ -248,10 +284,19 @@ class Session:
             if call:  # a reply to a call failed already is dropped
                 call.reply = msg
                 call.done.set()
+                gone = call.resume
+                if gone is not None and msg.get("type") == "error" and not gone.done.is_set():
+                    # its result was not replayed (it would have come first): the
+                    # sandbox never got the request, or lost it
+                    self._calls.pop(gone.rid, None)
+                    gone.failure = SandboxClosed(
+                        "the connection to the sandbox was lost and it does not know "
+                        "request %d: %s" % (gone.rid, msg.get("message")))
+                    gone.done.set()
                 self._turn.notify_all()
-            elif self.detached and not (isinstance(rid, int) and
-                                        self._first_id <= rid < self._first_id + (1 << 32)):
-                self.replayed.append(msg)  # an earlier client's, kept for us
+            elif self.detached and (rid in self._lost or not (
+                    isinstance(rid, int) and self._first_id <= rid < self._first_id + (1 << 32))):
+                self.replayed.append(msg)  # an earlier client's, or one _resume failed
 
     def _take_turn(self, call: Optional[_Call] = None, timeout: Optional[float] = None) -> bool:
         """The reading turn, once no other caller holds it; False when call
@@ -283,7 +328,8 @@ class Session:
                 if call.done.is_set():
                     break
                 if not self._fill():
-                    self._ended()
+                    if self._ended():
+                        continue
                     break
         finally:
             self._leave_turn()
@@ -311,20 +357,78 @@ class Session:
                 if not select.select([self._out], [], [], left)[0]:
                     return
                 if not self._fill():
-                    self._ended()
-                    return
+                    if not self._ended():
+                        return
             finally:
                 self._leave_turn()
 
-    def _ended(self):
+    def _ended(self) -> bool:
         """The server's output is at its end: it has exited (or is about
-        to). Every pending call fails, saying how it ended."""
+        to). Every pending call fails, saying how it ended; unless this is
+        a detached sandbox's bridge, lost while streaming calls wait: then
+        they go on through a new one (True)."""
+        if self._resume():
+            return True
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
         self._fail_all(SandboxClosed("the agentbox server ended (exit status %s)%s" % (
             self._proc.returncode, ": " + self._stderr_text() if self._stderr else "")))
+        return False
+
+    def _resume(self) -> bool:
+        """The bridge to a detached sandbox ended with no close() asked (it
+        was killed, its network dropped) while streaming calls wait: connect
+        again. The sandbox replays after the hello what it kept of their
+        output and results of any that ended; each call then asks for its
+        output from where it got to (op output) and places what comes by
+        offset, so nothing is lost or doubled (docs/detached.md). Calls
+        that do not stream fail: whether their request reached the sandbox
+        cannot be told. False when there is nothing to resume or it cannot."""
+        with self._lock:
+            if not self.detached or self._closed is not None or \
+                    "output_offsets" not in self.features:
+                return False
+            going = {rid: c for rid, c in self._calls.items() if c.offsets is not None}
+        if not going:
+            return False
+        try:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._release()
+        self._buf, self._scanned, self._unsent = bytearray(), 0, None
+        end = time.monotonic() + RESUME_WAIT
+        while True:
+            try:
+                self._start()
+                break
+            except SandboxError as e:
+                # the sandbox may not have seen the old client go yet: busy
+                if "busy" not in str(e) or time.monotonic() > end:
+                    self._stderr.append("reconnecting: %s" % e)
+                    return False
+                self._closed = None  # _start took it as the end
+                time.sleep(0.05)
+        lost = SandboxClosed("the connection to the sandbox was lost; request sent before "
+                             "may or may not have run")
+        with self._lock:
+            for rid in [r for r in self._calls if r not in going]:
+                self._lost.add(rid)
+                c = self._calls.pop(rid)
+                c.failure = lost
+                c.done.set()
+            self._turn.notify_all()
+        for rid, c in going.items():
+            ask = _Call("output")
+            ask.resume = c
+            try:
+                self.send({"op": "output", "target": rid, "offsets": dict(c.offsets)}, call=ask)
+            except SandboxError:
+                return True  # the new bridge ended too: the next read says so
+        return True
 
     def _unattributed(self, msg: Dict[str, Any]):
         """An error with id null. This client never sends a line without

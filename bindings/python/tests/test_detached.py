@@ -4,6 +4,7 @@ results, destroy(); the same test as root and as a plain user."""
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -163,6 +164,30 @@ class Detached(unittest.TestCase):
         self.assertEqual(len(sb.replayed), 1, sb.replayed)
         r = sb.replayed[0]
         self.assertEqual((r["type"], r["stdout"], r["exit_code"]), ("result", "late\n", 0))
+        sb.destroy()
+
+    def test_an_interrupted_exec_iteration_resumes(self):
+        # the bridge (agentbox connect) killed at random points of a 3,000,000-line seq:
+        # the iteration goes on through a new one and loses no byte, doubles none
+        sb = self.create()
+        whole = b"".join(b"%d\n" % i for i in range(1, 3000001))
+        rnd = random.Random(os.getpid())
+        for _ in range(2):
+            kill_at = rnd.randrange(len(whole) // 20, len(whole) * 9 // 10)
+            p = sb.spawn("seq 3000000")
+            got = bytearray()
+            bridge = None
+            for chunk in p:
+                got += chunk
+                if bridge is None and len(got) >= kill_at:
+                    bridge = sb._s._proc
+                    bridge.kill()
+            self.assertIsNotNone(bridge)
+            self.assertIsNot(sb._s._proc, bridge)  # a new bridge
+            self.assertEqual(p.wait()["exit_code"], 0)
+            self.assertEqual((len(got), p.dropped), (len(whole), []), "killed at %d" % kill_at)
+            self.assertTrue(got == whole, "killed at %d: the bytes differ" % kill_at)
+        self.assertEqual(sb.execute("echo still").output, "still\n")
         sb.destroy()
 
 
