@@ -462,7 +462,7 @@ static void on_watch(void *arg, struct ab_front_req *fr, const struct ab_watch_e
 {
 	struct server *sv = arg;
 	struct request *r = (struct request *)fr;
-	if (route(sv, r))
+	if (serve_route(sv, r))
 		return;
 	send_json(sv, serve_watch_event(r->fr.q.id, ev));
 	out_backpressure(sv);
