@@ -593,10 +593,17 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} detached[] = {{"create", detach_cli_create},	 {"exec", detach_cli_exec},
-			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
-			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
-			{"resume", detach_cli_pause},	 {"logs", detach_cli_logs}};
+	} detached[] = {{"create", detach_cli_create},
+			{"exec", detach_cli_exec},
+			{"connect", detach_cli_connect},
+			{"ls", detach_cli_ls},
+			{"rm", detach_cli_rm},
+			{"pause", detach_cli_pause},
+			{"resume", detach_cli_pause},
+			{"logs", detach_cli_logs},
+			{"checkpoint", detach_cli_checkpoint},
+			{"checkpoints", detach_cli_checkpoint},
+			{"restore", detach_cli_checkpoint}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

@@ -21,6 +21,8 @@ int detach_cli_rm(int argc, char **argv);
 int detach_cli_logs(int argc, char **argv);
 /* agentbox pause ID and agentbox resume ID (argv[0] says which). */
 int detach_cli_pause(int argc, char **argv);
+/* agentbox checkpoint|checkpoints|restore (detach_ckpt.c, src/ckpt/) */
+int detach_cli_checkpoint(int argc, char **argv);
 /* One request (its "id" a string) to sandbox id, on its exec socket, and
  * the result or error message that answers it (*reply, owned). */
 int detach_request(const char *id, json_object *req, json_object **reply, struct ab_error *err);

@@ -8,6 +8,7 @@
  * before it was stopped stays (each file is atomic, layer_commit.c). */
 #include "front/front_layer.h"
 #include "front/request.h"
+#include "ckpt/ckpt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +106,25 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 	unsigned long long ms;
 	*reply = NULL;
 	*end = false;
+	if (ckpt_op_fields(op) || ckpt_is_changes_since(op, req)) {
+		/* a mount, or a walk of the layers above a checkpoint: answered here */
+		json_object *o = NULL;
+		struct ab_error err = {0};
+		if (ckpt_session_op(l, op, req, &o, &err) < 0) {
+			*reply = error_obj(id,
+					   err.code == EEXIST	? AB_ERRC_EXISTS
+					   : err.code == ENOENT ? AB_ERRC_NOT_FOUND
+					   : err.code == EINVAL ? AB_ERRC_INVALID_REQUEST
+								: AB_ERRC_INTERNAL,
+					   err.msg);
+			return 0;
+		}
+		json_object_object_add(o, "type", json_object_new_string("result"));
+		json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+		json_object_object_add(o, "op", json_object_new_string(op));
+		*reply = o;
+		return 0;
+	}
 	if (!l || strcmp(op, "discard") == 0 || op_timeout(req, op, &ms, msg, sizeof(msg)) < 0) {
 		if (l && strcmp(op, "discard") != 0) {
 			*reply = error_obj(id, AB_ERRC_INVALID_REQUEST, msg);

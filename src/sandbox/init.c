@@ -451,14 +451,28 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	if (a->net_beside)
 		join_net(a);
+	/* an overlay workspace's checkpoints (ckpt/) restack it from the
+	 * launcher, in these namespaces */
+	int view_ns = a->plan->layer && !a->one_command
+			      ? open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)
+			      : -1;
 	if (userns_setup_uts_net(a->cfg, a->net_beside, &err) < 0 ||
 	    userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	bool restack = view_ns >= 0;
+	if (restack) {
+		int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		if (mnt < 0 || sync_send_fd(a->sync_fd, SYNC_VIEWNS, view_ns) < 0 ||
+		    sync_send_fds_status(a->sync_fd, SYNC_VIEWNS, 0, 1, &mnt, 1, NULL) < 0)
+			_exit(AB_EXIT_FAILURE);
+		close(view_ns);
+		close(mnt);
+	}
 	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)
 		init_fail(a->sync_fd, &err); /* --net allow=: docs/network.md */
 	prctl(PR_SET_DUMPABLE, 0);
 	if (!a->cfg->no_landlock &&
-	    landlock_prepare(a->plan, &a->landlock_fd, &landlock_abi, &err) < 0)
+	    landlock_prepare(a->plan, restack, &a->landlock_fd, &landlock_abi, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (chdir(a->cfg->cwd) < 0) {
 		ab_error_set(&err, errno, "--cwd: cannot enter %s in the sandbox", a->cfg->cwd);

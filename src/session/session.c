@@ -106,6 +106,20 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 				return r;
 			s->net = s->sb.netproc;
 			break;
+		case SYNC_VIEWNS: { /* kept for checkpoints (ckpt/) */
+			struct ab_layer *l = s->sb.plan.layer;
+			int *slot = !l || s->one_command ? NULL
+				    : m.status == 0	 ? &l->view_userns
+				    : m.status == 1	 ? &l->view_mntns
+							 : NULL;
+			if (!slot || *slot >= 0) {
+				close(passed);
+				return ab_error_plain(err, EBADMSG,
+						      "the sandbox sent a namespace unasked");
+			}
+			*slot = passed;
+			break;
+		}
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
 			return 0;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -147,5 +148,30 @@ int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error
 		return ab_error_set(err, errno, "cannot open %s in the overlay", e->dst);
 	if (move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno, "cannot mount at %s", e->dst);
+	return 0;
+}
+
+int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
+{
+	struct ab_layer *l = plan->layer;
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct view_entry *e = &plan->e[i];
+		/* a clone of its own: the init attaches the tree it was given
+		 * and detaches it again, which a copy of the fd would follow */
+		if (e->overlay && e->tree_fd >= 0 && l->ws_tree < 0 &&
+		    (l->ws_tree = open_tree(e->tree_fd, "",
+					    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) <
+			    0)
+			return ab_error_set(err, errno, "cannot keep the workspace's tree");
+		if (!e->from_view)
+			continue;
+		struct layer_bind *b = realloc(l->binds, (l->n_binds + 1) * sizeof(*b));
+		if (!b)
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
+		l->binds = b;
+		if (!(b[l->n_binds].dst = strdup(e->dst)))
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
+		b[l->n_binds++].rw = e->rw;
+	}
 	return 0;
 }
