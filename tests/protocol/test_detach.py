@@ -73,7 +73,10 @@ class Client:
         self.s.close()
 
 
-class Detached(unittest.TestCase):
+class DetachedBase(unittest.TestCase):
+    """Each test's own sandboxes' directory and workspace, and helpers
+    (test_checkpoint.py builds on it too)."""
+
     def setUp(self):
         self.rt = tempfile.mkdtemp(prefix="ab-rt-")
         os.chmod(self.rt, 0o700)
@@ -150,6 +153,8 @@ class Detached(unittest.TestCase):
                     out.append("/sys/fs/cgroup/%s%s" % (ctrl.replace("name=", ""), path))
         return out
 
+
+class Detached(DetachedBase):
     # ---- the CLI ----
 
     def test_create_exec_ls_rm(self):
