@@ -330,6 +330,15 @@ bool ckpt_op_switches(const char *op)
 	return !strcmp(op, "checkpoint") || !strcmp(op, "restore");
 }
 
+bool ckpt_stacked(const struct ab_layer *l)
+{
+	char path[PATH_MAX];
+	if (!l)
+		return false;
+	snprintf(path, sizeof(path), "%s/" STACK_FILE, l->dir);
+	return access(path, F_OK) == 0;
+}
+
 bool ckpt_is_changes_since(const char *op, json_object *req)
 {
 	return !strcmp(op, "changes") && str_field(req, "since");

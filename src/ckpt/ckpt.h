@@ -37,6 +37,9 @@ bool ckpt_op_switches(const char *op);
  * direct mode: refused, saying why): *reply gets the result's fields. */
 int ckpt_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
 		    struct ab_error *err);
+/* /workspace stands on a stack (a checkpoint was taken): the review of the
+ * first upper alone (changes, commit) would not be the workspace's. */
+bool ckpt_stacked(const struct ab_layer *l);
 /* A "changes" request that asks for what changed after a checkpoint. */
 bool ckpt_is_changes_since(const char *op, json_object *req);
 

@@ -10,7 +10,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt.h"
 #include "files/fileop_host.h"
 #include "front/front_link.h"
 #include "util/error.h"
@@ -230,20 +229,12 @@ static void layer_next(struct ab_front *f)
 			f->layer_req = r;
 			return;
 		}
-		if (ckpt_op_switches(r->q.op) && running(f) > 0) {
-			/* a command keeps the tree it started in (docs/checkpoints.md) */
-			struct ab_error e = {0};
-			ab_error_proto(&e, AB_ERRC_BUSY,
-				       "%s: commands are running; a checkpoint or a restore is "
-				       "taken between commands",
-				       r->q.op);
-			refuse(f, r, AB_FRONT_START_FAILED, &e);
-			continue;
-		}
 		json_object *reply = NULL;
 		bool end = false;
+		/* a command keeps the tree it started in: a checkpoint or a
+		 * restore waits for none, it is refused (docs/checkpoints.md) */
 		if (front_layer_start(&f->layer, ab_session_layer(f->s), r->q.op, r->q.req, r->q.id,
-				      &reply, &end)) {
+				      running(f) > 0, &reply, &end)) {
 			r->running = true;
 			f->layer_req = r;
 			return;

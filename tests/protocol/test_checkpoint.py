@@ -68,6 +68,12 @@ class Checkpoints(DetachedBase):
         got = {c["path"]: c["status"] for c in out["changes"]}
         self.assertEqual(got, {"a.txt": "written", "b.txt": "deleted",
                                "c.txt": "written"})
+        # the first layer alone is no longer the workspace's: refused, not wrong
+        r = self.ab("changes", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("stands on checkpoints", r.stderr)
+        r = self.ab("commit", sid)
+        self.assertEqual(r.returncode, 125)
         self.assertEqual(self.ok("checkpoint", "--name", "after", sid).strip(), "after")
         listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
         self.assertEqual([c["name"] for c in listed], ["c1", "after"])
@@ -126,7 +132,10 @@ class Checkpoints(DetachedBase):
                 break
         self.assertEqual(m["type"], "error")
         self.assertEqual(m["code"], "busy")
+        self.assertIn("commands are running", m["message"])
         c.send(id="cancel", op="cancel", target="long")
+        while c.recv().get("id") != "long":  # its result: it ended
+            pass
         c.send(id="cp2", op="checkpoint", name="later")
         while True:
             m = c.recv()
