@@ -43,6 +43,8 @@ static const char usage_main[] =
 	"  pause     freeze one (cgroup freezer); resume: thaw it\n"
 	"  rm        end one, leaving nothing\n"
 	"  logs      what its launcher said (timeouts, denials); --follow\n"
+	"  checkpoint  an overlay workspace's state as a layer; checkpoints: list\n"
+	"            them; restore ID NAME: back to one (docs/checkpoints.md)\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
