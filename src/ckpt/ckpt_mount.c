@@ -3,12 +3,13 @@
  * of the launcher that enters the sandbox's namespaces.
  *
  * The child: as a plain user, enters the sandbox's first user namespace
- * (the launcher made it, so it holds every capability there) and a new
- * mount namespace of its own, a copy of the host's, where it may clone the
- * layer directories (open_tree); as root it stays where it is. It builds
- * the overlay there, where /proc/self is its own (fsconfig takes layers by
- * path: /proc/self/fd/N of the detached clones, which overlayfs takes from
- * Linux 6.15), then enters the commands' mount namespace and puts the
+ * (the launcher made it, so it holds every capability there), which owns
+ * the detached clones of the layer directory and the workspace the init
+ * made for this (SYNC_VIEWNS); as root it stays where it is and clones
+ * them itself. It builds the overlay while /proc/self is its own (fsconfig
+ * takes layers by path: /proc/self/fd/N of the detached clones, which
+ * overlayfs takes from Linux 6.15), then enters the commands' mount
+ * namespace and puts the
  * overlay on top of /workspace in one move_mount: a command resolving a
  * path sees the old tree or the new, never a mix. The view's protected
  * binds beneath /workspace are bound again, read-only, from the new tree. */
@@ -109,10 +110,9 @@ static int rebind(const struct layer_bind *b, struct ab_error *err)
 static int child(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 		 struct ab_error *err)
 {
-	if (geteuid() != 0 &&
-	    (setns(l->view_userns, CLONE_NEWUSER) < 0 || unshare(CLONE_NEWNS) < 0))
+	if (geteuid() != 0 && setns(l->view_userns, CLONE_NEWUSER) < 0)
 		return ab_error_set(err, errno,
-				    "checkpoint: cannot enter the sandbox's namespaces");
+				    "checkpoint: cannot enter the sandbox's user namespace");
 	cleanup_fd int mnt = build(l, names, n, work, err);
 	if (mnt < 0)
 		return mnt;
@@ -133,7 +133,8 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 	       struct ab_error *err)
 {
-	if (l->view_mntns < 0 || (geteuid() != 0 && l->view_userns < 0))
+	if (l->view_mntns < 0 ||
+	    (geteuid() != 0 && (l->view_userns < 0 || l->dir_tree < 0 || l->ws_tree < 0)))
 		return ab_error_plain(err, ENOTSUP,
 				      "checkpoint: this sandbox's namespaces were not kept "
 				      "(made by an older agentbox?)");

@@ -38,9 +38,10 @@ struct ab_layer {
 	char **protect; /* the protected paths, as layer.info keeps them */
 	size_t n_protect;
 	/* launcher, for checkpoints (ckpt/): the sandbox's own user namespace
-	 * and its commands' mount namespace (SYNC_VIEWNS), root's idmapped
-	 * workspace tree, the view's binds beneath /workspace; -1: none */
-	int view_userns, view_mntns, ws_tree;
+	 * and its commands' mount namespace (SYNC_VIEWNS), detached trees of
+	 * the workspace (root's idmapped one) and, a plain user's, of DIR,
+	 * the view's binds beneath /workspace; -1: none */
+	int view_userns, view_mntns, ws_tree, dir_tree;
 	struct layer_bind {
 		char *dst;
 		bool rw;

@@ -111,6 +111,8 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 			int *slot = !l || s->one_command ? NULL
 				    : m.status == 0	 ? &l->view_userns
 				    : m.status == 1	 ? &l->view_mntns
+				    : m.status == 2	 ? &l->dir_tree
+				    : m.status == 3	 ? &l->ws_tree
 							 : NULL;
 			if (!slot || *slot >= 0) {
 				close(passed);

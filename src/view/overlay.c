@@ -175,3 +175,21 @@ int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
 	}
 	return 0;
 }
+
+int overlay_clone_for_checkpoints(const struct view_plan *plan, int out[2], struct ab_error *err)
+{
+	out[0] = out[1] = -1;
+	for (size_t i = 0; i < plan->n; i++)
+		if (plan->e[i].overlay && plan->e[i].src_fd >= 0)
+			out[1] = open_tree(plan->e[i].src_fd, "",
+					   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	out[0] = open_tree(AT_FDCWD, plan->layer->dir,
+			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (out[0] >= 0 && out[1] >= 0)
+		return 0;
+	int e = errno;
+	ab_close_keep_errno(out[0]);
+	ab_close_keep_errno(out[1]);
+	out[0] = out[1] = -1;
+	return ab_error_set(err, e, "cannot open the layer %s for checkpoints", plan->layer->dir);
+}

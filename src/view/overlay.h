@@ -31,4 +31,10 @@ int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error
  * init has not used the trees yet. */
 int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err);
 
+/* Sandbox (a plain user's init), while the host tree is visible: detached
+ * clones of the layer directory (out[0]) and of the workspace (out[1]),
+ * for the launcher to restack /workspace with (ckpt/): owned by the
+ * sandbox's user namespace, where the launcher holds every capability. */
+int overlay_clone_for_checkpoints(const struct view_plan *plan, int out[2], struct ab_error *err);
+
 #endif
