@@ -51,8 +51,11 @@ static int set_path(int fs, const char *key, int dir, const char *name, struct a
 static int build(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 		 struct ab_error *err)
 {
-	cleanup_fd int dir = open_tree(AT_FDCWD, l->dir,
-				       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	cleanup_fd int dir =
+		l->dir_tree >= 0
+			? fcntl(l->dir_tree, F_DUPFD_CLOEXEC, 3)
+			: open_tree(AT_FDCWD, l->dir,
+				    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 	if (dir < 0)
 		return ab_error_set(err, errno, "checkpoint: cannot open the layer %s", l->dir);
 	cleanup_fd int ws = l->ws_tree >= 0 ? fcntl(l->ws_tree, F_DUPFD_CLOEXEC, 3)
