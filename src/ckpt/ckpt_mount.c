@@ -5,14 +5,12 @@
  * The child: as a plain user, enters the sandbox's first user namespace
  * (the launcher made it, so it holds every capability there), which owns
  * the detached clones of the layer directory and the workspace the init
- * made for this (SYNC_VIEWNS); as root it stays where it is and clones
- * them itself. It builds the overlay while /proc/self is its own (fsconfig
- * takes layers by path: /proc/self/fd/N of the detached clones, which
- * overlayfs takes from Linux 6.15), then enters the commands' mount
- * namespace and puts the
- * overlay on top of /workspace in one move_mount: a command resolving a
- * path sees the old tree or the new, never a mix. The view's protected
- * binds beneath /workspace are bound again, read-only, from the new tree. */
+ * made for this (SYNC_VIEWNS); as root it stays where it is (the launcher
+ * made the clones). It enters the commands' mount namespace, builds the overlay
+ * there (fsconfig takes the layers by fd, opened in the detached clones,
+ * which overlayfs takes from Linux 6.15) and puts it on top of /workspace in one move_mount: a
+ * command resolving a path sees the old tree or the new, never a mix. The view's protected binds
+ * beneath /workspace are bound again, read-only, from the new tree. */
 #include "ckpt/ckpt.h"
 
 #include <errno.h>
@@ -29,17 +27,17 @@
 #include "util/error.h"
 #include "util/util.h"
 
-static int set_path(int fs, const char *key, int dir, const char *name, struct ab_error *err)
+/* A layer by fd (FSCONFIG_SET_FD: overlayfs takes them from Linux 6.13;
+ * detached ones from 6.15): the child is in the sandbox's mount namespace
+ * then, where /proc/self is not its own. */
+static int set_layer(int fs, const char *key, int dir, const char *name, struct ab_error *err)
 {
-	char p[64];
-	if (name)
-		snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dir, name);
-	else
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", dir);
-	if (fsconfig(fs, FSCONFIG_SET_STRING, key, p, 0) < 0)
+	cleanup_fd int fd =
+		openat(dir, name ? name : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsconfig(fs, FSCONFIG_SET_FD, key, NULL, fd) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: the overlay refuses its %s %s (Linux 6.15 or "
-				    "later takes detached layers)",
+				    "later takes detached layers by fd)",
 				    key, name ? name : "workspace");
 	return 0;
 }
@@ -51,31 +49,19 @@ static int set_path(int fs, const char *key, int dir, const char *name, struct a
 static int build(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 		 struct ab_error *err)
 {
-	cleanup_fd int dir =
-		l->dir_tree >= 0
-			? fcntl(l->dir_tree, F_DUPFD_CLOEXEC, 3)
-			: open_tree(AT_FDCWD, l->dir,
-				    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-	if (dir < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot open the layer %s", l->dir);
-	cleanup_fd int ws = l->ws_tree >= 0 ? fcntl(l->ws_tree, F_DUPFD_CLOEXEC, 3)
-					    : open_tree(AT_FDCWD, l->workspace,
-							OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (ws < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot open the workspace %s",
-				    l->workspace);
+	int dir = l->dir_tree, ws = l->ws_tree;
 	cleanup_fd int fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return ab_error_set(err, errno, "checkpoint: this kernel has no overlayfs");
 	int r = 0;
 	for (size_t i = 1; r >= 0 && i < n; i++)
-		r = set_path(fs, "lowerdir+", dir, names[i], err);
+		r = set_layer(fs, "lowerdir+", dir, names[i], err);
 	if (r >= 0)
-		r = set_path(fs, "lowerdir+", ws, NULL, err);
+		r = set_layer(fs, "lowerdir+", ws, NULL, err);
 	if (r >= 0)
-		r = set_path(fs, "upperdir", dir, names[0], err);
+		r = set_layer(fs, "upperdir", dir, names[0], err);
 	if (r >= 0)
-		r = set_path(fs, "workdir", dir, work, err);
+		r = set_layer(fs, "workdir", dir, work, err);
 	if (r < 0)
 		return r;
 	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
@@ -116,12 +102,13 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 	if (geteuid() != 0 && setns(l->view_userns, CLONE_NEWUSER) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot enter the sandbox's user namespace");
-	cleanup_fd int mnt = build(l, names, n, work, err);
-	if (mnt < 0)
-		return mnt;
+	/* there first: fsopen wants a mount namespace the child may mount in */
 	if (setns(l->view_mntns, CLONE_NEWNS) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot enter the sandbox's mount namespace");
+	cleanup_fd int mnt = build(l, names, n, work, err);
+	if (mnt < 0)
+		return mnt;
 	if (move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot mount the layers at /workspace");
@@ -136,8 +123,8 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 	       struct ab_error *err)
 {
-	if (l->view_mntns < 0 ||
-	    (geteuid() != 0 && (l->view_userns < 0 || l->dir_tree < 0 || l->ws_tree < 0)))
+	if (l->view_mntns < 0 || l->dir_tree < 0 || l->ws_tree < 0 ||
+	    (geteuid() != 0 && l->view_userns < 0))
 		return ab_error_plain(err, ENOTSUP,
 				      "checkpoint: this sandbox's namespaces were not kept "
 				      "(made by an older agentbox?)");

@@ -156,13 +156,21 @@ int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
 	struct ab_layer *l = plan->layer;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct view_entry *e = &plan->e[i];
-		/* a clone of its own: the init attaches the tree it was given
-		 * and detaches it again, which a copy of the fd would follow */
-		if (e->overlay && e->tree_fd >= 0 && l->ws_tree < 0 &&
+		/* as root: clones of its own (a plain user's come from the
+		 * init: overlay_clone_for_checkpoints); the init attaches the
+		 * tree it was given and detaches it again, which a copy of the
+		 * fd would follow */
+		bool root = geteuid() == 0 && e->overlay;
+		if (root && e->tree_fd >= 0 && l->ws_tree < 0 &&
 		    (l->ws_tree = open_tree(e->tree_fd, "",
 					    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) <
 			    0)
 			return ab_error_set(err, errno, "cannot keep the workspace's tree");
+		if (root && l->dir_tree < 0 &&
+		    (l->dir_tree = open_tree(AT_FDCWD, l->dir,
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+						     AT_SYMLINK_NOFOLLOW)) < 0)
+			return ab_error_set(err, errno, "cannot keep the layer %s", l->dir);
 		if (!e->from_view)
 			continue;
 		struct layer_bind *b = realloc(l->binds, (l->n_binds + 1) * sizeof(*b));
