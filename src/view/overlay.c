@@ -161,11 +161,17 @@ int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
 		 * tree it was given and detaches it again, which a copy of the
 		 * fd would follow */
 		bool root = geteuid() == 0 && e->overlay;
-		if (root && e->tree_fd >= 0 && l->ws_tree < 0 &&
-		    (l->ws_tree = open_tree(e->tree_fd, "",
-					    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) <
-			    0)
-			return ab_error_set(err, errno, "cannot keep the workspace's tree");
+		if (root && l->ws_tree < 0) {
+			l->ws_tree = e->tree_fd >= 0
+					     ? open_tree(e->tree_fd, "",
+							 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+								 AT_EMPTY_PATH)
+					     : open_tree(AT_FDCWD, e->src,
+							 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+								 AT_SYMLINK_NOFOLLOW);
+			if (l->ws_tree < 0)
+				return ab_error_set(err, errno, "cannot keep the workspace's tree");
+		}
 		if (root && l->dir_tree < 0 &&
 		    (l->dir_tree = open_tree(AT_FDCWD, l->dir,
 					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
