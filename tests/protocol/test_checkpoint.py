@@ -26,9 +26,10 @@ ROOT = os.getuid() == 0
 
 class Checkpoints(DetachedBase):
     def setUp(self):
-        super().setUp()
+        # removed last (cleanups run in reverse): after the sandboxes' rm
         self.state_home = tempfile.mkdtemp(prefix="ab-state-")
         self.addCleanup(shutil.rmtree, self.state_home, True)
+        super().setUp()
         self.env["XDG_STATE_HOME"] = self.state_home
         with open(os.path.join(self.ws, "a.txt"), "w") as f:
             f.write("v1\n")
