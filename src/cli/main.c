@@ -46,6 +46,8 @@ static const char usage_main[] =
 	"  logs      what its launcher said (timeouts, denials); --follow\n"
 	"  port      publish a TCP port of one on this host, for you only\n"
 	"  watch     its file events as they happen (agentbox watch --help)\n"
+	"  checkpoint  an overlay workspace's state as a layer; checkpoints: list\n"
+	"            them; restore ID NAME: back to one (docs/checkpoints.md)\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
@@ -598,11 +600,19 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} detached[] = {{"create", detach_cli_create},	 {"exec", detach_cli_exec},
-			{"connect", detach_cli_connect}, {"ls", detach_cli_ls},
-			{"rm", detach_cli_rm},		 {"pause", detach_cli_pause},
-			{"resume", detach_cli_pause},	 {"logs", detach_cli_logs},
-			{"port", detach_cli_port},	 {"watch", detach_cli_watch}};
+	} detached[] = {{"create", detach_cli_create},
+			{"exec", detach_cli_exec},
+			{"connect", detach_cli_connect},
+			{"ls", detach_cli_ls},
+			{"rm", detach_cli_rm},
+			{"pause", detach_cli_pause},
+			{"resume", detach_cli_pause},
+			{"logs", detach_cli_logs},
+			{"port", detach_cli_port},
+			{"watch", detach_cli_watch},
+			{"checkpoint", detach_cli_checkpoint},
+			{"checkpoints", detach_cli_checkpoint},
+			{"restore", detach_cli_checkpoint}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

@@ -30,6 +30,8 @@ long detach_port_number(const char *s);
  * "port", owned) into *reply, or the sandbox's refusal in err. */
 int detach_port_request(const char *id, long port, const char *host, bool public, bool close_it,
 			json_object **reply, struct ab_error *err);
+/* agentbox checkpoint|checkpoints|restore (detach_ckpt.c, src/ckpt/) */
+int detach_cli_checkpoint(int argc, char **argv);
 /* One request (its "id" a string) to sandbox id, on its exec socket, and
  * the result or error message that answers it (*reply, owned). */
 int detach_request(const char *id, json_object *req, json_object **reply, struct ab_error *err);

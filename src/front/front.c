@@ -240,8 +240,10 @@ static void layer_next(struct ab_front *f)
 		}
 		json_object *reply = NULL;
 		bool end = false;
+		/* a command keeps the tree it started in: a checkpoint or a
+		 * restore waits for none, it is refused (docs/checkpoints.md) */
 		if (front_layer_start(&f->layer, ab_session_layer(f->s), r->q.op, r->q.req, r->q.id,
-				      &reply, &end)) {
+				      running(f) > 0, &reply, &end)) {
 			r->running = true;
 			f->layer_req = r;
 			return;

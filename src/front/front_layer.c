@@ -8,6 +8,7 @@
  * before it was stopped stays (each file is atomic, layer_commit.c). */
 #include "front/front_layer.h"
 #include "front/request.h"
+#include "ckpt/ckpt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,12 +100,48 @@ static int op_timeout(json_object *req, const char *op, unsigned long long *ms, 
 }
 
 int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op, json_object *req,
-		      json_object *id, json_object **reply, bool *end)
+		      json_object *id, bool busy, json_object **reply, bool *end)
 {
 	char msg[256];
 	unsigned long long ms;
 	*reply = NULL;
 	*end = false;
+	if (busy && ckpt_op_switches(op)) {
+		snprintf(msg, sizeof(msg),
+			 "%s: commands are running; a checkpoint or a restore is taken between "
+			 "commands",
+			 op);
+		*reply = error_obj(id, AB_ERRC_BUSY, msg);
+		return 0;
+	}
+	if (ckpt_op_fields(op) || ckpt_is_changes_since(op, req)) {
+		/* a mount, or a walk of the layers above a checkpoint: answered here */
+		json_object *o = NULL;
+		struct ab_error err = {0};
+		if (ckpt_session_op(l, op, req, &o, &err) < 0) {
+			*reply = error_obj(id,
+					   err.code == EEXIST	? AB_ERRC_EXISTS
+					   : err.code == ENOENT ? AB_ERRC_NOT_FOUND
+					   : err.code == EINVAL ? AB_ERRC_INVALID_REQUEST
+								: AB_ERRC_INTERNAL,
+					   err.msg);
+			return 0;
+		}
+		json_object_object_add(o, "type", json_object_new_string("result"));
+		json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+		json_object_object_add(o, "op", json_object_new_string(op));
+		*reply = o;
+		return 0;
+	}
+	if (l && strcmp(op, "discard") != 0 && ckpt_stacked(l)) {
+		snprintf(msg, sizeof(msg),
+			 "%s: the workspace stands on checkpoints: its layers are reviewed with "
+			 "changes since a checkpoint (\"since\"); a commit to the host after a "
+			 "checkpoint is not there yet",
+			 op);
+		*reply = error_obj(id, AB_ERRC_INVALID_REQUEST, msg);
+		return 0;
+	}
 	if (!l || strcmp(op, "discard") == 0 || op_timeout(req, op, &ms, msg, sizeof(msg)) < 0) {
 		if (l && strcmp(op, "discard") != 0) {
 			*reply = error_obj(id, AB_ERRC_INVALID_REQUEST, msg);

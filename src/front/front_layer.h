@@ -26,10 +26,11 @@ struct front_layer {
 
 void front_layer_init(struct front_layer *j);
 /* Start op (changes, commit) on l; *reply is set instead when the op is
- * answered at once (discard, or a request refused): 1 when started, 0
- * when *reply is set. */
+ * answered at once (discard, the checkpoints' ops, or a request refused):
+ * 1 when started, 0 when *reply is set. busy: commands run, which a
+ * checkpoint or a restore refuses (src/ckpt/). */
 int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op, json_object *req,
-		      json_object *id, json_object **reply, bool *end);
+		      json_object *id, bool busy, json_object **reply, bool *end);
 /* The fd to poll for reading (-1 when nothing runs) and the ms until the
  * bound (-1: none). */
 int front_layer_fd(const struct front_layer *j);

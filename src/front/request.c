@@ -18,6 +18,7 @@
 #include "files/fileop_host.h"
 #include "util/base64.h"
 #include "layer/layer.h"
+#include "ckpt/ckpt.h"
 
 #define BAD(...) return ab_error_proto(e, AB_ERRC_INVALID_REQUEST, __VA_ARGS__)
 
@@ -489,6 +490,9 @@ static int check_object(struct ab_request *q, struct ab_error *e)
 	} else if (layer_op_fields(op)) {
 		q->kind = AB_REQUEST_LAYER;
 		return only_fields(q->req, op, layer_op_fields(op), e);
+	} else if (ckpt_op_fields(op)) { /* checkpoints: src/ckpt/ */
+		q->kind = AB_REQUEST_LAYER;
+		return only_fields(q->req, op, ckpt_op_fields(op), e);
 	} else
 		return ab_error_proto(e, AB_ERRC_UNKNOWN_OP, "unknown op '%.64s'", op);
 	return only_fields(q->req, op, none, e);

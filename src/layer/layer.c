@@ -137,6 +137,7 @@ static struct ab_layer *layer_new(void)
 	struct ab_layer *l = calloc(1, sizeof(*l));
 	if (l) {
 		l->lock_fd = l->upper_fd = l->work_fd = l->tree_fd = -1;
+		l->view_userns = l->view_mntns = l->ws_tree = l->dir_tree = -1;
 		l->owner = getpid();
 	}
 	return l;
@@ -150,6 +151,13 @@ void layer_free(struct ab_layer *l)
 	ab_close_keep_errno(l->upper_fd);
 	ab_close_keep_errno(l->work_fd);
 	ab_close_keep_errno(l->tree_fd);
+	ab_close_keep_errno(l->view_userns);
+	ab_close_keep_errno(l->view_mntns);
+	ab_close_keep_errno(l->ws_tree);
+	ab_close_keep_errno(l->dir_tree);
+	for (size_t i = 0; i < l->n_binds; i++)
+		free(l->binds[i].dst);
+	free(l->binds);
 	for (size_t i = 0; i < l->n_protect; i++)
 		free(l->protect[i]);
 	free(l->protect);

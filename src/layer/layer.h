@@ -37,6 +37,16 @@ struct ab_layer {
 	int tree_fd;	/* root: a detached mount of DIR the launcher made, or -1 */
 	char **protect; /* the protected paths, as layer.info keeps them */
 	size_t n_protect;
+	/* launcher, for checkpoints (ckpt/): the sandbox's own user namespace
+	 * and its commands' mount namespace (SYNC_VIEWNS), detached trees of
+	 * the workspace (root's idmapped one) and, a plain user's, of DIR,
+	 * the view's binds beneath /workspace; -1: none */
+	int view_userns, view_mntns, ws_tree, dir_tree;
+	struct layer_bind {
+		char *dst;
+		bool rw;
+	} * binds;
+	size_t n_binds;
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */
@@ -77,6 +87,7 @@ struct layer_change_opts {
 	bool diff;
 	size_t diff_max;      /* bytes of diff per file */
 	bool include_ignored; /* list what .gitignore ignores too (layer_ignore.h) */
+	const char *since;    /* a sandbox's: what changed after this checkpoint (ckpt/) */
 };
 int layer_changes(const struct ab_layer *l, const struct layer_change_opts *o, json_object **out,
 		  struct ab_error *err);

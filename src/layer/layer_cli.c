@@ -11,6 +11,7 @@
 
 static const char usage_layer[] =
 	"Usage: agentbox changes [--json] [--diff] [--max-diff-bytes N] [--ignored] DIR|ID\n"
+	"       agentbox changes [--json] --since CHECKPOINT ID\n"
 	"       agentbox commit [--force] DIR|ID [PATH...]\n"
 	"       agentbox discard DIR|ID\n"
 	"\n"
@@ -26,7 +27,9 @@ static const char usage_layer[] =
 	"            the workspace; a protected path is flagged\n"
 	"            --json prints one JSON object. What the workspace's\n"
 	"            .gitignore files ignore is left out (and counted) unless\n"
-	"            --ignored, which lists it marked 'I'\n"
+	"            --ignored, which lists it marked 'I'. --since CHECKPOINT: of a\n"
+	"            sandbox, what was written (W) or deleted (D) after that\n"
+	"            checkpoint (docs/checkpoints.md)\n"
 	"  commit    apply the changes (all, or those at PATHs and beneath) to the\n"
 	"            workspace, each file atomically; refuses when the host changed\n"
 	"            one of them since, unless --force; a protected path only\n"
@@ -141,6 +144,8 @@ static int ask_sandbox(layer_remote_fn remote, const char *id, const char *cmd, 
 				       json_object_new_int64((int64_t)o->diff_max));
 		json_object_object_add(req, "include_ignored",
 				       json_object_new_boolean(o->include_ignored));
+		if (o->since)
+			json_object_object_add(req, "since", json_object_new_string(o->since));
 	} else if (!strcmp(cmd, "commit")) {
 		json_object_object_add(req, "force", json_object_new_boolean(force));
 		if (n) {
@@ -184,6 +189,8 @@ int layer_cli(int argc, char **argv, layer_remote_fn remote)
 			json = true;
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--ignored")) {
 			o.include_ignored = true;
+		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--since") && i + 1 < argc) {
+			o.since = argv[++i];
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--diff")) {
 			o.diff = true;
 		} else if (!strcmp(cmd, "changes") && !strcmp(a, "--max-diff-bytes") &&
@@ -218,6 +225,11 @@ int layer_cli(int argc, char **argv, layer_remote_fn remote)
 	/* a name that is no directory: a detached sandbox's id */
 	bool sandbox = remote && !strchr(argv[i], '/') &&
 		       !(stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode));
+	if (o.since && !sandbox) {
+		fprintf(stderr, "agentbox: changes: --since: only of a sandbox ID (agentbox "
+				"checkpoints ID lists its checkpoints)\n");
+		return AB_EXIT_FAILURE;
+	}
 	int r = sandbox ? ask_sandbox(remote, argv[i], cmd, argv + i + 1, (size_t)(argc - i - 1),
 				      force, &o, &out, &err)
 			: local(argv[i], cmd, argv + i + 1, (size_t)(argc - i - 1), force, &o, &out,

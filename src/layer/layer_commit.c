@@ -486,8 +486,9 @@ int layer_commit(const struct ab_layer *l, char *const *paths, size_t n_paths, b
 const char *const *layer_op_fields(const char *op)
 {
 	/* timeout: the watchdog's bound (front/front_layer.c) */
-	static const char *const changes[] = {"diff", "max_diff_bytes", "include_ignored",
-					      "timeout", NULL};
+	/* since: a checkpoint's name (src/ckpt/) */
+	static const char *const changes[] = {"diff",	 "max_diff_bytes", "include_ignored",
+					      "timeout", "since",	   NULL};
 	static const char *const commit[] = {"paths", "force", "timeout", NULL};
 	static const char *const discard[] = {NULL};
 	return !strcmp(op, "changes")	? changes

@@ -105,6 +105,15 @@ static const char schema_commit[] =
 	"\"force\":{\"type\":\"boolean\",\"description\":\"Overwrite host files that changed "
 	"since the session started\"}},"
 	"\"additionalProperties\":false}";
+static const char schema_checkpoint[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"name\":{\"type\":\"string\",\"description\":\"A name for it: letters, digits, "
+	"'.', '_', '-' (default c1, c2...)\"}},"
+	"\"additionalProperties\":false}";
+static const char schema_restore[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"checkpoint\":{\"type\":\"string\",\"description\":\"The checkpoint's name\"}},"
+	"\"required\":[\"checkpoint\"],\"additionalProperties\":false}";
 static const char schema_discard[] =
 	"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
 
@@ -203,6 +212,19 @@ static const struct mcp_tool tools[] = {
 	 "workspace. When a selected path conflicts (the host's file changed since the session "
 	 "started) nothing is written and the conflicts are listed, unless force is true.",
 	 schema_commit},
+	{"checkpoint", "Checkpoint the workspace", MCP_TOOL_LAYER, "checkpoint", MCP_OFFER_LAYER,
+	 false, false, NULL, NULL, NULL,
+	 "Saves the workspace's current state as a checkpoint, in milliseconds whatever its "
+	 "size, and returns its name; restore brings the workspace back to it (an undo for a "
+	 "risky step). Fails while a command runs. Processes left running in the background "
+	 "are not part of it, nor are /tmp and the home directory.",
+	 schema_checkpoint},
+	{"restore", "Restore the workspace to a checkpoint", MCP_TOOL_LAYER, "restore",
+	 MCP_OFFER_LAYER, false, true, NULL, NULL, NULL,
+	 "Brings the workspace back to a checkpoint taken earlier: every change made after it "
+	 "is undone (later checkpoints stay and can be restored in turn). Fails while a command "
+	 "runs.",
+	 schema_restore},
 	{"discard", "Drop every change and end the sandbox", MCP_TOOL_LAYER, "discard",
 	 MCP_OFFER_LAYER | MCP_OFFER_COMMIT, false, true, NULL, NULL, NULL,
 	 "Throws away every change the commands made to the workspace and ends the sandbox: "
@@ -744,7 +766,12 @@ json_object *mcp_tool_reply_result(const struct mcp_tool *t, json_object *args, 
 	if (!strcmp(t->op, "commit"))
 		return commit_result(reply);
 	struct text x = {0};
-	if (!strcmp(t->op, "write"))
+	if (!strcmp(t->op, "checkpoint"))
+		text_printf(&x, "Checkpoint '%s' taken", str_of(reply, "checkpoint"));
+	else if (!strcmp(t->op, "restore"))
+		text_printf(&x, "The workspace is as it was at checkpoint '%s'",
+			    str_of(reply, "checkpoint"));
+	else if (!strcmp(t->op, "write"))
 		text_printf(&x, "Successfully wrote to '%s'", str_of(args, "file_path"));
 	else if (!strcmp(t->op, "edit"))
 		text_printf(&x, "Successfully replaced %lld occurrence(s) in '%s'",

@@ -64,6 +64,7 @@
 #include "sandbox/shim.h"
 #include "util/error.h"
 #include "view/idmap.h"
+#include "view/overlay.h"
 #include "sandbox/isolation.h"
 #include "layer/layer.h"
 #include "util/proc.h"
@@ -439,8 +440,13 @@ _Noreturn void init_main(struct init_args *a)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 
-	if (view_open_sources(a->plan, &err) < 0 || view_build(a->plan, &err) < 0 ||
-	    gitid_write(a->cfg->home, a->gitconfig, &err) < 0 ||
+	/* an overlay workspace's checkpoints (ckpt/) restack it from the
+	 * launcher, with these clones (a plain user's) in these namespaces */
+	bool restack = a->plan->layer && !a->one_command;
+	int trees[2] = {-1, -1};
+	if (view_open_sources(a->plan, &err) < 0 ||
+	    (restack && !a->by_root && overlay_clone_for_checkpoints(a->plan, trees, &err) < 0) ||
+	    view_build(a->plan, &err) < 0 || gitid_write(a->cfg->home, a->gitconfig, &err) < 0 ||
 	    (a->secrets && net_secrets_inside(a->secrets, &err) < 0))
 		init_fail(a->sync_fd, &err);
 	stdio_from_view(a->sync_fd);
@@ -451,14 +457,29 @@ _Noreturn void init_main(struct init_args *a)
 	}
 	if (a->net_beside)
 		join_net(a);
+	int view_ns = restack ? open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC) : -1;
 	if (userns_setup_uts_net(a->cfg, a->net_beside, &err) < 0 ||
 	    userns_lock_view(a->cfg, &err) < 0)
 		init_fail(a->sync_fd, &err);
+	if (restack) {
+		int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		if (view_ns < 0 || mnt < 0 || sync_send_fd(a->sync_fd, SYNC_VIEWNS, view_ns) < 0 ||
+		    sync_send_fds_status(a->sync_fd, SYNC_VIEWNS, 0, 1, &mnt, 1, NULL) < 0)
+			_exit(AB_EXIT_FAILURE);
+		for (int i = 0; i < 2; i++)
+			if (trees[i] >= 0 && sync_send_fds_status(a->sync_fd, SYNC_VIEWNS, 0, 2 + i,
+								  &trees[i], 1, NULL) < 0)
+				_exit(AB_EXIT_FAILURE);
+		close(view_ns);
+		close(mnt);
+		ab_close_keep_errno(trees[0]);
+		ab_close_keep_errno(trees[1]);
+	}
 	if (a->cfg->net == AB_NET_PROXY && netproxy_listen_inside(a->sync_fd, &err) < 0)
 		init_fail(a->sync_fd, &err); /* --net allow=: docs/network.md */
 	prctl(PR_SET_DUMPABLE, 0);
 	if (!a->cfg->no_landlock &&
-	    landlock_prepare(a->plan, &a->landlock_fd, &landlock_abi, &err) < 0)
+	    landlock_prepare(a->plan, restack, &a->landlock_fd, &landlock_abi, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (chdir(a->cfg->cwd) < 0) {
 		ab_error_set(&err, errno, "--cwd: cannot enter %s in the sandbox", a->cfg->cwd);

@@ -27,6 +27,7 @@
 #include "util/error.h"
 #include "view/idmap.h"
 #include "layer/layer.h"
+#include "view/overlay.h"
 #include "sandbox/gitid.h"
 #include "sandbox/init.h"
 #include "sandbox/isolation.h"
@@ -216,6 +217,11 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	}
 	/* those not yet scheduled are reaped when the plan is freed */
 	view_plan_reap_helpers(&sb->plan, false);
+	if (sb->plan.layer && (r = overlay_keep_for_checkpoints(&sb->plan, err)) < 0) {
+		kill_and_reap(pid);
+		close(pair[0]);
+		return r;
+	}
 	view_plan_close_trees(&sb->plan); /* the init has its own copies */
 	/* into the v2 cgroup before it runs anything: it waits for GO */
 	r = ab_cgroup_attach(sb->cg, pid, placed, err);

@@ -6,6 +6,9 @@
  * listener, the shims, each command's fds and the one timer of every
  * deadline. A malformed message from the init ends the session. */
 #include <errno.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -107,6 +110,24 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 				return r;
 			s->net = s->sb.netproc;
 			break;
+		case SYNC_VIEWNS: { /* kept for checkpoints (ckpt/) */
+			struct ab_layer *l = s->sb.plan.layer;
+			int *slot = !l || s->one_command ? NULL
+				    : m.status == 0	 ? &l->view_userns
+				    : m.status == 1	 ? &l->view_mntns
+				    : m.status == 2	 ? &l->dir_tree
+				    : m.status == 3	 ? &l->ws_tree
+							 : NULL;
+			/* what it says it is: a user namespace, a mount namespace */
+			int want = m.status == 0 ? CLONE_NEWUSER : m.status == 1 ? CLONE_NEWNS : 0;
+			if (!slot || *slot >= 0 || (want && ioctl(passed, NS_GET_NSTYPE) != want)) {
+				close(passed);
+				return ab_error_plain(err, EBADMSG,
+						      "the sandbox sent a namespace unasked");
+			}
+			*slot = passed;
+			break;
+		}
 		case SYNC_READY:
 			s->limits.landlock_abi = m.status > 0 && m.status < 100 ? m.status : 0;
 			return 0;

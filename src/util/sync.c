@@ -104,6 +104,7 @@ static bool fds_fit(uint32_t type, size_t n)
 	case SYNC_LISTENER:
 	case SYNC_NET_LISTENER:
 	case SYNC_NETNS:
+	case SYNC_VIEWNS:
 		return n == 1;
 	case SYNC_SHIM:
 		return n == 1 || n == 2;

@@ -26,7 +26,10 @@ enum sync_type {
 			      leave them by ("N stay": none); N the RLIMIT_NPROC for --pids;
 			      the RLIMIT_AS fallback in code (high 32 bits) and status (low) */
 	SYNC_NETNS,	   /* launcher -> init: the network namespace it made rides along */
-	SYNC_TYPE_MAX = SYNC_NETNS,
+	SYNC_VIEWNS,	   /* init -> launcher, overlay workspace, twice: its first user
+			      namespace (status 0), then the commands' mount namespace (1)
+			      rides along (ckpt/) */
+	SYNC_TYPE_MAX = SYNC_VIEWNS,
 	/* a file operation on a shim's own socket, no fds (struct fileop_pkt):
 	 * launcher -> shim the request; shim -> launcher its reply, in
 	 * FILEOP_OUT packets and a last FILEOP_DONE with the status, which

@@ -52,7 +52,8 @@ static int add_rule(int ruleset, const char *path, uint64_t access, uint64_t han
 	return 0;
 }
 
-int landlock_prepare(const struct view_plan *plan, int *out, int *abi_out, struct ab_error *err)
+int landlock_prepare(const struct view_plan *plan, bool restack, int *out, int *abi_out,
+		     struct ab_error *err)
 {
 	*out = -1;
 	*abi_out = 0;
@@ -71,7 +72,9 @@ int landlock_prepare(const struct view_plan *plan, int *out, int *abi_out, struc
 	cleanup_fd int ruleset = (int)syscall(SYS_landlock_create_ruleset, &rs, sizeof(rs), 0);
 	if (ruleset < 0)
 		return ab_error_set(err, errno, "landlock: cannot create a ruleset");
-	int r = add_rule(ruleset, "/", FS_READ, handled, err);
+	/* Landlock skips the mount points it walks up through: the overlays a
+	 * checkpoint mounts over /workspace are beneath no rule but the root's */
+	int r = add_rule(ruleset, "/", restack ? handled : FS_READ, handled, err);
 	for (size_t i = 0; r == 0 && i < plan->n; i++) {
 		const struct view_entry *e = &plan->e[i];
 		if ((e->kind == VIEW_BIND || e->kind == VIEW_TMPFS) && e->rw)

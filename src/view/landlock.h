@@ -10,8 +10,13 @@
 #include "view/mount.h"
 
 /* Sandbox init, after the view is built: a ruleset for every command.
- * *fd is -1 (and *abi 0) when this kernel has no Landlock. */
-int landlock_prepare(const struct view_plan *plan, int *fd, int *abi, struct ab_error *err);
+ * *fd is -1 (and *abi 0) when this kernel has no Landlock. restack: the
+ * overlay /workspace may be restacked later (checkpoints, src/ckpt/): a
+ * rule on its root would not reach the overlays mounted over it, so its
+ * write rights go on the view's root (docs/checkpoints.md says what that
+ * lets through: what the mounts' flags and owners let through). */
+int landlock_prepare(const struct view_plan *plan, bool restack, int *fd, int *abi,
+		     struct ab_error *err);
 
 /* Command, after no_new_privs, before seccomp. */
 int landlock_enforce(int fd, struct ab_error *err);

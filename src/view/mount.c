@@ -482,6 +482,13 @@ static int mount_dev(int root, struct view_plan *plan, struct ab_error *err)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(links); i++)
 		if (symlinkat(links[i][0], root, links[i][1]) < 0)
 			return ab_error_set(err, errno, "cannot create /%s", links[i][1]);
+	/* filled: read-only, as / is (its nodes, pts and shm are mounts of
+	 * their own). Landlock's write rule may be the root's in a session
+	 * whose workspace is restacked (landlock.h): the flags hold /dev */
+	cleanup_fd int dev = openat(root, "dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (dev < 0 || mount_setattr(dev, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+		return ab_error_set(err, errno, "cannot make /dev read-only");
 	return 0;
 }
 

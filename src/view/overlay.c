@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -148,4 +149,61 @@ int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error
 	if (move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno, "cannot mount at %s", e->dst);
 	return 0;
+}
+
+int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
+{
+	struct ab_layer *l = plan->layer;
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct view_entry *e = &plan->e[i];
+		/* as root: clones of its own (a plain user's come from the
+		 * init: overlay_clone_for_checkpoints); the init attaches the
+		 * tree it was given and detaches it again, which a copy of the
+		 * fd would follow */
+		bool root = geteuid() == 0 && e->overlay;
+		if (root && l->ws_tree < 0) {
+			l->ws_tree = e->tree_fd >= 0
+					     ? open_tree(e->tree_fd, "",
+							 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+								 AT_EMPTY_PATH)
+					     : open_tree(AT_FDCWD, e->src,
+							 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+								 AT_SYMLINK_NOFOLLOW);
+			if (l->ws_tree < 0)
+				return ab_error_set(err, errno, "cannot keep the workspace's tree");
+		}
+		if (root && l->dir_tree < 0 &&
+		    (l->dir_tree = open_tree(AT_FDCWD, l->dir,
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+						     AT_SYMLINK_NOFOLLOW)) < 0)
+			return ab_error_set(err, errno, "cannot keep the layer %s", l->dir);
+		if (!e->from_view)
+			continue;
+		struct layer_bind *b = realloc(l->binds, (l->n_binds + 1) * sizeof(*b));
+		if (!b)
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
+		l->binds = b;
+		if (!(b[l->n_binds].dst = strdup(e->dst)))
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
+		b[l->n_binds++].rw = e->rw;
+	}
+	return 0;
+}
+
+int overlay_clone_for_checkpoints(const struct view_plan *plan, int out[2], struct ab_error *err)
+{
+	out[0] = out[1] = -1;
+	for (size_t i = 0; i < plan->n; i++)
+		if (plan->e[i].overlay && plan->e[i].src_fd >= 0)
+			out[1] = open_tree(plan->e[i].src_fd, "",
+					   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	out[0] = open_tree(AT_FDCWD, plan->layer->dir,
+			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (out[0] >= 0 && out[1] >= 0)
+		return 0;
+	int e = errno;
+	ab_close_keep_errno(out[0]);
+	ab_close_keep_errno(out[1]);
+	out[0] = out[1] = -1;
+	return ab_error_set(err, e, "cannot open the layer %s for checkpoints", plan->layer->dir);
 }

@@ -25,4 +25,17 @@ int overlay_mount_workspace(int root, struct view_entry *e, struct ab_layer *l,
 /* Sandbox: a protected bind beneath /workspace, cloned from the overlay. */
 int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error *err);
 
+/* Launcher, once the init has its copies: keep in plan->layer what
+ * checkpoints restack the workspace with (ckpt/): the view's binds beneath
+ * /workspace and, as root, clones of the idmapped tree of the workspace
+ * and of the layer directory. Before GO: the
+ * init has not used the trees yet. */
+int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err);
+
+/* Sandbox (a plain user's init), while the host tree is visible: detached
+ * clones of the layer directory (out[0]) and of the workspace (out[1]),
+ * for the launcher to restack /workspace with (ckpt/): owned by the
+ * sandbox's user namespace, where the launcher holds every capability. */
+int overlay_clone_for_checkpoints(const struct view_plan *plan, int out[2], struct ab_error *err);
+
 #endif

@@ -77,7 +77,7 @@ class Client:
 
 class DetachedBase(unittest.TestCase):
     """A test's own sandboxes' directory and workspace, and its helpers
-    (test_port.py builds on it)."""
+    (test_port.py and test_checkpoint.py build on it)."""
 
     def setUp(self):
         self.rt = tempfile.mkdtemp(prefix="ab-rt-")

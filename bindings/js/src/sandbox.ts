@@ -666,6 +666,40 @@ export class Sandbox {
   }
 
   /**
+   * Make what /workspace holds now a read-only layer and go on in a fresh
+   * one (`workspaceMode: "overlay"` only; no file is copied); resolves to the
+   * checkpoint's name (`name`, or c1, c2...). Rejects with `busy` while a
+   * command runs. Processes left in the background keep the tree they had;
+   * /tmp and home are not part of it (docs/checkpoints.md).
+   */
+  async checkpoint(name?: string, options: CallOptions = {}): Promise<string> {
+    const fields: Record<string, unknown> = {};
+    if (name !== undefined) fields.name = name;
+    const r = await this.request("checkpoint", fields, options);
+    return r.checkpoint as string;
+  }
+
+  /** Bring /workspace back to `checkpoint` (later checkpoints stay). */
+  async restore(checkpoint: string, options: CallOptions = {}): Promise<void> {
+    await this.request("restore", { checkpoint }, options);
+  }
+
+  /** The checkpoints: name, layers, bytes of its own layer. */
+  async checkpoints(options: CallOptions = {}): Promise<{ name: string; layers: number; bytes: number }[]> {
+    const r = await this.request("checkpoints", {}, options);
+    return (r.checkpoints ?? []) as { name: string; layers: number; bytes: number }[];
+  }
+
+  /** What was written or deleted after `checkpoint`: path, status (written|deleted), type, size. */
+  async changesSince(
+    checkpoint: string,
+    options: CallOptions = {},
+  ): Promise<{ path: string; status: string; type?: string; size?: number }[]> {
+    const r = await this.request("changes", { since: checkpoint }, options);
+    return (r.changes ?? []) as { path: string; status: string; type?: string; size?: number }[];
+  }
+
+  /**
    * Throw the changes away: the session ends (its processes are killed) and
    * its layer is removed; the host workspace was never touched. Create a new
    * Sandbox to go on.

@@ -57,6 +57,22 @@ describe("overlay workspace", () => {
     assert.deepEqual((await sb.changes()).map((c) => c.path), ["src"]);
   });
 
+  it("checkpoints and restores: undo a bad step, the host untouched", async (t) => {
+    const { sb, ws } = await overlay(t, {}, true);
+    assert.equal((await sb.exec("echo v2 > README")).exit_code, 0);
+    assert.equal(await sb.checkpoint(), "c1");
+    assert.equal((await sb.exec("rm -rf src; echo bad > README")).exit_code, 0);
+    assert.deepEqual(
+      (await sb.changesSince("c1")).map((c) => [c.path, c.status]).sort(),
+      [["README", "written"], ["src", "deleted"]],
+    );
+    await sb.restore("c1");
+    assert.equal((await sb.exec("cat README; ls src")).stdout, "v2\nmain.c\n");
+    assert.deepEqual((await sb.checkpoints()).map((c) => c.name), ["c1"]);
+    await assert.rejects(sb.restore("nope"), ProtocolError);
+    assert.equal(readFileSync(join(ws, "README"), "utf8"), "read me\n");
+  });
+
   it("leaves out what .gitignore ignores unless includeIgnored", async (t) => {
     const { sb } = await overlay(t);
     await sb.exec("printf 'build/\\n*.pyc\\n' > .gitignore && mkdir build && echo x > build/o && echo y > a.pyc && echo z > a.c");

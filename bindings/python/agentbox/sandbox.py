@@ -491,6 +491,32 @@ class Sandbox(T.SandboxBackendProtocol):
         """Stop publishing port."""
         self.request("port", port=int(port), close=True)
 
+    # ---- checkpoints (docs/checkpoints.md) ----
+
+    def checkpoint(self, name: Optional[str] = None) -> str:
+        """Make what /workspace holds now a read-only layer and go on in a
+        fresh one (workspace_mode="overlay" only; no file is copied); returns
+        the checkpoint's name (name, or c1, c2...). Refused (ProtocolError,
+        code busy) while a command runs. Processes left in the background
+        keep the tree they had; /tmp and home are not part of it."""
+        req: Dict[str, Any] = {}
+        if name is not None:
+            req["name"] = name
+        return self.request("checkpoint", **req)["checkpoint"]
+
+    def restore(self, checkpoint: str) -> None:
+        """Bring /workspace back to checkpoint (later checkpoints stay)."""
+        self.request("restore", checkpoint=checkpoint)
+
+    def checkpoints(self) -> "List[Dict[str, Any]]":
+        """The checkpoints: name, layers, bytes of its own layer."""
+        return list(self.request("checkpoints").get("checkpoints", []))
+
+    def changes_since(self, checkpoint: str) -> "List[Dict[str, Any]]":
+        """What was written or deleted after checkpoint: path, status
+        (written|deleted), type, size."""
+        return list(self.request("changes", since=checkpoint).get("changes", []))
+
     # ---- files: listing and searching ----
 
     @staticmethod

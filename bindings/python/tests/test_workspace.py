@@ -104,6 +104,22 @@ class Overlay(unittest.TestCase):
             self.assertEqual(f.read(), "new\nmore\n")
         self.assertEqual(sb.changes(), [])  # what was committed is no change
 
+    def test_checkpoint_and_restore(self):
+        """docs/checkpoints.md: undo after a bad step, the host untouched."""
+        sb = self.open()
+        self.assertEqual(sb.run("echo v2 > README").exit_code, 0)
+        self.assertEqual(sb.checkpoint(), "c1")
+        self.assertEqual(sb.run("rm -rf src; echo bad > README").exit_code, 0)
+        got = {c["path"]: c["status"] for c in sb.changes_since("c1")}
+        self.assertEqual(got, {"README": "written", "src": "deleted"})
+        sb.restore("c1")
+        r = sb.run("cat README; ls src")
+        self.assertEqual(r.stdout, "v2\nlib\nmain.c\n")
+        self.assertEqual([c["name"] for c in sb.checkpoints()], ["c1"])
+        with self.assertRaises(ProtocolError):
+            sb.restore("nope")
+        self.assertEqual(tree(self.ws), self.before)
+
     def test_changes_leave_out_what_gitignore_ignores(self):
         with open(os.path.join(self.ws, ".gitignore"), "w") as f:
             f.write("build/\n*.pyc\n!keep.pyc\n/top.log\n# a comment\ndocs/**/gen\n")

@@ -422,6 +422,23 @@ test("overlay: commit is the user's unless --model-commits", async () => {
   }
 });
 
+test("overlay: checkpoint and restore undo a step (docs/checkpoints.md)", async () => {
+  const ws = tempDir("ckpt");
+  const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay"]);
+  try {
+    await call(srv.client, "write_file", { file_path: "a.txt", content: "A\n" });
+    assert.equal(text(await call(srv.client, "checkpoint", {})), "Checkpoint 'c1' taken");
+    await call(srv.client, "write_file", { file_path: "a.txt", content: "broken\n" });
+    const r = await call(srv.client, "restore", { checkpoint: "c1" });
+    assert.equal(text(r), "The workspace is as it was at checkpoint 'c1'");
+    assert.match(text(await call(srv.client, "read_file", { file_path: "a.txt" })), /A/);
+    assert.ok(!existsSync(join(ws, "a.txt")), "nothing reaches the workspace");
+  } finally {
+    await srv.client.close();
+    rmSync(ws, { recursive: true, force: true });
+  }
+});
+
 test("overlay: a commit of many files stops no other call and no deadline", async () => {
   const ws = tempDir("bigcommit");
   const srv = await connect(["mcp", "--workspace", ws, "--workspace-mode", "overlay", "--model-commits"]);

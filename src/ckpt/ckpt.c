@@ -1,0 +1,390 @@
+/* Checkpoints: the stack's state and the protocol's ops (ckpt.h). */
+#include "ckpt/ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "layer/layer_review.h"
+#include "util/error.h"
+#include "util/util.h"
+
+#define STACK_FILE   "ckpt.stack"
+#define NAME_MAX_LEN 63
+
+struct ckpt {
+	char name[NAME_MAX_LEN + 1];
+	char **layers; /* upper first */
+	size_t n;
+};
+
+struct stack {
+	unsigned next;
+	char **top;
+	size_t n_top;
+	struct ckpt *c;
+	size_t n_c;
+};
+
+static void stack_free(struct stack *s)
+{
+	ab_cleanup_strvp(&s->top);
+	for (size_t i = 0; i < s->n_c; i++)
+		ab_cleanup_strvp(&s->c[i].layers);
+	free(s->c);
+	*s = (struct stack){0};
+}
+
+static bool layer_name_ok(const char *s)
+{
+	if (!strcmp(s, "upper"))
+		return true;
+	if (s[0] != 'u' || !s[1])
+		return false;
+	for (const char *p = s + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return strlen(s) < 12;
+}
+
+static bool ckpt_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > NAME_MAX_LEN || s[0] == '.' || s[0] == '-')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+/* The words of line after the first (layer names), into *out. */
+static int words(char *line, char ***out, size_t *n)
+{
+	char *save = NULL;
+	for (char *w = strtok_r(line, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (!layer_name_ok(w) || *n > CKPT_MAX_DEPTH)
+			return -EBADMSG;
+		if (ab_strv_push(out, n, w) < 0)
+			return -ENOMEM;
+	}
+	return *n ? 0 : -EBADMSG;
+}
+
+static int stack_read(const struct ab_layer *l, struct stack *s, struct ab_error *err)
+{
+	*s = (struct stack){.next = 1};
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" STACK_FILE, l->dir);
+	FILE *f = fopen(path, "re");
+	if (!f && errno == ENOENT)
+		return ab_strv_push(&s->top, &s->n_top, "upper") < 0
+			       ? ab_error_set(err, ENOMEM, "checkpoint")
+			       : 0;
+	if (!f)
+		return ab_error_set(err, errno, "cannot read %s", path);
+	char line[4096];
+	int r = 0;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "next ", 5)) {
+			s->next = (unsigned)strtoul(line + 5, NULL, 10);
+		} else if (!strncmp(line, "top ", 4)) {
+			r = words(line + 4, &s->top, &s->n_top);
+		} else if (!strncmp(line, "ckpt ", 5)) {
+			char *name = line + 5, *sp = strchr(name, ' ');
+			struct ckpt *c = sp ? realloc(s->c, (s->n_c + 1) * sizeof(*c)) : NULL;
+			if (!c) {
+				r = sp ? -ENOMEM : -EBADMSG;
+				break;
+			}
+			s->c = c;
+			c = &s->c[s->n_c++];
+			*c = (struct ckpt){0};
+			*sp = '\0';
+			if (!ckpt_name_ok(name)) {
+				r = -EBADMSG;
+				break;
+			}
+			memcpy(c->name, name, strlen(name) + 1);
+			r = words(sp + 1, &c->layers, &c->n);
+		} else
+			r = -EBADMSG;
+	}
+	fclose(f);
+	if (r == 0 && !s->n_top)
+		r = -EBADMSG;
+	if (r < 0)
+		return ab_error_set(err, -r, "%s is not what agentbox wrote", path);
+	return 0;
+}
+
+static void put_list(FILE *f, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s", v[i]);
+	fputc('\n', f);
+}
+
+/* Written to a new file and renamed over the old: either is whole. */
+static int stack_write(const struct ab_layer *l, const struct stack *s, struct ab_error *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" STACK_FILE, l->dir);
+	snprintf(tmp, sizeof(tmp), "%s/" STACK_FILE ".new", l->dir);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		ab_close_keep_errno(fd);
+		return ab_error_set(err, errno, "cannot write %s", tmp);
+	}
+	fprintf(f, "next %u\ntop", s->next);
+	put_list(f, s->top, s->n_top);
+	for (size_t i = 0; i < s->n_c; i++) {
+		fprintf(f, "ckpt %s", s->c[i].name);
+		put_list(f, s->c[i].layers, s->c[i].n);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return ab_error_set(err, errno, "cannot write %s", path);
+	return 0;
+}
+
+static struct ckpt *find(struct stack *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_c; i++)
+		if (!strcmp(s->c[i].name, name))
+			return &s->c[i];
+	return NULL;
+}
+
+/* DIR/uN and DIR/wN, owned by whom the sandbox writes as. */
+static int new_upper(const struct ab_layer *l, unsigned n, char *upper, char *work,
+		     struct ab_error *err)
+{
+	snprintf(upper, 16, "u%u", n);
+	snprintf(work, 16, "w%u", n);
+	struct stat st;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/upper", l->dir);
+	if (stat(path, &st) < 0)
+		return ab_error_set(err, errno, "cannot read the layer %s", path);
+	const char *sub[] = {upper, work};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", l->dir, sub[i]);
+		if (mkdir(path, 0755) < 0 ||
+		    (geteuid() == 0 && chown(path, st.st_uid, st.st_gid) < 0))
+			return ab_error_set(err, errno, "cannot create %s", path);
+	}
+	return 0;
+}
+
+/* The switch: a fresh upper over layers (upper first), then the state. */
+static int switch_to(const struct ab_layer *l, struct stack *s, char *const *layers, size_t n,
+		     struct ab_error *err)
+{
+	if (n + 1 > CKPT_MAX_DEPTH)
+		return ab_error_plain(err, EINVAL,
+				      "the workspace stands on %zu layers already, at most %d: "
+				      "restore an earlier checkpoint, or commit and start a "
+				      "new sandbox",
+				      n, CKPT_MAX_DEPTH);
+	if (s->next > CKPT_MAX_SWITCHES)
+		return ab_error_plain(err, EINVAL,
+				      "this sandbox has switched its workspace %d times, the "
+				      "most it may",
+				      CKPT_MAX_SWITCHES);
+	char upper[16], work[16];
+	int r = new_upper(l, s->next, upper, work, err);
+	if (r < 0)
+		return r;
+	char *names[CKPT_MAX_DEPTH + 1];
+	names[0] = upper;
+	for (size_t i = 0; i < n; i++)
+		names[i + 1] = layers[i];
+	if ((r = ckpt_mount(l, names, n + 1, work, err)) < 0) {
+		/* nothing mounted: the next try makes them again */
+		cleanup_fd int dfd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			layer_remove_tree_at(dfd, upper);
+			layer_remove_tree_at(dfd, work);
+		}
+		return r;
+	}
+	char **top = NULL;
+	size_t n_top = 0;
+	for (size_t i = 0; i < n + 1; i++)
+		if (ab_strv_push(&top, &n_top, names[i]) < 0) {
+			ab_cleanup_strvp(&top);
+			return ab_error_set(err, ENOMEM, "checkpoint");
+		}
+	ab_cleanup_strvp(&s->top);
+	s->top = top;
+	s->n_top = n_top;
+	s->next++;
+	return stack_write(l, s, err);
+}
+
+static const char *str_field(json_object *req, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || json_object_is_type(v, json_type_null))
+		return NULL;
+	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object *req,
+			 json_object *o, struct ab_error *err)
+{
+	const char *name = str_field(req, "name");
+	char auto_name[32];
+	if (!name) {
+		for (unsigned i = (unsigned)s->n_c + 1;; i++) {
+			snprintf(auto_name, sizeof(auto_name), "c%u", i);
+			if (!find(s, auto_name))
+				break;
+		}
+		name = auto_name;
+	}
+	if (!ckpt_name_ok(name))
+		return ab_error_plain(err, EINVAL,
+				      "checkpoint: 'name' must be 1 to %d letters, digits, '.', "
+				      "'_' or '-', not starting with '.' or '-'",
+				      NAME_MAX_LEN);
+	if (find(s, name))
+		return ab_error_plain(err, EEXIST, "checkpoint: there is a checkpoint %s already",
+				      name);
+	struct ckpt *c = realloc(s->c, (s->n_c + 1) * sizeof(*c));
+	if (!c)
+		return ab_error_set(err, ENOMEM, "checkpoint");
+	s->c = c;
+	c = &s->c[s->n_c];
+	*c = (struct ckpt){0};
+	memcpy(c->name, name, strlen(name) + 1); /* checked: at most NAME_MAX_LEN */
+	for (size_t i = 0; i < s->n_top; i++)
+		if (ab_strv_push(&c->layers, &c->n, s->top[i]) < 0) {
+			ab_cleanup_strvp(&c->layers);
+			return ab_error_set(err, ENOMEM, "checkpoint");
+		}
+	s->n_c++;
+	int r = switch_to(l, s, c->layers, c->n, err);
+	if (r < 0)
+		return r;
+	json_object_object_add(o, "checkpoint", json_object_new_string(name));
+	json_object_object_add(o, "layers", json_object_new_int((int)c->n));
+	return 0;
+}
+
+static int op_restore(const struct ab_layer *l, struct stack *s, json_object *req, json_object *o,
+		      struct ab_error *err)
+{
+	const char *name = str_field(req, "checkpoint");
+	if (!name || !*name)
+		return ab_error_plain(err, EINVAL, "restore: 'checkpoint' (a name) is required");
+	struct ckpt *c = find(s, name);
+	if (!c)
+		return ab_error_plain(err, ENOENT, "restore: no checkpoint %.64s", name);
+	int r = switch_to(l, s, c->layers, c->n, err);
+	if (r < 0)
+		return r;
+	json_object_object_add(o, "checkpoint", json_object_new_string(name));
+	return 0;
+}
+
+static int op_list(const struct ab_layer *l, struct stack *s, json_object *o)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < s->n_c; i++) {
+		json_object *e = json_object_new_object();
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", l->dir, s->c[i].layers[0]);
+		json_object_object_add(e, "name", json_object_new_string(s->c[i].name));
+		json_object_object_add(e, "layers", json_object_new_int((int)s->c[i].n));
+		/* what this checkpoint's own layer holds: the writes since the one below */
+		json_object_object_add(e, "bytes", json_object_new_int64(ckpt_tree_bytes(path)));
+		json_object_array_add(arr, e);
+	}
+	json_object_object_add(o, "checkpoints", arr);
+	json_object_object_add(o, "layers", json_object_new_int((int)s->n_top));
+	return 0;
+}
+
+const char *const *ckpt_op_fields(const char *op)
+{
+	static const char *const checkpoint[] = {"name", NULL};
+	static const char *const restore[] = {"checkpoint", NULL};
+	static const char *const none[] = {NULL};
+	return !strcmp(op, "checkpoint")    ? checkpoint
+	       : !strcmp(op, "restore")	    ? restore
+	       : !strcmp(op, "checkpoints") ? none
+					    : NULL;
+}
+
+bool ckpt_op_switches(const char *op)
+{
+	return !strcmp(op, "checkpoint") || !strcmp(op, "restore");
+}
+
+bool ckpt_stacked(const struct ab_layer *l)
+{
+	char path[PATH_MAX];
+	if (!l)
+		return false;
+	snprintf(path, sizeof(path), "%s/" STACK_FILE, l->dir);
+	return access(path, F_OK) == 0;
+}
+
+bool ckpt_is_changes_since(const char *op, json_object *req)
+{
+	return !strcmp(op, "changes") && str_field(req, "since");
+}
+
+int ckpt_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
+		    struct ab_error *err)
+{
+	*reply = NULL;
+	if (!l)
+		return ab_error_plain(err, EINVAL,
+				      "%s: the workspace is in direct mode: the sandbox writes to "
+				      "the host's files, which no checkpoint can take back; "
+				      "create it with --workspace-mode overlay",
+				      op);
+	if (l->keep && ckpt_op_switches(op))
+		return ab_error_plain(err, EINVAL,
+				      "%s: the layer is kept (--keep-changes), and a kept layer "
+				      "is one upper; checkpoints are for a layer that goes with "
+				      "its sandbox",
+				      op);
+	struct stack s;
+	int r = stack_read(l, &s, err);
+	if (r < 0)
+		return r;
+	json_object *o = json_object_new_object();
+	if (!strcmp(op, "checkpoint"))
+		r = op_checkpoint(l, &s, req, o, err);
+	else if (!strcmp(op, "restore"))
+		r = op_restore(l, &s, req, o, err);
+	else if (!strcmp(op, "checkpoints"))
+		r = op_list(l, &s, o);
+	else {
+		const char *since = str_field(req, "since");
+		struct ckpt *c = since ? find(&s, since) : NULL;
+		if (!c)
+			r = ab_error_plain(err, ENOENT, "changes: no checkpoint %.64s",
+					   since ? since : "");
+		else
+			r = ckpt_changes(l, s.top, s.n_top, c->layers, c->n, o, err);
+	}
+	stack_free(&s);
+	if (r < 0) {
+		json_object_put(o);
+		return r;
+	}
+	*reply = o;
+	return 0;
+}

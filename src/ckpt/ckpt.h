@@ -1,0 +1,60 @@
+/* Checkpoints of a sandbox whose workspace is an overlay (docs/checkpoints.md).
+ *
+ * The layer directory (layer.h) holds a stack of uppers: DIR/upper (the
+ * first), then DIR/uN with its work directory DIR/wN, one per switch.
+ * A checkpoint makes the current upper read-only for good: a new overlay,
+ * a fresh upper over the old stack, is mounted on top of /workspace
+ * (ckpt_mount.c); the checkpoint is the list of layers it stands on. A
+ * restore mounts a fresh upper over a checkpoint's list. No file data is
+ * copied: the time is that of a mount, whatever the tree holds.
+ *
+ * DIR/ckpt.stack says what is where, replaced atomically (rename) once the
+ * new overlay is in place:
+ *   next N               the next layer's number
+ *   top uN ... upper     the layers of /workspace now, its upper first
+ *   ckpt NAME uK ... upper   a checkpoint's layers, in the order taken
+ * A launcher killed mid-switch takes its sandbox with it (its init dies
+ * with it) and `agentbox rm` removes DIR, every layer in it. */
+#ifndef AB_CKPT_H
+#define AB_CKPT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "layer/layer.h"
+
+/* overlayfs takes at most 500 lower layers; a stack this deep is refused */
+#define CKPT_MAX_DEPTH 64
+/* the mounts a sandbox's switches leave beneath /workspace */
+#define CKPT_MAX_SWITCHES 256
+
+/* The fields besides op and id an op of ours takes, or NULL when op is not
+ * one (checkpoint, checkpoints, restore). */
+const char *const *ckpt_op_fields(const char *op);
+/* op switches /workspace: no command may run meanwhile. */
+bool ckpt_op_switches(const char *op);
+/* Answer op (or a changes with "since") on the session's layer l (NULL in
+ * direct mode: refused, saying why): *reply gets the result's fields. */
+int ckpt_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
+		    struct ab_error *err);
+/* /workspace stands on a stack (a checkpoint was taken): the review of the
+ * first upper alone (changes, commit) would not be the workspace's. */
+bool ckpt_stacked(const struct ab_layer *l);
+/* A "changes" request that asks for what changed after a checkpoint. */
+bool ckpt_is_changes_since(const char *op, json_object *req);
+
+/* ckpt_mount.c: mount the overlay of l->dir/names[0] (upper, work
+ * l->dir/work) over names[1..n-1] and the workspace at the sandbox's
+ * /workspace. */
+int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
+	       struct ab_error *err);
+
+/* ckpt_changes.c: what the layers of top above those of c hold, as
+ * "changes": [{"path", "status": written|deleted, "type", "size"}]; c must
+ * lie beneath top (not restored past). */
+int ckpt_changes(const struct ab_layer *l, char *const *top, size_t n_top, char *const *c,
+		 size_t n_c, json_object *o, struct ab_error *err);
+/* The bytes of the regular files in the tree at path (0 when unreadable). */
+long long ckpt_tree_bytes(const char *path);
+
+#endif

@@ -1,0 +1,169 @@
+/* The switch of a checkpoint or a restore (ckpt.h): a new overlay of the
+ * layers asked for mounted on top of the sandbox's /workspace, from a child
+ * of the launcher that enters the sandbox's namespaces.
+ *
+ * The child: as a plain user, enters the sandbox's first user namespace
+ * (the launcher made it, so it holds every capability there), which owns
+ * the detached clones of the layer directory and the workspace the init
+ * made for this (SYNC_VIEWNS); as root it stays where it is (the launcher
+ * made the clones). It enters the commands' mount namespace, builds the overlay
+ * there (fsconfig takes the layers by fd, opened in the detached clones,
+ * which overlayfs takes from Linux 6.15) and puts it on top of /workspace in one move_mount: a
+ * command resolving a path sees the old tree or the new, never a mix. The view's protected binds
+ * beneath /workspace are bound again, read-only, from the new tree. */
+#include "ckpt/ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "util/util.h"
+
+/* A layer by fd (FSCONFIG_SET_FD: overlayfs takes them from Linux 6.13;
+ * detached ones from 6.15): the child is in the sandbox's mount namespace
+ * then, where /proc/self is not its own. */
+static int set_layer(int fs, const char *key, int dir, const char *name, struct ab_error *err)
+{
+	cleanup_fd int fd =
+		openat(dir, name ? name : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsconfig(fs, FSCONFIG_SET_FD, key, NULL, fd) < 0)
+		return ab_error_set(err, errno,
+				    "checkpoint: the overlay refuses its %s %s (Linux 6.15 or "
+				    "later takes detached layers by fd)",
+				    key, name ? name : "workspace");
+	return 0;
+}
+
+/* The overlay of dir/names[0] (upper, with its work directory work) over
+ * names[1..n-1] and the workspace, detached. One clone of the layer
+ * directory holds them all: overlayfs wants the upper and the work
+ * directory on one mount. */
+static int build(const struct ab_layer *l, char *const *names, size_t n, const char *work,
+		 struct ab_error *err)
+{
+	int dir = l->dir_tree, ws = l->ws_tree;
+	cleanup_fd int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return ab_error_set(err, errno, "checkpoint: this kernel has no overlayfs");
+	int r = 0;
+	for (size_t i = 1; r >= 0 && i < n; i++)
+		r = set_layer(fs, "lowerdir+", dir, names[i], err);
+	if (r >= 0)
+		r = set_layer(fs, "lowerdir+", ws, NULL, err);
+	if (r >= 0)
+		r = set_layer(fs, "upperdir", dir, names[0], err);
+	if (r >= 0)
+		r = set_layer(fs, "workdir", dir, work, err);
+	if (r < 0)
+		return r;
+	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    (!l->keep && fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay of %s",
+				    l->workspace);
+	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay");
+	return mnt;
+}
+
+/* A protected path beneath /workspace, bound again from the new tree with
+ * the view's flags (one the layer lacks now is skipped: nothing to bind). */
+static int rebind(const struct layer_bind *b, struct ab_error *err)
+{
+	cleanup_fd int tree =
+		open_tree(AT_FDCWD, b->dst,
+			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (tree < 0 && errno == ENOENT)
+		return 0;
+	if (tree < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot bind %s again", b->dst);
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					   (b->rw ? 0 : MOUNT_ATTR_RDONLY)};
+	cleanup_fd int target = open(b->dst, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0 ||
+	    target < 0 ||
+	    move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot bind %s again", b->dst);
+	return 0;
+}
+
+static int child(const struct ab_layer *l, char *const *names, size_t n, const char *work,
+		 struct ab_error *err)
+{
+	if (geteuid() != 0 && setns(l->view_userns, CLONE_NEWUSER) < 0)
+		return ab_error_set(err, errno,
+				    "checkpoint: cannot enter the sandbox's user namespace");
+	/* there first: fsopen wants a mount namespace the child may mount in */
+	if (setns(l->view_mntns, CLONE_NEWNS) < 0)
+		return ab_error_set(err, errno,
+				    "checkpoint: cannot enter the sandbox's mount namespace");
+	cleanup_fd int mnt = build(l, names, n, work, err);
+	if (mnt < 0)
+		return mnt;
+	if (move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return ab_error_set(err, errno,
+				    "checkpoint: cannot mount the layers at /workspace");
+	for (size_t i = 0; i < l->n_binds; i++) {
+		int r = rebind(&l->binds[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
+	       struct ab_error *err)
+{
+	if (l->view_mntns < 0 || l->dir_tree < 0 || l->ws_tree < 0 ||
+	    (geteuid() != 0 && l->view_userns < 0))
+		return ab_error_plain(err, ENOTSUP,
+				      "checkpoint: this sandbox's namespaces were not kept "
+				      "(made by an older agentbox?)");
+	if (n == 0 || n > CKPT_MAX_DEPTH + 1)
+		return ab_error_plain(err, EINVAL, "checkpoint: %zu layers", n);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return ab_error_set(err, errno, "checkpoint: pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return ab_error_set(err, e, "checkpoint: fork");
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		struct ab_error e = {0};
+		int r = child(l, names, n, work, &e);
+		if (r < 0 && write(p[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
+			_exit(2);
+		_exit(r < 0);
+	}
+	close(p[1]);
+	struct ab_error e = {0};
+	ssize_t got;
+	do
+		got = read(p[0], &e, sizeof(e));
+	while (got < 0 && errno == EINTR);
+	close(p[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (got == (ssize_t)sizeof(e)) {
+		e.msg[sizeof(e.msg) - 1] = '\0';
+		return ab_error_plain(err, e.code ? e.code : EIO, "%s", e.msg);
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return ab_error_plain(err, EIO, "checkpoint: the mount helper failed");
+	return 0;
+}

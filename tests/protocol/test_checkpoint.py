@@ -1,0 +1,183 @@
+"""Checkpoints of a detached sandbox's overlay workspace (docs/checkpoints.md):
+agentbox checkpoint, checkpoints, restore, changes --since, and the protocol's
+ops. A restore brings back an earlier content and removes a later file; the
+host workspace is untouched; a direct-mode sandbox is refused (125) saying
+why; a checkpoint is refused while a command runs; the protected paths stay
+read-only after a switch; rm leaves no layer on disk. Runs as root and as an
+unprivileged user; each test has its own sandboxes' directory and layers'
+state directory (XDG_STATE_HOME; root's is /var/lib/agentbox/layers, where
+the test looks for its own layer by the workspace it names)."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_detach import Client, DetachedBase  # noqa: E402
+
+ROOT = os.getuid() == 0
+
+
+class Checkpoints(DetachedBase):
+    def setUp(self):
+        # removed last (cleanups run in reverse): after the sandboxes' rm
+        self.state_home = tempfile.mkdtemp(prefix="ab-state-")
+        self.addCleanup(shutil.rmtree, self.state_home, True)
+        super().setUp()
+        self.env["XDG_STATE_HOME"] = self.state_home
+        with open(os.path.join(self.ws, "a.txt"), "w") as f:
+            f.write("v1\n")
+
+    def layer_dirs(self):
+        """The layer directories of this test's workspace."""
+        base = ("/var/lib/agentbox/layers" if ROOT
+                else os.path.join(self.state_home, "agentbox", "layers"))
+        found = []
+        for info in glob.glob(os.path.join(base, "*", "layer.info")):
+            try:
+                with open(info) as f:
+                    if "workspace=%s\n" % os.path.realpath(self.ws) in f.read():
+                        found.append(os.path.dirname(info))
+            except OSError:
+                pass
+        return found
+
+    def sh(self, sid, script):
+        r = self.ab("exec", sid, "-c", script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def ok(self, *args):
+        r = self.ab(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_checkpoint_restore_changes(self):
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo v2 > a.txt; echo x > b.txt")
+        self.assertEqual(self.ok("checkpoint", sid).strip(), "c1")
+        self.sh(sid, "echo v3 > a.txt; rm b.txt; echo new > c.txt")
+        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v3\na.txt\nc.txt\n")
+        # what changed after c1: written, deleted
+        out = json.loads(self.ok("changes", "--json", "--since", "c1", sid))
+        got = {c["path"]: c["status"] for c in out["changes"]}
+        self.assertEqual(got, {"a.txt": "written", "b.txt": "deleted",
+                               "c.txt": "written"})
+        # the first layer alone is no longer the workspace's: refused, not wrong
+        r = self.ab("changes", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("stands on checkpoints", r.stderr)
+        r = self.ab("commit", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertEqual(self.ok("checkpoint", "--name", "after", sid).strip(), "after")
+        listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
+        self.assertEqual([c["name"] for c in listed], ["c1", "after"])
+        self.assertEqual([c["layers"] for c in listed], [1, 2])
+        # undo: the earlier content back, the later file gone
+        self.ok("restore", sid, "c1")
+        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v2\na.txt\nb.txt\n")
+        # and forward again: a later checkpoint stays restorable
+        self.ok("restore", sid, "after")
+        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v3\na.txt\nc.txt\n")
+        # writes go on after a switch, each in the fresh layer
+        self.sh(sid, "echo v4 > a.txt")
+        self.ok("restore", sid, "after")
+        self.assertEqual(self.sh(sid, "cat a.txt"), "v3\n")
+        # the host's workspace was never touched
+        with open(os.path.join(self.ws, "a.txt")) as f:
+            self.assertEqual(f.read(), "v1\n")
+        self.assertEqual(sorted(os.listdir(self.ws)), ["a.txt"])
+        self.assertEqual(len(self.layer_dirs()), 1)
+        self.ok("rm", sid)
+        self.assertEqual(self.layer_dirs(), [])
+
+    def test_bad_requests(self):
+        sid = self.create("--workspace-mode", "overlay")
+        r = self.ab("restore", sid, "nope")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("no checkpoint nope", r.stderr)
+        self.ok("checkpoint", "--name", "x", sid)
+        r = self.ab("checkpoint", "--name", "x", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("already", r.stderr)
+        r = self.ab("checkpoint", "--name", "../up", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("'name' must be", r.stderr)
+        r = self.ab("changes", "--since", "nope", sid)
+        self.assertEqual(r.returncode, 125)
+
+    def test_direct_mode_refused(self):
+        sid = self.create()
+        r = self.ab("checkpoint", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("direct mode", r.stderr)
+        self.assertIn("--workspace-mode overlay", r.stderr)
+
+    def test_busy_while_a_command_runs(self):
+        sid = self.create("--workspace-mode", "overlay")
+        c = Client(self.sock(sid))
+        self.addCleanup(c.close)
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(id="long", op="exec", command="sleep 30")
+        time.sleep(0.3)
+        c.send(id="cp", op="checkpoint")
+        while True:
+            m = c.recv()
+            if m.get("id") == "cp":
+                break
+        self.assertEqual(m["type"], "error")
+        self.assertEqual(m["code"], "busy")
+        self.assertIn("commands are running", m["message"])
+        c.send(id="cancel", op="cancel", target="long")
+        while c.recv().get("id") != "long":  # its result: it ended
+            pass
+        c.send(id="cp2", op="checkpoint", name="later")
+        while True:
+            m = c.recv()
+            if m.get("id") == "cp2":
+                break
+        self.assertEqual(m["type"], "result", m)
+        self.assertEqual(m["checkpoint"], "later")
+        c.send(id="ls", op="checkpoints")
+        while True:
+            m = c.recv()
+            if m.get("id") == "ls":
+                break
+        self.assertEqual([x["name"] for x in m["checkpoints"]], ["later"])
+
+    def test_protected_paths_stay_read_only(self):
+        os.makedirs(os.path.join(self.ws, ".git", "hooks"))
+        with open(os.path.join(self.ws, ".git", "config"), "w") as f:
+            f.write("[core]\n")
+        sid = self.create("--workspace-mode", "overlay")
+        before = self.ab("exec", sid, "-c", "echo x >> .git/config")
+        self.assertNotEqual(before.returncode, 0)
+        self.ok("checkpoint", sid)
+        after = self.ab("exec", sid, "-c", "echo x >> .git/config")
+        self.assertNotEqual(after.returncode, 0, "a protected path became writable")
+        self.assertEqual(self.sh(sid, "cat .git/config"), "[core]\n")
+
+    def test_independent_of_size(self):
+        """A checkpoint copies nothing: 3,000 files and a 64 MiB file
+        written before it take no more than a few of its mounts (a bound
+        generous for a loaded machine; bench/checkpoint measures)."""
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "mkdir t && cd t && for i in $(seq 3000); do echo $i > f$i; done;"
+                " head -c 67108864 /dev/zero > ../big")
+        t0 = time.monotonic()
+        self.ok("checkpoint", sid)
+        took = time.monotonic() - t0
+        self.assertLess(took, 2.0)
+        self.assertEqual(self.sh(sid, "ls t | wc -l; wc -c < big"), "3000\n67108864\n")
+        listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
+        self.assertGreaterEqual(listed[0]["bytes"], 67108864)
+
+
+if __name__ == "__main__":
+    unittest.main()
