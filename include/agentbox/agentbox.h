@@ -479,6 +479,11 @@ int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
  * freezer; -ENOTSUP (with err) where the sandbox has no cgroup to freeze.
  * Deadlines keep running while paused. */
 int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err);
+/* Idle (nothing running, no client): let the idle command supervisors and
+ * their warm shells go (the next command's is made at its start) and give
+ * back the memory malloc holds free. -EAGAIN while a command runs or a
+ * supervisor asked for is on its way: try again later. */
+int ab_session_idle_trim(struct ab_session *s);
 /* With --net allow=: replace the allow and/or the deny patterns (NULL:
  * keep that list) for connections made from now on. -EINVAL (with err) for
  * a bad pattern or a session without the proxy; nothing changes then. */

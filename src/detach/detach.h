@@ -50,6 +50,13 @@ int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line)
 /* One control request (status, stop) and its reply (*reply, owned). */
 int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
 	       struct ab_error *err);
+/* Its halves, for asking many at once (ls): the request sent, the socket
+ * its reply comes on; that reply's line (r: detach_read_reply's) parsed.
+ * A reply is this long at most. */
+#define DETACH_CTL_REPLY_MAX 4096
+int detach_ctl_send(const char *root, const char *id, const char *word, struct ab_error *err);
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r,
+		     json_object **reply, struct ab_error *err);
 /* The state file the launcher wrote (NULL: none). */
 json_object *detach_state_read(const char *root, const char *id);
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err);

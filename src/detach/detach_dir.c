@@ -17,9 +17,8 @@
 #include "util/error.h"
 #include "util/util.h"
 
-/* A control request's reply is this long at most, and this quick: a pause
- * may take the freezer's whole wait before its answer, so more than that. */
-#define CTL_REPLY_MAX  4096
+/* A control request's reply is this quick: a pause may take
+ * the freezer's whole wait before its answer, so more than that. */
 #define CTL_TIMEOUT_MS (AB_FREEZE_WAIT_MS + 5000)
 
 /* $XDG_RUNTIME_DIR when it is what the XDG Base Directory specification
@@ -172,20 +171,22 @@ int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line)
 	return n ? 0 : -EPIPE;
 }
 
-int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
-	       struct ab_error *err)
+int detach_ctl_send(const char *root, const char *id, const char *word, struct ab_error *err)
 {
-	*reply = NULL;
 	cleanup_fd int fd = detach_dial(root, id, "ctl", err);
 	if (fd < 0)
 		return fd;
-	char line[CTL_REPLY_MAX];
+	char line[64];
 	snprintf(line, sizeof(line), "%s\n", word);
 	if (write(fd, line, strlen(line)) < 0)
 		return ab_error_set(err, errno, "sandbox %s: control request", id);
-	int r = detach_read_reply(fd, line, sizeof(line), CTL_TIMEOUT_MS, true);
-	if (r == 0)
-		*reply = json_tokener_parse(line);
+	return ab_steal_fd(&fd);
+}
+
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r,
+		     json_object **reply, struct ab_error *err)
+{
+	*reply = r == 0 ? json_tokener_parse(line) : NULL;
 	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
 		json_object_put(*reply);
 		*reply = NULL;
@@ -194,6 +195,18 @@ int detach_ctl(const char *root, const char *id, const char *word, json_object *
 				      word, r == -ETIMEDOUT ? " in time" : "");
 	}
 	return 0;
+}
+
+int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
+	       struct ab_error *err)
+{
+	*reply = NULL;
+	cleanup_fd int fd = detach_ctl_send(root, id, word, err);
+	if (fd < 0)
+		return fd;
+	char line[DETACH_CTL_REPLY_MAX];
+	int r = detach_read_reply(fd, line, sizeof(line), CTL_TIMEOUT_MS, true);
+	return detach_ctl_parse(id, word, line, r, reply, err);
 }
 
 json_object *detach_state_read(const char *root, const char *id)

@@ -266,12 +266,30 @@ void serve_control(struct server *sv)
 	conn_reply(fd, o);
 }
 
+/* How long a detached sandbox is idle (no client, nothing running) before
+ * its idle command supervisors go (docs/detached.md); and again after a
+ * try that found one on its way. */
+#define IDLE_TRIM_MS	   10000
+#define IDLE_TRIM_RETRY_MS 100
+
 int serve_listen_wait_ms(struct server *sv)
 {
 	const struct ab_serve_listen *l = sv->listen;
 	unsigned long long now = conn_now_ms(), end = ~0ull;
-	if (!no_client(sv) || serve_pending(sv) || sv->frozen)
+	if (!no_client(sv) || serve_pending(sv) || sv->frozen) {
 		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
+		sv->conn.trimmed = false;
+	}
+	/* idle a while: its idle supervisors and warm shells go (the next
+	 * command makes its own) and malloc's free memory goes back */
+	unsigned long long trim_at = ~0ull;
+	if (!sv->conn.trimmed) {
+		trim_at = sv->conn.idle_since_ms + IDLE_TRIM_MS;
+		if (trim_at <= now) {
+			sv->conn.trimmed = ab_session_idle_trim(sv->s) == 0;
+			trim_at = sv->conn.trimmed ? ~0ull : now + IDLE_TRIM_RETRY_MS;
+		}
+	}
 	if (l->idle_timeout_ms)
 		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
 	struct ab_error err = {0};
@@ -290,9 +308,13 @@ int serve_listen_wait_ms(struct server *sv)
 	}
 	if (l->ttl_ms && sv->conn.started_ms + l->ttl_ms < end)
 		end = sv->conn.started_ms + l->ttl_ms;
+	if (end <= now)
+		return 0;
+	if (trim_at < end)
+		end = trim_at; /* > now */
 	if (end == ~0ull)
 		return -1;
-	return end <= now ? 0 : end - now > 60000 ? 60000 : (int)(end - now);
+	return end - now > 60000 ? 60000 : (int)(end - now);
 }
 
 /* The log past which a detached sandbox writes no more of it (its disk). */

@@ -7,6 +7,7 @@
  * deadline. A malformed message from the init ends the session. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -445,6 +446,15 @@ int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_res
 int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err)
 {
 	return ab_cgroup_freeze(s->sb.cg, freeze, err);
+}
+
+int ab_session_idle_trim(struct ab_session *s)
+{
+	if (s->asked || ab_session_running(s))
+		return -EAGAIN;
+	pool_drop_idle(s);
+	malloc_trim(0);
+	return 0;
 }
 
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
