@@ -183,8 +183,8 @@ int detach_ctl_send(const char *root, const char *id, const char *word, struct a
 	return ab_steal_fd(&fd);
 }
 
-int detach_ctl_parse(const char *id, const char *word, const char *line, int r,
-		     json_object **reply, struct ab_error *err)
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r, json_object **reply,
+		     struct ab_error *err)
 {
 	*reply = r == 0 ? json_tokener_parse(line) : NULL;
 	if (!*reply || !json_object_is_type(*reply, json_type_object)) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -28,6 +29,7 @@
 #include "layer/layer.h"
 #include "net/netproc.h"
 #include "session/session.h"
+#include "util/proc.h"
 #include "util/sync.h"
 #include "view/bindfile.h"
 #include "view/landlock.h"
@@ -135,10 +137,45 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 	return 0;
 }
 
+/* The command slots: pages of their own, which only a command's use
+ * makes memory (a slot is zeroed when it is free: command_release), and
+ * which an idle session gives back (cmds_trim). NULL: none. */
+static size_t cmds_size(size_t max)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (max * sizeof(struct cmd) + page - 1) / page * page;
+}
+
+static struct cmd *cmds_map(size_t max)
+{
+	void *p = mmap(NULL, cmds_size(max), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* the launcher's alone: not in the init's copy of its memory, which
+	 * would keep what the launcher gives back */
+	madvise(p, cmds_size(max), MADV_DONTFORK);
+	return p;
+}
+
+/* Every page of the slots that holds only free ones: zero, as it was. */
+static void cmds_trim(struct ab_session *s)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = cmds_size(s->max);
+	for (size_t off = 0; off < size; off += page) {
+		bool used = false;
+		for (size_t i = off / sizeof(struct cmd);
+		     i < s->max && i * sizeof(struct cmd) < off + page && !used; i++)
+			used = s->cmds[i].used;
+		if (!used)
+			madvise((char *)s->cmds + off, page, MADV_DONTNEED);
+	}
+}
+
 /* The session's own fds, and the slots of its commands and shims. */
 static int session_alloc(struct ab_session *s, struct ab_error *err)
 {
-	s->cmds = calloc(s->max, sizeof(*s->cmds));
+	s->cmds = cmds_map(s->max);
 	s->n_shims = 2 * s->max + 1;
 	s->shims = calloc(s->n_shims, sizeof(*s->shims));
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
@@ -453,7 +490,9 @@ int ab_session_idle_trim(struct ab_session *s)
 	if (s->asked || ab_session_running(s))
 		return -EAGAIN;
 	pool_drop_idle(s);
+	cmds_trim(s);
 	malloc_trim(0);
+	ab_stack_trim();
 	return 0;
 }
 
@@ -510,7 +549,8 @@ void session_free(struct ab_session *s)
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
-	free(s->cmds);
+	if (s->cmds)
+		munmap(s->cmds, cmds_size(s->max));
 	free(s->drain_buf);
 	free(s->stats_denied);
 	protect_state_free(&s->seen);
