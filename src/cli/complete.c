@@ -33,7 +33,7 @@ static const struct command {
 	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
 	 "--no-auth-on-network --host --allow-origin",
 	 0},
-	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl", 0},
+	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl --idle-release", 0},
 	{"exec", NONE, "-i -t -c --timeout --quiet --no-keep-background --help", 'i'},
 	{"connect", NONE, "--help", 'i'},
 	{"ls", NONE, "--json --help", 0},
@@ -153,9 +153,9 @@ static bool takes_value(const struct command *c, const char *opt)
 			if (strcmp(names[i], opt + 2) == 0)
 				return v[i];
 	}
-	return strstr(" --timeout --name --idle-timeout --ttl --max-diff-bytes --cgroup-parent "
-		      "--rootfs --image --listen --http-port --grpc-port --http-timeout "
-		      "--drain-timeout --token-file --host --allow-origin ",
+	return strstr(" --timeout --name --idle-timeout --ttl --idle-release --max-diff-bytes "
+		      "--cgroup-parent --rootfs --image --listen --http-port --grpc-port "
+		      "--http-timeout --drain-timeout --token-file --host --allow-origin ",
 		      padded) != NULL;
 }
 

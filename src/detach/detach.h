@@ -55,8 +55,8 @@ int detach_ctl(const char *root, const char *id, const char *word, json_object *
  * A reply is this long at most. */
 #define DETACH_CTL_REPLY_MAX 4096
 int detach_ctl_send(const char *root, const char *id, const char *word, struct ab_error *err);
-int detach_ctl_parse(const char *id, const char *word, const char *line, int r,
-		     json_object **reply, struct ab_error *err);
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r, json_object **reply,
+		     struct ab_error *err);
 /* The state file the launcher wrote (NULL: none). */
 json_object *detach_state_read(const char *root, const char *id);
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err);
@@ -69,7 +69,12 @@ struct detach_opts {
 	const char *name;			    /* NULL: an id is made */
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
 	bool idle_pause;			    /* pause at the idle timeout */
+	unsigned long long idle_release_ms;	    /* 0: never */
 };
+
+/* --idle-release's default: what an idle sandbox keeps ready for its next
+ * command goes after this long. */
+#define DETACH_IDLE_RELEASE_MS 10000
 
 /* Make the sandbox dir, start the launcher detached and wait until the
  * sandbox is ready; its id into id. */

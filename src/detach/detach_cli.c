@@ -30,7 +30,7 @@
 
 static const char usage_create[] =
 	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION [--idle-pause]]\n"
-	"                       [--ttl DURATION]\n"
+	"                       [--ttl DURATION] [--idle-release DURATION|never]\n"
 	"                       [OPTIONS of agentbox serve]\n"
 	"\n"
 	"Make a sandbox that outlives its caller: its launcher runs detached and\n"
@@ -44,13 +44,16 @@ static const char usage_create[] =
 	"  --idle-pause             pause it then instead (the cgroup freezer); the\n"
 	"                           next client resumes it\n"
 	"  --ttl DURATION           end it DURATION after it was made, whatever runs\n"
+	"  --idle-release DURATION  idle that long, its idle command supervisor and\n"
+	"                           warm shell go, made again by the next command\n"
+	"                           (default 10s; never: kept)\n"
 	"\n"
 	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
 	"agentbox resume ID, agentbox rm ID.\n";
 
 int detach_cli_create(int argc, char **argv)
 {
-	struct detach_opts o = {0};
+	struct detach_opts o = {.idle_release_ms = DETACH_IDLE_RELEASE_MS};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	int n = 0;
 	if (!rest)
@@ -58,9 +61,10 @@ int detach_cli_create(int argc, char **argv)
 	rest[n++] = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		unsigned long long *dur = !strcmp(a, "--idle-timeout") ? &o.idle_timeout_ms
-					  : !strcmp(a, "--ttl")	       ? &o.ttl_ms
-								       : NULL;
+		unsigned long long *dur = !strcmp(a, "--idle-timeout")	 ? &o.idle_timeout_ms
+					  : !strcmp(a, "--ttl")		 ? &o.ttl_ms
+					  : !strcmp(a, "--idle-release") ? &o.idle_release_ms
+									 : NULL;
 		if (detach_is_help(a)) {
 			free(rest);
 			fputs(usage_create, stdout);
@@ -80,6 +84,9 @@ int detach_cli_create(int argc, char **argv)
 		}
 		if (!dur) {
 			o.name = argv[++i];
+		} else if (dur == &o.idle_release_ms && !strcmp(argv[i + 1], "never")) {
+			o.idle_release_ms = 0;
+			i++;
 		} else if (ab_parse_duration(argv[++i], dur) < 0 || *dur == 0) {
 			free(rest);
 			return detach_fail("create: %s '%s': not a duration (500ms, 30s, 10m, 1h)",

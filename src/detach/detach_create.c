@@ -100,6 +100,7 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .idle_timeout_ms = l->o->idle_timeout_ms,
 				    .ttl_ms = l->o->ttl_ms,
 				    .idle_pause = l->o->idle_pause,
+				    .idle_release_ms = l->o->idle_release_ms,
 				    .ready = on_ready,
 				    .arg = l};
 	int status = ab_serve_listen(l->cfg, &L);

@@ -21,6 +21,9 @@ struct ab_serve_listen {
 	int sock_fd, ctl_fd, exec_fd;
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
 	bool idle_pause;			    /* at the idle timeout: pause, not end */
+	/* idle this long, its idle command supervisors and their warm shells
+	 * go (ab_session_idle_trim); 0: never */
+	unsigned long long idle_release_ms;
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
 };

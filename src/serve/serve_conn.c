@@ -266,10 +266,9 @@ void serve_control(struct server *sv)
 	conn_reply(fd, o);
 }
 
-/* How long a detached sandbox is idle (no client, nothing running) before
- * its idle command supervisors go (docs/detached.md); and again after a
- * try that found one on its way. */
-#define IDLE_TRIM_MS	   10000
+/* A detached sandbox idle (no client, nothing running) for its
+ * idle_release_ms tries ab_session_idle_trim; again this soon after a try
+ * that found a supervisor on its way. */
 #define IDLE_TRIM_RETRY_MS 100
 
 int serve_listen_wait_ms(struct server *sv)
@@ -283,8 +282,8 @@ int serve_listen_wait_ms(struct server *sv)
 	/* idle a while: its idle supervisors and warm shells go (the next
 	 * command makes its own) and malloc's free memory goes back */
 	unsigned long long trim_at = ~0ull;
-	if (!sv->conn.trimmed) {
-		trim_at = sv->conn.idle_since_ms + IDLE_TRIM_MS;
+	if (!sv->conn.trimmed && l->idle_release_ms) {
+		trim_at = sv->conn.idle_since_ms + l->idle_release_ms;
 		if (trim_at <= now) {
 			sv->conn.trimmed = ab_session_idle_trim(sv->s) == 0;
 			trim_at = sv->conn.trimmed ? ~0ull : now + IDLE_TRIM_RETRY_MS;
