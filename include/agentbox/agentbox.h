@@ -475,6 +475,12 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
 		    struct ab_error *err);
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
+/* Cheaply, for a status line: the stats without the denials, and of the
+ * cgroup its memory_current alone (the others -1). */
+int ab_session_status(struct ab_session *s, struct ab_session_stats *st);
+/* The file the cgroup's memory_current is read from (out: a path); -ENOENT
+ * without one. */
+int ab_session_memory_file(struct ab_session *s, char *out, size_t size);
 /* Pause (freeze) or resume every process of the sandbox with the cgroup
  * freezer; -ENOTSUP (with err) where the sandbox has no cgroup to freeze.
  * Deadlines keep running while paused. */

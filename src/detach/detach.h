@@ -60,6 +60,19 @@ int detach_ctl_parse(const char *id, const char *word, const char *line, int r, 
 /* The state file the launcher wrote (NULL: none). */
 json_object *detach_state_read(const char *root, const char *id);
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err);
+/* The same for another file of root/id: leaf, a JSON object, written whole
+ * (renamed into place). */
+json_object *detach_json_read(const char *root, const char *id, const char *leaf);
+int detach_json_write(const char *root, const char *id, const char *leaf, json_object *state,
+		      struct ab_error *err);
+/* When pid (0: ourselves) started, in clock ticks since boot (/proc's
+ * stat): a pid and this name one process; -1 when it is gone. */
+long long detach_pid_start(pid_t pid);
+/* A released idle sandbox's launcher writes root/id/idle, which ls reads
+ * instead of asking it ({"since_ms": realtime ms it has been idle since,
+ * "start": detach_pid_start of the launcher, "memory_file": where its
+ * cgroup's memory is read, or null}), and removes it as soon as it is not
+ * idle (a client, a command, a pause). */
 /* root/id and what is in it: the sockets, the state, the log. */
 void detach_remove(const char *root, const char *id);
 

@@ -211,9 +211,14 @@ int detach_ctl(const char *root, const char *id, const char *word, json_object *
 
 json_object *detach_state_read(const char *root, const char *id)
 {
+	return detach_json_read(root, id, "state.json");
+}
+
+json_object *detach_json_read(const char *root, const char *id, const char *leaf)
+{
 	char path[PATH_MAX];
 	struct ab_error err;
-	if (detach_path(path, sizeof(path), root, id, "state.json", &err) < 0)
+	if (detach_path(path, sizeof(path), root, id, leaf, &err) < 0)
 		return NULL;
 	cleanup_fd int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
@@ -234,8 +239,14 @@ json_object *detach_state_read(const char *root, const char *id)
 
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err)
 {
+	return detach_json_write(root, id, "state.json", state, err);
+}
+
+int detach_json_write(const char *root, const char *id, const char *leaf, json_object *state,
+		      struct ab_error *err)
+{
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	int r = detach_path(path, sizeof(path), root, id, "state.json", err);
+	int r = detach_path(path, sizeof(path), root, id, leaf, err);
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
@@ -253,8 +264,8 @@ int detach_state_write(const char *root, const char *id, json_object *state, str
 
 void detach_remove(const char *root, const char *id)
 {
-	static const char *const leaves[] = {"sock",	       "ctl", "exec", "state.json",
-					     "state.json.new", "log"};
+	static const char *const leaves[] = {"sock",	       "ctl",  "exec",	   "state.json",
+					     "state.json.new", "idle", "idle.new", "log"};
 	char path[PATH_MAX];
 	struct ab_error err;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(leaves); i++)
@@ -262,4 +273,23 @@ void detach_remove(const char *root, const char *id)
 			unlink(path);
 	if (detach_path(path, sizeof(path), root, id, NULL, &err) == 0)
 		rmdir(path);
+}
+
+long long detach_pid_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* after the name: state (field 3) ... starttime (field 22) */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoll(p + 1, NULL, 10) : -1;
 }

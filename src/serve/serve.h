@@ -24,6 +24,9 @@ struct ab_serve_listen {
 	/* idle this long, its idle command supervisors and their warm shells
 	 * go (ab_session_idle_trim); 0: never */
 	unsigned long long idle_release_ms;
+	/* called once it is released (idle: true; idle_ms how long it has
+	 * been idle), and once it is not idle any more (false) */
+	void (*idle)(void *arg, bool idle, unsigned long long idle_ms, const char *memory_file);
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
 };

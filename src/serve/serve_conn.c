@@ -198,7 +198,7 @@ json_object *serve_stats_json(struct server *sv, json_object *id)
 static json_object *status_json(struct server *sv)
 {
 	struct ab_session_stats st;
-	ab_session_stats(sv->s, &st);
+	ab_session_status(sv->s, &st); /* ls asks a thousand of these */
 	unsigned long long now = conn_now_ms();
 	bool idle = no_client(sv) && !serve_pending(sv);
 	json_object *o = json_object_new_object();
@@ -277,6 +277,8 @@ int serve_listen_wait_ms(struct server *sv)
 	unsigned long long now = conn_now_ms(), end = ~0ull;
 	if (!no_client(sv) || serve_pending(sv) || sv->frozen) {
 		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
+		if (sv->conn.trimmed && l->idle)
+			l->idle(l->arg, false, 0, NULL);
 		sv->conn.trimmed = false;
 	}
 	/* idle a while: its idle supervisors and warm shells go (the next
@@ -287,6 +289,12 @@ int serve_listen_wait_ms(struct server *sv)
 		if (trim_at <= now) {
 			sv->conn.trimmed = ab_session_idle_trim(sv->s) == 0;
 			trim_at = sv->conn.trimmed ? ~0ull : now + IDLE_TRIM_RETRY_MS;
+			char mem[1200];
+			if (sv->conn.trimmed && l->idle)
+				l->idle(l->arg, true, now - sv->conn.idle_since_ms,
+					ab_session_memory_file(sv->s, mem, sizeof(mem)) == 0
+						? mem
+						: NULL);
 		}
 	}
 	if (l->idle_timeout_ms)

@@ -496,6 +496,22 @@ int ab_session_idle_trim(struct ab_session *s)
 	return 0;
 }
 
+int ab_session_status(struct ab_session *s, struct ab_session_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->uptime_ms = session_now_ms() - s->started_ms;
+	st->commands_run = s->commands_run;
+	st->running = s->running;
+	st->memory_peak = st->pids_current = st->cpu_user_ms = st->cpu_system_ms = -1;
+	st->have_cgroup = ab_cgroup_memory(s->sb.cg, &st->memory_current) == 0;
+	return 0;
+}
+
+int ab_session_memory_file(struct ab_session *s, char *out, size_t size)
+{
+	return ab_cgroup_memory_file(s->sb.cg, out, size);
+}
+
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 {
 	memset(st, 0, sizeof(*st));

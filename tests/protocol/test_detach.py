@@ -199,8 +199,24 @@ class Detached(unittest.TestCase):
         r = self.ab("exec", sid, "-c", "cat /proc/$(cat bg)/comm")
         self.assertEqual((r.returncode, r.stdout), (0, "sleep\n"), r.stderr)
         self.assertEqual(self.sandbox_pids(sid)[1], init)
+        # released again: ls reads its idle file instead of asking; a
+        # launcher killed then is dead all the same
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.rt, sid, "idle"))))
         e = self.ls()[sid]
         self.assertEqual((e["state"], e["running"], e["attached"]), ("running", 0, False))
+        self.assertGreater(e["idle_ms"], 0)
+        c = Client(self.sock(sid))  # a client: not idle, the file goes
+        c.recv()
+        self.assertTrue(wait_until(
+            lambda: not os.path.exists(os.path.join(self.rt, sid, "idle"))))
+        self.assertEqual(self.ls()[sid]["attached"], True)
+        c.close()
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.rt, sid, "idle"))))
+        os.kill(self.state(sid)["pid"], signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["state"] == "dead", 10))
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
         # never: kept; a bad value is refused
         sid = self.create("--name", "kept", "--idle-release", "never")
         self.assertTrue(wait_until(lambda: len(self.sandbox_pids(sid)) >= 3, 10))  # a shim (and its warm shell)
