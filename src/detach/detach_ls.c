@@ -95,11 +95,12 @@ static json_object *get(json_object *o, const char *key)
 }
 
 /* One sandbox as ls shows it: r and status (consumed) are its status
- * request's outcome. */
+ * request's outcome; st its state file (consumed; NULL: read here). */
 static json_object *entry(const char *root, const char *id, int r, json_object *status,
-			  const struct ab_error *err)
+			  json_object *st, const struct ab_error *err)
 {
-	json_object *st = detach_state_read(root, id);
+	if (!st)
+		st = detach_state_read(root, id);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "name", json_object_get(get(st, "name")));
@@ -121,8 +122,9 @@ static json_object *entry(const char *root, const char *id, int r, json_object *
 }
 
 /* A released idle sandbox's status, from its idle file (detach.h) when
- * its launcher is the one that wrote it, without asking it; NULL: ask. */
-static json_object *idle_status(const char *root, const char *id)
+ * its launcher is the one that wrote it, without asking it, and its state
+ * file into *state; NULL: ask. */
+static json_object *idle_status(const char *root, const char *id, json_object **state)
 {
 	json_object *idle = detach_json_read(root, id, "idle"), *st = NULL, *o = NULL;
 	if (idle)
@@ -155,7 +157,10 @@ static json_object *idle_status(const char *root, const char *id)
 		}
 	}
 	json_object_put(idle);
-	json_object_put(st);
+	if (o)
+		*state = st;
+	else
+		json_object_put(st);
 	return o;
 }
 
@@ -175,7 +180,7 @@ static void ask_done(const char *root, char **ids, json_object *all, struct ask 
 	if (r == 0 && !memchr(a->buf, '\n', a->len))
 		r = -EPIPE;
 	r = detach_ctl_parse(ids[a->i], "status", a->buf, r, &status, &err);
-	json_object_array_put_idx(all, a->i, entry(root, ids[a->i], r, status, &err));
+	json_object_array_put_idx(all, a->i, entry(root, ids[a->i], r, status, NULL, &err));
 }
 
 /* Every sandbox's status into all, in the order of ids: a released idle
@@ -195,14 +200,14 @@ static void ask_all(const char *root, char **ids, size_t n, json_object *all)
 			if (p[k].fd >= 0)
 				continue;
 			struct ab_error err = {0};
-			json_object *idle = idle_status(root, ids[next]);
+			json_object *st = NULL, *idle = idle_status(root, ids[next], &st);
 			int fd = idle ? 0 : detach_ctl_send(root, ids[next], "status", &err);
 			if (idle) {
-				json_object_array_put_idx(all, next,
-							  entry(root, ids[next], 0, idle, &err));
+				json_object_array_put_idx(
+					all, next, entry(root, ids[next], 0, idle, st, &err));
 			} else if (fd < 0) {
-				json_object_array_put_idx(all, next,
-							  entry(root, ids[next], fd, NULL, &err));
+				json_object_array_put_idx(
+					all, next, entry(root, ids[next], fd, NULL, NULL, &err));
 			} else {
 				a[k].i = next;
 				a[k].len = 0;
@@ -253,7 +258,8 @@ static void ask_all(const char *root, char **ids, size_t n, json_object *all)
 	for (size_t i = 0; i < n; i++) /* out of memory, or poll failed */
 		if (!json_object_array_get_idx(all, i)) {
 			struct ab_error err = {.msg = "cannot ask it"};
-			json_object_array_put_idx(all, i, entry(root, ids[i], -ENOMEM, NULL, &err));
+			json_object_array_put_idx(all, i,
+						  entry(root, ids[i], -ENOMEM, NULL, NULL, &err));
 		}
 	free(a);
 }
