@@ -150,12 +150,7 @@ static struct cmd *cmds_map(size_t max)
 {
 	void *p = mmap(NULL, cmds_size(max), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	/* the launcher's alone: not in the init's copy of its memory, which
-	 * would keep what the launcher gives back */
-	madvise(p, cmds_size(max), MADV_DONTFORK);
-	return p;
+	return p == MAP_FAILED ? NULL : p;
 }
 
 /* Every page of the slots that holds only free ones: zero, as it was. */
