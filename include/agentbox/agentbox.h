@@ -476,10 +476,21 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 int ab_session_exec(struct ab_session *s, const struct ab_exec *x, struct ab_result *res,
 		    struct ab_error *err);
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st);
+/* Cheaply, for a status line: the stats without the denials, and of the
+ * cgroup its memory_current alone (the others -1). */
+int ab_session_status(struct ab_session *s, struct ab_session_stats *st);
+/* The file the cgroup's memory_current is read from (out: a path); -ENOENT
+ * without one. */
+int ab_session_memory_file(struct ab_session *s, char *out, size_t size);
 /* Pause (freeze) or resume every process of the sandbox with the cgroup
  * freezer; -ENOTSUP (with err) where the sandbox has no cgroup to freeze.
  * Deadlines keep running while paused. */
 int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err);
+/* Idle (nothing running, no client): let the idle command supervisors and
+ * their warm shells go (the next command's is made at its start) and give
+ * back the memory malloc holds free. -EAGAIN while a command runs or a
+ * supervisor asked for is on its way: try again later. */
+int ab_session_idle_trim(struct ab_session *s);
 /* With --net allow=: replace the allow and/or the deny patterns (NULL:
  * keep that list) for connections made from now on. -EINVAL (with err) for
  * a bad pattern or a session without the proxy; nothing changes then. */

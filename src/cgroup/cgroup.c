@@ -656,6 +656,30 @@ int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st)
 	return 0;
 }
 
+int ab_cgroup_memory(struct ab_cgroup *cg, long long *current)
+{
+	*current = -1;
+	if (!cg || !procs_dir(cg))
+		return -ENOENT;
+	const struct memory_files *mf = cg->v2 ? &memory_v2 : &memory_v1;
+	const char *d = cg->dir[mf->h];
+	char buf[64];
+	if (d[0] && ab_cgfs_read(d, mf->current, buf, sizeof(buf)) == 0)
+		*current = strtoll(buf, NULL, 10);
+	return 0;
+}
+
+int ab_cgroup_memory_file(struct ab_cgroup *cg, char *out, size_t size)
+{
+	if (!cg || !procs_dir(cg))
+		return -ENOENT;
+	const struct memory_files *mf = cg->v2 ? &memory_v2 : &memory_v1;
+	const char *d = cg->dir[mf->h];
+	if (!d[0] || (size_t)snprintf(out, size, "%s/%s", d, mf->current) >= size)
+		return -ENOENT;
+	return 0;
+}
+
 /* Kill what is left and remove every directory, waiting (bounded) for
  * the processes to be gone: a cgroup with members cannot be removed. */
 static void remove_dirs(char dirs[H_COUNT][1024])

@@ -148,6 +148,12 @@ int ab_cgroup_apply_rlimits(const struct ab_cgroup *cg, struct ab_error *err);
 unsigned long long ab_cgroup_rlimit_as(const struct ab_cgroup *cg);
 
 int ab_cgroup_stats(struct ab_cgroup *cg, struct ab_cgroup_stats *st);
+/* Its memory_current alone (-1: unknown), one file read: a status's.
+ * -ENOENT as ab_cgroup_stats. */
+int ab_cgroup_memory(struct ab_cgroup *cg, long long *current);
+/* The path of the file memory_current is read from into out; -ENOENT
+ * where there is none. */
+int ab_cgroup_memory_file(struct ab_cgroup *cg, char *out, size_t size);
 /* OOM kills in the cgroup so far (0 without a memory controller). */
 unsigned long long ab_cgroup_oom_kills(struct ab_cgroup *cg);
 /* Forks the pids cgroup refused so far (pids.events "max"); 0 where the

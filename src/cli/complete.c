@@ -33,7 +33,8 @@ static const struct command {
 	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
 	 "--no-auth-on-network --host --allow-origin",
 	 0},
-	{"create", SESSION, "--name --idle-timeout --idle-pause --ttl --port --keep-output", 0},
+	{"create", SESSION,
+	 "--name --idle-timeout --idle-pause --ttl --port --keep-output --idle-release", 0},
 	{"exec", NONE, "-i -t -c --timeout --quiet --no-keep-background --help", 'i'},
 	{"connect", NONE, "--help", 'i'},
 	{"ls", NONE, "--json --help", 0},
@@ -158,7 +159,8 @@ static bool takes_value(const struct command *c, const char *opt)
 			if (strcmp(names[i], opt + 2) == 0)
 				return v[i];
 	}
-	return strstr(" --timeout --name --idle-timeout --ttl --keep-output --max-diff-bytes "
+	return strstr(" --timeout --name --idle-timeout --ttl --keep-output --idle-release "
+		      "--max-diff-bytes "
 		      "--cgroup-parent "
 		      "--rootfs --image --listen --http-port --grpc-port --http-timeout "
 		      "--drain-timeout --token-file --host --allow-origin ",

@@ -61,9 +61,29 @@ int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line)
 /* One control request (status, stop) and its reply (*reply, owned). */
 int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
 	       struct ab_error *err);
+/* Its halves, for asking many at once (ls): the request sent, the socket
+ * its reply comes on; that reply's line (r: detach_read_reply's) parsed.
+ * A reply is this long at most. */
+#define DETACH_CTL_REPLY_MAX 4096
+int detach_ctl_send(const char *root, const char *id, const char *word, struct ab_error *err);
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r, json_object **reply,
+		     struct ab_error *err);
 /* The state file the launcher wrote (NULL: none). */
 json_object *detach_state_read(const char *root, const char *id);
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err);
+/* The same for another file of root/id: leaf, a JSON object, written whole
+ * (renamed into place). */
+json_object *detach_json_read(const char *root, const char *id, const char *leaf);
+int detach_json_write(const char *root, const char *id, const char *leaf, json_object *state,
+		      struct ab_error *err);
+/* When pid (0: ourselves) started, in clock ticks since boot (/proc's
+ * stat): a pid and this name one process; -1 when it is gone. */
+long long detach_pid_start(pid_t pid);
+/* A released idle sandbox's launcher writes root/id/idle, which ls reads
+ * instead of asking it ({"since_ms": realtime ms it has been idle since,
+ * "start": detach_pid_start of the launcher, "memory_file": where its
+ * cgroup's memory is read, or null}), and removes it as soon as it is not
+ * idle (a client, a command, a pause). */
 /* root/id and what is in it: the sockets, the state, the log. */
 void detach_remove(const char *root, const char *id);
 
@@ -74,7 +94,12 @@ struct detach_opts {
 	unsigned long long idle_timeout_ms, ttl_ms; /* 0: none */
 	bool idle_pause;			    /* pause at the idle timeout */
 	unsigned long long keep_output, keep_total; /* --keep-output (serve.h) */
+	unsigned long long idle_release_ms;	    /* 0: never */
 };
+
+/* --idle-release's default: what an idle sandbox keeps ready for its next
+ * command goes after this long. */
+#define DETACH_IDLE_RELEASE_MS 10000
 
 /* Make the sandbox dir, start the launcher detached and wait until the
  * sandbox is ready; its id into id. */

@@ -31,6 +31,7 @@
 static const char usage_create[] =
 	"Usage: agentbox create [--name NAME] [--idle-timeout DURATION [--idle-pause]]\n"
 	"                       [--ttl DURATION] [--keep-output SIZE[,TOTAL]]\n"
+	"                       [--idle-release DURATION|never]\n"
 	"                       [OPTIONS of agentbox serve]\n"
 	"\n"
 	"Make a sandbox that outlives its caller: its launcher runs detached and\n"
@@ -50,6 +51,9 @@ static const char usage_create[] =
 	"  --keep-output SIZE[,TOTAL]  keep the last SIZE bytes of each streamed\n"
 	"                           command's stdout and stderr for the next client\n"
 	"                           after a disconnect, TOTAL in all (default 32M,256M)\n"
+	"  --idle-release DURATION  idle that long, its idle command supervisor and\n"
+	"                           warm shell go, made again by the next command\n"
+	"                           (default 10s; never: kept)\n"
 	"\n"
 	"Then: agentbox exec ID, agentbox connect ID, agentbox ls, agentbox pause ID,\n"
 	"agentbox resume ID, agentbox port ID PORT, agentbox rm ID.\n";
@@ -101,7 +105,9 @@ static int keep_output_arg(const char *v, struct detach_opts *o)
 
 int detach_cli_create(int argc, char **argv)
 {
-	struct detach_opts o = {.keep_output = 32ull << 20, .keep_total = 256ull << 20};
+	struct detach_opts o = {.keep_output = 32ull << 20,
+				.keep_total = 256ull << 20,
+				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	char **ports = calloc((size_t)argc + 1, sizeof(char *));
 	int n = 0, n_ports = 0;
@@ -113,9 +119,10 @@ int detach_cli_create(int argc, char **argv)
 	rest[n++] = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		unsigned long long *dur = !strcmp(a, "--idle-timeout") ? &o.idle_timeout_ms
-					  : !strcmp(a, "--ttl")	       ? &o.ttl_ms
-								       : NULL;
+		unsigned long long *dur = !strcmp(a, "--idle-timeout")	 ? &o.idle_timeout_ms
+					  : !strcmp(a, "--ttl")		 ? &o.ttl_ms
+					  : !strcmp(a, "--idle-release") ? &o.idle_release_ms
+									 : NULL;
 		if (detach_is_help(a)) {
 			free(rest);
 			free(ports);
@@ -156,6 +163,9 @@ int detach_cli_create(int argc, char **argv)
 		}
 		if (!dur) {
 			o.name = argv[++i];
+		} else if (dur == &o.idle_release_ms && !strcmp(argv[i + 1], "never")) {
+			o.idle_release_ms = 0;
+			i++;
 		} else if (ab_parse_duration(argv[++i], dur) < 0 || *dur == 0) {
 			free(rest);
 			free(ports);

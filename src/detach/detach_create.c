@@ -83,6 +83,30 @@ static void on_ready(void *arg, int rc, const char *msg)
 		raise(SIGTERM); /* no state file: the sandbox cannot be found, so it ends */
 }
 
+/* Released while idle: the file ls reads instead of asking (detach.h);
+ * busy again: gone first. */
+static void on_idle(void *arg, bool idle, unsigned long long idle_ms, const char *memory_file)
+{
+	struct launch *l = arg;
+	char path[PATH_MAX];
+	struct ab_error err = {0};
+	if (!idle) {
+		if (detach_path(path, sizeof(path), l->root, l->id, "idle", &err) == 0)
+			unlink(path);
+		return;
+	}
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	long long now = (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "since_ms", json_object_new_int64(now - (long long)idle_ms));
+	json_object_object_add(o, "start", json_object_new_int64(detach_pid_start(0)));
+	json_object_object_add(o, "memory_file",
+			       memory_file ? json_object_new_string(memory_file) : NULL);
+	detach_json_write(l->root, l->id, "idle", o, &err); /* else ls asks */
+	json_object_put(o);
+}
+
 /* In the detached launcher: serve until stopped, then leave nothing. */
 static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 {
@@ -102,6 +126,8 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .idle_pause = l->o->idle_pause,
 				    .keep_output = (size_t)l->o->keep_output,
 				    .keep_total = (size_t)l->o->keep_total,
+				    .idle_release_ms = l->o->idle_release_ms,
+				    .idle = on_idle,
 				    .ready = on_ready,
 				    .arg = l};
 	int status = ab_serve_listen(l->cfg, &L);

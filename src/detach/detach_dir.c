@@ -17,9 +17,8 @@
 #include "util/error.h"
 #include "util/util.h"
 
-/* A control request's reply is this long at most, and this quick: a pause
- * may take the freezer's whole wait before its answer, so more than that. */
-#define CTL_REPLY_MAX  4096
+/* A control request's reply is this quick: a pause may take
+ * the freezer's whole wait before its answer, so more than that. */
 #define CTL_TIMEOUT_MS (AB_FREEZE_WAIT_MS + 5000)
 
 /* $XDG_RUNTIME_DIR when it is what the XDG Base Directory specification
@@ -172,20 +171,22 @@ int detach_read_reply(int fd, char *buf, size_t size, int timeout_ms, bool line)
 	return n ? 0 : -EPIPE;
 }
 
-int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
-	       struct ab_error *err)
+int detach_ctl_send(const char *root, const char *id, const char *word, struct ab_error *err)
 {
-	*reply = NULL;
 	cleanup_fd int fd = detach_dial(root, id, "ctl", err);
 	if (fd < 0)
 		return fd;
-	char line[CTL_REPLY_MAX];
+	char line[64];
 	snprintf(line, sizeof(line), "%s\n", word);
 	if (write(fd, line, strlen(line)) < 0)
 		return ab_error_set(err, errno, "sandbox %s: control request", id);
-	int r = detach_read_reply(fd, line, sizeof(line), CTL_TIMEOUT_MS, true);
-	if (r == 0)
-		*reply = json_tokener_parse(line);
+	return ab_steal_fd(&fd);
+}
+
+int detach_ctl_parse(const char *id, const char *word, const char *line, int r, json_object **reply,
+		     struct ab_error *err)
+{
+	*reply = r == 0 ? json_tokener_parse(line) : NULL;
 	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
 		json_object_put(*reply);
 		*reply = NULL;
@@ -196,11 +197,28 @@ int detach_ctl(const char *root, const char *id, const char *word, json_object *
 	return 0;
 }
 
+int detach_ctl(const char *root, const char *id, const char *word, json_object **reply,
+	       struct ab_error *err)
+{
+	*reply = NULL;
+	cleanup_fd int fd = detach_ctl_send(root, id, word, err);
+	if (fd < 0)
+		return fd;
+	char line[DETACH_CTL_REPLY_MAX];
+	int r = detach_read_reply(fd, line, sizeof(line), CTL_TIMEOUT_MS, true);
+	return detach_ctl_parse(id, word, line, r, reply, err);
+}
+
 json_object *detach_state_read(const char *root, const char *id)
+{
+	return detach_json_read(root, id, "state.json");
+}
+
+json_object *detach_json_read(const char *root, const char *id, const char *leaf)
 {
 	char path[PATH_MAX];
 	struct ab_error err;
-	if (detach_path(path, sizeof(path), root, id, "state.json", &err) < 0)
+	if (detach_path(path, sizeof(path), root, id, leaf, &err) < 0)
 		return NULL;
 	cleanup_fd int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
@@ -221,8 +239,14 @@ json_object *detach_state_read(const char *root, const char *id)
 
 int detach_state_write(const char *root, const char *id, json_object *state, struct ab_error *err)
 {
+	return detach_json_write(root, id, "state.json", state, err);
+}
+
+int detach_json_write(const char *root, const char *id, const char *leaf, json_object *state,
+		      struct ab_error *err)
+{
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	int r = detach_path(path, sizeof(path), root, id, "state.json", err);
+	int r = detach_path(path, sizeof(path), root, id, leaf, err);
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
@@ -240,8 +264,8 @@ int detach_state_write(const char *root, const char *id, json_object *state, str
 
 void detach_remove(const char *root, const char *id)
 {
-	static const char *const leaves[] = {"sock",	       "ctl", "exec", "state.json",
-					     "state.json.new", "log"};
+	static const char *const leaves[] = {"sock",	       "ctl",  "exec",	   "state.json",
+					     "state.json.new", "idle", "idle.new", "log"};
 	char path[PATH_MAX];
 	struct ab_error err;
 	for (size_t i = 0; i < AB_ARRAY_SIZE(leaves); i++)
@@ -249,4 +273,23 @@ void detach_remove(const char *root, const char *id)
 			unlink(path);
 	if (detach_path(path, sizeof(path), root, id, NULL, &err) == 0)
 		rmdir(path);
+}
+
+long long detach_pid_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	cleanup_fd int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* after the name: state (field 3) ... starttime (field 22) */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoll(p + 1, NULL, 10) : -1;
 }

@@ -23,6 +23,16 @@
  * most this many sandboxes. */
 #define STOP_TIMEOUT_MS 15000
 #define LS_MAX		4096
+/* ls asks this many sandboxes at once, each for this long at most. */
+#define LS_PARALLEL   64
+#define LS_TIMEOUT_MS 5000
+
+static unsigned long long ls_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (unsigned long long)t.tv_sec * 1000 + (unsigned long long)t.tv_nsec / 1000000;
+}
 
 static const char usage_ls[] =
 	"Usage: agentbox ls [--json]\n"
@@ -84,12 +94,13 @@ static json_object *get(json_object *o, const char *key)
 	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
-/* One sandbox as ls shows it. */
-static json_object *entry(const char *root, const char *id)
+/* One sandbox as ls shows it: r and status (consumed) are its status
+ * request's outcome; st its state file (consumed; NULL: read here). */
+static json_object *entry(const char *root, const char *id, int r, json_object *status,
+			  json_object *st, const struct ab_error *err)
 {
-	json_object *st = detach_state_read(root, id), *status = NULL;
-	struct ab_error err = {0};
-	int r = detach_ctl(root, id, "status", &status, &err);
+	if (!st)
+		st = detach_state_read(root, id);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "name", json_object_get(get(st, "name")));
@@ -104,10 +115,153 @@ static json_object *entry(const char *root, const char *id)
 	for (size_t i = 0; i < AB_ARRAY_SIZE(live); i++)
 		json_object_object_add(o, live[i], json_object_get(get(status, live[i])));
 	if (r < 0 && r != -ECONNREFUSED)
-		json_object_object_add(o, "error", json_object_new_string(err.msg));
+		json_object_object_add(o, "error", json_object_new_string(err->msg));
 	json_object_put(st);
 	json_object_put(status);
 	return o;
+}
+
+/* A released idle sandbox's status, from its idle file (detach.h) when
+ * its launcher is the one that wrote it, without asking it, and its state
+ * file into *state; NULL: ask. */
+static json_object *idle_status(const char *root, const char *id, json_object **state)
+{
+	json_object *idle = detach_json_read(root, id, "idle"), *st = NULL, *o = NULL;
+	if (idle)
+		st = detach_state_read(root, id);
+	json_object *start = get(idle, "start"), *since = get(idle, "since_ms"),
+		    *pid = get(st, "pid"), *mf = get(idle, "memory_file");
+	if (start && since && pid &&
+	    detach_pid_start((pid_t)json_object_get_int(pid)) == json_object_get_int64(start) &&
+	    json_object_get_int64(start) > 0) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		long long now = (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000,
+			  ms = now - json_object_get_int64(since);
+		o = json_object_new_object();
+		json_object_object_add(o, "state", json_object_new_string("running"));
+		json_object_object_add(o, "idle_ms", json_object_new_int64(ms > 0 ? ms : 0));
+		json_object_object_add(o, "running", json_object_new_int64(0));
+		json_object_object_add(o, "queued", json_object_new_int64(0));
+		json_object_object_add(o, "attached", json_object_new_boolean(false));
+		const char *path = mf ? json_object_get_string(mf) : NULL;
+		char buf[64];
+		cleanup_fd int fd = path && !strncmp(path, "/sys/fs/cgroup/", 15)
+					    ? open(path, O_RDONLY | O_CLOEXEC)
+					    : -1;
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (n > 0) {
+			buf[n] = 0;
+			json_object_object_add(o, "memory",
+					       json_object_new_int64(strtoll(buf, NULL, 10)));
+		}
+	}
+	json_object_put(idle);
+	if (o)
+		*state = st;
+	else
+		json_object_put(st);
+	return o;
+}
+
+/* One status request on its way. */
+struct ask {
+	size_t i; /* its sandbox's index */
+	size_t len;
+	char buf[DETACH_CTL_REPLY_MAX];
+};
+
+/* A status request's end: its entry into all at i. */
+static void ask_done(const char *root, char **ids, json_object *all, struct ask *a, int r)
+{
+	json_object *status = NULL;
+	struct ab_error err = {0};
+	a->buf[a->len] = 0;
+	if (r == 0 && !memchr(a->buf, '\n', a->len))
+		r = -EPIPE;
+	r = detach_ctl_parse(ids[a->i], "status", a->buf, r, &status, &err);
+	json_object_array_put_idx(all, a->i, entry(root, ids[a->i], r, status, NULL, &err));
+}
+
+/* Every sandbox's status into all, in the order of ids: a released idle
+ * one's from its idle file, the others' asked, LS_PARALLEL requests on
+ * their way at once, so that n launchers answer in about
+ * the time of n / LS_PARALLEL round trips; each gets LS_TIMEOUT_MS. */
+static void ask_all(const char *root, char **ids, size_t n, json_object *all)
+{
+	struct ask *a = calloc(LS_PARALLEL, sizeof(*a));
+	struct pollfd p[LS_PARALLEL];
+	unsigned long long end[LS_PARALLEL];
+	size_t next = 0, busy = 0;
+	for (size_t k = 0; k < LS_PARALLEL; k++)
+		p[k] = (struct pollfd){.fd = -1, .events = POLLIN};
+	while (a && (next < n || busy)) {
+		for (size_t k = 0; k < LS_PARALLEL && next < n; k++) {
+			if (p[k].fd >= 0)
+				continue;
+			struct ab_error err = {0};
+			json_object *st = NULL, *idle = idle_status(root, ids[next], &st);
+			int fd = idle ? 0 : detach_ctl_send(root, ids[next], "status", &err);
+			if (idle) {
+				json_object_array_put_idx(
+					all, next, entry(root, ids[next], 0, idle, st, &err));
+			} else if (fd < 0) {
+				json_object_array_put_idx(
+					all, next, entry(root, ids[next], fd, NULL, NULL, &err));
+			} else {
+				a[k].i = next;
+				a[k].len = 0;
+				p[k].fd = fd;
+				end[k] = ls_now_ms() + LS_TIMEOUT_MS;
+				busy++;
+			}
+			next++;
+		}
+		if (!busy)
+			continue;
+		unsigned long long now = ls_now_ms(), first = ~0ull;
+		for (size_t k = 0; k < LS_PARALLEL; k++)
+			if (p[k].fd >= 0 && end[k] < first)
+				first = end[k];
+		int got = poll(p, LS_PARALLEL, first > now ? (int)(first - now) : 0);
+		if (got < 0 && errno != EINTR)
+			break;
+		now = ls_now_ms();
+		for (size_t k = 0; k < LS_PARALLEL; k++) {
+			if (p[k].fd < 0)
+				continue;
+			int r = 1;
+			if (p[k].revents) {
+				ssize_t m = read(p[k].fd, a[k].buf + a[k].len,
+						 sizeof(a[k].buf) - 1 - a[k].len);
+				if (m > 0)
+					a[k].len += (size_t)m;
+				else if (m == 0 || (errno != EINTR && errno != EAGAIN))
+					r = a[k].len ? 0 : -EPIPE;
+				if (a[k].len && (memchr(a[k].buf, '\n', a[k].len) ||
+						 a[k].len == sizeof(a[k].buf) - 1))
+					r = 0;
+			} else if (now >= end[k]) {
+				r = -ETIMEDOUT;
+			}
+			if (r <= 0) {
+				ask_done(root, ids, all, &a[k], r);
+				close(p[k].fd);
+				p[k].fd = -1;
+				busy--;
+			}
+		}
+	}
+	for (size_t k = 0; k < LS_PARALLEL; k++)
+		if (p[k].fd >= 0)
+			close(p[k].fd);
+	for (size_t i = 0; i < n; i++) /* out of memory, or poll failed */
+		if (!json_object_array_get_idx(all, i)) {
+			struct ab_error err = {.msg = "cannot ask it"};
+			json_object_array_put_idx(all, i,
+						  entry(root, ids[i], -ENOMEM, NULL, NULL, &err));
+		}
+	free(a);
 }
 
 static void fmt_age(char *buf, size_t n, long long ms)
@@ -158,8 +312,7 @@ int detach_cli_ls(int argc, char **argv)
 	size_t n = 0;
 	char **ids = r < 0 ? NULL : list_ids(root, &n);
 	json_object *all = json_object_new_array();
-	for (size_t i = 0; i < n; i++)
-		json_object_array_add(all, entry(root, ids[i]));
+	ask_all(root, ids, n, all);
 	if (json) {
 		puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN));
 	} else {

@@ -39,6 +39,7 @@
 #include "layer/protect.h"
 #include "sandbox/sandbox.h"
 #include "seccomp/seccomp_profile.h"
+#include "util/proc.h"
 #include "util/sync.h"
 #include "sandbox/userns.h"
 #include "util/util.h"
@@ -191,6 +192,7 @@ pid_t sandbox_clone(struct sandbox *sb, struct init_args *a, int *sync_out, stru
 	a->cgroup = sb->cg;
 	a->net_beside = userns_net_beside(&sb->cfg);
 	bool placed;
+	ab_stack_note(); /* the init trims its copy once set up */
 	pid_t pid = clone_init(sb, a->net_beside, &placed);
 	if (pid < 0) {
 		r = clone_error(errno, err);

@@ -24,6 +24,12 @@ struct ab_serve_listen {
 	/* streamed output kept for the next client: bytes per command and
 	 * stream, and in all (docs/detached.md) */
 	size_t keep_output, keep_total;
+	/* idle this long, its idle command supervisors and their warm shells
+	 * go (ab_session_idle_trim); 0: never */
+	unsigned long long idle_release_ms;
+	/* called once it is released (idle: true; idle_ms how long it has
+	 * been idle), and once it is not idle any more (false) */
+	void (*idle)(void *arg, bool idle, unsigned long long idle_ms, const char *memory_file);
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
 };

@@ -203,7 +203,7 @@ json_object *serve_stats_json(struct server *sv, json_object *id)
 static json_object *status_json(struct server *sv)
 {
 	struct ab_session_stats st;
-	ab_session_stats(sv->s, &st);
+	ab_session_status(sv->s, &st); /* ls asks a thousand of these */
 	unsigned long long now = conn_now_ms();
 	bool idle = no_client(sv) && !serve_pending(sv);
 	json_object *o = json_object_new_object();
@@ -271,12 +271,37 @@ void serve_control(struct server *sv)
 	conn_reply(fd, o);
 }
 
+/* A detached sandbox idle (no client, nothing running) for its
+ * idle_release_ms tries ab_session_idle_trim; again this soon after a try
+ * that found a supervisor on its way. */
+#define IDLE_TRIM_RETRY_MS 100
+
 int serve_listen_wait_ms(struct server *sv)
 {
 	const struct ab_serve_listen *l = sv->listen;
 	unsigned long long now = conn_now_ms(), end = ~0ull;
-	if (!no_client(sv) || serve_pending(sv) || sv->frozen)
+	if (!no_client(sv) || serve_pending(sv) || sv->frozen) {
 		sv->conn.idle_since_ms = now; /* paused is not idle: it waits for a client */
+		if (sv->conn.trimmed && l->idle)
+			l->idle(l->arg, false, 0, NULL);
+		sv->conn.trimmed = false;
+	}
+	/* idle a while: its idle supervisors and warm shells go (the next
+	 * command makes its own) and malloc's free memory goes back */
+	unsigned long long trim_at = ~0ull;
+	if (!sv->conn.trimmed && l->idle_release_ms) {
+		trim_at = sv->conn.idle_since_ms + l->idle_release_ms;
+		if (trim_at <= now) {
+			sv->conn.trimmed = ab_session_idle_trim(sv->s) == 0;
+			trim_at = sv->conn.trimmed ? ~0ull : now + IDLE_TRIM_RETRY_MS;
+			char mem[1200];
+			if (sv->conn.trimmed && l->idle)
+				l->idle(l->arg, true, now - sv->conn.idle_since_ms,
+					ab_session_memory_file(sv->s, mem, sizeof(mem)) == 0
+						? mem
+						: NULL);
+		}
+	}
 	if (l->idle_timeout_ms)
 		end = sv->conn.idle_since_ms + l->idle_timeout_ms;
 	struct ab_error err = {0};
@@ -295,9 +320,13 @@ int serve_listen_wait_ms(struct server *sv)
 	}
 	if (l->ttl_ms && sv->conn.started_ms + l->ttl_ms < end)
 		end = sv->conn.started_ms + l->ttl_ms;
+	if (end <= now)
+		return 0;
+	if (trim_at < end)
+		end = trim_at; /* > now */
 	if (end == ~0ull)
 		return -1;
-	return end <= now ? 0 : end - now > 60000 ? 60000 : (int)(end - now);
+	return end - now > 60000 ? 60000 : (int)(end - now);
 }
 
 /* The log past which a detached sandbox writes no more of it (its disk). */

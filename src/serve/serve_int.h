@@ -21,6 +21,7 @@ struct serve_conn {
 	int fd;					      /* the attached client's socket, or -1 */
 	bool hup;				      /* the attached client has hung up */
 	unsigned long long started_ms, idle_since_ms; /* conn_now_ms() */
+	bool trimmed; /* idle, and its supervisors let go: ab_session_idle_trim */
 };
 
 #define PROTOCOL  "agentbox/1"

@@ -10,12 +10,14 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -31,6 +33,7 @@
 #include "net/netproc.h"
 #include "session/session.h"
 #include "port/port.h"
+#include "util/proc.h"
 #include "util/sync.h"
 #include "view/bindfile.h"
 #include "view/landlock.h"
@@ -156,10 +159,40 @@ int session_ready(struct ab_session *s, struct ab_error *err)
 	return 0;
 }
 
+/* The command slots: pages of their own, which only a command's use
+ * makes memory (a slot is zeroed when it is free: command_release), and
+ * which an idle session gives back (cmds_trim). NULL: none. */
+static size_t cmds_size(size_t max)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (max * sizeof(struct cmd) + page - 1) / page * page;
+}
+
+static struct cmd *cmds_map(size_t max)
+{
+	void *p = mmap(NULL, cmds_size(max), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Every page of the slots that holds only free ones: zero, as it was. */
+static void cmds_trim(struct ab_session *s)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = cmds_size(s->max);
+	for (size_t off = 0; off < size; off += page) {
+		bool used = false;
+		for (size_t i = off / sizeof(struct cmd);
+		     i < s->max && i * sizeof(struct cmd) < off + page && !used; i++)
+			used = s->cmds[i].used;
+		if (!used)
+			madvise((char *)s->cmds + off, page, MADV_DONTNEED);
+	}
+}
+
 /* The session's own fds, and the slots of its commands and shims. */
 static int session_alloc(struct ab_session *s, struct ab_error *err)
 {
-	s->cmds = calloc(s->max, sizeof(*s->cmds));
+	s->cmds = cmds_map(s->max);
 	s->n_shims = 2 * s->max + 1;
 	s->shims = calloc(s->n_shims, sizeof(*s->shims));
 	for (size_t i = 0; s->shims && i < s->n_shims; i++)
@@ -469,6 +502,33 @@ int ab_session_freeze(struct ab_session *s, bool freeze, struct ab_error *err)
 	return ab_cgroup_freeze(s->sb.cg, freeze, err);
 }
 
+int ab_session_idle_trim(struct ab_session *s)
+{
+	if (s->asked || ab_session_running(s))
+		return -EAGAIN;
+	pool_drop_idle(s);
+	cmds_trim(s);
+	malloc_trim(0);
+	ab_stack_trim();
+	return 0;
+}
+
+int ab_session_status(struct ab_session *s, struct ab_session_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->uptime_ms = session_now_ms() - s->started_ms;
+	st->commands_run = s->commands_run;
+	st->running = s->running;
+	st->memory_peak = st->pids_current = st->cpu_user_ms = st->cpu_system_ms = -1;
+	st->have_cgroup = ab_cgroup_memory(s->sb.cg, &st->memory_current) == 0;
+	return 0;
+}
+
+int ab_session_memory_file(struct ab_session *s, char *out, size_t size)
+{
+	return ab_cgroup_memory_file(s->sb.cg, out, size);
+}
+
 int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -522,7 +582,8 @@ void session_free(struct ab_session *s)
 	int fds[] = {s->init_pidfd, s->sync_fd, s->listener, s->epfd, s->timerfd, s->devnull};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(fds); i++)
 		ab_close_keep_errno(fds[i]);
-	free(s->cmds);
+	if (s->cmds)
+		munmap(s->cmds, cmds_size(s->max));
 	free(s->drain_buf);
 	free(s->stats_denied);
 	protect_state_free(&s->seen);

@@ -9,9 +9,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -162,4 +164,37 @@ pid_t ab_vfork_child(int (*fn)(void *), void *arg, unsigned long flags, void *st
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = e;
 	return pid;
+}
+
+/* The stack's mapping (ab_stack_note); what ab_stack_trim leaves below its
+ * caller's frame: the frames of madvise, a signal's (up to an AMX state). */
+static uintptr_t stack_lo, stack_hi;
+#define STACK_TRIM_MARGIN (8u << 10)
+
+void ab_stack_note(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && here >= lo && here < hi) {
+			stack_lo = lo;
+			stack_hi = hi;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+__attribute__((noinline)) void ab_stack_trim(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	if (!stack_lo || here < stack_lo || here >= stack_hi || here - stack_lo < STACK_TRIM_MARGIN)
+		return;
+	uintptr_t top = (here - STACK_TRIM_MARGIN) & ~(page - 1);
+	if (top > stack_lo)
+		madvise((void *)stack_lo, top - stack_lo, MADV_DONTNEED);
 }

@@ -20,4 +20,14 @@ void ab_procs_close(struct ab_procs *it);
 /* The command name (comm) of pid, "" when it is gone. */
 void ab_proc_comm(pid_t pid, char *out, size_t len);
 
+/* Note the bounds of the caller's stack mapping (from /proc/self/maps),
+ * before a clone that runs on a copy of it: the clone knows them without
+ * /proc. */
+void ab_stack_note(void);
+/* Give back the pages of the noted stack below the caller's frame, which
+ * a deeper call once used and none uses now (they come back zeroed when
+ * needed): an idle process's memory. Nothing when none was noted or the
+ * caller runs on another stack. */
+void ab_stack_trim(void);
+
 #endif

@@ -187,6 +187,66 @@ class Detached(DetachedBase):
             self.assertFalse(os.path.exists(cg), cg)
         self.assertEqual(self.ls(), {})
 
+    def test_idle_release(self):
+        # idle, a sandbox is its launcher and its init: the idle supervisor
+        # and its warm shell go, the next command makes them again; a
+        # background process's supervisor is busy with it and stays
+        sid = self.create("--name", "lean", "--idle-release", "300ms")
+        self.assertTrue(wait_until(lambda: len(self.sandbox_pids(sid)) == 2, 10),
+                        self.sandbox_pids(sid))
+        init = self.sandbox_pids(sid)[1]
+        for _ in range(3):
+            r = self.ab("exec", sid, "-c", "echo hi")
+            self.assertEqual((r.returncode, r.stdout), (0, "hi\n"), r.stderr)
+        self.assertTrue(wait_until(lambda: len(self.sandbox_pids(sid)) == 2, 10),
+                        self.sandbox_pids(sid))
+        r = self.ab("exec", sid, "-c", "sleep 60 & echo $! > bg")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        time.sleep(1)  # idle for longer than 300ms
+        r = self.ab("exec", sid, "-c", "cat /proc/$(cat bg)/comm")
+        self.assertEqual((r.returncode, r.stdout), (0, "sleep\n"), r.stderr)
+        self.assertEqual(self.sandbox_pids(sid)[1], init)
+        # released again: ls reads its idle file instead of asking; a
+        # launcher killed then is dead all the same
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.rt, sid, "idle"))))
+        e = self.ls()[sid]
+        self.assertEqual((e["state"], e["running"], e["attached"]), ("running", 0, False))
+        self.assertGreater(e["idle_ms"], 0)
+        c = Client(self.sock(sid))  # a client: not idle, the file goes
+        c.recv()
+        self.assertTrue(wait_until(
+            lambda: not os.path.exists(os.path.join(self.rt, sid, "idle"))))
+        self.assertEqual(self.ls()[sid]["attached"], True)
+        c.close()
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.rt, sid, "idle"))))
+        os.kill(self.state(sid)["pid"], signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["state"] == "dead", 10))
+        r = self.ab("rm", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.rt, sid)))
+        # never: kept; a bad value is refused
+        sid = self.create("--name", "kept", "--idle-release", "never")
+        self.assertTrue(wait_until(lambda: len(self.sandbox_pids(sid)) >= 3, 10))  # a shim (and its warm shell)
+        time.sleep(0.5)
+        self.assertGreaterEqual(len(self.sandbox_pids(sid)), 3)
+        r = self.ab("create", "--idle-release", "soon")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--idle-release", r.stderr)
+
+    def test_ls_of_many(self):
+        # asked at once (with a bound), each is listed, in order
+        sids = [self.create("--name", "m%02d" % i, "--idle-release", "never")
+                for i in range(12)]
+        os.kill(self.state(sids[3])["pid"], signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: self.ls()[sids[3]]["state"] == "dead", 10))
+        r = self.ab("ls")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = r.stdout.splitlines()[1:]
+        self.assertEqual([row.split()[0] for row in rows], sids)
+        states = {row.split()[0]: row.split()[2] for row in rows}
+        self.assertEqual(states[sids[3]], "dead")
+        self.assertEqual({states[s] for s in sids if s != sids[3]}, {"running"})
+
     def test_pty_command_on_the_exec_socket(self):
         # what agentbox exec -t speaks (tests/tty has the terminal side)
         sid = self.create("--name", "pty")
