@@ -465,7 +465,7 @@ _Noreturn void init_main(struct init_args *a)
 		join_net(a);
 	int view_ns = restack ? open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC) : -1;
 	if (userns_setup_uts_net(a->cfg, a->net_beside, &err) < 0 ||
-	    userns_lock_view(a->cfg, &err) < 0)
+	    userns_lock_view(a->cfg, &err) < 0 || (restack && view_proc_read_only(&err) < 0))
 		init_fail(a->sync_fd, &err);
 	if (restack) {
 		int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);

@@ -13,7 +13,8 @@
  * *fd is -1 (and *abi 0) when this kernel has no Landlock. restack: the
  * overlay /workspace may be restacked later (checkpoints, src/ckpt/): a
  * rule on its root would not reach the overlays mounted over it, so its
- * write rights go on the view's root (docs/checkpoints.md says what that
+ * write rights go on the view's root, and /proc is made read-only
+ * (view_proc_read_only; docs/checkpoints.md says what that
  * lets through: what the mounts' flags and owners let through). */
 int landlock_prepare(const struct view_plan *plan, bool restack, int *fd, int *abi,
 		     struct ab_error *err);

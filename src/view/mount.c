@@ -699,6 +699,14 @@ static int mount_id_files(int root, const struct view_plan *plan, struct ab_erro
 	return r;
 }
 
+int view_proc_read_only(struct ab_error *err)
+{
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (mount_setattr(AT_FDCWD, "/proc", AT_SYMLINK_NOFOLLOW, &ro, sizeof(ro)) < 0)
+		return ab_error_set(err, errno, "cannot make /proc read-only");
+	return 0;
+}
+
 int view_build(struct view_plan *plan, struct ab_error *err)
 {
 	/* nothing we mount may propagate back to the host */

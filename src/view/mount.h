@@ -97,5 +97,10 @@ int view_open_sources(struct view_plan *plan, struct ab_error *err);
 /* Sandbox: build the view on a fresh tmpfs, pivot into it, detach the host's
  * root and make the root read-only. */
 int view_build(struct view_plan *plan, struct ab_error *err);
+/* Sandbox init, once the view is locked (and its own maps written through
+ * /proc): the view's /proc read-only, where Landlock's write rule is the
+ * root's (an overlay workspace a checkpoint restacks, landlock.h): no rule
+ * ever let a command write /proc's files, and no mount flag then would. */
+int view_proc_read_only(struct ab_error *err);
 
 #endif

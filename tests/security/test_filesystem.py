@@ -75,6 +75,17 @@ class Filesystem(Attacks):
         self.assertEqual(r.out, "WROTE %s\n" % outside, r)
         self.assertEqual(os.listdir(outside), [])
 
+    def test_write_proc_files(self):
+        """/proc's files stay unwritable: by Landlock's rules, and under an
+        overlay workspace (whose write rule is the view's root's, for its
+        checkpoints) by /proc's read-only mount."""
+        r = self.sh("echo 999 > /proc/self/oom_score_adj && echo WROTE oom_score_adj; "
+                    "echo pwned > /proc/self/comm && echo WROTE comm; "
+                    "echo 0 > /proc/self/loginuid && echo WROTE loginuid; "
+                    "cat /proc/self/oom_score_adj; true")
+        self.assertNotIn("WROTE", r.out, r)
+        self.assertNotEqual(r.out.strip(), "999", r)
+
     def test_write_under_skills_even_after_chmod_and_remount(self):
         skills = make_dir()
         self.addCleanup(shutil.rmtree, skills, True)
