@@ -42,6 +42,8 @@ static void tail_grow(struct tail *t, struct tail_budget *b, size_t want)
 
 void tail_add(struct tail *t, struct tail_budget *b, const char *p, size_t n)
 {
+	if (!n)
+		return; /* (p may be NULL then) */
 	if (b && n && t->len + n > t->cap && t->cap < b->per_stream)
 		tail_grow(t, b, t->len + n);
 	t->end += n;
