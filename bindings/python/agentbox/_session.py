@@ -266,7 +266,12 @@ class Session:
                 call = self._calls.get(rid) if isinstance(rid, int) else None
                 if call is not None and call.output is not None:
                     if msg["type"] == "output_dropped":
-                        call.dropped.append(msg)
+                        # said of bytes the sandbox no longer keeps, which an
+                        # earlier connection of this call may have had
+                        have = (call.offsets or {}).get(msg.get("stream", "stdout"), 0)
+                        end = msg.get("end")
+                        if not (isinstance(end, int) and end <= have):
+                            call.dropped.append(msg)
                         return
                     data = msg.get("data") or ""
                     data = _place(call, msg, base64.b64decode(data)
