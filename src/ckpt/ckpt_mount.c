@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "layer/protect.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -75,23 +76,28 @@ static int build(const struct ab_layer *l, char *const *names, size_t n, const c
 	return mnt;
 }
 
-/* A protected path beneath /workspace, bound again from the new tree with
- * the view's flags (one the layer lacks now is skipped: nothing to bind). */
-static int rebind(const struct layer_bind *b, struct ab_error *err)
+/* A protected path beneath /workspace, bound again from the new tree (ws)
+ * with the view's flags. What a command wrote is in that tree: the path is
+ * opened once, following no symlink at all, and that fd is both the bind's
+ * source and its target; one the layer lacks now, or reaches only through
+ * a symlink, is skipped (nothing of the view's is there to hold). */
+static int rebind(int ws, const struct layer_bind *b, struct ab_error *err)
 {
-	cleanup_fd int tree =
-		open_tree(AT_FDCWD, b->dst,
-			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
-	if (tree < 0 && errno == ENOENT)
+	static const char top[] = "/workspace/";
+	if (strncmp(b->dst, top, sizeof(top) - 1) != 0)
+		return 0; /* not in the restacked tree: its bind stands */
+	int fd = ab_open_beneath(ws, b->dst + sizeof(top) - 1);
+	if (fd == -ENOENT || fd == -ELOOP)
 		return 0;
-	if (tree < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot bind %s again", b->dst);
+	if (fd < 0)
+		return ab_error_set(err, -fd, "checkpoint: cannot open %s", b->dst);
+	cleanup_fd int at = fd;
+	cleanup_fd int tree = open_tree(
+		at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 					   (b->rw ? 0 : MOUNT_ATTR_RDONLY)};
-	cleanup_fd int target = open(b->dst, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0 ||
-	    target < 0 ||
-	    move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0 ||
+	    move_mount(tree, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno, "checkpoint: cannot bind %s again", b->dst);
 	return 0;
 }
@@ -112,8 +118,11 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 	if (move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot mount the layers at /workspace");
+	cleanup_fd int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ws < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot open the new /workspace");
 	for (size_t i = 0; i < l->n_binds; i++) {
-		int r = rebind(&l->binds[i], err);
+		int r = rebind(ws, &l->binds[i], err);
 		if (r < 0)
 			return r;
 	}
