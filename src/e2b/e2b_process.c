@@ -116,8 +116,6 @@ static json_object *end_event(json_object *result)
 		json_object_object_add(b, "exited", json_object_new_boolean(true));
 	}
 	json_object_object_add(b, "status", json_object_new_string(status));
-	if (json_object_get_boolean(json_object_object_get(result, "timed_out")))
-		json_object_object_add(b, "error", json_object_new_string("command timed out"));
 	return event("end", b);
 }
 
@@ -177,6 +175,9 @@ static void on_exec(void *arg, json_object *msg, bool last)
 									     : "stdout",
 				       json_object_get(json_object_object_get(msg, "data")));
 		broadcast(p, event("data", d));
+	} else if (type && !strcmp(type, "result") &&
+		   json_object_get_boolean(json_object_object_get(msg, "timed_out"))) {
+		ended_with_error(p, E2B_DEADLINE_EXCEEDED, "the command's deadline passed");
 	} else if (type && !strcmp(type, "result")) {
 		broadcast(p, end_event(msg));
 		proc_free(p);
