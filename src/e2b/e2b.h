@@ -91,16 +91,16 @@ void e2b_call_set_tick(struct e2b_call *c, int ms, void (*tick)(struct e2b_call 
 /* Its E2B id (the detached sandbox's id). */
 const char *e2b_sbx_id(const struct e2b_sbx *s);
 
-/* A message of the sandbox about a request (output, ok, result, error,
- * and a watch's events: docs/protocol.md), or NULL when the sandbox's
- * link broke or it ended: then the request is over. last is true for
- * its final message (result, error, ok, or NULL). */
+/* A message of the sandbox about a request (docs/protocol.md), or NULL
+ * when the sandbox's link broke or it ended: then the request is over.
+ * last is true for its final message: every type but "output",
+ * "output_dropped" and "event" (a watch's, which ends with its
+ * "result"), and NULL. */
 typedef void (*e2b_sbx_fn)(void *arg, json_object *msg, bool last);
 /* Send req (owned, put here; its "id" is set here) on the sandbox's
  * link; fn is called with each message about it. Returns the request's
  * handle (> 0) for e2b_sbx_forget, or -1 when it could not be sent
- * (fn is not called then). A watch (an open-ended request) ends only by
- * a cancel, its "ok", or NULL. */
+ * (fn is not called then). */
 long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *arg);
 /* Stop calling fn for request h (its messages are dropped); the request
  * itself goes on in the sandbox unless cancelled. */

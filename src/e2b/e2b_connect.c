@@ -338,7 +338,7 @@ int e2b_connect_route(struct e2b_conn *conn, struct e2b_http *h)
 		return refuse(c, E2B_NOT_FOUND,
 			      id ? "no such sandbox" : "no E2b-Sandbox-Id header");
 	const char *tok = e2b_http_header(h, "X-Access-Token");
-	if (!tok || strcmp(tok, h->sbx->token) != 0)
+	if (!tok || !e2b_same(tok, h->sbx->token))
 		return refuse(c, E2B_UNAUTHENTICATED, "a wrong or missing X-Access-Token");
 	if (h->sbx->paused)
 		return refuse(c, E2B_UNAVAILABLE, "the sandbox is paused");

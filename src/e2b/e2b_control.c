@@ -177,6 +177,7 @@ static void create(struct e2b_http *h)
 	snprintf(s->template_id, sizeof(s->template_id), "%s", t);
 	s->metadata = meta ? json_object_get(meta) : NULL;
 	s->envs = envs ? json_object_get(envs) : NULL;
+	s->auto_pause = json_object_get_boolean(json_object_object_get(body, "autoPause"));
 	if (set_timeout(h, s, body, false) < 0) {
 		e2b_sbx_kill(s);
 	} else {

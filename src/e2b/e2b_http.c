@@ -169,6 +169,7 @@ void e2b_http_done(struct e2b_http *h)
 		c->req = NULL;
 		c->call = NULL;
 		c->st = C_HEAD;
+		c->last_ms = e2b_now_ms();
 		if (c->close_after)
 			shutdown(c->fd, SHUT_RD);
 	}
@@ -338,7 +339,7 @@ static void bad_request(struct e2b_conn *c, int status, const char *why)
 	int n = snprintf(b, sizeof(b), "{\"code\":%d,\"message\":\"%s\"}", status, why);
 	e2b_conn_head(c, status, "application/json", n);
 	e2b_conn_write(c, b, (size_t)n);
-	c->st = C_BUSY; /* nothing more is read; closed once written */
+	c->st = C_CLOSING; /* nothing more is read; closed once written */
 	shutdown(c->fd, SHUT_RD);
 }
 
@@ -408,11 +409,9 @@ static void conn_read(struct e2b_conn *c)
 	size_t want = c->st == C_BODY ? c->head_len + c->body_want : NET_HEAD_MAX + 1;
 	if (c->in_len >= want)
 		return;
-	if (c->in_cap < want) {
-		size_t cap = c->in_cap ? c->in_cap : 16384;
-		while (cap < want && cap < want + 65536)
-			cap *= 2;
-		if (cap < want)
+	if (c->in_len == c->in_cap) { /* room as the bytes come, up to want */
+		size_t cap = c->in_cap ? c->in_cap * 2 : 16384;
+		if (cap > want)
 			cap = want;
 		char *p = realloc(c->in, cap);
 		if (!p) {
@@ -422,11 +421,13 @@ static void conn_read(struct e2b_conn *c)
 		c->in = p;
 		c->in_cap = cap;
 	}
-	ssize_t n = recv(c->fd, c->in + c->in_len, want - c->in_len, MSG_DONTWAIT);
+	ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		c->dead = true;
 	else if (n > 0)
 		c->in_len += (size_t)n;
+	if (n > 0)
+		c->last_ms = e2b_now_ms();
 }
 
 static void conn_flush(struct e2b_conn *c)
@@ -443,7 +444,7 @@ static void conn_flush(struct e2b_conn *c)
 		}
 		c->out_off += (size_t)n;
 	}
-	if (c->close_after && c->st != C_BUSY && c->st != C_STREAM)
+	if ((c->close_after && c->st == C_HEAD) || c->st == C_CLOSING)
 		c->dead = true; /* all written: close */
 }
 
@@ -481,6 +482,7 @@ static void accept_all(struct e2b *srv)
 		}
 		c->srv = srv;
 		c->fd = fd;
+		c->last_ms = e2b_now_ms();
 		c->next = srv->conns;
 		srv->conns = c;
 		srv->n_conns++;
@@ -562,6 +564,11 @@ int e2b_serve(struct e2b *srv)
 				conn_flush(c);
 			if (!c->dead && c->st == C_HEAD && c->in_len)
 				conn_parse(c); /* a request that came behind the last */
+			if ((c->st == C_BODY || (c->st == C_HEAD && c->in_len)) &&
+			    now - c->last_ms > E2B_STALL_MS)
+				c->dead = true;
+			if (c->st == C_HEAD && !c->in_len && now - c->last_ms > E2B_IDLE_MS)
+				c->dead = true;
 			if (c->dead) {
 				*pc = c->next;
 				conn_free(srv, c);

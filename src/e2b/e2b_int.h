@@ -35,7 +35,13 @@ struct e2b_http {
 	size_t n_q;
 };
 
-enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM };
+/* reading a head, its body; answering (BUSY, STREAM); CLOSING: an answer
+ * to a request refused whole, then the end */
+enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM, C_CLOSING };
+/* A request that stalls this long half read, and a connection idle this
+ * long between requests, are dropped. */
+#define E2B_STALL_MS 30000
+#define E2B_IDLE_MS  300000
 
 struct e2b_conn {
 	struct e2b_conn *next;
@@ -48,6 +54,7 @@ struct e2b_conn {
 	char *out;
 	size_t out_len, out_off, out_cap;
 	bool close_after, dead;
+	long long last_ms;     /* when it last read something, or was answered */
 	struct e2b_http *req;  /* the request being answered */
 	struct e2b_call *call; /* its Connect call, if one */
 };
@@ -58,7 +65,6 @@ struct e2b_pending {
 	long h;
 	e2b_sbx_fn fn;
 	void *arg;
-	bool watch;
 };
 
 struct e2b_sbx {
@@ -69,10 +75,10 @@ struct e2b_sbx {
 	char template_id[64];
 	char workdir[4096]; /* its /workspace on the host ("" none) */
 	json_object *metadata, *envs;
-	long long started_ms, end_ms; /* realtime; end_ms: its timeout */
-	bool paused, dead;
-	long long m_cpu_ms, m_at_ms; /* the last metrics' CPU time, and when */
-	int fd;			     /* its link: the detached sandbox's socket, -1 none */
+	long long started_ms, end_ms;  /* realtime; end_ms: its timeout */
+	bool paused, dead, auto_pause; /* auto_pause: paused at its timeout */
+	long long m_cpu_ms, m_at_ms;   /* the last metrics' CPU time, and when */
+	int fd;			       /* its link: the detached sandbox's socket, -1 none */
 	bool hello;
 	char *in;
 	size_t in_len, in_cap;
