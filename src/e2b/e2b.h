@@ -39,7 +39,9 @@ struct e2b_method {
 };
 
 /* The tables, each ended by an entry with service NULL: process.Process
- * (e2b_process.c) and filesystem.Filesystem (e2b_fs.c, its own file). */
+ * (e2b_process.c) and filesystem.Filesystem (e2b_fs.c, its own file);
+ * e2b_http.c's list of services names both. A service's file calls
+ * e2b.h's functions only (test_no_circles: nothing above it calls back). */
 extern const struct e2b_method e2b_process_methods[];
 extern const struct e2b_method e2b_fs_methods[];
 

@@ -20,15 +20,6 @@
 #define E2B_TIMEOUT_DEFAULT_S 15
 #define E2B_TIMEOUT_MAX_S     86400
 
-bool e2b_same(const char *a, const char *b)
-{
-	size_t n = strlen(a), m = strlen(b);
-	unsigned char d = n != m;
-	for (size_t i = 0; i < n && i < m; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
-}
-
 static void reply_json(struct e2b_http *h, int status, json_object *o)
 {
 	size_t n;

@@ -102,22 +102,31 @@ struct e2b {
 	bool stop;
 };
 
-/* e2b_http.c */
+/* The files, lowest first (each calls only those before it): e2b_conn.c,
+ * e2b_sbx.c, e2b_connect.c, e2b_process.c and e2b_fs.c (the services),
+ * e2b_control.c, e2b_http.c (the loop), e2b_cli.c. */
+
+/* e2b_conn.c: answers on a connection; a and b the same, in constant time */
 long long e2b_now_ms(void);
+void e2b_random_hex(char *out, size_t digits);
+bool e2b_same(const char *a, const char *b);
 void e2b_conn_write(struct e2b_conn *c, const void *b, size_t n);
 void e2b_conn_head(struct e2b_conn *c, int status, const char *ctype, long long len);
 void e2b_http_done(struct e2b_http *h); /* the request answered: free it */
-int e2b_serve(struct e2b *srv);
-void e2b_random_hex(char *out, size_t digits);
+void e2b_http_free(struct e2b_http *h);
 
-/* e2b_connect.c: a request whose path is /SERVICE/METHOD (1: taken) */
-int e2b_connect_route(struct e2b_conn *c, struct e2b_http *h);
+/* e2b_http.c: the loop, until SIGINT or SIGTERM */
+int e2b_serve(struct e2b *srv);
+
+/* e2b_connect.c: a request whose path is /SERVICE/METHOD, to a method of
+ * tables (NULL-ended): 1 when taken */
+int e2b_connect_route(struct e2b_conn *c, struct e2b_http *h,
+		      const struct e2b_method *const *tables);
 void e2b_calls_tick(struct e2b *srv, long long now);
 int e2b_calls_wait_ms(struct e2b *srv, long long now);
 void e2b_call_conn_gone(struct e2b_call *c);
 
-/* e2b_control.c: the control API; a and b the same, in constant time */
-bool e2b_same(const char *a, const char *b);
+/* e2b_control.c: the control API, envd's plain routes */
 void e2b_control_route(struct e2b_http *h);
 void e2b_envd_route(struct e2b_http *h);
 
@@ -131,8 +140,5 @@ int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events);
 void e2b_sbx_io(struct e2b_sbx *s, short revents);
 void e2b_sbxs_expire(struct e2b *srv, long long now);
 void e2b_sbxs_end(struct e2b *srv);
-
-/* e2b_process.c */
-void e2b_process_free(struct e2b_sbx *s);
 
 #endif

@@ -46,11 +46,13 @@ struct input {
 	long h;
 };
 
+static void procs_free(struct e2b_sbx *s);
+
 static struct procs *table(struct e2b_sbx *s)
 {
 	if (!s->procs) {
 		s->procs = calloc(1, sizeof(struct procs));
-		s->procs_free = e2b_process_free;
+		s->procs_free = procs_free;
 	}
 	return s->procs;
 }
@@ -625,7 +627,7 @@ const struct e2b_method e2b_process_methods[] = {
 };
 
 /* The sandbox is gone: its commands with it (their callers were told). */
-void e2b_process_free(struct e2b_sbx *s)
+static void procs_free(struct e2b_sbx *s)
 {
 	struct procs *t = s->procs;
 	if (!t)

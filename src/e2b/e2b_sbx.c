@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "detach/detach.h"
+#include "layer/layer_review.h"
 #include "util/error.h"
 
 /* A line from the sandbox is at most this long (a file's 8 MiB as
@@ -228,24 +228,14 @@ void e2b_sbx_io(struct e2b_sbx *s, short revents)
 
 /* ---- life ---- */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 static void sbx_free(struct e2b_sbx *s)
 {
 	link_down(s);
 	if (s->procs_free)
 		s->procs_free(s);
 	if (s->workdir[0])
-		nftw(s->workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		layer_remove_tree_at(AT_FDCWD,
+				     s->workdir); /* written by the sandbox: no symlink followed */
 	json_object_put(s->metadata);
 	json_object_put(s->envs);
 	free(s->in);
