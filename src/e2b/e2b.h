@@ -90,6 +90,11 @@ void e2b_call_set_tick(struct e2b_call *c, int ms, void (*tick)(struct e2b_call 
 
 /* ---- a sandbox ---- */
 
+/* A sandbox ends (killed, timed out, its launcher gone) between two turns
+ * of the loop: a handler keeps its pointer only while a request of its own
+ * to it is pending (the request's fn is called, with NULL at the latest,
+ * before the sandbox is freed). */
+
 /* Its E2B id (the detached sandbox's id). */
 const char *e2b_sbx_id(const struct e2b_sbx *s);
 

@@ -76,7 +76,7 @@ static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e
 	/* the headers: validated by net_http_msg_scan, each "name: value" */
 	for (const char *l = eol + 2; l < end;) {
 		const char *le = memchr(l, '\r', (size_t)(end - l + 2));
-		const char *colon = memchr(l, ':', (size_t)(le - l));
+		const char *colon = le ? memchr(l, ':', (size_t)(le - l)) : NULL;
 		if (!colon)
 			return -400;
 		const char *v = colon + 1, *ve = le;
@@ -175,6 +175,10 @@ static void conn_parse(struct e2b_conn *c)
 		c->head_len = m.head_len;
 		c->body_want = (size_t)m.length;
 		c->st = C_BODY;
+		const char *expect = e2b_http_header(c->req, "Expect");
+		if (expect && !strcasecmp(expect, "100-continue") &&
+		    c->in_len < c->head_len + c->body_want) /* curl waits for it */
+			e2b_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	}
 	if (c->st == C_BODY && c->in_len >= c->head_len + c->body_want) {
 		struct e2b_http *h = c->req;
@@ -237,8 +241,8 @@ static void conn_flush(struct e2b_conn *c)
 
 static void conn_free(struct e2b *srv, struct e2b_conn *c)
 {
-	if (c->req && (c->st == C_HEAD || c->st == C_BODY)) {
-		e2b_http_free(c->req); /* not yet dispatched */
+	if (c->req && c->st != C_BUSY && c->st != C_STREAM) {
+		e2b_http_free(c->req); /* not dispatched */
 	} else if (c->req) {
 		/* an answer on its way: its handler (or call) frees it */
 		c->req->conn = NULL;
