@@ -1,10 +1,10 @@
 /* agentbox e2b's HTTP/1.1 server: one poll loop over the listening
  * socket, the clients' connections and the sandboxes' links. A request's
  * head is framed by http/http_frame.c's strict scanner (NET_HEAD_MAX),
- * its body by Content-Length (at most E2B_BODY_MAX; chunked bodies are
- * refused, 411); one request at a time per connection, its answer either
- * whole (Content-Length) or, for a Connect stream, chunked as it comes.
- * A client that does not read is dropped once E2B_OUT_MAX waits for it. */
+ * its body by Content-Length (at most E2B_BODY_MAX) or chunked (as the
+ * SDK's fetch sends it: followed by net_body_step, decoded once whole); one request at a time per
+ * connection, its answer either whole (Content-Length) or, for a Connect stream, chunked as it
+ * comes. A client that does not read is dropped once E2B_OUT_MAX waits for it. */
 #include "e2b/e2b_int.h"
 
 #include <errno.h>
@@ -143,6 +143,27 @@ static void dispatch(struct e2b_conn *c)
 		e2b_control_route(h);
 }
 
+/* A chunked body that net_body_step found whole and well framed, raw[0..n),
+ * decoded into out (as long at most): its length. */
+static size_t dechunk(const char *raw, size_t n, unsigned char *out)
+{
+	size_t i = 0, o = 0;
+	while (i < n) {
+		size_t size = 0;
+		for (int d; i < n && (d = unhex(raw[i])) >= 0; i++)
+			size = size * 16 + (size_t)d;
+		while (i < n && raw[i] != '\n') /* an extension, CR LF */
+			i++;
+		i++;
+		if (size == 0 || size > n - i)
+			break; /* the last chunk (its trailers not kept) */
+		memcpy(out + o, raw + i, size);
+		o += size;
+		i += size + 2;
+	}
+	return o;
+}
+
 /* What c has read: a head, then its body. */
 static void conn_parse(struct e2b_conn *c)
 {
@@ -156,9 +177,6 @@ static void conn_parse(struct e2b_conn *c)
 			return bad_request(c, r == -E2BIG ? 431 : 400,
 					   r == -E2BIG ? "request head too large"
 						       : "malformed request");
-		if (m.chunked)
-			return bad_request(c, 411,
-					   "a chunked body is not taken: give Content-Length");
 		if (m.length > E2B_BODY_MAX)
 			return bad_request(c, 413, "request body too large");
 		c->req = calloc(1, sizeof(*c->req));
@@ -174,30 +192,50 @@ static void conn_parse(struct e2b_conn *c)
 		}
 		c->head_len = m.head_len;
 		c->body_want = (size_t)m.length;
+		c->chunked = m.chunked;
+		c->body_raw = 0;
+		net_body_init(&c->nb, &m);
 		c->st = C_BODY;
 		const char *expect = e2b_http_header(c->req, "Expect");
 		if (expect && !strcasecmp(expect, "100-continue") &&
-		    c->in_len < c->head_len + c->body_want) /* curl waits for it */
+		    (c->chunked || c->in_len < c->head_len + c->body_want)) /* curl waits */
 			e2b_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	}
-	if (c->st == C_BODY && c->in_len >= c->head_len + c->body_want) {
-		struct e2b_http *h = c->req;
-		h->body = malloc(c->body_want + 1);
-		if (!h->body)
-			return bad_request(c, 500, "out of memory");
-		memcpy(h->body, c->in + c->head_len, c->body_want);
-		h->body[c->body_want] = 0;
-		h->body_len = c->body_want;
-		size_t used = c->head_len + c->body_want;
-		memmove(c->in, c->in + used, c->in_len - used);
-		c->in_len -= used;
-		dispatch(c);
+	if (c->st == C_BODY && c->chunked) {
+		size_t at = c->head_len + c->body_raw;
+		c->body_raw += net_body_step(&c->nb, (const uint8_t *)c->in + at, c->in_len - at);
+		if (c->nb.bad)
+			return bad_request(c, 400, "a malformed chunked body");
+		if (c->body_raw > E2B_BODY_RAW_MAX)
+			return bad_request(c, 413, "request body too large");
+		if (!c->nb.done)
+			return;
+	} else if (c->st != C_BODY || c->in_len < c->head_len + c->body_want) {
+		return;
 	}
+	struct e2b_http *h = c->req;
+	size_t raw = c->chunked ? c->body_raw : c->body_want;
+	h->body = malloc(raw + 1);
+	if (!h->body)
+		return bad_request(c, 500, "out of memory");
+	if (c->chunked) {
+		h->body_len = dechunk(c->in + c->head_len, raw, h->body);
+	} else {
+		memcpy(h->body, c->in + c->head_len, raw);
+		h->body_len = raw;
+	}
+	h->body[h->body_len] = 0;
+	size_t used = c->head_len + raw;
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	dispatch(c);
 }
 
 static void conn_read(struct e2b_conn *c)
 {
-	size_t want = c->st == C_BODY ? c->head_len + c->body_want : NET_HEAD_MAX + 1;
+	size_t want = c->st != C_BODY ? NET_HEAD_MAX + 1
+		      : c->chunked    ? c->head_len + E2B_BODY_RAW_MAX + 1
+				      : c->head_len + c->body_want;
 	if (c->in_len >= want)
 		return;
 	if (c->in_len == c->in_cap) { /* room as the bytes come, up to want */

@@ -7,14 +7,17 @@
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
+#include "http/http_frame.h"
 #include "e2b/e2b.h"
 
 /* Bounds of what a client sends: a request's head (http/http_frame.h's
  * NET_HEAD_MAX), its body, what waits to be written to it. */
-#define E2B_BODY_MAX  (64u << 20)
-#define E2B_OUT_MAX   (32u << 20)
-#define E2B_CONNS_MAX 256
-#define E2B_KEY_LEN   64 /* hex digits of a key or an access token */
+#define E2B_BODY_MAX (64u << 20)
+/* a chunked body as sent: its framing's bytes too */
+#define E2B_BODY_RAW_MAX (E2B_BODY_MAX + (E2B_BODY_MAX >> 3))
+#define E2B_OUT_MAX	 (32u << 20)
+#define E2B_CONNS_MAX	 256
+#define E2B_KEY_LEN	 64 /* hex digits of a key or an access token */
 
 struct e2b_hdr {
 	char *name, *value;
@@ -51,6 +54,9 @@ struct e2b_conn {
 	char *in;
 	size_t in_len, in_cap;
 	size_t head_len, body_want;
+	bool chunked; /* the body chunked: nb follows it */
+	struct net_body nb;
+	size_t body_raw; /* a chunked body's bytes so far, as sent */
 	char *out;
 	size_t out_len, out_off, out_cap;
 	bool close_after, dead;

@@ -139,12 +139,34 @@ class E2BTest(unittest.TestCase):
         self.assertEqual(st, 401)
         self.assertEqual(os.stat(self.srv.key_file).st_mode & 0o777, 0o600)
 
+    def test_a_chunked_body_is_taken(self):
+        body = json.dumps({"templateID": "base", "timeout": 30}).encode()
+        chunks = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7])
+                          for i in range(0, len(body), 7))
+        with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
+            s.sendall(b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " +
+                      self.srv.key.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
+                      b"Connection: close\r\n\r\n" + chunks + b"0\r\n\r\n")
+            got = b""
+            while not got.endswith(b"}"):
+                d = s.recv(4096)
+                if not d:
+                    break
+                got += d
+        self.assertIn(b" 201 ", got.split(b"\r\n")[0] + b" ")
+        sb = json.loads(got.split(b"\r\n\r\n", 1)[1])
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
     def test_create_list_get_kill(self):
         sb = self.srv.create(metadata={"who": "test"}, timeout=60)
         for k in ("sandboxID", "envdAccessToken", "envdVersion", "templateID"):
             self.assertIn(k, sb)
         st, lst = self.srv.api("GET", "/sandboxes")
         self.assertEqual(st, 200)
+        st, sb2 = self.srv.api("POST", "/v2/sandboxes", {"templateID": "base"})
+        self.assertEqual(st, 201)
+        st, _ = self.srv.api("DELETE", "/sandboxes/" + sb2["sandboxID"])
+        self.assertEqual(st, 204)
         mine = [s for s in lst if s["sandboxID"] == sb["sandboxID"]]
         self.assertEqual(len(mine), 1)
         self.assertEqual(mine[0]["metadata"], {"who": "test"})
@@ -290,6 +312,11 @@ class E2BTest(unittest.TestCase):
         h["X-Access-Token"] = "0" * 64
         st, _, d = self.srv.request("POST", "/process.Process/List", "{}", h)
         self.assertEqual((st, json.loads(d)["code"]), (401, "unauthenticated"))
+        st, _, _ = self.srv.request("GET", "/health", headers=envd_headers(sb, "x"))
+        self.assertEqual(st, 204)
+        st, _, _ = self.srv.request("GET", "/health",
+                                    headers={"E2b-Sandbox-Id": "nosuch"})
+        self.assertEqual(st, 502)
         h = envd_headers(dict(sb, sandboxID="nosuch"), "application/json")
         st, _, d = self.srv.request("POST", "/process.Process/List", "{}", h)
         self.assertEqual((st, json.loads(d)["code"]), (404, "not_found"))
@@ -318,10 +345,10 @@ class E2BTest(unittest.TestCase):
         st, _, d = self.srv.request("POST", "/process.Process/Start", envelope({"process": {}}),
                                     envd_headers(sb, "application/connect+json"))
         self.assertEqual(events(d)[-1][1]["error"]["code"], "invalid_argument")
-        # raw bytes: garbage, a chunked body, a head too long, a client gone
+        # raw bytes: garbage, a broken chunked body, a head too long, a client gone
         for raw, want in ((b"GARBAGE\r\n\r\n", b" 400 "),
                           (b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
-                           b"\r\n\r\n0\r\n\r\n", b" 411 "),
+                           b"\r\n\r\nzz\r\n\r\n", b" 400 "),
                           (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", b" 431 ")):
             with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
                 s.sendall(raw)
