@@ -59,6 +59,10 @@ extern const struct e2b_method e2b_fs_methods[];
 #define E2B_UNAVAILABLE		"unavailable"
 #define E2B_CANCELED		"canceled"
 
+/* The message of a call whose sandbox ended under it (E2B_UNAVAILABLE):
+ * the words the SDK's tests look for. */
+#define E2B_GONE "the sandbox was killed or reached its end of life"
+
 /* ---- one call (a handler's view) ---- */
 
 /* The request message, decoded (a JSON object; owned by the call). */
