@@ -36,7 +36,7 @@ class Server:
         env = dict(os.environ, AGENTBOX_RUNTIME_DIR=self.dir)
         self.env = env
         self.p = subprocess.Popen([BIN, "e2b", "--port", "0"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdout=subprocess.PIPE)
         lines = [self.p.stdout.readline().decode() for _ in range(3)]
         self.url = lines[0].strip().split("=", 1)[1]
         assert lines[1].strip() == "E2B_SANDBOX_URL=" + self.url, lines
@@ -50,6 +50,7 @@ class Server:
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
             self.p.wait(timeout=20)
+        self.p.stdout.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def request(self, method, path, body=None, headers=None, timeout=20):
