@@ -187,6 +187,22 @@ class E2BTest(unittest.TestCase):
         st, _ = self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
         self.assertEqual(st, 404)
 
+    def test_no_sandbox_holds_the_servers_sockets(self):
+        sb = self.srv.create(timeout=60)
+        mine = {os.readlink("/proc/%d/fd/%s" % (self.srv.p.pid, fd))
+                for fd in os.listdir("/proc/%d/fd" % self.srv.p.pid)}
+        mine = {m for m in mine if m.startswith("socket:")}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == self.srv.p.pid:
+                continue
+            try:
+                fds = os.listdir("/proc/%s/fd" % pid)
+                held = {os.readlink("/proc/%s/fd/%s" % (pid, fd)) for fd in fds}
+            except OSError:
+                continue  # gone, or not ours
+            self.assertFalse(held & mine, "pid %s holds the server's sockets" % pid)
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
     def test_a_sandbox_ends_at_its_timeout_and_a_new_timeout_moves_it(self):
         sb = self.srv.create(timeout=1)
         st, _ = self.srv.api("POST", "/sandboxes/%s/timeout" % sb["sandboxID"], {"timeout": 3})
