@@ -36,6 +36,7 @@ struct e2b_http {
 	void (*gone)(struct e2b_http *, void *);
 	char **q; /* decoded query: name, value, ... */
 	size_t n_q;
+	bool chunked; /* an answer begun (e2b_http_begin) without its length */
 };
 
 /* reading a head, its body; answering (BUSY, STREAM); CLOSING: an answer
