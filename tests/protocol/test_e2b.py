@@ -51,7 +51,11 @@ class Server:
             self.p.send_signal(signal.SIGTERM)
             self.p.wait(timeout=20)
         self.p.stdout.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+
+        def removed():  # the launchers remove their own dirs as they end
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return not os.path.exists(self.dir)
+        wait_until(removed, 20)
 
     def request(self, method, path, body=None, headers=None, timeout=20):
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
