@@ -34,20 +34,27 @@ class Forks(CheckpointBase):
     def test_five_forks_from_one_checkpoint(self):
         sid = self.create("--workspace-mode", "overlay", "--hostname", "par",
                           "--env", "FORKED_ENV=kept")
-        self.sh(sid, "echo v2 > a.txt; echo b > b.txt")
+        self.sh(sid, "echo v2 > a.txt; echo b > b.txt; head -c 4194304 /dev/zero > big")
         self.ok("checkpoint", "--name", "base", sid)
         self.sh(sid, "echo v3 > a.txt; echo later > later.txt")  # after it
         forks = self.fork(sid, "--from", "base", "--count", "5", "--name", "try")
         self.assertEqual(forks, ["try-%d" % i for i in range(1, 6)])
+        # no file copied: the forks' layer directories hold next to nothing
+        dirs = self.layer_dirs()
+        self.assertEqual(len(dirs), 6)
+        sizes = sorted(sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(top)
+                           for n in ns) for top in dirs)
+        self.assertLess(sizes[-2], 65536, sizes)
+        self.assertGreaterEqual(sizes[-1], 4194304, sizes)
         for f in forks:
-            self.assertEqual(self.sh(f, "cat a.txt; ls"), "v2\na.txt\nb.txt\n")
-            self.sh(f, "echo %s > mine.txt; rm b.txt" % f)
+            self.assertEqual(self.sh(f, "cat a.txt; ls"), "v2\na.txt\nb.txt\nbig\n")
+            self.sh(f, "echo %s > mine.txt; rm b.txt big" % f)
             # the parent's options: its host name, its environment
             self.assertEqual(self.sh(f, "hostname; echo $FORKED_ENV"), "par\nkept\n")
         for f in forks:  # each its own writes only
             self.assertEqual(self.sh(f, "cat mine.txt; ls"), "%s\na.txt\nmine.txt\n" % f)
         # the parent goes on where it was, seeing none of theirs
-        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v3\na.txt\nb.txt\nlater.txt\n")
+        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v3\na.txt\nb.txt\nbig\nlater.txt\n")
         self.assertEqual([c["name"] for c in json.loads(
             self.ok("checkpoints", "--json", sid))["checkpoints"]], ["base"])
         with open(os.path.join(self.ws, "a.txt")) as f:
