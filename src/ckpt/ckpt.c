@@ -57,7 +57,7 @@ static bool layer_name_ok(const char *s)
 	return strlen(s) < 12;
 }
 
-static bool ckpt_name_ok(const char *s)
+bool ckpt_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	if (n == 0 || n > NAME_MAX_LEN || s[0] == '.' || s[0] == '-')
@@ -414,7 +414,8 @@ int ckpt_fork_base(struct ab_layer *l, const char *from, bool busy, char ***base
 	const char *dir = strrchr(l->dir, '/') + 1;
 	for (size_t i = 0; c && r == 0 && i < c->n + s.n_base; i++) {
 		char b[PATH_MAX];
-		snprintf(b, sizeof(b), "%s/%s", dir, c->layers[i]);
+		if (i < c->n)
+			snprintf(b, sizeof(b), "%s/%s", dir, c->layers[i]);
 		if (ab_strv_push(base, n_base, i < c->n ? b : s.base[i - c->n]) < 0)
 			r = ab_error_set(err, ENOMEM, "fork");
 	}

@@ -72,6 +72,8 @@ void ckpt_fork_free(struct ckpt_fork *f);
 int ckpt_fork_base(struct ab_layer *l, const char *from, bool busy, char ***base, size_t *n_base,
 		   char *name, size_t size, struct ab_error *err);
 bool ckpt_base_name_ok(const char *s);
+/* A checkpoint's name: 1 to 63 of A-Za-z0-9._-, not starting with . or -. */
+bool ckpt_name_ok(const char *s);
 /* The fork's launcher, its sandbox ready, before anything runs in it: hold
  * base's layer directories, and mount a fresh upper over base. */
 int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_error *err);

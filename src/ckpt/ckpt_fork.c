@@ -16,18 +16,12 @@
 /* a sandbox's id is at most this long (detach.h) */
 #define ID_MAX 63
 
+/* A sandbox's id (detach.h): as a checkpoint's name, starting with a
+ * letter or digit, room left for "-N". */
 static bool fork_name_ok(const char *s, unsigned count)
 {
-	size_t n = strlen(s), suffix = count > 1 ? 1 + (count >= 100 ? 3 : count >= 10 ? 2 : 1) : 0;
-	if (n == 0 || n + suffix > ID_MAX ||
-	    !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-	      (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
-			return false;
-	return true;
+	size_t suffix = count > 1 ? 1 + (count >= 100 ? 3 : count >= 10 ? 2 : 1) : 0;
+	return ckpt_name_ok(s) && s[0] != '_' && strlen(s) + suffix <= ID_MAX;
 }
 
 int ckpt_fork_prepare(struct ab_layer *l, json_object *req, bool busy, struct ckpt_fork *f,

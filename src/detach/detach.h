@@ -104,6 +104,9 @@ struct detach_opts {
 	char *const *base;
 	size_t n_base;
 	int close_fd;
+	/* makes forks of it (detach_fork_make); NULL: refused */
+	int (*fork)(struct ab_config *cfg, const struct detach_opts *o, const struct ckpt_fork *f,
+		    json_object *ids, struct ab_error *err);
 };
 
 /* --idle-release's default: what an idle sandbox keeps ready for its next

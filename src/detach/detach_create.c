@@ -112,7 +112,7 @@ static void on_idle(void *arg, bool idle, unsigned long long idle_ms, const char
 static int on_fork(void *arg, const struct ckpt_fork *f, json_object *ids, struct ab_error *err)
 {
 	struct launch *l = arg;
-	return detach_fork_make(l->cfg, l->o, f, ids, err);
+	return l->o->fork(l->cfg, l->o, f, ids, err);
 }
 
 static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
@@ -139,7 +139,7 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .idle = on_idle,
 				    .ready = on_ready,
 				    .arg = l,
-				    .fork = on_fork,
+				    .fork = l->o->fork ? on_fork : NULL,
 				    .base = l->o->base,
 				    .n_base = l->o->n_base};
 	int status = ab_serve_listen(l->cfg, &L);

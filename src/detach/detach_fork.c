@@ -11,6 +11,7 @@
 
 #include "detach/detach.h"
 #include "front/front_layer.h"
+#include "image/cache.h"
 #include "util/error.h"
 #include "util/parse.h"
 
@@ -123,6 +124,10 @@ static void remove_made(json_object *ids)
 int detach_fork_make(struct ab_config *cfg, const struct detach_opts *o, const struct ckpt_fork *f,
 		     json_object *ids, struct ab_error *err)
 {
+	/* the launcher's fds are closed here: its image's layer locks too */
+	int r = cfg->image_use ? image_use_relock(cfg->image_use, err) : 0;
+	if (r < 0)
+		return r;
 	for (unsigned k = 0; k < f->count; k++) {
 		char name[sizeof(f->name) + 16], id[DETACH_ID_MAX + 1];
 		struct detach_opts fo = *o;
@@ -137,7 +142,8 @@ int detach_fork_make(struct ab_config *cfg, const struct detach_opts *o, const s
 		fo.base = f->base;
 		fo.n_base = f->n_base;
 		fo.close_fd = FRONT_LAYER_REPLY_FD; /* not the forks' to hold */
-		int r = detach_create(cfg, &fo, id, sizeof(id), err);
+		fo.fork = detach_fork_make;	    /* a fork may be forked */
+		r = detach_create(cfg, &fo, id, sizeof(id), err);
 		if (r < 0) {
 			remove_made(ids);
 			return r;
