@@ -129,9 +129,18 @@ class Detached(unittest.TestCase):
             self.addCleanup(shutil.rmtree, d, True)
         os.environ["AGENTBOX_IMAGE_CACHE"] = cache
         self.addCleanup(os.environ.pop, "AGENTBOX_IMAGE_CACHE", None)
-        sb = self.create(name="pyimage", image="oci:" + img)
+        sb = self.create(name="pyimage", image="oci:" + img, workspace_mode="overlay")
         r = sb.execute("cat /opt/layered; test -e /opt/marker || echo deleted")
         self.assertEqual(r.output, "layered\ndeleted\n")
+        # a fork stands on the same image (its layers locked by the fork's
+        # maker again: the launcher's fds are closed there) and its Env
+        sb.execute("echo w > w")
+        (fid,) = sb.fork()
+        self.addCleanup(subprocess.run, [BIN, "rm", "-f", fid], capture_output=True)
+        f = agentbox.Sandbox.connect(fid)
+        self.assertEqual(f.execute("cat /opt/layered w; echo $IMGVAR").output,
+                         "layered\nw\nfromimage\n")
+        f.destroy()
         sb.destroy()
 
     def test_pause_resume(self):
