@@ -110,8 +110,8 @@ static void child(int fd, struct front_layer *j, struct ab_layer *l, const char 
 	signal(SIGPIPE, SIG_DFL);
 	if (dup2(fd, FRONT_LAYER_REPLY_FD) < 0)
 		_exit(1);
-	close_range(FRONT_LAYER_REPLY_FD + 1, ~0u,
-		    0); /* the session's fds are none of its business */
+	/* the session's fds are none of its business */
+	close_range(FRONT_LAYER_REPLY_FD + 1, ~0u, 0);
 	json_object *o = f ? child_fork(j, f) : child_op(l, op, req);
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 								  JSON_C_TO_STRING_NOSLASHESCAPE);
