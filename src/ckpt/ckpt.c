@@ -29,11 +29,16 @@ struct stack {
 	size_t n_top;
 	struct ckpt *c;
 	size_t n_c;
+	/* a fork's: the layers beneath every list above, in layer directories
+	 * beside this one ("DIR/uN", top first; ckpt_fork.c) */
+	char **base;
+	size_t n_base;
 };
 
 static void stack_free(struct stack *s)
 {
 	ab_cleanup_strvp(&s->top);
+	ab_cleanup_strvp(&s->base);
 	for (size_t i = 0; i < s->n_c; i++)
 		ab_cleanup_strvp(&s->c[i].layers);
 	free(s->c);
@@ -52,7 +57,7 @@ static bool layer_name_ok(const char *s)
 	return strlen(s) < 12;
 }
 
-static bool ckpt_name_ok(const char *s)
+bool ckpt_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	if (n == 0 || n > NAME_MAX_LEN || s[0] == '.' || s[0] == '-')
@@ -64,12 +69,25 @@ static bool ckpt_name_ok(const char *s)
 	return true;
 }
 
+/* A fork's base layer: "DIR/uN", DIR a layer directory beside this one. */
+bool ckpt_base_name_ok(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	if (!slash || slash == s || slash - s > 32 || s[0] == '.')
+		return false;
+	for (const char *p = s; p < slash; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return layer_name_ok(slash + 1);
+}
+
 /* The words of line after the first (layer names), into *out. */
-static int words(char *line, char ***out, size_t *n)
+static int words(char *line, char ***out, size_t *n, bool (*ok)(const char *))
 {
 	char *save = NULL;
 	for (char *w = strtok_r(line, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-		if (!layer_name_ok(w) || *n > CKPT_MAX_DEPTH)
+		if (!ok(w) || *n > CKPT_MAX_DEPTH)
 			return -EBADMSG;
 		if (ab_strv_push(out, n, w) < 0)
 			return -ENOMEM;
@@ -96,7 +114,9 @@ static int stack_read(const struct ab_layer *l, struct stack *s, struct ab_error
 		if (!strncmp(line, "next ", 5)) {
 			s->next = (unsigned)strtoul(line + 5, NULL, 10);
 		} else if (!strncmp(line, "top ", 4)) {
-			r = words(line + 4, &s->top, &s->n_top);
+			r = words(line + 4, &s->top, &s->n_top, layer_name_ok);
+		} else if (!strncmp(line, "base ", 5) && !s->n_base) {
+			r = words(line + 5, &s->base, &s->n_base, ckpt_base_name_ok);
 		} else if (!strncmp(line, "ckpt ", 5)) {
 			char *name = line + 5, *sp = strchr(name, ' ');
 			struct ckpt *c = sp ? realloc(s->c, (s->n_c + 1) * sizeof(*c)) : NULL;
@@ -113,7 +133,7 @@ static int stack_read(const struct ab_layer *l, struct stack *s, struct ab_error
 				break;
 			}
 			memcpy(c->name, name, strlen(name) + 1);
-			r = words(sp + 1, &c->layers, &c->n);
+			r = words(sp + 1, &c->layers, &c->n, layer_name_ok);
 		} else
 			r = -EBADMSG;
 	}
@@ -149,6 +169,10 @@ static int stack_write(const struct ab_layer *l, const struct stack *s, struct a
 	for (size_t i = 0; i < s->n_c; i++) {
 		fprintf(f, "ckpt %s", s->c[i].name);
 		put_list(f, s->c[i].layers, s->c[i].n);
+	}
+	if (s->n_base) {
+		fputs("base", f);
+		put_list(f, s->base, s->n_base);
 	}
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return ab_error_set(err, errno, "cannot write %s", path);
@@ -188,12 +212,12 @@ static int new_upper(const struct ab_layer *l, unsigned n, char *upper, char *wo
 static int switch_to(const struct ab_layer *l, struct stack *s, char *const *layers, size_t n,
 		     struct ab_error *err)
 {
-	if (n + 1 > CKPT_MAX_DEPTH)
+	if (n + 1 + s->n_base > CKPT_MAX_DEPTH)
 		return ab_error_plain(err, EINVAL,
 				      "the workspace stands on %zu layers already, at most %d: "
 				      "restore an earlier checkpoint, or commit and start a "
 				      "new sandbox",
-				      n, CKPT_MAX_DEPTH);
+				      n + s->n_base, CKPT_MAX_DEPTH);
 	if (s->next > CKPT_MAX_SWITCHES)
 		return ab_error_plain(err, EINVAL,
 				      "this sandbox has switched its workspace %d times, the "
@@ -207,7 +231,9 @@ static int switch_to(const struct ab_layer *l, struct stack *s, char *const *lay
 	names[0] = upper;
 	for (size_t i = 0; i < n; i++)
 		names[i + 1] = layers[i];
-	if ((r = ckpt_mount(l, names, n + 1, work, err)) < 0) {
+	for (size_t i = 0; i < s->n_base; i++) /* a fork's: beneath them all */
+		names[n + 1 + i] = s->base[i];
+	if ((r = ckpt_mount(l, names, n + 1 + s->n_base, work, err)) < 0) {
 		/* nothing mounted: the next try makes them again */
 		cleanup_fd int dfd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0) {
@@ -318,10 +344,12 @@ const char *const *ckpt_op_fields(const char *op)
 {
 	static const char *const checkpoint[] = {"name", NULL};
 	static const char *const restore[] = {"checkpoint", NULL};
+	static const char *const fork[] = {"from", "count", "name", NULL}; /* ckpt_fork.c */
 	static const char *const none[] = {NULL};
 	return !strcmp(op, "checkpoint")    ? checkpoint
 	       : !strcmp(op, "restore")	    ? restore
 	       : !strcmp(op, "checkpoints") ? none
+	       : !strcmp(op, "fork")	    ? fork
 					    : NULL;
 }
 
@@ -344,25 +372,91 @@ bool ckpt_is_changes_since(const char *op, json_object *req)
 	return !strcmp(op, "changes") && str_field(req, "since");
 }
 
-int ckpt_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
-		    struct ab_error *err)
+/* Why op cannot be done on l (direct mode, a kept layer), or 0. */
+static int refused(const struct ab_layer *l, const char *op, struct ab_error *err)
 {
-	*reply = NULL;
 	if (!l)
 		return ab_error_plain(err, EINVAL,
 				      "%s: the workspace is in direct mode: the sandbox writes to "
 				      "the host's files, which no checkpoint can take back; "
 				      "create it with --workspace-mode overlay",
 				      op);
-	if (l->keep && ckpt_op_switches(op))
+	if (l->keep && (ckpt_op_switches(op) || !strcmp(op, "fork")))
 		return ab_error_plain(err, EINVAL,
 				      "%s: the layer is kept (--keep-changes), and a kept layer "
 				      "is one upper; checkpoints are for a layer that goes with "
 				      "its sandbox",
 				      op);
+	return 0;
+}
+
+int ckpt_fork_base(struct ab_layer *l, const char *from, bool busy, char ***base, size_t *n_base,
+		   char *name, size_t size, struct ab_error *err)
+{
 	struct stack s;
-	int r = stack_read(l, &s, err);
-	if (r < 0)
+	int r = refused(l, "fork", err);
+	if (r < 0 || (r = stack_read(l, &s, err)) < 0)
+		return r;
+	struct ckpt *c = from ? find(&s, from) : NULL;
+	if (from && !c)
+		r = ab_error_plain(err, ENOENT, "fork: no checkpoint %.64s", from);
+	else if (!from && busy)
+		r = ab_error_plain(err, EBUSY,
+				   "fork: commands are running; fork from a checkpoint taken "
+				   "before (--from C), or between commands");
+	else if (!from) { /* the state now, checkpointed */
+		json_object *req = json_object_new_object(), *o = json_object_new_object();
+		r = op_checkpoint(l, &s, req, o, err);
+		json_object_put(req);
+		json_object_put(o);
+		c = r < 0 ? NULL : &s.c[s.n_c - 1];
+	}
+	const char *dir = strrchr(l->dir, '/') + 1;
+	for (size_t i = 0; c && r == 0 && i < c->n + s.n_base; i++) {
+		char b[PATH_MAX];
+		if (i < c->n)
+			snprintf(b, sizeof(b), "%s/%s", dir, c->layers[i]);
+		if (ab_strv_push(base, n_base, i < c->n ? b : s.base[i - c->n]) < 0)
+			r = ab_error_set(err, ENOMEM, "fork");
+	}
+	if (r == 0 && *n_base + 1 > CKPT_MAX_DEPTH)
+		r = ab_error_plain(err, EINVAL,
+				   "fork: checkpoint %s stands on %zu layers, at most %d: fork "
+				   "from an earlier one",
+				   c->name, *n_base, CKPT_MAX_DEPTH - 1);
+	if (r == 0)
+		snprintf(name, size, "%s", c->name);
+	stack_free(&s);
+	return r;
+}
+
+int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_error *err)
+{
+	struct stack s = {.next = 1};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char dir[40];
+		if (!ckpt_base_name_ok(base[i]))
+			return ab_error_plain(err, EINVAL, "fork: a bad layer %.64s", base[i]);
+		snprintf(dir, sizeof(dir), "%.*s", (int)(strchr(base[i], '/') - base[i]), base[i]);
+		r = layer_hold(l, dir, err);
+		if (r == 0 && ab_strv_push(&s.base, &s.n_base, base[i]) < 0)
+			r = ab_error_set(err, ENOMEM, "fork");
+	}
+	/* a fresh upper over them: the fork's first write goes there */
+	if (r == 0)
+		r = switch_to(l, &s, NULL, 0, err);
+	stack_free(&s);
+	return r;
+}
+
+int ckpt_session_op(struct ab_layer *l, const char *op, json_object *req, json_object **reply,
+		    struct ab_error *err)
+{
+	*reply = NULL;
+	struct stack s;
+	int r = refused(l, op, err);
+	if (r < 0 || (r = stack_read(l, &s, err)) < 0)
 		return r;
 	json_object *o = json_object_new_object();
 	if (!strcmp(op, "checkpoint"))

@@ -43,6 +43,41 @@ bool ckpt_stacked(const struct ab_layer *l);
 /* A "changes" request that asks for what changed after a checkpoint. */
 bool ckpt_is_changes_since(const char *op, json_object *req);
 
+/* ---- fork (ckpt_fork.c): new sandboxes whose workspace starts at a
+ * checkpoint, standing on its layers where they are ---- */
+
+/* forks a request makes at most (E2B's bound) */
+#define CKPT_FORK_MAX 100
+
+/* A fork request, checked: its checkpoint's layers as "DIR/uN" (DIR the
+ * parent's layer directory, or one beside it it stands on), top first. */
+struct ckpt_fork {
+	char from[64];
+	unsigned count;
+	char name[64]; /* "": ids made; else NAME, or NAME-1 ... NAME-count */
+	char **base;
+	size_t n_base;
+};
+/* Makes the sandboxes (a detached sandbox's launcher: detach/); ids gets
+ * their ids. Runs in a child of the launcher. */
+typedef int (*ckpt_fork_fn)(void *arg, const struct ckpt_fork *f, json_object *ids,
+			    struct ab_error *err);
+/* The parent's launcher: check req ("from", "count", "name"); no "from":
+ * the state now is checkpointed first (refused while commands run). */
+int ckpt_fork_prepare(struct ab_layer *l, json_object *req, bool busy, struct ckpt_fork *f,
+		      struct ab_error *err);
+void ckpt_fork_free(struct ckpt_fork *f);
+/* ckpt.c: checkpoint from's layers (the state now, checkpointed, when
+ * NULL; its name into name) as a fork's base; a fork's base layer's name. */
+int ckpt_fork_base(struct ab_layer *l, const char *from, bool busy, char ***base, size_t *n_base,
+		   char *name, size_t size, struct ab_error *err);
+bool ckpt_base_name_ok(const char *s);
+/* A checkpoint's name: 1 to 63 of A-Za-z0-9._-, not starting with . or -. */
+bool ckpt_name_ok(const char *s);
+/* The fork's launcher, its sandbox ready, before anything runs in it: hold
+ * base's layer directories, and mount a fresh upper over base. */
+int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_error *err);
+
 /* ckpt_mount.c: mount the overlay of l->dir/names[0] (upper, work
  * l->dir/work) over names[1..n-1] and the workspace at the sandbox's
  * /workspace. */

@@ -43,20 +43,63 @@ static int set_layer(int fs, const char *key, int dir, const char *name, struct 
 	return 0;
 }
 
+/* A fork's layers in other layer directories ("DIR/uN": ckpt_fork.c):
+ * a detached clone of each DIR beside l->dir, made where the child may
+ * clone (a plain user's: a mount namespace of its own, in the sandbox's
+ * user namespace). */
+struct base_trees {
+	char name[40];
+	int fd;
+};
+
+static int open_bases(const struct ab_layer *l, char *const *names, size_t n, struct base_trees *t,
+		      size_t *n_t, struct ab_error *err)
+{
+	const char *slash = strrchr(l->dir, '/');
+	bool unshared = geteuid() == 0;
+	for (size_t i = 1; i < n; i++) {
+		const char *sep = strchr(names[i], '/');
+		size_t k = 0, len = sep ? (size_t)(sep - names[i]) : 0;
+		while (k < *n_t && (strlen(t[k].name) != len || strncmp(t[k].name, names[i], len)))
+			k++;
+		if (!sep || k < *n_t)
+			continue;
+		if (!unshared && unshare(CLONE_NEWNS) < 0)
+			return ab_error_set(err, errno, "fork: cannot clone the layers");
+		unshared = true;
+		char path[4096];
+		snprintf(t[k].name, sizeof(t[k].name), "%.*s", (int)len, names[i]);
+		snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - l->dir), l->dir, t[k].name);
+		t[k].fd = open_tree(AT_FDCWD, path,
+				    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+		if (t[k].fd < 0)
+			return ab_error_set(err, errno, "fork: cannot open the layers %s", path);
+		(*n_t)++;
+	}
+	return 0;
+}
+
 /* The overlay of dir/names[0] (upper, with its work directory work) over
  * names[1..n-1] and the workspace, detached. One clone of the layer
  * directory holds them all: overlayfs wants the upper and the work
- * directory on one mount. */
+ * directory on one mount; a fork's lower layers of other directories
+ * come from their clones (t). */
 static int build(const struct ab_layer *l, char *const *names, size_t n, const char *work,
-		 struct ab_error *err)
+		 const struct base_trees *t, size_t n_t, struct ab_error *err)
 {
 	int dir = l->dir_tree, ws = l->ws_tree;
 	cleanup_fd int fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return ab_error_set(err, errno, "checkpoint: this kernel has no overlayfs");
 	int r = 0;
-	for (size_t i = 1; r >= 0 && i < n; i++)
-		r = set_layer(fs, "lowerdir+", dir, names[i], err);
+	for (size_t i = 1; r >= 0 && i < n; i++) {
+		const char *sep = strchr(names[i], '/');
+		size_t k = 0, len = sep ? (size_t)(sep - names[i]) : 0;
+		while (sep && k < n_t &&
+		       (strlen(t[k].name) != len || strncmp(t[k].name, names[i], len)))
+			k++;
+		r = set_layer(fs, "lowerdir+", sep ? t[k].fd : dir, sep ? sep + 1 : names[i], err);
+	}
 	if (r >= 0)
 		r = set_layer(fs, "lowerdir+", ws, NULL, err);
 	if (r >= 0)
@@ -108,11 +151,16 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 	if (geteuid() != 0 && setns(l->view_userns, CLONE_NEWUSER) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot enter the sandbox's user namespace");
+	struct base_trees t[CKPT_MAX_DEPTH];
+	size_t n_t = 0;
+	int r = open_bases(l, names, n, t, &n_t, err);
+	if (r < 0)
+		return r; /* the child's end closes them */
 	/* there first: fsopen wants a mount namespace the child may mount in */
 	if (setns(l->view_mntns, CLONE_NEWNS) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot enter the sandbox's mount namespace");
-	cleanup_fd int mnt = build(l, names, n, work, err);
+	cleanup_fd int mnt = build(l, names, n, work, t, n_t, err);
 	if (mnt < 0)
 		return mnt;
 	if (move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -122,7 +170,7 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 	if (ws < 0)
 		return ab_error_set(err, errno, "checkpoint: cannot open the new /workspace");
 	for (size_t i = 0; i < l->n_binds; i++) {
-		int r = rebind(ws, &l->binds[i], err);
+		r = rebind(ws, &l->binds[i], err);
 		if (r < 0)
 			return r;
 	}

@@ -48,6 +48,7 @@ static const struct command {
 	{"checkpoint", NONE, "--name --help", 'i'},
 	{"checkpoints", NONE, "--json --help", 'i'},
 	{"restore", NONE, "--help", 'i'},
+	{"fork", NONE, "--from --count --name --json --help", 'i'},
 	{"check", NONE, "--json --cgroup-parent --rootfs --image --help", 0},
 	{"images", NONE, "--json --help prune", 0},
 	{"changes", NONE, "--json --diff --max-diff-bytes --ignored --since --help", 'd'},

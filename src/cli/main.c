@@ -51,6 +51,7 @@ static const char usage_main[] =
 	"  watch     its file events as they happen (agentbox watch --help)\n"
 	"  checkpoint  an overlay workspace's state as a layer; checkpoints: list\n"
 	"            them; restore ID NAME: back to one (docs/checkpoints.md)\n"
+	"  fork      new sandboxes from a checkpoint of one, sharing its layers\n"
 	"  check     can this host run agentbox, and what will be limited?\n"
 	"  images    the image cache: its images and layers; images prune\n"
 	"  changes   what a kept overlay layer changes (agentbox changes --help)\n"
@@ -616,7 +617,8 @@ int main(int argc, char **argv)
 			{"checkpoint", detach_cli_checkpoint},
 			{"checkpoints", detach_cli_checkpoint},
 			{"restore", detach_cli_checkpoint},
-			{"e2b", e2b_cli}};
+			{"e2b", e2b_cli},
+			{"fork", detach_cli_fork}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "agentbox/agentbox.h"
+#include "ckpt/ckpt.h"
 
 /* The commands (argv[0] is the command's name); each returns the exit
  * status. */
@@ -32,6 +33,8 @@ int detach_port_request(const char *id, long port, const char *host, bool public
 			json_object **reply, struct ab_error *err);
 /* agentbox checkpoint|checkpoints|restore (detach_ckpt.c, src/ckpt/) */
 int detach_cli_checkpoint(int argc, char **argv);
+/* agentbox fork (detach_fork.c) */
+int detach_cli_fork(int argc, char **argv);
 /* One request (its "id" a string) to sandbox id, on its exec socket, and
  * the result or error message that answers it (*reply, owned). */
 int detach_request(const char *id, json_object *req, json_object **reply, struct ab_error *err);
@@ -95,6 +98,15 @@ struct detach_opts {
 	bool idle_pause;			    /* pause at the idle timeout */
 	unsigned long long keep_output, keep_total; /* --keep-output (serve.h) */
 	unsigned long long idle_release_ms;	    /* 0: never */
+	/* a fork's (detach_fork.c): the layers its workspace starts from
+	 * (ckpt_fork_begin), and an fd of its maker the launcher must not
+	 * keep (0: none) */
+	char *const *base;
+	size_t n_base;
+	int close_fd;
+	/* makes forks of it (detach_fork_make); NULL: refused */
+	int (*fork)(struct ab_config *cfg, const struct detach_opts *o, const struct ckpt_fork *f,
+		    json_object *ids, struct ab_error *err);
 };
 
 /* --idle-release's default: what an idle sandbox keeps ready for its next
@@ -105,5 +117,10 @@ struct detach_opts {
  * sandbox is ready; its id into id. */
 int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, size_t size,
 		  struct ab_error *err);
+/* In a child of sandbox's launcher (cfg and o: what it was made with):
+ * make f->count forks of it, each from f->base, their ids into ids; all
+ * of them, or none (those made are removed). */
+int detach_fork_make(struct ab_config *cfg, const struct detach_opts *o, const struct ckpt_fork *f,
+		     json_object *ids, struct ab_error *err);
 
 #endif

@@ -105,7 +105,8 @@ static int keep_output_arg(const char *v, struct detach_opts *o)
 
 int detach_cli_create(int argc, char **argv)
 {
-	struct detach_opts o = {.keep_output = 32ull << 20,
+	struct detach_opts o = {.fork = detach_fork_make,
+				.keep_output = 32ull << 20,
 				.keep_total = 256ull << 20,
 				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));

@@ -108,8 +108,17 @@ static void on_idle(void *arg, bool idle, unsigned long long idle_ms, const char
 }
 
 /* In the detached launcher: serve until stopped, then leave nothing. */
+/* The protocol's "fork" (ckpt.h): in a child of this launcher. */
+static int on_fork(void *arg, const struct ckpt_fork *f, json_object *ids, struct ab_error *err)
+{
+	struct launch *l = arg;
+	return l->o->fork(l->cfg, l->o, f, ids, err);
+}
+
 static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 {
+	if (l->o->close_fd > 2) /* a fork's maker's reply pipe */
+		close(l->o->close_fd);
 	/* nothing of the caller's: the sandbox's processes inherit these */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
@@ -129,7 +138,10 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .idle_release_ms = l->o->idle_release_ms,
 				    .idle = on_idle,
 				    .ready = on_ready,
-				    .arg = l};
+				    .arg = l,
+				    .fork = l->o->fork ? on_fork : NULL,
+				    .base = l->o->base,
+				    .n_base = l->o->n_base};
 	int status = ab_serve_listen(l->cfg, &L);
 	detach_remove(l->root, l->id);
 	_exit(status);

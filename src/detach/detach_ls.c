@@ -17,6 +17,7 @@
 #include "cgroup/cgroup.h"
 #include "detach/detach.h"
 #include "detach/detach_lines.h"
+#include "layer/layer.h"
 #include "util/util.h"
 
 /* How long rm waits for a stopped launcher to be gone; and ls lists at
@@ -351,6 +352,7 @@ static void clean_dead(const char *root, const char *id)
 	}
 	json_object_put(st);
 	detach_remove(root, id);
+	layer_sweep(); /* its layers, unless another sandbox (a fork) holds them */
 }
 
 static int rm_one(const char *root, const char *id, bool force)

@@ -49,6 +49,16 @@ static json_object *error_obj(json_object *id, enum ab_errc code, const char *ms
 	return o;
 }
 
+/* A checkpoint op's errno as the protocol's code. */
+static enum ab_errc ckpt_errc(int code)
+{
+	return code == EEXIST	? AB_ERRC_EXISTS
+	       : code == ENOENT ? AB_ERRC_NOT_FOUND
+	       : code == EINVAL ? AB_ERRC_INVALID_REQUEST
+	       : code == EBUSY	? AB_ERRC_BUSY
+				: AB_ERRC_INTERNAL;
+}
+
 /* The reply's fields, or the error, as one line for the launcher. */
 static json_object *child_op(struct ab_layer *l, const char *op, json_object *req)
 {
@@ -66,18 +76,47 @@ static json_object *child_op(struct ab_layer *l, const char *op, json_object *re
 	return o;
 }
 
-static void child(int fd, struct ab_layer *l, const char *op, json_object *req)
+/* A fork's: the sandboxes made (a child of the launcher: ckpt.h). */
+static json_object *child_fork(struct front_layer *j, const struct ckpt_fork *f)
+{
+	json_object *o = json_object_new_object(), *ids = json_object_new_array();
+	struct ab_error err = {0};
+	/* what a sandbox's launcher starts with: no signal blocked or caught */
+	sigset_t none;
+	sigemptyset(&none);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (j->fork(j->fork_arg, f, ids, &err) < 0) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "code", json_object_new_int(ckpt_errc(err.code)));
+		json_object_object_add(e, "message", json_object_new_string(err.msg));
+		json_object_object_add(o, "error", e);
+		json_object_put(ids);
+	} else {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "ids", ids);
+		json_object_object_add(r, "from", json_object_new_string(f->from));
+		json_object_object_add(o, "ok", r);
+	}
+	return o;
+}
+
+static void child(int fd, struct front_layer *j, struct ab_layer *l, const char *op,
+		  json_object *req, const struct ckpt_fork *f)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGPIPE, SIG_DFL);
-	if (dup2(fd, 3) < 0)
+	if (dup2(fd, FRONT_LAYER_REPLY_FD) < 0)
 		_exit(1);
-	close_range(4, ~0u, 0); /* the session's fds are none of its business */
-	json_object *o = child_op(l, op, req);
+	/* the session's fds are none of its business */
+	close_range(FRONT_LAYER_REPLY_FD + 1, ~0u, 0);
+	json_object *o = f ? child_fork(j, f) : child_op(l, op, req);
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 								  JSON_C_TO_STRING_NOSLASHESCAPE);
 	for (size_t n = strlen(s), off = 0; off < n;) {
-		ssize_t w = write(3, s + off, n - off);
+		ssize_t w = write(FRONT_LAYER_REPLY_FD, s + off, n - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -103,9 +142,23 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 		      json_object *id, bool busy, json_object **reply, bool *end)
 {
 	char msg[256];
-	unsigned long long ms;
+	unsigned long long ms = FRONT_LAYER_TIMEOUT_MS;
+	struct ckpt_fork fk = {0}, *f = NULL;
 	*reply = NULL;
 	*end = false;
+	if (!strcmp(op, "fork")) { /* checked, C found or taken here; made by a child */
+		struct ab_error err = {0};
+		if (!j->fork)
+			ab_error_plain(&err, EINVAL,
+				       "fork: only a detached sandbox (agentbox create) can be "
+				       "forked: its launcher makes the new ones");
+		if (!j->fork || ckpt_fork_prepare(l, req, busy, &fk, &err) < 0) {
+			*reply = error_obj(id, ckpt_errc(err.code), err.msg);
+			return 0;
+		}
+		f = &fk;
+		goto start;
+	}
 	if (busy && ckpt_op_switches(op)) {
 		snprintf(msg, sizeof(msg),
 			 "%s: commands are running; a checkpoint or a restore is taken between "
@@ -119,12 +172,7 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 		json_object *o = NULL;
 		struct ab_error err = {0};
 		if (ckpt_session_op(l, op, req, &o, &err) < 0) {
-			*reply = error_obj(id,
-					   err.code == EEXIST	? AB_ERRC_EXISTS
-					   : err.code == ENOENT ? AB_ERRC_NOT_FOUND
-					   : err.code == EINVAL ? AB_ERRC_INVALID_REQUEST
-								: AB_ERRC_INTERNAL,
-					   err.msg);
+			*reply = error_obj(id, ckpt_errc(err.code), err.msg);
 			return 0;
 		}
 		json_object_object_add(o, "type", json_object_new_string("result"));
@@ -160,17 +208,22 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 		*reply = o;
 		return 0;
 	}
+start:;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0 || (j->pid = fork()) < 0) {
 		snprintf(msg, sizeof(msg), "%s: cannot start it: %s", op, strerror(errno));
 		*reply = error_obj(id, AB_ERRC_INTERNAL, msg);
 		j->pid = 0;
+		if (f)
+			ckpt_fork_free(f);
 		return 0;
 	}
 	if (j->pid == 0) {
 		close(p[0]);
-		child(p[1], l, op, req);
+		child(p[1], j, l, op, req, f);
 	}
+	if (f)
+		ckpt_fork_free(f);
 	close(p[1]);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	j->fd = p[0];
@@ -196,6 +249,8 @@ int front_layer_timeout(const struct front_layer *j)
 
 static void reset(struct front_layer *j)
 {
+	ckpt_fork_fn fork = j->fork;
+	void *fork_arg = j->fork_arg;
 	if (j->pid > 0) {
 		kill(j->pid, SIGKILL);
 		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
@@ -205,6 +260,8 @@ static void reset(struct front_layer *j)
 	json_object_put(j->id);
 	free(j->buf);
 	front_layer_init(j);
+	j->fork = fork;
+	j->fork_arg = fork_arg;
 }
 
 void front_layer_stop(struct front_layer *j)

@@ -9,10 +9,14 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "ckpt/ckpt.h"
 #include "layer/layer.h"
 
 /* The bound of a changes or commit without its own "timeout". */
 #define FRONT_LAYER_TIMEOUT_MS (300u * 1000u)
+
+/* The fd a layer op's child writes its reply on. */
+#define FRONT_LAYER_REPLY_FD 3
 
 struct front_layer {
 	pid_t pid; /* 0: none running */
@@ -22,10 +26,14 @@ struct front_layer {
 	unsigned long long timeout_ms, deadline_ms;
 	char *buf;
 	size_t len, cap;
+	/* a detached sandbox's launcher: what makes forks (ckpt.h); NULL:
+	 * this session cannot be forked. Kept across ops. */
+	ckpt_fork_fn fork;
+	void *fork_arg;
 };
 
 void front_layer_init(struct front_layer *j);
-/* Start op (changes, commit) on l; *reply is set instead when the op is
+/* Start op (changes, commit, fork) on l; *reply is set instead when the op is
  * answered at once (discard, the checkpoints' ops, or a request refused):
  * 1 when started, 0 when *reply is set. busy: commands run, which a
  * checkpoint or a restore refuses (src/ckpt/). */

@@ -427,6 +427,19 @@ static int use_layers(struct image_use *u, struct ab_error *err)
 	return r;
 }
 
+int image_use_relock(struct image_use *u, struct ab_error *err)
+{
+	for (size_t i = 0; i < u->img.n_layers; i++) {
+		char p[PATH_MAX + 8];
+		snprintf(p, sizeof(p), "%s.lock", u->layer_dirs[i]);
+		/* held meanwhile by the process that opened u: no prune between */
+		u->lock_fds[i] = open(p, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (u->lock_fds[i] < 0 || flock(u->lock_fds[i], LOCK_SH | LOCK_NB) < 0)
+			return ab_error_set(err, errno, "cannot lock %s", p);
+	}
+	return 0;
+}
+
 int image_use_open(const char *spec, struct image_use **out, struct ab_error *err)
 {
 	struct image_use *u = calloc(1, sizeof(*u));

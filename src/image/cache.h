@@ -27,6 +27,10 @@ struct image_use {
  * layers and lock them shared until image_use_free. */
 int image_use_open(const char *spec, struct image_use **out, struct ab_error *err);
 void image_use_free(struct image_use *u);
+/* In a child of the process that opened u, whose fds were closed (a
+ * fork's maker: detach_fork.c): lock its layers again, for the sandboxes
+ * it starts with u. */
+int image_use_relock(struct image_use *u, struct ab_error *err);
 
 /* agentbox images [--json]: the cached images and layers, their sizes and
  * whether a sandbox uses them. */

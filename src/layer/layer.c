@@ -63,8 +63,9 @@ static int write_info(struct ab_layer *l, struct ab_error *err)
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/layer.info", l->dir);
 	cleanup_fd int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-	/* locked while still empty: sweep_stale() takes only a written one */
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+	/* locked while still empty: sweep_stale() takes only a written one;
+	 * shared, as the forks standing on its layers hold it (layer_hold) */
+	if (fd < 0 || flock(fd, (l->keep ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0)
 		return ab_error_set(err, errno, "cannot create %s", path);
 	clock_gettime(CLOCK_REALTIME, &l->started);
 	char buf[PATH_MAX + 128];
@@ -158,6 +159,11 @@ void layer_free(struct ab_layer *l)
 	for (size_t i = 0; i < l->n_binds; i++)
 		free(l->binds[i].dst);
 	free(l->binds);
+	for (size_t i = 0; i < l->n_held; i++) {
+		ab_close_keep_errno(l->held[i].fd);
+		free(l->held[i].dir);
+	}
+	free(l->held);
 	for (size_t i = 0; i < l->n_protect; i++)
 		free(l->protect[i]);
 	free(l->protect);
@@ -261,6 +267,7 @@ static int open_layer_tree(struct ab_layer *l, struct ab_error *err)
  * such a launcher leaves, the next agentbox to start removes them. */
 static void sweep_stale(const char *base)
 {
+	/* the lock's reading: only a layer nobody holds, shared or not */
 	cleanup_fd int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dp = bfd < 0 ? NULL : fdopendir(bfd);
 	if (!dp)
@@ -482,13 +489,70 @@ static int remove_layer_dir(const char *dir)
 	return layer_remove_tree_at(AT_FDCWD, dir);
 }
 
+/* Our lock on a layer.info (fd) dropped: whether we were its last user,
+ * holding it alone now, and it is still there. Whoever of two last users
+ * drops its lock last gets it (the other either got it before, or failed
+ * while the first still held it). */
+static bool last_user(int fd)
+{
+	struct stat st;
+	if (flock(fd, LOCK_UN) < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return false;
+	return fstat(fd, &st) == 0 && st.st_nlink > 0;
+}
+
 void layer_release(struct ab_layer *l)
 {
 	if (!l)
 		return;
-	if (l->owner == getpid() && l->dir && !l->keep)
+	if (l->owner == getpid() && l->dir && !l->keep && (l->lock_fd < 0 || last_user(l->lock_fd)))
 		remove_layer_dir(l->dir);
+	for (size_t i = 0; l->owner == getpid() && i < l->n_held; i++)
+		if (last_user(l->held[i].fd))
+			remove_layer_dir(l->held[i].dir);
 	layer_free(l);
+}
+
+int layer_hold(struct ab_layer *l, const char *name, struct ab_error *err)
+{
+	const char *slash = strrchr(l->dir, '/');
+	char dir[PATH_MAX], info[PATH_MAX + 16];
+	for (size_t i = 0; i < l->n_held; i++)
+		if (!strcmp(strrchr(l->held[i].dir, '/') + 1, name))
+			return 0;
+	snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - l->dir), l->dir, name);
+	snprintf(info, sizeof(info), "%s/layer.info", dir);
+	struct layer_held *h = realloc(l->held, (l->n_held + 1) * sizeof(*h));
+	if (!h)
+		return ab_error_set(err, ENOMEM, "fork");
+	l->held = h;
+	h = &h[l->n_held];
+	h->fd = open(info, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st = {.st_nlink = 0};
+	/* gone, or being removed (its last user went) */
+	if (h->fd < 0 || flock(h->fd, LOCK_SH | LOCK_NB) < 0 || fstat(h->fd, &st) < 0 ||
+	    st.st_nlink == 0) {
+		int e = errno == ENOENT || errno == EWOULDBLOCK || st.st_nlink == 0 ? ENOENT
+										    : errno;
+		ab_close_keep_errno(h->fd);
+		return ab_error_plain(err, e,
+				      "fork: the layers %s stand on are gone (their sandbox "
+				      "ended)",
+				      dir);
+	}
+	if (!(h->dir = strdup(dir))) {
+		close(h->fd);
+		return ab_error_set(err, ENOMEM, "fork");
+	}
+	l->n_held++;
+	return 0;
+}
+
+void layer_sweep(void)
+{
+	char base[PATH_MAX];
+	if (ab_state_dir("layers", base, sizeof(base)) == 0)
+		sweep_stale(base);
 }
 
 int layer_open(const char *dir, struct ab_layer **out, struct ab_error *err)

@@ -47,6 +47,13 @@ struct ab_layer {
 		bool rw;
 	} * binds;
 	size_t n_binds;
+	/* a fork's (ckpt/ckpt_fork.c): the layer directories beside DIR whose
+	 * layers it stands on, each's layer.info held with a shared lock */
+	struct layer_held {
+		char *dir;
+		int fd;
+	} * held;
+	size_t n_held;
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */
@@ -59,8 +66,16 @@ int layer_parse_option(struct ab_config *cfg, const char *opt, const char *arg,
  * layer_release() to remove what was made. */
 int layer_create(const struct ab_config *cfg, const struct protect_state *protect,
 		 struct ab_layer **out, struct ab_error *err);
-/* Unlock, and remove the layer unless kept; NULL is fine. */
+/* Unlock, and remove the layer unless kept or another sandbox still
+ * holds it (a fork standing on its layers: the last one to go removes
+ * it); the same for each directory held. NULL is fine. */
 void layer_release(struct ab_layer *l);
+/* A fork's: hold the layer directory name beside l->dir (a shared lock on
+ * its layer.info, as its own sandbox holds it) until layer_release. */
+int layer_hold(struct ab_layer *l, const char *name, struct ab_error *err);
+/* Remove the layers no sandbox holds any more (their launcher was killed):
+ * what the next overlay sandbox's start does; agentbox rm of a dead one. */
+void layer_sweep(void);
 
 /* Sandbox, while the host tree is visible: check DIR/upper and DIR/work,
  * which the launcher opened (a directory only root may enter can hold

@@ -636,6 +636,10 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 	struct server sv = {.cfg = cfg, .audit = -1, .listen = l, .in_fd = STDIN_FILENO};
 	const struct ab_front_limits lim = {.max_queue = MAX_QUEUE, .max_deferred = MAX_DEFERRED};
 	ab_front_init(&sv.f, cfg, &serve_codec, &sv, &lim);
+	if (l) { /* a detached sandbox's launcher makes forks of it */
+		sv.f.layer.fork = l->fork;
+		sv.f.layer.fork_arg = l->arg;
+	}
 	out_init(&sv.out, STDOUT_FILENO, false);
 	out_init(&sv.kept, -1, false);
 	sv.in = malloc(MAX_LINE + READ_CHUNK + 1);

@@ -3,6 +3,7 @@
 #define AB_SERVE_H
 
 #include "agentbox/agentbox.h"
+#include "ckpt/ckpt.h"
 
 /* Build the sandbox from cfg, speak the protocol on stdin and stdout until
  * shutdown or end of file; returns the exit status (0, or 125 when the
@@ -32,6 +33,12 @@ struct ab_serve_listen {
 	void (*idle)(void *arg, bool idle, unsigned long long idle_ms, const char *memory_file);
 	void (*ready)(void *arg, int rc, const char *msg);
 	void *arg;
+	/* makes forks of this sandbox (the protocol's "fork", ckpt.h); NULL:
+	 * refused. A fork's: the layers its workspace starts from, mounted
+	 * before it is ready (ckpt_fork_begin); n_base 0 for none */
+	ckpt_fork_fn fork;
+	char *const *base;
+	size_t n_base;
 };
 int ab_serve_listen(struct ab_config *cfg, const struct ab_serve_listen *l);
 

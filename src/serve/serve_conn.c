@@ -393,6 +393,14 @@ int serve_open(struct server *sv)
 	if (!sv->in || ab_front_open(&sv->f, &err) < 0)
 		goto fail;
 	sv->s = sv->f.s;
+	/* a fork: its workspace from the parent's checkpoint, before anyone
+	 * may run anything in it */
+	if (sv->listen && sv->listen->n_base &&
+	    ckpt_fork_begin(ab_session_layer(sv->s), sv->listen->base, sv->listen->n_base, &err) <
+		    0) {
+		ab_front_close(&sv->f);
+		goto fail;
+	}
 	return 0;
 fail:
 	fprintf(stderr, "agentbox: %s\n", err.msg);

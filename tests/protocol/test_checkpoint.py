@@ -24,7 +24,10 @@ from test_detach import Client, DetachedBase  # noqa: E402
 ROOT = os.getuid() == 0
 
 
-class Checkpoints(DetachedBase):
+class CheckpointBase(DetachedBase):
+    """A test's own layers' state directory and its helpers (test_fork.py
+    builds on it too)."""
+
     def setUp(self):
         # removed last (cleanups run in reverse): after the sandboxes' rm
         self.state_home = tempfile.mkdtemp(prefix="ab-state-")
@@ -58,6 +61,8 @@ class Checkpoints(DetachedBase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
 
+
+class Checkpoints(CheckpointBase):
     def test_checkpoint_restore_changes(self):
         sid = self.create("--workspace-mode", "overlay")
         self.sh(sid, "echo v2 > a.txt; echo x > b.txt")

@@ -690,6 +690,22 @@ export class Sandbox {
     return (r.checkpoints ?? []) as { name: string; layers: number; bytes: number }[];
   }
 
+  /**
+   * New detached sandboxes (`count`, 1 to 100) whose /workspace starts at
+   * checkpoint `from` (none: as it is now, checkpointed first; rejects with
+   * `busy` while a command runs), with this one's options, standing on its
+   * layers (no file copied); resolves to their ids, for `Sandbox.connect`.
+   * `name`: NAME, or NAME-1 ... NAME-count. Only a detached sandbox can be
+   * forked; what each writes is its own (docs/checkpoints.md).
+   */
+  async fork(options: CallOptions & { count?: number; from?: string; name?: string } = {}): Promise<string[]> {
+    const fields: Record<string, unknown> = { count: options.count ?? 1 };
+    if (options.from !== undefined) fields.from = options.from;
+    if (options.name !== undefined) fields.name = options.name;
+    const r = await this.request("fork", fields, { signal: options.signal });
+    return (r.ids ?? []) as string[];
+  }
+
   /** What was written or deleted after `checkpoint`: path, status (written|deleted), type, size. */
   async changesSince(
     checkpoint: string,

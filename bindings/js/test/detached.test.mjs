@@ -15,7 +15,7 @@ import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
 import { createDeepAgent } from "deepagents";
 
-import { Sandbox, SandboxClosed, SandboxError } from "../dist/index.js";
+import { ProtocolError, Sandbox, SandboxClosed, SandboxError } from "../dist/index.js";
 import { AgentboxSandbox, createAgentboxSandboxFactory, createAgentboxSandboxFactoryFromSandbox } from "../dist/deepagents.js";
 import { ROOT, base, removeTree, tempTree } from "./helpers.mjs";
 
@@ -145,6 +145,24 @@ describe("detached sandboxes (Sandbox)", () => {
     assert.deepEqual(readdirSync(RUNTIME), []); // no socket, state or log left
     assert.ok(await gone(entry.pid), `the launcher ${entry.pid} is still running`);
     await assert.rejects(Sandbox.connect("js1"), /connect did not start \(exit status 125\): .*no sandbox js1/);
+  });
+
+  it("forks: new sandboxes from a checkpoint, each its own writes, the parent undisturbed", async (t) => {
+    const ws = workspace(t);
+    const sb = await Sandbox.create(base({ workspace: ws, detach: true, workspaceMode: "overlay" }));
+    assert.equal((await sb.exec("echo v2 > f.txt")).exit_code, 0);
+    const c = await sb.checkpoint();
+    const ids = await sb.fork({ count: 2, from: c });
+    assert.equal(new Set(ids).size, 2);
+    for (const id of ids) {
+      const f = await Sandbox.connect(id);
+      assert.equal((await f.execute(`cat f.txt; echo ${id} > me`)).output, "v2\n");
+      await f.destroy();
+    }
+    assert.equal((await sb.execute("test -e me || echo none")).output, "none\n");
+    await assert.rejects(sb.fork({ count: 101 }), ProtocolError);
+    await sb.destroy();
+    assert.deepEqual(await Sandbox.list(), []);
   });
 
   it("refuses a second sandbox of the same name, and detached options without detach", async (t) => {

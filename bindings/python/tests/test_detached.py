@@ -67,6 +67,27 @@ class Detached(unittest.TestCase):
         self.assertFalse(os.path.exists("/proc/%d/cmdline" % pid) and
                          open("/proc/%d/cmdline" % pid).read())
 
+    def test_fork(self):
+        """fork(count=): new detached sandboxes from a checkpoint, each its
+        own writes, the parent undisturbed (docs/checkpoints.md)."""
+        sb = self.create(workspace_mode="overlay")
+        self.addCleanup(sb.close)
+        self.assertEqual(sb.execute("echo v2 > f.txt").exit_code, 0)
+        c = sb.checkpoint()
+        ids = sb.fork(count=2, checkpoint=c)
+        for i in ids:
+            self.addCleanup(subprocess.run, [BIN, "rm", "-f", i], capture_output=True)
+        self.assertEqual(len(set(ids)), 2)
+        for i in ids:
+            f = agentbox.Sandbox.connect(i)
+            self.assertEqual(f.execute("cat f.txt; echo %s > me" % i).output, "v2\n")
+            f.destroy()
+        self.assertEqual(sb.execute("test -e me || echo none").output, "none\n")
+        with self.assertRaises(agentbox.ProtocolError):
+            sb.fork(count=101)
+        with self.assertRaises(agentbox.ProtocolError):
+            sb.fork(checkpoint="nope")
+
     def test_port(self):
         """sandbox.port(n): a server inside (network "none") reached from the
         host through the URL it returns; listed, the same URL again, closed."""
@@ -108,9 +129,18 @@ class Detached(unittest.TestCase):
             self.addCleanup(shutil.rmtree, d, True)
         os.environ["AGENTBOX_IMAGE_CACHE"] = cache
         self.addCleanup(os.environ.pop, "AGENTBOX_IMAGE_CACHE", None)
-        sb = self.create(name="pyimage", image="oci:" + img)
+        sb = self.create(name="pyimage", image="oci:" + img, workspace_mode="overlay")
         r = sb.execute("cat /opt/layered; test -e /opt/marker || echo deleted")
         self.assertEqual(r.output, "layered\ndeleted\n")
+        # a fork stands on the same image (its layers locked by the fork's
+        # maker again: the launcher's fds are closed there) and its Env
+        sb.execute("echo w > w")
+        (fid,) = sb.fork()
+        self.addCleanup(subprocess.run, [BIN, "rm", "-f", fid], capture_output=True)
+        f = agentbox.Sandbox.connect(fid)
+        self.assertEqual(f.execute("cat /opt/layered w; echo $IMGVAR").output,
+                         "layered\nw\nfromimage\n")
+        f.destroy()
         sb.destroy()
 
     def test_pause_resume(self):

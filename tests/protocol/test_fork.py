@@ -1,0 +1,166 @@
+"""agentbox fork (docs/checkpoints.md): new detached sandboxes whose
+workspace starts at a checkpoint of another's, standing on its layers. Five
+forks from one checkpoint each see its state and neither each other's
+writes nor the parent's later ones; they keep the parent's options; a fork
+of a fork stands on both; the layers outlive the parent and go with the
+last sandbox on them (rm of all leaves nothing on disk, in any order);
+bad input (an unknown checkpoint, a count out of bounds, a direct-mode
+parent, a name taken) is refused (125) with nothing made; a parent killed
+mid-fork leaves nothing rm and the stale sweep cannot clean. Runs as root
+and as an unprivileged user."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_checkpoint import CheckpointBase  # noqa: E402
+from test_detach import BIN, Client  # noqa: E402
+
+
+class Forks(CheckpointBase):
+    def fork(self, sid, *args):
+        out = self.ok("fork", *args, sid).split()
+        self.made.extend(out)
+        return out
+
+    def ids(self):
+        return sorted(self.ls())
+
+    def test_five_forks_from_one_checkpoint(self):
+        sid = self.create("--workspace-mode", "overlay", "--hostname", "par",
+                          "--env", "FORKED_ENV=kept")
+        self.sh(sid, "echo v2 > a.txt; echo b > b.txt; head -c 4194304 /dev/zero > big")
+        self.ok("checkpoint", "--name", "base", sid)
+        self.sh(sid, "echo v3 > a.txt; echo later > later.txt")  # after it
+        forks = self.fork(sid, "--from", "base", "--count", "5", "--name", "try")
+        self.assertEqual(forks, ["try-%d" % i for i in range(1, 6)])
+        # no file copied: the forks' layer directories hold next to nothing
+        dirs = self.layer_dirs()
+        self.assertEqual(len(dirs), 6)
+        sizes = sorted(sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(top)
+                           for n in ns) for top in dirs)
+        self.assertLess(sizes[-2], 65536, sizes)
+        self.assertGreaterEqual(sizes[-1], 4194304, sizes)
+        for f in forks:
+            self.assertEqual(self.sh(f, "cat a.txt; ls"), "v2\na.txt\nb.txt\nbig\n")
+            self.sh(f, "echo %s > mine.txt; rm b.txt big" % f)
+            # the parent's options: its host name, its environment
+            self.assertEqual(self.sh(f, "hostname; echo $FORKED_ENV"), "par\nkept\n")
+        for f in forks:  # each its own writes only
+            self.assertEqual(self.sh(f, "cat mine.txt; ls"), "%s\na.txt\nmine.txt\n" % f)
+        # the parent goes on where it was, seeing none of theirs
+        self.assertEqual(self.sh(sid, "cat a.txt; ls"), "v3\na.txt\nb.txt\nbig\nlater.txt\n")
+        self.assertEqual([c["name"] for c in json.loads(
+            self.ok("checkpoints", "--json", sid))["checkpoints"]], ["base"])
+        with open(os.path.join(self.ws, "a.txt")) as f:
+            self.assertEqual(f.read(), "v1\n")
+        self.assertEqual(sorted(os.listdir(self.ws)), ["a.txt"])
+        self.assertEqual(len(self.layer_dirs()), 6)
+        # the parent goes first: its layers stay for the forks
+        self.ok("rm", sid)
+        self.assertEqual(self.sh(forks[0], "cat a.txt"), "v2\n")
+        self.assertEqual(len(self.layer_dirs()), 6)
+        self.ok("rm", *forks[:4])
+        self.assertEqual(len(self.layer_dirs()), 2)  # the last fork's and the parent's
+        self.ok("rm", forks[4])
+        self.assertEqual(self.layer_dirs(), [])
+        self.assertEqual(self.ids(), [])
+
+    def test_fork_now_and_a_fork_of_a_fork(self):
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo p > p.txt")
+        (f,) = self.fork(sid)
+        # the state now, checkpointed in the parent first
+        listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
+        self.assertEqual([c["name"] for c in listed], ["c1"])
+        self.assertEqual(self.sh(f, "cat p.txt"), "p\n")
+        self.sh(f, "echo f > f.txt")
+        self.ok("checkpoint", f)
+        (g,) = self.fork(f, "--from", "c1")
+        self.assertEqual(self.sh(g, "cat p.txt f.txt"), "p\nf\n")
+        self.sh(g, "echo g > g.txt")
+        self.assertEqual(self.sh(f, "ls"), "a.txt\nf.txt\np.txt\n")
+        # a checkpoint and a restore of a fork keep the layers beneath it
+        self.ok("checkpoint", g)
+        self.sh(g, "rm p.txt")
+        self.ok("restore", g, "c1")
+        self.assertEqual(self.sh(g, "cat p.txt g.txt"), "p\ng\n")
+        out = json.loads(self.ok("changes", "--json", "--since", "c1", g))
+        self.assertEqual(out["changes"], [])
+        self.ok("rm", f)  # the middle one first
+        self.assertEqual(self.sh(g, "cat f.txt"), "f\n")
+        self.ok("rm", sid, g)
+        self.assertEqual(self.layer_dirs(), [])
+
+    def test_bad_input_makes_nothing(self):
+        sid = self.create("--workspace-mode", "overlay")
+        self.ok("checkpoint", sid)
+        layers = len(self.layer_dirs())
+        for args, why in ((("--from", "nope"), "no checkpoint nope"),
+                          (("--count", "0"), "from 1 to 100"),
+                          (("--count", "101"), "from 1 to 100"),
+                          (("--name", "-x"), "'name' must be"),
+                          (("--name", sid), "exists already")):
+            r = self.ab("fork", *args, sid)
+            self.assertEqual(r.returncode, 125, args)
+            self.assertIn(why, r.stderr)
+            self.assertEqual(self.ids(), [sid], args)
+            self.assertEqual(len(self.layer_dirs()), layers, args)
+        # the protocol's bound too, and a fork while a command runs
+        c = Client(self.sock(sid))
+        self.addCleanup(c.close)
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(id="many", op="fork", count=101)
+        m = c.recv()
+        self.assertEqual((m["type"], m["code"]), ("error", "invalid_request"))
+        c.send(id="long", op="exec", command="sleep 30")
+        time.sleep(0.3)
+        c.send(id="now", op="fork")
+        while (m := c.recv()).get("id") != "now":
+            pass
+        self.assertEqual((m["type"], m["code"]), ("error", "busy"))
+        c.send(id="from", op="fork", **{"from": "c1"})  # C is there: no switch
+        while (m := c.recv()).get("id") != "from":
+            pass
+        self.assertEqual(m["type"], "result", m)
+        self.made.extend(m["ids"])
+        self.assertEqual(m["from"], "c1")
+        c.send(id="cancel", op="cancel", target="long")
+        # a direct-mode parent: said why
+        d = self.create()
+        r = self.ab("fork", d)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("direct mode", r.stderr)
+        self.assertIn("--workspace-mode overlay", r.stderr)
+
+    def test_parent_killed_mid_fork_leaves_nothing(self):
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo x > x.txt")
+        self.ok("checkpoint", sid)
+        pid = self.state(sid)["pid"]
+        p = subprocess.Popen([BIN, "fork", "--from", "c1", "--count", "10", sid],
+                             env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        p.communicate(timeout=60)
+        left = self.ids()
+        self.made.extend(left)
+        # what was made works, or is removed whole
+        for f in left:
+            if f != sid and self.ls()[f]["state"] == "running":
+                self.assertEqual(self.sh(f, "cat x.txt"), "x\n")
+        if left:
+            self.ok("rm", "-f", *left)
+        self.assertEqual(self.ids(), [])
+        self.assertEqual(self.layer_dirs(), [])
+        self.assertEqual(os.listdir(self.rt), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
