@@ -238,6 +238,31 @@ static const char *str_field(json_object *req, const char *key)
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
+/* What a switch restacks: /workspace, and /tmp and home where they are
+ * overlays (view/owntmp.h). */
+static json_object *paths_of(const struct ab_layer *l)
+{
+	json_object *arr = json_object_new_array();
+	json_object_array_add(arr, json_object_new_string("/workspace"));
+	for (size_t i = 0; i < l->n_own; i++)
+		if (l->own[i].tree >= 0)
+			json_object_array_add(arr, json_object_new_string(l->own[i].dst));
+	return arr;
+}
+
+/* The bytes of layer name of /tmp's and home's, in the sandbox's memory. */
+static long long own_bytes(const struct ab_layer *l, const char *name)
+{
+	long long n = 0;
+	for (size_t i = 0; i < l->n_own; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", l->own[i].tree, name);
+		if (l->own[i].tree >= 0)
+			n += ckpt_tree_bytes(path);
+	}
+	return n;
+}
+
 static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object *req,
 			 json_object *o, struct ab_error *err)
 {
@@ -277,6 +302,7 @@ static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object 
 		return r;
 	json_object_object_add(o, "checkpoint", json_object_new_string(name));
 	json_object_object_add(o, "layers", json_object_new_int((int)c->n));
+	json_object_object_add(o, "paths", paths_of(l));
 	return 0;
 }
 
@@ -293,6 +319,7 @@ static int op_restore(const struct ab_layer *l, struct stack *s, json_object *re
 	if (r < 0)
 		return r;
 	json_object_object_add(o, "checkpoint", json_object_new_string(name));
+	json_object_object_add(o, "paths", paths_of(l));
 	return 0;
 }
 
@@ -307,9 +334,12 @@ static int op_list(const struct ab_layer *l, struct stack *s, json_object *o)
 		json_object_object_add(e, "layers", json_object_new_int((int)s->c[i].n));
 		/* what this checkpoint's own layer holds: the writes since the one below */
 		json_object_object_add(e, "bytes", json_object_new_int64(ckpt_tree_bytes(path)));
+		json_object_object_add(e, "own_bytes",
+				       json_object_new_int64(own_bytes(l, s->c[i].layers[0])));
 		json_object_array_add(arr, e);
 	}
 	json_object_object_add(o, "checkpoints", arr);
+	json_object_object_add(o, "paths", paths_of(l));
 	json_object_object_add(o, "layers", json_object_new_int((int)s->n_top));
 	return 0;
 }

@@ -138,6 +138,7 @@ static struct ab_layer *layer_new(void)
 	if (l) {
 		l->lock_fd = l->upper_fd = l->work_fd = l->tree_fd = -1;
 		l->view_userns = l->view_mntns = l->ws_tree = l->dir_tree = -1;
+		l->own[0].tree = l->own[1].tree = -1;
 		l->owner = getpid();
 	}
 	return l;
@@ -157,6 +158,10 @@ void layer_free(struct ab_layer *l)
 	ab_close_keep_errno(l->dir_tree);
 	for (size_t i = 0; i < l->n_binds; i++)
 		free(l->binds[i].dst);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(l->own); i++) {
+		ab_close_keep_errno(l->own[i].tree);
+		free(l->own[i].dst);
+	}
 	free(l->binds);
 	for (size_t i = 0; i < l->n_protect; i++)
 		free(l->protect[i]);

@@ -47,6 +47,14 @@ struct ab_layer {
 		bool rw;
 	} * binds;
 	size_t n_binds;
+	/* the sandbox's own paths a switch restacks too (/tmp, home:
+	 * view/owntmp.h), in the view's order: each its backing tmpfs,
+	 * detached (SYNC_VIEWNS 4 + index), or -1 where it is a plain tmpfs */
+	struct layer_own {
+		char *dst;
+		int tree;
+	} own[2];
+	size_t n_own;
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */

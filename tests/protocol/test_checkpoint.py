@@ -97,6 +97,48 @@ class Checkpoints(DetachedBase):
         self.ok("rm", sid)
         self.assertEqual(self.layer_dirs(), [])
 
+    def test_tmp_and_home_restored(self):
+        """/tmp and the home directory are in a checkpoint: a restore
+        brings back an earlier content there, removes a later file, and
+        each keeps its mode, its owner and the size limit it had."""
+        sid = self.create("--workspace-mode", "overlay")
+        before = self.sh(sid, 'stat -c "%a %u" /tmp "$HOME"')
+        self.sh(sid, 'echo t1 > /tmp/t; echo h1 > "$HOME/h"; mkdir /tmp/d;'
+                     ' echo in > /tmp/d/f')
+        out = json.loads(self.ok("checkpoints", "--json", sid))
+        reply = self.ab("checkpoint", sid)
+        self.assertEqual(reply.returncode, 0, reply.stderr)
+        self.sh(sid, 'echo t2 > /tmp/t; echo h2 > "$HOME/h"; echo later > /tmp/later;'
+                     ' rm -r /tmp/d; echo new > "$HOME/n"')
+        self.ok("restore", sid, "c1")
+        self.assertEqual(self.sh(sid, 'cat /tmp/t "$HOME/h" /tmp/d/f; ls /tmp; ls "$HOME"'),
+                         "t1\nh1\nin\nd\nt\nh\n")
+        self.assertEqual(self.sh(sid, 'stat -c "%a %u" /tmp "$HOME"'), before)
+        # a plain user's write where it could before, none where it could not
+        self.sh(sid, "echo again > /tmp/t; touch /tmp/x && rm /tmp/x")
+        r = self.ab("exec", sid, "-c", "echo x > /etc/agentbox-test")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(self.sh(sid, "stat -f -c %T /tmp"), "overlayfs\n")
+        self.assertEqual(out["paths"], ["/workspace", "/tmp",
+                                        self.sh(sid, 'echo "$HOME"').strip()])
+        listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
+        # the files of c1's layers of /tmp and home (the git identity's too)
+        gitconfig = int(self.sh(sid, 'cat "$HOME/.gitconfig" 2>/dev/null | wc -c'))
+        self.assertEqual(listed[0]["own_bytes"], len("t1\nh1\nin\n") + gitconfig)
+
+    def test_tmp_size_limit_holds(self):
+        """--tmpfs-size bounds /tmp's layers together: what a checkpoint
+        keeps still counts after the file is deleted."""
+        sid = self.create("--workspace-mode", "overlay", "--tmpfs-size", "8M")
+        self.sh(sid, "head -c 6000000 /dev/zero > /tmp/big")
+        self.ok("checkpoint", sid)
+        self.sh(sid, "rm /tmp/big")
+        r = self.ab("exec", sid, "-c", "head -c 6000000 /dev/zero > /tmp/big2")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("No space left", r.stderr)
+        self.ok("restore", sid, "c1")
+        self.assertEqual(self.sh(sid, "wc -c < /tmp/big"), "6000000\n")
+
     def test_bad_requests(self):
         sid = self.create("--workspace-mode", "overlay")
         r = self.ab("restore", sid, "nope")
