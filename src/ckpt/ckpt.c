@@ -369,6 +369,16 @@ bool ckpt_stacked(const struct ab_layer *l)
 	return access(path, F_OK) == 0;
 }
 
+int ckpt_review_prepare(struct ab_layer *l, struct ab_error *err)
+{
+	struct stack s;
+	int r = stack_read(l, &s, err);
+	if (r == 0 && (r = ckpt_merge(l, s.top, s.n_top, err)) == 0)
+		l->review_upper = CKPT_MERGED;
+	stack_free(&s);
+	return r;
+}
+
 bool ckpt_is_changes_since(const char *op, json_object *req)
 {
 	return !strcmp(op, "changes") && str_field(req, "since");

@@ -50,6 +50,9 @@ struct ab_layer {
 	/* the sandbox's own paths a switch restacks too (/tmp, home:
 	 * view/owntmp.h), in the view's order: each its backing tmpfs,
 	 * detached (SYNC_VIEWNS 4 + index), or -1 where it is a plain tmpfs */
+	/* the directory of DIR a review reads as its upper: NULL, "upper";
+	 * a stack's merged uppers (ckpt/: ckpt_review_prepare) */
+	const char *review_upper;
 	struct layer_own {
 		char *dst;
 		int tree;

@@ -69,12 +69,10 @@ class Checkpoints(DetachedBase):
         got = {c["path"]: c["status"] for c in out["changes"]}
         self.assertEqual(got, {"a.txt": "written", "b.txt": "deleted",
                                "c.txt": "written"})
-        # the first layer alone is no longer the workspace's: refused, not wrong
-        r = self.ab("changes", sid)
-        self.assertEqual(r.returncode, 125)
-        self.assertIn("stands on checkpoints", r.stderr)
-        r = self.ab("commit", sid)
-        self.assertEqual(r.returncode, 125)
+        # against the host: the stack's merged view (b.txt came and went)
+        out = json.loads(self.ok("changes", "--json", sid))
+        got = {c["path"]: c["status"] for c in out["changes"]}
+        self.assertEqual(got, {"a.txt": "modified", "c.txt": "added"})
         self.assertEqual(self.ok("checkpoint", "--name", "after", sid).strip(), "after")
         listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
         self.assertEqual([c["name"] for c in listed], ["c1", "after"])
@@ -96,6 +94,52 @@ class Checkpoints(DetachedBase):
         self.assertEqual(len(self.layer_dirs()), 1)
         self.ok("rm", sid)
         self.assertEqual(self.layer_dirs(), [])
+
+    def test_review_and_commit_a_stack(self):
+        """changes and commit of a workspace on checkpoints: the merged
+        view of its uppers (a whiteout or an opaque directory of a later
+        layer hides what an earlier one wrote, and the host's files)
+        against the host, with the same conflict check as one upper."""
+        os.makedirs(os.path.join(self.ws, "hd"))
+        for name, text in (("h.txt", "h\n"), ("hd/keep", "k\n"), ("conf.txt", "c1\n")):
+            with open(os.path.join(self.ws, name), "w") as f:
+                f.write(text)
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo v2 > a.txt; echo x > b.txt; mkdir d; echo 1 > d/f; rm h.txt;"
+                     " echo mine > conf.txt")
+        self.ok("checkpoint", sid)
+        self.sh(sid, "echo v3 > a.txt; rm b.txt; echo new > c.txt; rm -r d; mkdir d;"
+                     " echo 2 > d/g; rm -r hd; mkdir hd; echo n > hd/new")
+        self.ok("checkpoint", sid)
+        self.sh(sid, "echo v4 > a.txt")
+        out = json.loads(self.ok("changes", "--json", sid))
+        got = {c["path"]: c["status"] for c in out["changes"]}
+        self.assertEqual(got, {"a.txt": "modified", "c.txt": "added", "d": "added",
+                               "d/g": "added", "h.txt": "deleted", "hd": "modified", "hd/keep": "deleted",
+                               "hd/new": "added", "conf.txt": "modified"}, out)
+        # the host's conf.txt changed since the sandbox started: a conflict
+        time.sleep(0.05)
+        with open(os.path.join(self.ws, "conf.txt"), "w") as f:
+            f.write("theirs\n")
+        r = self.ab("commit", sid)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("changed on the host since the layer started: conf.txt", r.stderr)
+        with open(os.path.join(self.ws, "a.txt")) as f:
+            self.assertEqual(f.read(), "v1\n")  # nothing written before the check
+        self.ok("commit", "--force", sid)
+        def read(name):
+            with open(os.path.join(self.ws, name)) as f:
+                return f.read()
+        self.assertEqual((read("a.txt"), read("c.txt"), read("d/g"), read("hd/new"),
+                          read("conf.txt")), ("v4\n", "new\n", "2\n", "n\n", "mine\n"))
+        self.assertEqual(sorted(os.listdir(self.ws)),
+                         ["a.txt", "c.txt", "conf.txt", "d", "hd"])
+        self.assertEqual(os.listdir(os.path.join(self.ws, "hd")), ["new"])
+        out = json.loads(self.ok("changes", "--json", sid))
+        self.assertEqual(out["changes"], [])
+        # the merged view is the review's alone: nothing of it stays
+        for d in self.layer_dirs():
+            self.assertNotIn("merged", os.listdir(d))
 
     def test_tmp_and_home_restored(self):
         """/tmp and the home directory are in a checkpoint: a restore
