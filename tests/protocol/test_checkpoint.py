@@ -204,6 +204,8 @@ class Checkpoints(DetachedBase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("direct mode", r.stderr)
         self.assertIn("--workspace-mode overlay", r.stderr)
+        row = [s for s in json.loads(self.ok("ls", "--json")) if s["id"] == sid][0]
+        self.assertIsNone(row["disk"])
 
     def test_busy_while_a_command_runs(self):
         sid = self.create("--workspace-mode", "overlay")
@@ -261,6 +263,10 @@ class Checkpoints(DetachedBase):
         self.assertEqual(self.sh(sid, "ls t | wc -l; wc -c < big"), "3000\n67108864\n")
         listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
         self.assertGreaterEqual(listed[0]["bytes"], 67108864)
+        # ls: the disk the layers take, every checkpoint's
+        row = [s for s in json.loads(self.ok("ls", "--json")) if s["id"] == sid][0]
+        self.assertGreaterEqual(row["disk"], 67108864 + 3000)
+        self.assertIn("DISK", self.ok("ls").splitlines()[0])
         self.ok("checkpoint", sid)
         listed = json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"]
         self.assertLess(sum(c["bytes"] for c in listed), 67108864 * 3 // 2, listed)
