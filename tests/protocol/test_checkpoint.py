@@ -198,6 +198,36 @@ class Checkpoints(DetachedBase):
         r = self.ab("changes", "--since", "nope", sid)
         self.assertEqual(r.returncode, 125)
 
+    def test_depth_limit_refused_then_restore(self):
+        """63 checkpoints in a row stand the workspace (and /tmp) on 64
+        layers; the next is refused saying what to do, and a restore goes
+        on from the earlier checkpoint's depth (docs/checkpoints.md,
+        "Bounds")."""
+        sid = self.create("--workspace-mode", "overlay")
+        c = Client(self.sock(sid))
+        self.addCleanup(c.close)
+        self.assertEqual(c.recv()["type"], "hello")
+        for i in range(64):
+            c.send(id="w%d" % i, op="exec", command="echo %d > n; echo %d > /tmp/n" % (i, i))
+            while c.recv().get("id") != "w%d" % i:
+                pass
+            c.send(id="c%d" % i, op="checkpoint")
+            while True:
+                m = c.recv()
+                if m.get("id") == "c%d" % i:
+                    break
+            if i < 63:
+                self.assertEqual(m["type"], "result", m)
+        self.assertEqual(m["type"], "error")
+        self.assertEqual(m["code"], "invalid_request")
+        self.assertIn("restore an earlier checkpoint", m["message"])
+        c.close()  # one client at a time: the CLI's turn
+        time.sleep(0.2)
+        self.assertEqual(self.sh(sid, "cat n /tmp/n"), "63\n63\n")
+        self.ok("restore", sid, "c5")
+        self.assertEqual(self.sh(sid, "cat n /tmp/n"), "4\n4\n")
+        self.assertEqual(self.ok("checkpoint", "--name", "again", sid).strip(), "again")
+
     def test_direct_mode_refused(self):
         sid = self.create()
         r = self.ab("checkpoint", sid)
