@@ -169,15 +169,17 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 			own[i] = -1;
 	if (r >= 0 && move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at /workspace");
+	bool moved[AB_ARRAY_SIZE(l->own)] = {false, false};
 	for (size_t i = 0; r >= 0 && i < l->n_own; i++)
-		if (own[i] >= 0 &&
-		    move_mount(own[i], "", AT_FDCWD, l->own[i].dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		if (own[i] >= 0 && !(moved[i] = move_mount(own[i], "", AT_FDCWD, l->own[i].dst,
+							   MOVE_MOUNT_F_EMPTY_PATH) == 0))
 			r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at %s",
 					 l->own[i].dst);
 	for (size_t i = 0; i < l->n_own; i++) {
 		ab_close_keep_errno(own[i]);
-		/* nothing switched: the next try makes them again */
-		if (r < 0 && l->own[i].tree >= 0) {
+		/* not switched: the next try makes them again (an attached
+		 * one's upper is in use) */
+		if (r < 0 && l->own[i].tree >= 0 && !moved[i]) {
 			layer_remove_tree_at(l->own[i].tree, names[0]);
 			layer_remove_tree_at(l->own[i].tree, work);
 		}
