@@ -54,6 +54,10 @@ int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const cha
  * lie beneath top (not restored past). */
 int ckpt_changes(const struct ab_layer *l, char *const *top, size_t n_top, char *const *c,
 		 size_t n_c, json_object *o, struct ab_error *err);
+/* name in dfd (st its lstat) is an overlay whiteout: a 0/0 character
+ * device, or an empty file with user.overlay.whiteout. */
+struct stat;
+bool ckpt_whiteout(int dfd, const char *name, const struct stat *st);
 /* The bytes of the regular files in the tree at path (0 when unreadable). */
 long long ckpt_tree_bytes(const char *path);
 

@@ -61,13 +61,6 @@ static bool xattr_is(int dfd, const char *name, const char *attr, const char *wa
 	       (!want || ((size_t)n == strlen(want) && memcmp(val, want, (size_t)n) == 0));
 }
 
-static bool whiteout(int dfd, const char *name, const struct stat *st)
-{
-	return (S_ISCHR(st->st_mode) && st->st_rdev == 0) ||
-	       (S_ISREG(st->st_mode) && st->st_size == 0 &&
-		xattr_is(dfd, name, "user.overlay.whiteout", NULL));
-}
-
 /* The directory rel beneath root, for reading; -1 when it is not one. */
 static int open_dir(int root, const char *rel)
 {
@@ -86,7 +79,7 @@ static int decide(struct merge *m, int *d, size_t i, int out, const char *name, 
 	struct stat st;
 	if (fstatat(d[i], name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0; /* gone meanwhile: as if never there */
-	if (whiteout(d[i], name, &st))
+	if (ckpt_whiteout(d[i], name, &st))
 		return mknodat(out, name, S_IFCHR | 0600, makedev(0, 0)) < 0 ? -errno : 0;
 	if (!S_ISDIR(st.st_mode))
 		return linkat(d[i], name, out, name, 0) < 0 ? -errno : 0;
