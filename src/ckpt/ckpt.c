@@ -263,6 +263,29 @@ static long long own_bytes(const struct ab_layer *l, const char *name)
 	return n;
 }
 
+/* --layer-quota: what the layers of all the caller's sandboxes hold (the
+ * directory l->dir is in), under the bound. A walk of them all: its time
+ * grows with their entries, which only a quota asks for. */
+static int quota_check(const struct ab_layer *l, struct ab_error *err)
+{
+	char base[PATH_MAX];
+	const char *slash = strrchr(l->dir, '/');
+	if (!l->quota || !slash)
+		return 0;
+	snprintf(base, sizeof(base), "%.*s", (int)(slash - l->dir), l->dir);
+	long long used = 0;
+	int r = ckpt_tree_bytes_all(base, &used);
+	if (r < 0 && r != -E2BIG)
+		return ab_error_set(err, -r, "checkpoint: cannot count the layers in %s", base);
+	if (r == 0 && (unsigned long long)used < l->quota)
+		return 0;
+	return ab_error_plain(err, EDQUOT,
+			      "checkpoint: the layers of your sandboxes (%s) hold %s%lld bytes, "
+			      "the quota is %llu (--layer-quota): commit and rm a sandbox, or "
+			      "restore an earlier checkpoint",
+			      base, r < 0 ? "more than " : "", used, l->quota);
+}
+
 static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object *req,
 			 json_object *o, struct ab_error *err)
 {
@@ -284,6 +307,9 @@ static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object 
 	if (find(s, name))
 		return ab_error_plain(err, EEXIST, "checkpoint: there is a checkpoint %s already",
 				      name);
+	int r = quota_check(l, err);
+	if (r < 0)
+		return r;
 	struct ckpt *c = realloc(s->c, (s->n_c + 1) * sizeof(*c));
 	if (!c)
 		return ab_error_set(err, ENOMEM, "checkpoint");
@@ -297,7 +323,7 @@ static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object 
 			return ab_error_set(err, ENOMEM, "checkpoint");
 		}
 	s->n_c++;
-	int r = switch_to(l, s, c->layers, c->n, err);
+	r = switch_to(l, s, c->layers, c->n, err);
 	if (r < 0)
 		return r;
 	json_object_object_add(o, "checkpoint", json_object_new_string(name));

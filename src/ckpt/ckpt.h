@@ -60,6 +60,9 @@ struct stat;
 bool ckpt_whiteout(int dfd, const char *name, const struct stat *st);
 /* The bytes of the regular files in the tree at path (0 when unreadable). */
 long long ckpt_tree_bytes(const char *path);
+/* The same, or -errno when the walk could not count them all (-E2BIG past
+ * its bound of entries); *bytes what it counted. */
+int ckpt_tree_bytes_all(const char *path, long long *bytes);
 
 /* A review (changes, commit) of a workspace that stands on checkpoints:
  * the stack's merged uppers made in l->dir/merged, which l->review_upper

@@ -121,6 +121,14 @@ long long ckpt_tree_bytes(const char *path)
 	return w.bytes;
 }
 
+int ckpt_tree_bytes_all(const char *path, long long *bytes)
+{
+	struct walk w = {0};
+	int r = walk_layer(&w, path);
+	*bytes = w.bytes;
+	return r;
+}
+
 int ckpt_changes(const struct ab_layer *l, char *const *top, size_t n_top, char *const *c,
 		 size_t n_c, json_object *o, struct ab_error *err)
 {

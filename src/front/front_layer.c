@@ -130,6 +130,7 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 					   err.code == EEXIST	? AB_ERRC_EXISTS
 					   : err.code == ENOENT ? AB_ERRC_NOT_FOUND
 					   : err.code == EINVAL ? AB_ERRC_INVALID_REQUEST
+					   : err.code == EDQUOT ? AB_ERRC_NO_SPACE
 								: AB_ERRC_INTERNAL,
 					   err.msg);
 			return 0;

@@ -302,6 +302,7 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 	l->workspace = strdup(cfg->workspace);
 	if (!l->workspace)
 		return ab_error_set(err, ENOMEM, "planning the layer");
+	l->quota = cfg->layer_quota;
 	if (cfg->keep_changes) {
 		l->keep = true;
 		if ((r = claim_kept_dir(cfg, l, &reuse, err)) < 0)

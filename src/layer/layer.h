@@ -47,12 +47,14 @@ struct ab_layer {
 		bool rw;
 	} * binds;
 	size_t n_binds;
-	/* the sandbox's own paths a switch restacks too (/tmp, home:
-	 * view/owntmp.h), in the view's order: each its backing tmpfs,
-	 * detached (SYNC_VIEWNS 4 + index), or -1 where it is a plain tmpfs */
+	/* --layer-quota: ckpt/ checks it at each checkpoint; 0: none */
+	unsigned long long quota;
 	/* the directory of DIR a review reads as its upper: NULL, "upper";
 	 * a stack's merged uppers (ckpt/: ckpt_review_prepare) */
 	const char *review_upper;
+	/* the sandbox's own paths a switch restacks too (/tmp, home:
+	 * view/owntmp.h), in the view's order: each its backing tmpfs,
+	 * detached (SYNC_VIEWNS 4 + index), or -1 where it is a plain tmpfs */
 	struct layer_own {
 		char *dst;
 		int tree;

@@ -228,6 +228,23 @@ class Checkpoints(DetachedBase):
         self.assertEqual(self.sh(sid, "cat n /tmp/n"), "4\n4\n")
         self.assertEqual(self.ok("checkpoint", "--name", "again", sid).strip(), "again")
 
+    def test_layer_quota(self):
+        """--layer-quota: a checkpoint is refused once the caller's layers
+        hold that much (root's layers directory is shared with whatever
+        else root runs here: only a refusal is certain below a quota)."""
+        sid = self.create("--workspace-mode", "overlay", "--layer-quota", "1M")
+        self.sh(sid, "head -c 2000000 /dev/zero > big")
+        r = self.ab("checkpoint", sid)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("the quota is 1048576 (--layer-quota)", r.stderr)
+        self.assertEqual(json.loads(self.ok("checkpoints", "--json", sid))["checkpoints"], [])
+        roomy = self.create("--workspace-mode", "overlay", "--layer-quota", "1000000G")
+        self.sh(roomy, "head -c 2000000 /dev/zero > big")
+        self.assertEqual(self.ok("checkpoint", roomy).strip(), "c1")
+        r = self.ab("create", "--workspace", self.ws, "--layer-quota", "1k")
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--layer-quota", r.stderr)
+
     def test_direct_mode_refused(self):
         sid = self.create()
         r = self.ab("checkpoint", sid)
