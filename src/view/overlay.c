@@ -158,13 +158,14 @@ int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
 	struct ab_layer *l = plan->layer;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct view_entry *e = &plan->e[i];
+		/* /tmp and home: their tmpfs comes from the init (owntmp.h) */
+		if (e->own_layer && l->n_own < AB_ARRAY_SIZE(l->own) &&
+		    !(l->own[l->n_own++].dst = strdup(e->dst)))
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
 		/* as root: clones of its own (a plain user's come from the
 		 * init: overlay_clone_for_checkpoints); the init attaches the
 		 * tree it was given and detaches it again, which a copy of the
 		 * fd would follow */
-		if (e->own_layer && l->n_own < AB_ARRAY_SIZE(l->own) &&
-		    !(l->own[l->n_own++].dst = strdup(e->dst)))
-			return ab_error_set(err, ENOMEM, "planning the checkpoints");
 		bool root = geteuid() == 0 && e->overlay;
 		if (root && l->ws_tree < 0) {
 			l->ws_tree = e->tree_fd >= 0
