@@ -106,8 +106,16 @@ static int build_own(const struct layer_own *o, char *const *names, size_t n, co
 	    fchmodat(o->tree, names[0], st.st_mode & 07777, 0) < 0 ||
 	    mkdirat(o->tree, work, 0700) < 0)
 		r = ab_error_set(err, errno, "checkpoint: cannot make a layer of %s", o->dst);
+	/* a layer of the stack this tmpfs never had (one a sandbox started
+	 * from, not made by its own switches) adds nothing here */
+	char *have[CKPT_MAX_DEPTH + 1];
+	size_t k = 0;
+	struct stat x;
+	for (size_t i = 0; i < n && i < AB_ARRAY_SIZE(have); i++)
+		if (i == 0 || fstatat(o->tree, names[i], &x, AT_SYMLINK_NOFOLLOW) == 0)
+			have[k++] = names[i];
 	if (r >= 0)
-		r = build(o->tree, names, n, o->tree, OWNTMP_BASE, work, false, o->dst, err);
+		r = build(o->tree, have, k, o->tree, OWNTMP_BASE, work, false, o->dst, err);
 	setfsuid(uid);
 	setfsgid(gid);
 	return r;
