@@ -138,6 +138,9 @@ struct ab_config {
 	char *home; /* $HOME inside the view */
 	struct ab_mount *mounts;
 	size_t n_mounts;
+	/* overlay: a checkpoint is refused once the caller's layers hold this
+	 * many bytes (--layer-quota, docs/checkpoints.md); 0: no bound */
+	unsigned long long layer_quota;
 
 	uid_t uid, gid;		  /* identity inside the sandbox */
 	uid_t host_uid, host_gid; /* what that identity is on the host */

@@ -264,6 +264,54 @@ static const char *str_field(json_object *req, const char *key)
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
+/* What a switch restacks: /workspace, and /tmp and home where they are
+ * overlays (view/owntmp.h). */
+static json_object *paths_of(const struct ab_layer *l)
+{
+	json_object *arr = json_object_new_array();
+	json_object_array_add(arr, json_object_new_string("/workspace"));
+	for (size_t i = 0; i < l->n_own; i++)
+		if (l->own[i].tree >= 0)
+			json_object_array_add(arr, json_object_new_string(l->own[i].dst));
+	return arr;
+}
+
+/* The bytes of layer name of /tmp's and home's, in the sandbox's memory. */
+static long long own_bytes(const struct ab_layer *l, const char *name)
+{
+	long long n = 0;
+	for (size_t i = 0; i < l->n_own; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", l->own[i].tree, name);
+		if (l->own[i].tree >= 0)
+			n += ckpt_tree_bytes(path);
+	}
+	return n;
+}
+
+/* --layer-quota: what the layers of all the caller's sandboxes hold (the
+ * directory l->dir is in), under the bound. A walk of them all: its time
+ * grows with their entries, which only a quota asks for. */
+static int quota_check(const struct ab_layer *l, struct ab_error *err)
+{
+	char base[PATH_MAX];
+	const char *slash = strrchr(l->dir, '/');
+	if (!l->quota || !slash)
+		return 0;
+	snprintf(base, sizeof(base), "%.*s", (int)(slash - l->dir), l->dir);
+	long long used = 0;
+	int r = ckpt_tree_bytes_all(base, &used);
+	if (r < 0 && r != -E2BIG)
+		return ab_error_set(err, -r, "checkpoint: cannot count the layers in %s", base);
+	if (r == 0 && (unsigned long long)used < l->quota)
+		return 0;
+	return ab_error_plain(err, EDQUOT,
+			      "checkpoint: the layers of your sandboxes (%s) hold %s%lld bytes, "
+			      "the quota is %llu (--layer-quota): commit and rm a sandbox, or "
+			      "restore an earlier checkpoint",
+			      base, r < 0 ? "more than " : "", used, l->quota);
+}
+
 static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object *req,
 			 json_object *o, struct ab_error *err)
 {
@@ -285,6 +333,9 @@ static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object 
 	if (find(s, name))
 		return ab_error_plain(err, EEXIST, "checkpoint: there is a checkpoint %s already",
 				      name);
+	int r = quota_check(l, err);
+	if (r < 0)
+		return r;
 	struct ckpt *c = realloc(s->c, (s->n_c + 1) * sizeof(*c));
 	if (!c)
 		return ab_error_set(err, ENOMEM, "checkpoint");
@@ -298,11 +349,12 @@ static int op_checkpoint(const struct ab_layer *l, struct stack *s, json_object 
 			return ab_error_set(err, ENOMEM, "checkpoint");
 		}
 	s->n_c++;
-	int r = switch_to(l, s, c->layers, c->n, err);
+	r = switch_to(l, s, c->layers, c->n, err);
 	if (r < 0)
 		return r;
 	json_object_object_add(o, "checkpoint", json_object_new_string(name));
 	json_object_object_add(o, "layers", json_object_new_int((int)c->n));
+	json_object_object_add(o, "paths", paths_of(l));
 	return 0;
 }
 
@@ -319,6 +371,7 @@ static int op_restore(const struct ab_layer *l, struct stack *s, json_object *re
 	if (r < 0)
 		return r;
 	json_object_object_add(o, "checkpoint", json_object_new_string(name));
+	json_object_object_add(o, "paths", paths_of(l));
 	return 0;
 }
 
@@ -333,9 +386,12 @@ static int op_list(const struct ab_layer *l, struct stack *s, json_object *o)
 		json_object_object_add(e, "layers", json_object_new_int((int)s->c[i].n));
 		/* what this checkpoint's own layer holds: the writes since the one below */
 		json_object_object_add(e, "bytes", json_object_new_int64(ckpt_tree_bytes(path)));
+		json_object_object_add(e, "own_bytes",
+				       json_object_new_int64(own_bytes(l, s->c[i].layers[0])));
 		json_object_array_add(arr, e);
 	}
 	json_object_object_add(o, "checkpoints", arr);
+	json_object_object_add(o, "paths", paths_of(l));
 	json_object_object_add(o, "layers", json_object_new_int((int)s->n_top));
 	return 0;
 }
@@ -365,6 +421,29 @@ bool ckpt_stacked(const struct ab_layer *l)
 		return false;
 	snprintf(path, sizeof(path), "%s/" STACK_FILE, l->dir);
 	return access(path, F_OK) == 0;
+}
+
+int ckpt_review_prepare(struct ab_layer *l, struct ab_error *err)
+{
+	struct stack s;
+	int r = stack_read(l, &s, err);
+	if (r < 0)
+		return r;
+	/* a fork's: its own layers over the ones it stands on ("DIR/uN",
+	 * DIR beside l->dir) */
+	cleanup_strv char **names = NULL;
+	char rel[PATH_MAX];
+	size_t n = 0;
+	for (size_t i = 0; r == 0 && i < s.n_top + s.n_base; i++) {
+		if (i >= s.n_top)
+			snprintf(rel, sizeof(rel), "../%s", s.base[i - s.n_top]);
+		if (ab_strv_push(&names, &n, i < s.n_top ? s.top[i] : rel) < 0)
+			r = ab_error_set(err, ENOMEM, "changes: out of memory");
+	}
+	if (r == 0 && (r = ckpt_merge(l, names, n, err)) == 0)
+		l->review_upper = CKPT_MERGED;
+	stack_free(&s);
+	return r;
 }
 
 bool ckpt_is_changes_since(const char *op, json_object *req)

@@ -89,7 +89,25 @@ int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const cha
  * lie beneath top (not restored past). */
 int ckpt_changes(const struct ab_layer *l, char *const *top, size_t n_top, char *const *c,
 		 size_t n_c, json_object *o, struct ab_error *err);
+/* name in dfd (st its lstat) is an overlay whiteout: a 0/0 character
+ * device, or an empty file with user.overlay.whiteout. */
+struct stat;
+bool ckpt_whiteout(int dfd, const char *name, const struct stat *st);
 /* The bytes of the regular files in the tree at path (0 when unreadable). */
 long long ckpt_tree_bytes(const char *path);
+/* The same, or -errno when the walk could not count them all (-E2BIG past
+ * its bound of entries); *bytes what it counted. */
+int ckpt_tree_bytes_all(const char *path, long long *bytes);
+
+/* A review (changes, commit) of a workspace that stands on checkpoints:
+ * the stack's merged uppers made in l->dir/merged, which l->review_upper
+ * then names for layer_review.c; undone with ckpt_merge_remove(). */
+int ckpt_review_prepare(struct ab_layer *l, struct ab_error *err);
+/* ckpt_review.c: the uppers top[0..n-1] (top first) merged into
+ * l->dir/merged: hard links, whiteouts and opaque directories, no data
+ * copied; the review reads it as one upper. */
+#define CKPT_MERGED "merged"
+int ckpt_merge(const struct ab_layer *l, char *const *top, size_t n, struct ab_error *err);
+void ckpt_merge_remove(const struct ab_layer *l);
 
 #endif

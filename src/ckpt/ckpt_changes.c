@@ -34,7 +34,7 @@ static const char *type_of(mode_t m)
 	return S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : S_ISREG(m) ? "file" : "other";
 }
 
-static bool whiteout(int dfd, const char *name, const struct stat *st)
+bool ckpt_whiteout(int dfd, const char *name, const struct stat *st)
 {
 	if (S_ISCHR(st->st_mode) && st->st_rdev == 0)
 		return true;
@@ -85,7 +85,7 @@ static int walk(struct walk *w, int dfd, const char *rel, int depth)
 		if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
 		    (int)sizeof(path))
 			continue;
-		if (whiteout(dirfd(d), de->d_name, &st)) {
+		if (ckpt_whiteout(dirfd(d), de->d_name, &st)) {
 			note(w, path, "deleted", &st);
 			continue;
 		}
@@ -119,6 +119,14 @@ long long ckpt_tree_bytes(const char *path)
 	struct walk w = {0};
 	walk_layer(&w, path);
 	return w.bytes;
+}
+
+int ckpt_tree_bytes_all(const char *path, long long *bytes)
+{
+	struct walk w = {0};
+	int r = walk_layer(&w, path);
+	*bytes = w.bytes;
+	return r;
 }
 
 int ckpt_changes(const struct ab_layer *l, char *const *top, size_t n_top, char *const *c,

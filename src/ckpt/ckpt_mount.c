@@ -20,11 +20,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "layer/layer_review.h"
 #include "layer/protect.h"
+#include "view/owntmp.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -80,14 +85,15 @@ static int open_bases(const struct ab_layer *l, char *const *names, size_t n, st
 }
 
 /* The overlay of dir/names[0] (upper, with its work directory work) over
- * names[1..n-1] and the workspace, detached. One clone of the layer
- * directory holds them all: overlayfs wants the upper and the work
- * directory on one mount; a fork's lower layers of other directories
- * come from their clones (t). */
-static int build(const struct ab_layer *l, char *const *names, size_t n, const char *work,
-		 const struct base_trees *t, size_t n_t, struct ab_error *err)
+ * names[1..n-1] and base/base_name (base itself when NULL), detached: the
+ * workspace's, with one clone of the layer directory holding its layers
+ * (overlayfs wants the upper and the work directory on one mount) and a
+ * fork's lower layers of other directories from their clones (t), or one
+ * of the sandbox's own paths, whose tmpfs holds them all (view/owntmp.h). */
+static int build(int dir, char *const *names, size_t n, const struct base_trees *t, size_t n_t,
+		 int base, const char *base_name, const char *work, bool keep, const char *what,
+		 struct ab_error *err)
 {
-	int dir = l->dir_tree, ws = l->ws_tree;
 	cleanup_fd int fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return ab_error_set(err, errno, "checkpoint: this kernel has no overlayfs");
@@ -98,10 +104,12 @@ static int build(const struct ab_layer *l, char *const *names, size_t n, const c
 		while (sep && k < n_t &&
 		       (strlen(t[k].name) != len || strncmp(t[k].name, names[i], len)))
 			k++;
+		if (sep && k == n_t)
+			return ab_error_plain(err, ENOENT, "checkpoint: no layer %s", names[i]);
 		r = set_layer(fs, "lowerdir+", sep ? t[k].fd : dir, sep ? sep + 1 : names[i], err);
 	}
 	if (r >= 0)
-		r = set_layer(fs, "lowerdir+", ws, NULL, err);
+		r = set_layer(fs, "lowerdir+", base, base_name, err);
 	if (r >= 0)
 		r = set_layer(fs, "upperdir", dir, names[0], err);
 	if (r >= 0)
@@ -109,14 +117,54 @@ static int build(const struct ab_layer *l, char *const *names, size_t n, const c
 	if (r < 0)
 		return r;
 	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
-	    (!l->keep && fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0) ||
+	    (!keep && fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay of %s",
-				    l->workspace);
+		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay of %s", what);
 	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (mnt < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay");
+		return ab_error_set(err, errno, "checkpoint: cannot mount the overlay of %s", what);
+	/* overlayfs that cannot make its work directory mounts read-only */
+	struct statvfs sv;
+	if (fstatvfs(mnt, &sv) < 0 || (sv.f_flag & ST_RDONLY)) {
+		close(mnt);
+		return ab_error_plain(err, EROFS,
+				      "checkpoint: the overlay of %s would be read-only", what);
+	}
 	return mnt;
+}
+
+/* One of the sandbox's own paths (/tmp, home): a fresh upper names[0] and
+ * work on its tmpfs, made and mounted as the owner of its first upper (host
+ * root is not mapped in the sandbox, whose tmpfs that is: the overlay acts
+ * with its maker's credentials), then the overlay over names[1..]. */
+static int build_own(const struct layer_own *o, char *const *names, size_t n, const char *work,
+		     struct ab_error *err)
+{
+	struct stat st;
+	if (fstatat(o->tree, "upper", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return ab_error_set(err, errno, "checkpoint: cannot read the layers of %s", o->dst);
+	uid_t uid = (uid_t)setfsuid((uid_t)-1);
+	gid_t gid = (gid_t)setfsgid((gid_t)-1);
+	setfsgid(st.st_gid);
+	setfsuid(st.st_uid);
+	int r = 0;
+	if (mkdirat(o->tree, names[0], 0700) < 0 ||
+	    fchmodat(o->tree, names[0], st.st_mode & 07777, 0) < 0 ||
+	    mkdirat(o->tree, work, 0700) < 0)
+		r = ab_error_set(err, errno, "checkpoint: cannot make a layer of %s", o->dst);
+	/* a layer of the stack this tmpfs never had (one a sandbox started
+	 * from, not made by its own switches) adds nothing here */
+	char *have[CKPT_MAX_DEPTH + 1];
+	size_t k = 0;
+	struct stat x;
+	for (size_t i = 0; i < n && i < AB_ARRAY_SIZE(have); i++)
+		if (i == 0 || fstatat(o->tree, names[i], &x, AT_SYMLINK_NOFOLLOW) == 0)
+			have[k++] = names[i];
+	if (r >= 0)
+		r = build(o->tree, have, k, NULL, 0, o->tree, OWNTMP_BASE, work, false, o->dst, err);
+	setfsuid(uid);
+	setfsgid(gid);
+	return r;
 }
 
 /* A protected path beneath /workspace, bound again from the new tree (ws)
@@ -153,25 +201,54 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 				    "checkpoint: cannot enter the sandbox's user namespace");
 	struct base_trees t[CKPT_MAX_DEPTH];
 	size_t n_t = 0;
-	int r = open_bases(l, names, n, t, &n_t, err);
-	if (r < 0)
-		return r; /* the child's end closes them */
+	if (open_bases(l, names, n, t, &n_t, err) < 0)
+		return -1; /* the child's end closes them */
 	/* there first: fsopen wants a mount namespace the child may mount in */
 	if (setns(l->view_mntns, CLONE_NEWNS) < 0)
 		return ab_error_set(err, errno,
 				    "checkpoint: cannot enter the sandbox's mount namespace");
-	cleanup_fd int mnt = build(l, names, n, work, t, n_t, err);
+	cleanup_fd int mnt = build(l->dir_tree, names, n, t, n_t, l->ws_tree, NULL, work, l->keep,
+				   l->workspace, err);
 	if (mnt < 0)
 		return mnt;
-	if (move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	/* as the sandbox's own user now: its tmpfs, where host root is not
+	 * mapped, takes files only from a user it maps (and the overlay acts
+	 * with its maker's credentials) */
+	if (geteuid() == 0 && l->n_own && setns(l->view_userns, CLONE_NEWUSER) < 0)
 		return ab_error_set(err, errno,
-				    "checkpoint: cannot mount the layers at /workspace");
+				    "checkpoint: cannot enter the sandbox's user namespace");
+	/* every overlay made before any is attached: a failure leaves all as
+	 * they were */
+	int own[AB_ARRAY_SIZE(l->own)] = {-1, -1};
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < l->n_own; i++)
+		if (l->own[i].tree >= 0 &&
+		    (r = own[i] = build_own(&l->own[i], names, n, work, err)) < 0)
+			own[i] = -1;
+	if (r >= 0 && move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at /workspace");
+	bool moved[AB_ARRAY_SIZE(l->own)] = {false, false};
+	for (size_t i = 0; r >= 0 && i < l->n_own; i++)
+		if (own[i] >= 0 && !(moved[i] = move_mount(own[i], "", AT_FDCWD, l->own[i].dst,
+							   MOVE_MOUNT_F_EMPTY_PATH) == 0))
+			r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at %s",
+					 l->own[i].dst);
+	for (size_t i = 0; i < l->n_own; i++) {
+		ab_close_keep_errno(own[i]);
+		/* not switched: the next try makes them again (an attached
+		 * one's upper is in use) */
+		if (r < 0 && l->own[i].tree >= 0 && !moved[i]) {
+			layer_remove_tree_at(l->own[i].tree, names[0]);
+			layer_remove_tree_at(l->own[i].tree, work);
+		}
+	}
+	if (r < 0)
+		return r;
 	cleanup_fd int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ws < 0)
 		return ab_error_set(err, errno, "checkpoint: cannot open the new /workspace");
 	for (size_t i = 0; i < l->n_binds; i++) {
-		r = rebind(ws, &l->binds[i], err);
-		if (r < 0)
+		if ((r = rebind(ws, &l->binds[i], err)) < 0)
 			return r;
 	}
 	return 0;

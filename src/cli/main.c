@@ -93,6 +93,8 @@ static const char usage_run[] =
 	"                       (docs/workspace.md)\n"
 	"  --keep-changes DIR   overlay: keep the layer in DIR after the run, for\n"
 	"                       agentbox changes/commit/discard DIR\n"
+	"  --layer-quota SIZE   overlay: refuse a checkpoint once the layers of all\n"
+	"                       your sandboxes hold SIZE (docs/checkpoints.md)\n"
 	"  --cwd PATH           working directory in the view (default /workspace)\n"
 	"  --skills DIR         bind DIR read-only at /skills\n"
 	"  --rootfs DIR         the view's system from the root tree DIR, read-only,\n"

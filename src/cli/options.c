@@ -52,6 +52,7 @@ enum {
 	OPT_KILL_AFTER,
 	OPT_MAX_TIMEOUT,
 	OPT_TMPFS_SIZE,
+	OPT_LAYER_QUOTA,
 	OPT_RLIMIT,
 	OPT_REPORT,
 	OPT_CAPTURE,
@@ -102,6 +103,7 @@ static const struct option run_options[] = {
 	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
 	{"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
 	{"tmpfs-size", required_argument, NULL, OPT_TMPFS_SIZE},
+	{"layer-quota", required_argument, NULL, OPT_LAYER_QUOTA},
 	{"rlimit", required_argument, NULL, OPT_RLIMIT},
 	{"report", required_argument, NULL, OPT_REPORT},
 	{"capture", no_argument, NULL, OPT_CAPTURE},
@@ -275,6 +277,8 @@ static int parse_limit_option(struct ab_config *cfg, int c, const char *opt, con
 		return parse_duration_option(opt, arg, &cfg->max_timeout_ms, err);
 	case OPT_TMPFS_SIZE:
 		return parse_size_option(opt, arg, 64 << 10, 1ULL << 40, &cfg->tmpfs_size, err);
+	case OPT_LAYER_QUOTA: /* docs/checkpoints.md, "Quota" */
+		return parse_size_option(opt, arg, 1 << 20, 1ULL << 60, &cfg->layer_quota, err);
 	case OPT_MAX_OUTPUT:
 		return parse_size_option(opt, arg, 1 << 10, MAX_MAX_OUTPUT, &cfg->max_output, err);
 	case OPT_RLIMIT:

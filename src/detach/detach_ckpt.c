@@ -17,13 +17,15 @@ static const char usage_ckpt[] =
 	"(agentbox create --workspace-mode overlay; docs/checkpoints.md):\n"
 	"  checkpoint   make what /workspace holds now a read-only layer, and go on\n"
 	"               in a fresh one; prints the checkpoint's name (NAME, or c1,\n"
-	"               c2...). No file is copied: it takes the time of a mount\n"
-	"  checkpoints  list them: name, layers beneath, bytes of its own layer\n"
+	"               c2...). /tmp and the home directory are taken with it\n"
+	"               (overlays too, in the sandbox's memory). No file is copied:\n"
+	"               it takes the time of a mount\n"
+	"  checkpoints  list them: name, layers beneath, bytes of its own layer of\n"
+	"               /workspace (on disk) and of /tmp and home (in memory)\n"
 	"  restore      bring /workspace back to checkpoint NAME (later checkpoints\n"
 	"               stay, and may be restored in turn)\n"
 	"Both refuse while a command runs. Processes left in the background keep\n"
-	"the tree they had (their working directory and open files); /tmp and the\n"
-	"home directory are not part of a checkpoint.\n"
+	"the tree they had (their working directory and open files).\n"
 	"\n"
 	"Exit status: 0 done; 125 failed.\n";
 
@@ -36,13 +38,14 @@ static int fail(const char *cmd, const char *msg)
 static void print_list(json_object *o)
 {
 	json_object *arr = json_object_object_get(o, "checkpoints");
-	printf("%-24s %6s %12s\n", "NAME", "LAYERS", "BYTES");
+	printf("%-24s %6s %12s %12s\n", "NAME", "LAYERS", "BYTES", "TMP+HOME");
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
 		json_object *c = json_object_array_get_idx(arr, i);
-		printf("%-24s %6d %12lld\n",
+		printf("%-24s %6d %12lld %12lld\n",
 		       json_object_get_string(json_object_object_get(c, "name")),
 		       json_object_get_int(json_object_object_get(c, "layers")),
-		       (long long)json_object_get_int64(json_object_object_get(c, "bytes")));
+		       (long long)json_object_get_int64(json_object_object_get(c, "bytes")),
+		       (long long)json_object_get_int64(json_object_object_get(c, "own_bytes")));
 	}
 }
 

@@ -67,6 +67,8 @@ static void on_ready(void *arg, int rc, const char *msg)
 		json_object_object_add(st, "idle_timeout_ms",
 				       json_object_new_int64((int64_t)l->o->idle_timeout_ms));
 		json_object_object_add(st, "ttl_ms", json_object_new_int64((int64_t)l->o->ttl_ms));
+		/* msg: the overlay workspace's layer directory (ls: its size) */
+		json_object_object_add(st, "layer", msg ? json_object_new_string(msg) : NULL);
 		json_object_object_add(st, "cgroup_parent",
 				       l->cfg->cgroup_parent
 					       ? json_object_new_string(l->cfg->cgroup_parent)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup/cgroup.h"
+#include "ckpt/ckpt.h"
 #include "detach/detach.h"
 #include "detach/detach_lines.h"
 #include "layer/layer.h"
@@ -41,7 +42,8 @@ static const char usage_ls[] =
 	"List your detached sandboxes (agentbox create): id, name, state (running,\n"
 	"dead: its launcher is gone, agentbox rm removes what is left), when it was\n"
 	"made, how long it has been idle, commands running, whether a client is\n"
-	"attached, the memory of its cgroup.\n"
+	"attached, the memory of its cgroup, the bytes its overlay workspace's\n"
+	"layers hold on disk (every checkpoint's; - in direct mode).\n"
 	"\n"
 	"  --json   one JSON array of objects instead\n";
 
@@ -95,6 +97,18 @@ static json_object *get(json_object *o, const char *key)
 	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
+/* The bytes of the files in an overlay workspace's layer directory, every
+ * checkpoint's layer with them (walked as a review walks: ckpt.h); NULL in
+ * direct mode or when it is gone. */
+static json_object *layer_disk(json_object *dir)
+{
+	struct stat st;
+	const char *d = dir ? json_object_get_string(dir) : NULL;
+	if (!d || lstat(d, &st) < 0 || !S_ISDIR(st.st_mode))
+		return NULL;
+	return json_object_new_int64(ckpt_tree_bytes(d));
+}
+
 /* One sandbox as ls shows it: r and status (consumed) are its status
  * request's outcome; st its state file (consumed; NULL: read here). */
 static json_object *entry(const char *root, const char *id, int r, json_object *status,
@@ -112,6 +126,7 @@ static json_object *entry(const char *root, const char *id, int r, json_object *
 	json_object_object_add(o, "created", json_object_get(get(st, "created")));
 	json_object_object_add(o, "pid", json_object_get(get(st, "pid")));
 	json_object_object_add(o, "workspace", json_object_get(get(st, "workspace")));
+	json_object_object_add(o, "disk", layer_disk(get(st, "layer")));
 	static const char *const live[] = {"idle_ms", "running", "queued", "attached", "memory"};
 	for (size_t i = 0; i < AB_ARRAY_SIZE(live); i++)
 		json_object_object_add(o, live[i], json_object_get(get(status, live[i])));
@@ -279,8 +294,9 @@ static void fmt_age(char *buf, size_t n, long long ms)
 
 static void print_row(json_object *o)
 {
-	char created[32] = "-", idle[16], mem[24] = "-";
-	json_object *c = get(o, "created"), *m = get(o, "memory"), *i = get(o, "idle_ms");
+	char created[32] = "-", idle[16], mem[24] = "-", disk[24] = "-";
+	json_object *c = get(o, "created"), *m = get(o, "memory"), *i = get(o, "idle_ms"),
+		    *dk = get(o, "disk");
 	if (c) {
 		time_t t = (time_t)json_object_get_int64(c);
 		struct tm tm;
@@ -289,12 +305,15 @@ static void print_row(json_object *o)
 	fmt_age(idle, sizeof(idle), i ? json_object_get_int64(i) : -1);
 	if (m)
 		snprintf(mem, sizeof(mem), "%.1fM", (double)json_object_get_int64(m) / 1048576);
+	if (dk)
+		snprintf(disk, sizeof(disk), "%.1fM", (double)json_object_get_int64(dk) / 1048576);
 	json_object *run = get(o, "running"), *att = get(o, "attached");
 	const char *name = json_object_get_string(get(o, "name"));
-	printf("%-20s %-16s %-8s %-19s %-6s %-7s %-8s %s\n", json_object_get_string(get(o, "id")),
-	       name ? name : "-", json_object_get_string(get(o, "state")), created, idle,
+	printf("%-20s %-16s %-8s %-19s %-6s %-7s %-8s %-8s %s\n",
+	       json_object_get_string(get(o, "id")), name ? name : "-",
+	       json_object_get_string(get(o, "state")), created, idle,
 	       run ? json_object_get_string(run) : "-",
-	       att ? (json_object_get_boolean(att) ? "yes" : "no") : "-", mem);
+	       att ? (json_object_get_boolean(att) ? "yes" : "no") : "-", mem, disk);
 }
 
 int detach_cli_ls(int argc, char **argv)
@@ -317,8 +336,8 @@ int detach_cli_ls(int argc, char **argv)
 	if (json) {
 		puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN));
 	} else {
-		printf("%-20s %-16s %-8s %-19s %-6s %-7s %-8s %s\n", "ID", "NAME", "STATE",
-		       "CREATED", "IDLE", "RUNNING", "ATTACHED", "MEMORY");
+		printf("%-20s %-16s %-8s %-19s %-6s %-7s %-8s %-8s %s\n", "ID", "NAME", "STATE",
+		       "CREATED", "IDLE", "RUNNING", "ATTACHED", "MEMORY", "DISK");
 		for (size_t i = 0; i < n; i++)
 			print_row(json_object_array_get_idx(all, i));
 	}

@@ -56,6 +56,7 @@ static enum ab_errc ckpt_errc(int code)
 	       : code == ENOENT ? AB_ERRC_NOT_FOUND
 	       : code == EINVAL ? AB_ERRC_INVALID_REQUEST
 	       : code == EBUSY	? AB_ERRC_BUSY
+	       : code == EDQUOT ? AB_ERRC_NO_SPACE
 				: AB_ERRC_INTERNAL;
 }
 
@@ -65,7 +66,14 @@ static json_object *child_op(struct ab_layer *l, const char *op, json_object *re
 	json_object *reply = NULL, *o = json_object_new_object();
 	struct ab_error err = {0};
 	bool end = false;
-	if (layer_session_op(l, op, req, &reply, &end, &err) < 0) {
+	/* a workspace on checkpoints: its stack merged, reviewed as one upper */
+	bool stacked = strcmp(op, "discard") != 0 && ckpt_stacked(l);
+	int r = stacked ? ckpt_review_prepare(l, &err) : 0;
+	if (r == 0)
+		r = layer_session_op(l, op, req, &reply, &end, &err);
+	if (stacked && l->review_upper)
+		ckpt_merge_remove(l);
+	if (r < 0) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "code", json_object_new_int(layer_error_code(err.code)));
 		json_object_object_add(e, "message", json_object_new_string(err.msg));
@@ -179,15 +187,6 @@ int front_layer_start(struct front_layer *j, struct ab_layer *l, const char *op,
 		json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
 		json_object_object_add(o, "op", json_object_new_string(op));
 		*reply = o;
-		return 0;
-	}
-	if (l && strcmp(op, "discard") != 0 && ckpt_stacked(l)) {
-		snprintf(msg, sizeof(msg),
-			 "%s: the workspace stands on checkpoints: its layers are reviewed with "
-			 "changes since a checkpoint (\"since\"); a commit to the host after a "
-			 "checkpoint is not there yet",
-			 op);
-		*reply = error_obj(id, AB_ERRC_INVALID_REQUEST, msg);
 		return 0;
 	}
 	if (!l || strcmp(op, "discard") == 0 || op_timeout(req, op, &ms, msg, sizeof(msg)) < 0) {

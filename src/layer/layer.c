@@ -139,6 +139,7 @@ static struct ab_layer *layer_new(void)
 	if (l) {
 		l->lock_fd = l->upper_fd = l->work_fd = l->tree_fd = -1;
 		l->view_userns = l->view_mntns = l->ws_tree = l->dir_tree = -1;
+		l->own[0].tree = l->own[1].tree = -1;
 		l->owner = getpid();
 	}
 	return l;
@@ -158,6 +159,10 @@ void layer_free(struct ab_layer *l)
 	ab_close_keep_errno(l->dir_tree);
 	for (size_t i = 0; i < l->n_binds; i++)
 		free(l->binds[i].dst);
+	for (size_t i = 0; i < AB_ARRAY_SIZE(l->own); i++) {
+		ab_close_keep_errno(l->own[i].tree);
+		free(l->own[i].dst);
+	}
 	free(l->binds);
 	for (size_t i = 0; i < l->n_held; i++) {
 		ab_close_keep_errno(l->held[i].fd);
@@ -304,6 +309,7 @@ static int create_layer(const struct ab_config *cfg, struct ab_layer *l, struct 
 	l->workspace = strdup(cfg->workspace);
 	if (!l->workspace)
 		return ab_error_set(err, ENOMEM, "planning the layer");
+	l->quota = cfg->layer_quota;
 	if (cfg->keep_changes) {
 		l->keep = true;
 		if ((r = claim_kept_dir(cfg, l, &reuse, err)) < 0)

@@ -54,6 +54,19 @@ struct ab_layer {
 		int fd;
 	} * held;
 	size_t n_held;
+	/* --layer-quota: ckpt/ checks it at each checkpoint; 0: none */
+	unsigned long long quota;
+	/* the directory of DIR a review reads as its upper: NULL, "upper";
+	 * a stack's merged uppers (ckpt/: ckpt_review_prepare) */
+	const char *review_upper;
+	/* the sandbox's own paths a switch restacks too (/tmp, home:
+	 * view/owntmp.h), in the view's order: each its backing tmpfs,
+	 * detached (SYNC_VIEWNS 4 + index), or -1 where it is a plain tmpfs */
+	struct layer_own {
+		char *dst;
+		int tree;
+	} own[2];
+	size_t n_own;
 };
 
 /* --workspace-mode direct|overlay and --keep-changes DIR. */

@@ -389,7 +389,7 @@ int change_list_build(const struct ab_layer *l, struct change_list *cl, int *upf
 {
 	char path[PATH_MAX];
 	memset(cl, 0, sizeof(*cl));
-	snprintf(path, sizeof(path), "%s/upper", l->dir);
+	snprintf(path, sizeof(path), "%s/%s", l->dir, l->review_upper ? l->review_upper : "upper");
 	*upfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (*upfd < 0)
 		return ab_error_set(err, errno, "cannot open the layer %s", path);

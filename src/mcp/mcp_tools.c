@@ -216,14 +216,14 @@ static const struct mcp_tool tools[] = {
 	 false, false, NULL, NULL, NULL,
 	 "Saves the workspace's current state as a checkpoint, in milliseconds whatever its "
 	 "size, and returns its name; restore brings the workspace back to it (an undo for a "
-	 "risky step). Fails while a command runs. Processes left running in the background "
-	 "are not part of it, nor are /tmp and the home directory.",
+	 "risky step); /tmp and the home directory are part of it. Fails while a command "
+	 "runs. Processes left running in the background are not part of it.",
 	 schema_checkpoint},
 	{"restore", "Restore the workspace to a checkpoint", MCP_TOOL_LAYER, "restore",
 	 MCP_OFFER_LAYER, false, true, NULL, NULL, NULL,
-	 "Brings the workspace back to a checkpoint taken earlier: every change made after it "
-	 "is undone (later checkpoints stay and can be restored in turn). Fails while a command "
-	 "runs.",
+	 "Brings the workspace, /tmp and the home directory back to a checkpoint taken earlier: "
+	 "every change made after it is undone (later checkpoints stay and can be restored in "
+	 "turn). Fails while a command runs.",
 	 schema_restore},
 	{"discard", "Drop every change and end the sandbox", MCP_TOOL_LAYER, "discard",
 	 MCP_OFFER_LAYER | MCP_OFFER_COMMIT, false, true, NULL, NULL, NULL,

@@ -450,6 +450,7 @@ _Noreturn void init_main(struct init_args *a)
 	 * launcher, with these clones (a plain user's) in these namespaces */
 	bool restack = a->plan->layer && !a->one_command;
 	int trees[2] = {-1, -1};
+	a->plan->restack = restack;
 	if (view_open_sources(a->plan, &err) < 0 ||
 	    (restack && !a->by_root && overlay_clone_for_checkpoints(a->plan, trees, &err) < 0) ||
 	    view_build(a->plan, &err) < 0 || gitid_write(a->cfg->home, a->gitconfig, &err) < 0 ||
@@ -476,6 +477,16 @@ _Noreturn void init_main(struct init_args *a)
 			if (trees[i] >= 0 && sync_send_fds_status(a->sync_fd, SYNC_VIEWNS, 0, 2 + i,
 								  &trees[i], 1, NULL) < 0)
 				_exit(AB_EXIT_FAILURE);
+		for (size_t i = 0, k = 0; i < a->plan->n; i++) {
+			struct view_entry *e = &a->plan->e[i];
+			if (e->own_layer && e->own_fd >= 0 &&
+			    sync_send_fds_status(a->sync_fd, SYNC_VIEWNS, 0, 4 + (int)k, &e->own_fd,
+						 1, NULL) < 0)
+				_exit(AB_EXIT_FAILURE);
+			k += e->own_layer;
+			ab_close_keep_errno(e->own_fd);
+			e->own_fd = -1;
+		}
 		close(view_ns);
 		close(mnt);
 		ab_close_keep_errno(trees[0]);

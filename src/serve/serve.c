@@ -36,6 +36,7 @@
 #include "serve/serve_int.h"
 #include "session/result.h"
 #include "session/session_port.h"
+#include "layer/layer.h"
 #include "util/error.h"
 #include "util/jsonw.h"
 #include "util/output.h"
@@ -653,8 +654,9 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 		sv.in_fd = sv.out.fd = -1;
 		sv.tails =
 			(struct tail_budget){.per_stream = l->keep_output, .total = l->keep_total};
-		if (l->ready)
-			l->ready(l->arg, 0, NULL);
+		if (l->ready) /* the layer's directory: ls shows its size */
+			l->ready(l->arg, 0,
+				 ab_session_layer(sv.s) ? ab_session_layer(sv.s)->dir : NULL);
 	} else {
 		sv.out.nonblock = stdout_nonblock();
 		send_json(&sv, serve_hello_json(&sv));

@@ -14,7 +14,8 @@ int ab_serve(struct ab_config *cfg);
  * protocol to clients that connect to sock_fd, one at a time; the session
  * outlives them. A result that comes while no client is attached waits
  * for the next, right after its hello. ready is called once: rc 0 once
- * the sandbox is built, or -1 with the message why not. */
+ * the sandbox is built (msg: its overlay workspace's layer directory, or
+ * NULL), or -1 with the message why not. */
 struct ab_serve_listen {
 	const char *id; /* the sandbox's id in hellos and status replies */
 	/* listening unix sockets (serve_int.h): protocol clients that get the

@@ -120,7 +120,9 @@ static int await_ready(struct ab_session *s, struct ab_error *err)
 				    : m.status == 1	 ? &l->view_mntns
 				    : m.status == 2	 ? &l->dir_tree
 				    : m.status == 3	 ? &l->ws_tree
-							 : NULL;
+				    : m.status >= 4 && (size_t)m.status < 4 + l->n_own
+					    ? &l->own[m.status - 4].tree
+					    : NULL;
 			/* what it says it is: a user namespace, a mount namespace */
 			int want = m.status == 0 ? CLONE_NEWUSER : m.status == 1 ? CLONE_NEWNS : 0;
 			if (!slot || *slot >= 0 || (want && ioctl(passed, NS_GET_NSTYPE) != want)) {

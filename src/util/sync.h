@@ -28,7 +28,9 @@ enum sync_type {
 	SYNC_NETNS,	   /* launcher -> init: the network namespace it made rides along */
 	SYNC_VIEWNS,	   /* init -> launcher, overlay workspace, twice: its first user
 			      namespace (status 0), then the commands' mount namespace (1)
-			      rides along (ckpt/) */
+			      rides along (ckpt/); a plain user's clones of the layer
+			      directory (2) and the workspace (3); the backing tmpfs of
+			      /tmp, home (4 + index: view/owntmp.h) */
 	SYNC_TYPE_MAX = SYNC_VIEWNS,
 	/* a file operation on a shim's own socket, no fds (struct fileop_pkt):
 	 * launcher -> shim the request; shim -> launcher its reply, in

@@ -30,6 +30,7 @@
 #include "view/image.h"
 #include "view/bindfile.h"
 #include "view/rootfs.h"
+#include "view/owntmp.h"
 #include "util/parse.h"
 #include "util/util.h"
 
@@ -251,6 +252,7 @@ void view_plan_free(struct view_plan *plan)
 		free(plan->e[i].dst);
 		ab_close_keep_errno(plan->e[i].src_fd);
 		ab_close_keep_errno(plan->e[i].tree_fd);
+		ab_close_keep_errno(plan->e[i].own_fd);
 		free(plan->e[i].seed);
 	}
 	free(plan->e);
@@ -449,6 +451,23 @@ static int mount_tmpfs(int root, const struct view_entry *e, struct ab_error *er
 	return mount_new_fs(root, "tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, e->dst, err);
 }
 
+/* /tmp, home: an overlay a checkpoint restacks, over a tmpfs of the
+ * size the plain one had (view/owntmp.h) */
+static int mount_own(int root, struct view_entry *e, struct ab_error *err)
+{
+	char size[32];
+	snprintf(size, sizeof(size), "%llu", e->size);
+	const char *opts[] = {"size", size, "mode", "700", NULL};
+	cleanup_fd int fs =
+		new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, e->dst, err);
+	cleanup_fd int mnt = -1;
+	int r = fs < 0 ? fs : owntmp_overlay(root, e, fs, &mnt, err);
+	if (r < 0 || mnt < 0)
+		return r < 0 ? r : mount_tmpfs(root, e, err);
+	cleanup_fd int target = make_target(root, e->dst, true, err);
+	return target < 0 ? target : attach(mnt, target, e->dst, err);
+}
+
 static int mount_dev(int root, struct view_plan *plan, struct ab_error *err)
 {
 	const char *opts[] = {"size", "65536", "mode", "755", NULL};
@@ -631,7 +650,8 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 		return bind_tree(root, e->src_fd, e->dst, e->is_dir, attrs, e->src, err);
 	}
 	case VIEW_TMPFS:
-		return mount_tmpfs(root, e, err);
+		return e->own_layer && plan->restack ? mount_own(root, e, err)
+						     : mount_tmpfs(root, e, err);
 	case VIEW_SYMLINK:
 		if (symlinkat(e->src, root, e->dst + 1) < 0)
 			return ab_error_set(err, errno, "cannot create the link %s", e->dst);

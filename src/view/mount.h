@@ -42,6 +42,8 @@ struct view_entry {
 	bool copy;	     /* a --bind file copied in and synced back (view/bindfile.h) */
 	char *seed;	     /* copy: src's bytes as the launcher read them */
 	size_t seed_len;
+	bool own_layer; /* /tmp, home: an overlay checkpoints restack (view/owntmp.h) */
+	int own_fd;	/* own_layer: its backing tmpfs, detached, for the launcher */
 };
 
 struct view_plan {
@@ -57,6 +59,7 @@ struct view_plan {
 	const struct image_use *image; /* --image's layers (view/image.h), or NULL */
 	int image_fds[64];	       /* image.c: the layers' directories, then empty/ */
 	size_t n_image_fds;
+	bool restack; /* init: the overlay workspace may be restacked (ckpt/) */
 };
 
 /* Launcher: turn the configuration into the list of mounts, in the order they

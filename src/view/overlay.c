@@ -15,6 +15,7 @@
 #include "util/parse.h"
 #include "layer/layer.h"
 #include "view/mount.h"
+#include "view/owntmp.h"
 #include "layer/protect.h"
 #include "util/util.h"
 
@@ -46,6 +47,7 @@ int overlay_plan(const struct ab_config *cfg, const struct protect_state *protec
 			e->host_open = false; /* nothing for idmap.c to open */
 		}
 	}
+	owntmp_plan(plan); /* /tmp and home stack with it (owntmp.h) */
 	return 0;
 }
 
@@ -156,6 +158,10 @@ int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err)
 	struct ab_layer *l = plan->layer;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct view_entry *e = &plan->e[i];
+		/* /tmp and home: their tmpfs comes from the init (owntmp.h) */
+		if (e->own_layer && l->n_own < AB_ARRAY_SIZE(l->own) &&
+		    !(l->own[l->n_own++].dst = strdup(e->dst)))
+			return ab_error_set(err, ENOMEM, "planning the checkpoints");
 		/* as root: clones of its own (a plain user's come from the
 		 * init: overlay_clone_for_checkpoints); the init attaches the
 		 * tree it was given and detaches it again, which a copy of the

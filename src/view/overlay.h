@@ -27,7 +27,9 @@ int overlay_bind_from_view(int root, const struct view_entry *e, struct ab_error
 
 /* Launcher, once the init has its copies: keep in plan->layer what
  * checkpoints restack the workspace with (ckpt/): the view's binds beneath
- * /workspace and, as root, clones of the idmapped tree of the workspace
+ * /workspace, the paths of /tmp and home where they are overlays too
+ * (owntmp.h; their tmpfs the init sends) and, as root, clones of the
+ * idmapped tree of the workspace
  * and of the layer directory. Before GO: the
  * init has not used the trees yet. */
 int overlay_keep_for_checkpoints(struct view_plan *plan, struct ab_error *err);

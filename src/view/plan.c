@@ -20,7 +20,7 @@ struct view_entry *view_plan_add(struct view_plan *plan, enum view_kind kind, co
 		return NULL;
 	plan->e = e;
 	e = &plan->e[plan->n];
-	*e = (struct view_entry){.kind = kind, .src_fd = -1, .tree_fd = -1};
+	*e = (struct view_entry){.kind = kind, .src_fd = -1, .tree_fd = -1, .own_fd = -1};
 	e->dst = strdup(dst);
 	e->src = src ? strdup(src) : NULL;
 	if (!e->dst || (src && !e->src)) {

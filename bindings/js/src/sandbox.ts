@@ -669,8 +669,8 @@ export class Sandbox {
    * Make what /workspace holds now a read-only layer and go on in a fresh
    * one (`workspaceMode: "overlay"` only; no file is copied); resolves to the
    * checkpoint's name (`name`, or c1, c2...). Rejects with `busy` while a
-   * command runs. Processes left in the background keep the tree they had;
-   * /tmp and home are not part of it (docs/checkpoints.md).
+   * command runs. /tmp and home are part of it; processes left in the
+   * background keep the tree they had (docs/checkpoints.md).
    */
   async checkpoint(name?: string, options: CallOptions = {}): Promise<string> {
     const fields: Record<string, unknown> = {};
@@ -679,15 +679,20 @@ export class Sandbox {
     return r.checkpoint as string;
   }
 
-  /** Bring /workspace back to `checkpoint` (later checkpoints stay). */
+  /** Bring /workspace, /tmp and home back to `checkpoint` (later checkpoints stay). */
   async restore(checkpoint: string, options: CallOptions = {}): Promise<void> {
     await this.request("restore", { checkpoint }, options);
   }
 
-  /** The checkpoints: name, layers, bytes of its own layer. */
-  async checkpoints(options: CallOptions = {}): Promise<{ name: string; layers: number; bytes: number }[]> {
+  /**
+   * The checkpoints: name, layers, bytes of its own layer of /workspace,
+   * own_bytes of its own layers of /tmp and home.
+   */
+  async checkpoints(
+    options: CallOptions = {},
+  ): Promise<{ name: string; layers: number; bytes: number; own_bytes?: number }[]> {
     const r = await this.request("checkpoints", {}, options);
-    return (r.checkpoints ?? []) as { name: string; layers: number; bytes: number }[];
+    return (r.checkpoints ?? []) as { name: string; layers: number; bytes: number; own_bytes?: number }[];
   }
 
   /**

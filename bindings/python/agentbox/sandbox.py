@@ -497,19 +497,21 @@ class Sandbox(T.SandboxBackendProtocol):
         """Make what /workspace holds now a read-only layer and go on in a
         fresh one (workspace_mode="overlay" only; no file is copied); returns
         the checkpoint's name (name, or c1, c2...). Refused (ProtocolError,
-        code busy) while a command runs. Processes left in the background
-        keep the tree they had; /tmp and home are not part of it."""
+        code busy) while a command runs. /tmp and home are part of it;
+        processes left in the background keep the tree they had."""
         req: Dict[str, Any] = {}
         if name is not None:
             req["name"] = name
         return self.request("checkpoint", **req)["checkpoint"]
 
     def restore(self, checkpoint: str) -> None:
-        """Bring /workspace back to checkpoint (later checkpoints stay)."""
+        """Bring /workspace, /tmp and home back to checkpoint (later
+        checkpoints stay)."""
         self.request("restore", checkpoint=checkpoint)
 
     def checkpoints(self) -> "List[Dict[str, Any]]":
-        """The checkpoints: name, layers, bytes of its own layer."""
+        """The checkpoints: name, layers, bytes of its own layer of
+        /workspace, own_bytes of its own layers of /tmp and home."""
         return list(self.request("checkpoints").get("checkpoints", []))
 
     def fork(self, count: int = 1, *, checkpoint: Optional[str] = None,
