@@ -234,8 +234,10 @@ static int switch_to(const struct ab_layer *l, struct stack *s, char *const *lay
 	for (size_t i = 0; i < s->n_base; i++) /* a fork's: beneath them all */
 		names[n + 1 + i] = s->base[i];
 	if ((r = ckpt_mount(l, names, n + 1 + s->n_base, work, err)) < 0) {
-		/* nothing mounted: the next try makes them again */
-		cleanup_fd int dfd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* nothing mounted (or all taken off again): the next try makes
+		 * them again; ESTALE: still mounted, its upper in use */
+		cleanup_fd int dfd =
+			err->code == ESTALE ? -1 : open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0) {
 			layer_remove_tree_at(dfd, upper);
 			layer_remove_tree_at(dfd, work);

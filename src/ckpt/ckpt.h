@@ -80,7 +80,9 @@ int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_e
 
 /* ckpt_mount.c: mount the overlay of l->dir/names[0] (upper, work
  * l->dir/work) over names[1..n-1] and the workspace at the sandbox's
- * /workspace. */
+ * /workspace (and its own paths' at theirs). A failure leaves the sandbox's
+ * mounts as they were, or, when they could not be taken off again, is
+ * ESTALE: names[0] is still mounted. */
 int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
 	       struct ab_error *err);
 

@@ -161,7 +161,8 @@ static int build_own(const struct layer_own *o, char *const *names, size_t n, co
 		if (i == 0 || fstatat(o->tree, names[i], &x, AT_SYMLINK_NOFOLLOW) == 0)
 			have[k++] = names[i];
 	if (r >= 0)
-		r = build(o->tree, have, k, NULL, 0, o->tree, OWNTMP_BASE, work, false, o->dst, err);
+		r = build(o->tree, have, k, NULL, 0, o->tree, OWNTMP_BASE, work, false, o->dst,
+			  err);
 	setfsuid(uid);
 	setfsgid(gid);
 	return r;
@@ -225,7 +226,9 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 		if (l->own[i].tree >= 0 &&
 		    (r = own[i] = build_own(&l->own[i], names, n, work, err)) < 0)
 			own[i] = -1;
-	if (r >= 0 && move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	bool ws_moved =
+		r >= 0 && move_mount(mnt, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) == 0;
+	if (r >= 0 && !ws_moved)
 		r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at /workspace");
 	bool moved[AB_ARRAY_SIZE(l->own)] = {false, false};
 	for (size_t i = 0; r >= 0 && i < l->n_own; i++)
@@ -233,25 +236,31 @@ static int child(const struct ab_layer *l, char *const *names, size_t n, const c
 							   MOVE_MOUNT_F_EMPTY_PATH) == 0))
 			r = ab_error_set(err, errno, "checkpoint: cannot mount the layers at %s",
 					 l->own[i].dst);
+	if (r >= 0) {
+		int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (ws < 0)
+			r = ab_error_set(err, errno, "checkpoint: cannot open the new /workspace");
+		for (size_t i = 0; r >= 0 && i < l->n_binds; i++)
+			r = rebind(ws, &l->binds[i], err);
+		ab_close_keep_errno(ws);
+	}
+	/* a step failed after an attach: each new mount taken off again (the
+	 * protected paths' binds with /workspace's), latest first, so the
+	 * sandbox stands where it stood and its new uppers, no longer mounted
+	 * where a command resolves a path, may go */
+	for (size_t i = l->n_own; r < 0 && i-- > 0;)
+		if (moved[i] && umount2(l->own[i].dst, MNT_DETACH) < 0)
+			_exit(3); /* still there: the launcher keeps its upper */
+	if (r < 0 && ws_moved && umount2("/workspace", MNT_DETACH) < 0)
+		_exit(3);
 	for (size_t i = 0; i < l->n_own; i++) {
 		ab_close_keep_errno(own[i]);
-		/* not switched: the next try makes them again (an attached
-		 * one's upper is in use) */
-		if (r < 0 && l->own[i].tree >= 0 && !moved[i]) {
+		if (r < 0 && l->own[i].tree >= 0) { /* the next try makes them again */
 			layer_remove_tree_at(l->own[i].tree, names[0]);
 			layer_remove_tree_at(l->own[i].tree, work);
 		}
 	}
-	if (r < 0)
-		return r;
-	cleanup_fd int ws = open("/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ws < 0)
-		return ab_error_set(err, errno, "checkpoint: cannot open the new /workspace");
-	for (size_t i = 0; i < l->n_binds; i++) {
-		if ((r = rebind(ws, &l->binds[i], err)) < 0)
-			return r;
-	}
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const char *work,
@@ -297,6 +306,11 @@ int ckpt_mount(const struct ab_layer *l, char *const *names, size_t n, const cha
 		e.msg[sizeof(e.msg) - 1] = '\0';
 		return ab_error_plain(err, e.code ? e.code : EIO, "%s", e.msg);
 	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		return ab_error_plain(err, ESTALE,
+				      "checkpoint: the switch failed after its mounts were made, "
+				      "and they could not be taken off: remove this sandbox "
+				      "(agentbox rm)");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return ab_error_plain(err, EIO, "checkpoint: the mount helper failed");
 	return 0;

@@ -97,6 +97,28 @@ class Forks(CheckpointBase):
         self.ok("rm", sid, g)
         self.assertEqual(self.layer_dirs(), [])
 
+    def test_review_and_commit_of_a_fork(self):
+        """A fork's changes and commit are against the host: the layers
+        it stands on (its parent's, up to the checkpoint) count with its
+        own, and the parent's later writes do not."""
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo v2 > a.txt; echo p > p.txt")
+        self.ok("checkpoint", "--name", "base", sid)
+        self.sh(sid, "echo later > later.txt")
+        (f,) = self.fork(sid, "--from", "base")
+        self.sh(f, "echo f > f.txt")
+        out = json.loads(self.ok("changes", "--json", f))
+        got = {c["path"]: c["status"] for c in out["changes"]}
+        self.assertEqual(got, {"a.txt": "modified", "p.txt": "added", "f.txt": "added"}, out)
+        self.ok("commit", f)
+        self.assertEqual(sorted(os.listdir(self.ws)), ["a.txt", "f.txt", "p.txt"])
+        with open(os.path.join(self.ws, "a.txt")) as fh:
+            self.assertEqual(fh.read(), "v2\n")
+        for d in self.layer_dirs():
+            self.assertNotIn("merged", os.listdir(d))
+        self.ok("rm", sid, f)
+        self.assertEqual(self.layer_dirs(), [])
+
     def test_bad_input_makes_nothing(self):
         sid = self.create("--workspace-mode", "overlay")
         self.ok("checkpoint", sid)
