@@ -197,6 +197,11 @@ static void request(struct parent *p, struct front_link_msg *m)
 		r->q.op = r->q.file_op;
 		r->q.x.file_op = r->q.inner;
 		rc = r->q.file_op ? 0 : -1;
+		if (rc == 0 && !strcmp(r->q.file_op, "watch")) { /* its lines, as they come */
+			r->q.x.stream = true; /* (the front's engine checks them: q.watch) */
+			r->q.x.no_timeout = true;
+			r->q.x.max_output = 4096;
+		}
 	} else {
 		rc = ab_request_object(json_object_get(m->req), false, &r->q, &e);
 		enum ab_request_op want = m->op == LINK_EXEC ? AB_REQUEST_EXEC : AB_REQUEST_LAYER;
