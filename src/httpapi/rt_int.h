@@ -72,6 +72,7 @@ struct req {
 	size_t data_len;
 	/* sandboxd's routes (rt_v1.c) */
 	bool head, put, del, multipart, is_dir;
+	bool stat;			      /* GET /v1/stat/{path}: one path's FileEntry */
 	const char *mode_arg, *recursive_arg; /* the query's, owned by the connection */
 	unsigned mode;			      /* a PUT's */
 	int recursive;			      /* a DELETE's */
