@@ -1,6 +1,7 @@
 /* agentbox runtime's own extras under /agentbox/v1/, routes no client of
  * agent-sandbox uses: the overlay workspace's review (changes), commit and
- * discard, and the network proxy's report (net). Errors are sandboxd's
+ * discard, the network proxy's report (net), and file events (watch,
+ * rt_watch.c). Errors are sandboxd's
  * {"code","message"}: 409 CONFLICT when the runtime was started without
  * what the route needs (--workspace-mode overlay, --net allow=), 400 for a
  * bad body or query.
@@ -32,10 +33,9 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 		enum route route;
 		bool post;
 	} routes[] = {
-		{"changes", R_AB_CHANGES, false},
-		{"commit", R_AB_COMMIT, true},
-		{"discard", R_AB_DISCARD, true},
-		{"net", R_AB_NET, false},
+		{"changes", R_AB_CHANGES, false}, {"commit", R_AB_COMMIT, true},
+		{"discard", R_AB_DISCARD, true},  {"net", R_AB_NET, false},
+		{"watch", R_AB_WATCH, false},
 	};
 	size_t n = strlen(AB_PREFIX);
 	if (strncmp(url, "/agentbox/", 10) && strcmp(url, "/agentbox"))
@@ -57,13 +57,15 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 	rt_answer_msg(r, MHD_HTTP_NOT_FOUND,
 		      "no such route: agentbox's are GET /agentbox/v1/changes, POST "
 		      "/agentbox/v1/commit, POST /agentbox/v1/discard, GET or POST "
-		      "/agentbox/v1/net");
+		      "/agentbox/v1/net, GET /agentbox/v1/watch");
 	return true;
 }
 
 const char *rt_ab_allow(enum route route)
 {
-	return route == R_AB_CHANGES ? "GET" : route == R_AB_NET ? "GET, POST" : "POST";
+	return route == R_AB_CHANGES || route == R_AB_WATCH ? "GET"
+	       : route == R_AB_NET			    ? "GET, POST"
+							    : "POST";
 }
 
 /* The body: absent or empty is {}; else a JSON object of only the keys
@@ -274,6 +276,10 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 	}
 	if (r->route == R_AB_NET) {
 		net(rt, r);
+		return;
+	}
+	if (r->route == R_AB_WATCH) {
+		rt_watch_start(rt, r);
 		return;
 	}
 	if (!ab_front_has_layer(&rt->f)) {

@@ -49,6 +49,7 @@ void rt_req_free(struct req *r)
 	free(r->disposition);
 	free(r->data);
 	free(r->after);
+	free(r->wbuf);
 	free(r);
 }
 
@@ -102,6 +103,10 @@ void rt_req_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
 		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
 	else if (r->route == R_EXECUTE)
 		rt_answer(r, MHD_HTTP_OK, rt_execute_failed(msg));
+	else if (r->route == R_AB_WATCH && e && e->kind == AB_ERRC_BUSY)
+		rt_answer_msg(r, MHD_HTTP_TOO_MANY_REQUESTS,
+			      "as many commands and watches run as --max-concurrent allows: "
+			      "a watch takes a slot until it ends");
 	else
 		rt_answer_msg(r,
 			      r->route >= R_AB_NONE && rt->f.gone ? MHD_HTTP_SERVICE_UNAVAILABLE
@@ -236,6 +241,7 @@ static const char *code_of(unsigned status)
 	case MHD_HTTP_CONFLICT:
 		return "CONFLICT";
 	case MHD_HTTP_CONTENT_TOO_LARGE:
+	case MHD_HTTP_TOO_MANY_REQUESTS:
 		return "RESOURCE_EXHAUSTED";
 	case MHD_HTTP_SERVICE_UNAVAILABLE:
 		return "UNAVAILABLE";
