@@ -70,8 +70,8 @@ long detach_port_number(const char *s)
 
 static int port_send(const char *id, json_object *req, json_object **reply, struct ab_error *err);
 
-int detach_port_request(const char *id, long port, const char *host, bool public, bool close_it,
-			json_object **reply, struct ab_error *err)
+/* {"op":"port"} with these values (port 0: none) */
+static json_object *port_req(long port, const char *host, bool public, bool close_it)
 {
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("port"));
@@ -84,7 +84,13 @@ int detach_port_request(const char *id, long port, const char *host, bool public
 		json_object_object_add(req, "public", json_object_new_boolean(true));
 	if (close_it)
 		json_object_object_add(req, "close", json_object_new_boolean(true));
-	return port_send(id, req, reply, err);
+	return req;
+}
+
+int detach_port_request(const char *id, long port, const char *host, bool public, bool close_it,
+			json_object **reply, struct ab_error *err)
+{
+	return port_send(id, port_req(port, host, public, close_it), reply, err);
 }
 
 /* req (taken) to sandbox id: its port reply, or its refusal in err */
@@ -156,17 +162,7 @@ int detach_cli_port(int argc, char **argv)
 	char token[4096] = "";
 	if (token_file && read_token(token_file, token, sizeof(token), &err) < 0)
 		return detach_fail("%s", err.msg);
-	json_object *req = json_object_new_object();
-	json_object_object_add(req, "op", json_object_new_string("port"));
-	json_object_object_add(req, "id", json_object_new_string("port-1"));
-	if (port > 0)
-		json_object_object_add(req, "port", json_object_new_int((int)port));
-	if (host)
-		json_object_object_add(req, "host", json_object_new_string(host));
-	if (public)
-		json_object_object_add(req, "public", json_object_new_boolean(true));
-	if (close_it)
-		json_object_object_add(req, "close", json_object_new_boolean(true));
+	json_object *req = port_req(port, host, public, close_it);
 	if (token_file || new_token)
 		json_object_object_add(req, "token",
 				       new_token ? json_object_new_boolean(true)

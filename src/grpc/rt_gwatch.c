@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "grpc/rt_gproc.h"
 #include "grpc/rt_grpc.h"
 #include "lex/rtpath.h"
 #include "util/error.h"
@@ -42,7 +41,7 @@ void gwatch_start(struct rt_grpc *g, struct gcall *call)
 		grpc_finish(call, G_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
-	p->proto = &rt_grpc_proto;
+	p->proto = g->svc->proto; /* rt_gproc.c's, as its processes' */
 	p->watch = true;
 	p->fr.no_wait = true; /* a slot of --max-concurrent now, or RESOURCE_EXHAUSTED */
 	p->fr.tag = ab_front_tag(&rt->f);

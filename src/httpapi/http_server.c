@@ -522,7 +522,7 @@ static void http_run(struct rt *rt, const struct pollfd *p, int n)
 	(void)p;
 	(void)n;
 	rt_auth_http_sweep(rt);
-	rt_watch_sweep(rt);
+	rt_watch_sweep(rt, &rt_http_proto);
 	MHD_run(rt->d);
 }
 

@@ -192,19 +192,7 @@ void rt_ab_layer_reply(void *arg, struct ab_front_req *fr, json_object *reply)
  * at a time, in order. */
 static void queue_layer_op(struct rt *rt, struct req *r, json_object *fields)
 {
-	struct ab_error e = {0};
-	r->fr.tag = ab_front_tag(&rt->f);
-	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
-	int rc = ab_request_layer(&r->fr.q, id, r->route == R_AB_CHANGES ? "changes" : "commit",
-				  fields, &e);
-	json_object_put(id);
-	if (rc < 0) {
-		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
-		return;
-	}
-	r->step = S_OP;
-	r->engaged = true;
-	ab_front_submit(&rt->f, &r->fr);
+	rt_submit_op(rt, r, true, r->route == R_AB_CHANGES ? "changes" : "commit", fields);
 }
 
 /* discard: the layer goes with the sandbox; a new one from the same

@@ -108,6 +108,10 @@ json_object *rt_file_req(const char *op, const char *path);
  * it: an inner op, or the protocol's in exact mode (r's path is the one
  * resolve_path answered); false when r was answered instead. */
 bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
+/* A layer op (layer) or a file operation (no timeout) op with its fields
+ * (taken), built from C values, into the engine under a new tag; r
+ * answered 400 when the values are refused. */
+void rt_submit_op(struct rt *rt, struct req *r, bool layer, const char *op, json_object *fields);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
 /* r answered (its step S_DONE) while its connection waits: resumed. */
@@ -165,8 +169,9 @@ void rt_watch_event(struct req *r, const struct ab_watch_event *ev);
 void rt_watch_ended(struct rt *rt, struct req *r, const struct ab_event *ev);
 struct MHD_Response *rt_watch_response(struct req *r);
 /* The watches whose client closed its connection while it waited
- * (suspended: the daemon does not look), ended; each turn of the loop. */
-void rt_watch_sweep(struct rt *rt);
+ * (suspended: the daemon does not look), ended; each turn of the loop.
+ * http: the requests' protocol (rt_http_proto), to tell them. */
+void rt_watch_sweep(struct rt *rt, const struct rt_proto *http);
 
 /* rt_auth_http.c: the HTTP listener's locks. rt_auth_http_notify is the
  * daemon's connection callback (a connection counted to its client, or

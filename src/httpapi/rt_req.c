@@ -175,6 +175,23 @@ bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_tim
 	return start(rt, r, rc, &e);
 }
 
+void rt_submit_op(struct rt *rt, struct req *r, bool layer, const char *op, json_object *fields)
+{
+	struct ab_error e = {0};
+	r->fr.tag = ab_front_tag(&rt->f);
+	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
+	int rc = layer ? ab_request_layer(&r->fr.q, id, op, fields, &e)
+		       : ab_request_file_op(&r->fr.q, id, op, fields, -1, &e);
+	json_object_put(id);
+	if (rc < 0) {
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
+		return;
+	}
+	r->step = S_OP;
+	r->engaged = true;
+	ab_front_submit(&rt->f, &r->fr);
+}
+
 /* The file operation a route does once its path is known to be inside. */
 bool rt_start_op(struct rt *rt, struct req *r)
 {

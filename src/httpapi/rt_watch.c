@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "httpapi/http_server.h"
 #include "httpapi/rt_int.h"
 #include "lex/rtpath.h"
 #include "util/error.h"
@@ -122,23 +121,12 @@ void rt_watch_start(struct rt *rt, struct req *r)
 			      "path must be a path without NUL bytes");
 		return;
 	}
-	struct ab_error e = {0};
 	json_object *fields = json_object_new_object();
 	json_object_object_add(fields, "path", json_object_new_string(path ? dec : BASE));
 	free(dec);
 	json_object_object_add(fields, "recursive", json_object_new_boolean(recursive));
-	r->fr.tag = ab_front_tag(&rt->f);
-	r->fr.no_wait = true; /* a slot now, or 503: a watch holds it until it ends */
-	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
-	int rc = ab_request_file_op(&r->fr.q, id, "watch", fields, -1, &e);
-	json_object_put(id);
-	if (rc < 0) {
-		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
-		return;
-	}
-	r->step = S_OP;
-	r->engaged = true;
-	ab_front_submit(&rt->f, &r->fr);
+	r->fr.no_wait = true; /* a slot now, or 429: a watch holds it until it ends */
+	rt_submit_op(rt, r, false, "watch", fields);
 }
 
 void rt_watch_event(struct req *r, const struct ab_watch_event *ev)
@@ -151,13 +139,7 @@ void rt_watch_event(struct req *r, const struct ab_watch_event *ev)
 		r->step = S_DONE;
 	}
 	json_object *o = json_object_new_object();
-	json_object_object_add(o, "event", json_object_new_string(watch_kind_name(ev->kind)));
-	if (ev->path)
-		json_object_object_add(o, "path", json_object_new_string(ev->path));
-	if (ev->from)
-		json_object_object_add(o, "from", json_object_new_string(ev->from));
-	if (ev->kind != AB_WATCH_OVERFLOW)
-		json_object_object_add(o, "dir", json_object_new_boolean(ev->dir));
+	watch_event_fields(o, ev);
 	put_line(r, o, false);
 	rt_req_resume(r);
 }
@@ -213,7 +195,7 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-void rt_watch_sweep(struct rt *rt)
+void rt_watch_sweep(struct rt *rt, const struct rt_proto *http)
 {
 	static unsigned long long last;
 	unsigned long long now = now_ms();
@@ -222,7 +204,7 @@ void rt_watch_sweep(struct rt *rt)
 	last = now;
 	for (struct ab_front_req *fr = rt->f.head; fr; fr = fr->next) {
 		struct req *r = (struct req *)fr;
-		if (((struct rt_req_head *)fr)->proto != &rt_http_proto || r->route != R_AB_WATCH ||
+		if (((struct rt_req_head *)fr)->proto != http || r->route != R_AB_WATCH ||
 		    !r->wstream || !r->suspended || !r->conn)
 			continue;
 		const union MHD_ConnectionInfo *ci =
