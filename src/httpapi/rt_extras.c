@@ -1,7 +1,7 @@
 /* agentbox runtime's own extras under /agentbox/v1/, routes no client of
  * agent-sandbox uses: the overlay workspace's review (changes), commit and
- * discard, the network proxy's report (net), and file events (watch,
- * rt_watch.c). Errors are sandboxd's
+ * discard, the network proxy's report (net), file events (watch,
+ * rt_watch.c) and published ports (port). Errors are sandboxd's
  * {"code","message"}: 409 CONFLICT when the runtime was started without
  * what the route needs (--workspace-mode overlay, --net allow=), 400 for a
  * bad body or query.
@@ -35,7 +35,7 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 	} routes[] = {
 		{"changes", R_AB_CHANGES, false}, {"commit", R_AB_COMMIT, true},
 		{"discard", R_AB_DISCARD, true},  {"net", R_AB_NET, false},
-		{"watch", R_AB_WATCH, false},
+		{"watch", R_AB_WATCH, false},	  {"port", R_AB_PORT, false},
 	};
 	size_t n = strlen(AB_PREFIX);
 	if (strncmp(url, "/agentbox/", 10) && strcmp(url, "/agentbox"))
@@ -46,7 +46,7 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 		if (strcmp(url + n, routes[i].name))
 			continue;
 		r->route = routes[i].route;
-		bool ok = r->post ? routes[i].post || r->route == R_AB_NET
+		bool ok = r->post ? routes[i].post || r->route == R_AB_NET || r->route == R_AB_PORT
 				  : !routes[i].post && !strcmp(method, "GET");
 		if (!ok)
 			rt_answer_msg(r, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -57,7 +57,7 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 	rt_answer_msg(r, MHD_HTTP_NOT_FOUND,
 		      "no such route: agentbox's are GET /agentbox/v1/changes, POST "
 		      "/agentbox/v1/commit, POST /agentbox/v1/discard, GET or POST "
-		      "/agentbox/v1/net, GET /agentbox/v1/watch");
+		      "/agentbox/v1/net, GET /agentbox/v1/watch, GET or POST /agentbox/v1/port");
 	return true;
 }
 
@@ -250,6 +250,31 @@ static void net(struct rt *rt, struct req *r)
 	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
 }
 
+/* GET: the ports published; POST {"port","host","public","token","close"}:
+ * one published or closed first (the protocol's port op, docs/network.md). */
+static void port(struct rt *rt, struct req *r)
+{
+	static const char *const keys[] = {"port", "host", "public", "token", "close", NULL};
+	json_object *req = r->post ? body_of(r, keys) : json_object_new_object();
+	if (!req)
+		return;
+	if (r->post && !json_object_object_get_ex(req, "port", NULL)) {
+		json_object_put(req);
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "port: the body needs a \"port\"");
+		return;
+	}
+	struct ab_error e = {0};
+	json_object *o = ab_front_port_op(&rt->f, req, &e);
+	json_object_put(req);
+	if (!o) {
+		rt_answer_msg(r, e.code == EPERM ? MHD_HTTP_FORBIDDEN : MHD_HTTP_BAD_REQUEST,
+			      e.msg);
+		return;
+	}
+	json_object_object_del(o, "type");
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
+}
+
 void rt_ab_dispatch(struct rt *rt, struct req *r)
 {
 	if (r->too_large) {
@@ -268,6 +293,10 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 	}
 	if (r->route == R_AB_WATCH) {
 		rt_watch_start(rt, r);
+		return;
+	}
+	if (r->route == R_AB_PORT) {
+		port(rt, r);
 		return;
 	}
 	if (!ab_front_has_layer(&rt->f)) {

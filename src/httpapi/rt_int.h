@@ -42,6 +42,7 @@ enum route {
 	R_AB_DISCARD,
 	R_AB_NET,
 	R_AB_WATCH,
+	R_AB_PORT,
 };
 enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 

@@ -32,6 +32,7 @@
 #include "files/fileop.h"
 #include "front/front_link.h"
 #include "front/front_out.h"
+#include "session/session_port.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -239,6 +240,9 @@ static void sync_op(struct parent *p, struct front_link_msg *m)
 		if (!reply && !e.msg[0])
 			ab_error_plain(&e, ENOENT, "the sandbox has no network proxy");
 		rc = reply ? 0 : -EINVAL;
+	} else if (m->op == LINK_PORT) { /* port/port.c checks every value */
+		reply = ab_session_port(s, m->req, &e);
+		rc = reply ? 0 : -(e.code ? e.code : EINVAL);
 	} else if (m->op == LINK_DISCARD && (p->f.gone || p->f.n || !ab_front_has_layer(&p->f))) {
 		rc = ab_error_plain(&e, EBUSY, "%s",
 				    p->f.gone ? p->f.gone_why

@@ -1,7 +1,7 @@
 """agentbox runtime's own extras under /agentbox/v1/ (docs/kubernetes.md):
 the overlay workspace's changes, commit and discard (discard replaces the
 sandbox, the runtime lives on), the network proxy's report and policy,
-file events as NDJSON (watch), and their errors in sandboxd's {"code","message"} shape: 409 without
+file events as NDJSON (watch), published ports (port), and their errors in sandboxd's {"code","message"} shape: 409 without
 --workspace-mode overlay or --net allow=, 400 for a bad body or query,
 405 with Allow, 404. Every server is one this test starts on 127.0.0.1."""
 
@@ -321,3 +321,40 @@ class Watch(unittest.TestCase):
         for _ in range(6):  # opened and closed: each slot comes back, within a second
             self.assertTrue(wait_for(self.try_three, 10))
         Client(self, self.rt).execute("true")
+
+
+class Port(unittest.TestCase):
+    """GET and POST /agentbox/v1/port: the protocol's port op (docs/network.md)."""
+
+    def test_publish_list_close(self):
+        rt = Runtime()
+        self.addCleanup(rt.close)
+        c = Client(self, rt)
+        o, _ = c.call("GET", "port")
+        self.assertEqual(o, {"ports": []})
+        o, _ = c.call("POST", "port", {"port": 3000, "host": "127.0.0.1:0", "public": True})
+        self.assertRegex(o["url"], r"^http://127\.0\.0\.1:\d+$")
+        self.assertEqual([(p["port"], p["public"], p["token"]) for p in o["ports"]],
+                         [(3000, True, False)])
+        # it listens, and a connection nothing inside accepts is reset
+        port = int(o["url"].rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            try:
+                self.assertEqual(s.recv(10), b"")
+            except ConnectionResetError:
+                pass
+        # beyond loopback: refused without a token, made with one
+        c.error("POST", "port", 403, "PERMISSION_DENIED", "token",
+                {"port": 3001, "host": "0.0.0.0:0"})
+        o, _ = c.call("POST", "port", {"port": 3001, "host": "0.0.0.0:0", "token": True})
+        self.assertRegex(o["token"], r"^[0-9a-f]{64}$")
+        self.assertRegex(o["url"], r"^tcp://0\.0\.0\.0:\d+$")
+        o, _ = c.call("GET", "port")
+        self.assertNotIn("token", o)
+        self.assertEqual(sorted(p["port"] for p in o["ports"]), [3000, 3001])
+        o, _ = c.call("POST", "port", {"port": 3000, "close": True})
+        self.assertEqual([p["port"] for p in o["ports"]], [3001])
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "port", {"host": "127.0.0.1:0"})
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "unknown field", {"port": 1, "x": 1})
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "1 to 65535", {"port": 70000})
+        self.assertEqual(rt.request("GET", A + "port", auth=False)[0], 401)
