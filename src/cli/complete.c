@@ -44,7 +44,7 @@ static const struct command {
 	{"watch", NONE, "--recursive -r --json --help", 'i'},
 	{"pause", NONE, "--help", 'i'},
 	{"resume", NONE, "--help", 'i'},
-	{"port", NONE, "--host --public --close --help", 'i'},
+	{"port", NONE, "--host --public --token-file --new-token --close --help", 'i'},
 	{"checkpoint", NONE, "--name --help", 'i'},
 	{"checkpoints", NONE, "--json --help", 'i'},
 	{"restore", NONE, "--help", 'i'},

@@ -92,7 +92,9 @@ static const struct opdef ops[] = {
 	 {"path:s", "bytes:i", "created:b", "size:i"}},
 	{"download_to", {{"path", T_PATH, true}}, {"path:s", "bytes:i", "size:i"}},
 	/* agentbox runtime's (fileop_prepare_inner; fileop_guard.c) */
-	{"resolve_path", {{"path", T_PATH, true}}, {"path:s", "exists:b", "is_dir:b", "size:i"}},
+	{"resolve_path",
+	 {{"path", T_PATH, true}},
+	 {"path:s", "exists:b", "is_dir:b", "size:i", "modified_at:s*", "mode:i*"}},
 	{"place_file",
 	 {{"from", T_PATH, true}, {"path", T_PATH, true}, {"mode", T_COUNT, true}},
 	 {"path:s"}},

@@ -131,6 +131,10 @@ int fo_resolve_path(json_object *q)
 	json_object_object_add(o, "exists", json_object_new_boolean(exists));
 	json_object_object_add(o, "is_dir", json_object_new_boolean(exists && S_ISDIR(st.st_mode)));
 	json_object_object_add(o, "size", json_object_new_int64(exists ? (int64_t)st.st_size : 0));
+	if (exists) { /* sandboxd's stat (the runtime's GET /v1/stat/) */
+		json_object_object_add(o, "modified_at", fo_iso_time(&st.st_mtim));
+		json_object_object_add(o, "mode", json_object_new_int64(st.st_mode & 07777));
+	}
 	return fo_result(o);
 }
 

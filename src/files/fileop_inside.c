@@ -161,7 +161,7 @@ json_object *fo_lossy(const char *s, size_t n)
 	return o;
 }
 
-static json_object *iso_time(const struct timespec *t)
+json_object *fo_iso_time(const struct timespec *t)
 {
 	struct tm tm;
 	char b[96];
@@ -184,7 +184,7 @@ json_object *fo_file_info(const char *path)
 	json_object_object_add(o, "path", fo_lossy(path, strlen(path)));
 	json_object_object_add(o, "is_dir", json_object_new_boolean(S_ISDIR(st.st_mode)));
 	json_object_object_add(o, "size", json_object_new_int64((int64_t)st.st_size));
-	json_object_object_add(o, "modified_at", iso_time(&st.st_mtim));
+	json_object_object_add(o, "modified_at", fo_iso_time(&st.st_mtim));
 	return o;
 }
 

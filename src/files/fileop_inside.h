@@ -31,6 +31,8 @@ __attribute__((format(printf, 3, 4))) int fo_fail(enum ab_errc code, const char 
 int fo_fail_errno(int e, const char *path, const char *what);
 json_object *fo_lossy(const char *s, size_t n);
 json_object *fo_file_info(const char *path);
+/* A time as RFC 3339 in UTC with milliseconds ("...T12:00:00.123Z"). */
+json_object *fo_iso_time(const struct timespec *t);
 
 /* files and request fields */
 int fo_open_regular(const char *path, int flags, struct stat *st);

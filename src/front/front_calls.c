@@ -10,6 +10,7 @@
 #include "front/front_link.h"
 #include "front/netop.h"
 #include "layer/layer.h"
+#include "session/session_port.h"
 #include "util/base64.h"
 #include "util/error.h"
 
@@ -49,17 +50,27 @@ bool ab_front_has_layer(struct ab_front *f)
 	return f->link ? f->link->layer : ab_session_layer(f->s) != NULL;
 }
 
-json_object *ab_front_net_op(struct ab_front *f, json_object *req, struct ab_error *err)
+/* net or port, over the link: the other process's reply */
+static json_object *link_op(struct ab_front *f, const char *op, json_object *req,
+			    struct ab_error *err)
 {
-	if (!f->link)
-		return ab_net_op(f->s, req, err);
-	json_object *o = front_link_msg("net");
+	json_object *o = front_link_msg(op);
 	json_object_object_add(o, "req", json_object_get(req));
 	json_object *r = front_link_call(f->link, o, err), *reply = NULL;
 	if (r && front_link_rc(r, err) == 0 && json_object_object_get_ex(r, "reply", &reply))
 		json_object_get(reply);
 	json_object_put(r);
 	return reply;
+}
+
+json_object *ab_front_net_op(struct ab_front *f, json_object *req, struct ab_error *err)
+{
+	return f->link ? link_op(f, "net", req, err) : ab_net_op(f->s, req, err);
+}
+
+json_object *ab_front_port_op(struct ab_front *f, json_object *req, struct ab_error *err)
+{
+	return f->link ? link_op(f, "port", req, err) : ab_session_port(f->s, req, err);
 }
 
 int ab_front_stdin(struct ab_front *f, unsigned long long tag, const char *data, size_t len,

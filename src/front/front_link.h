@@ -74,6 +74,9 @@ const char *ab_front_id(struct ab_front *f);
 bool ab_front_has_net(struct ab_front *f);
 bool ab_front_has_layer(struct ab_front *f);
 json_object *ab_front_net_op(struct ab_front *f, json_object *req, struct ab_error *err);
+/* {"op":"port"} (session/session_port.h) on the session, here or over the
+ * link: its reply, or NULL with err. */
+json_object *ab_front_port_op(struct ab_front *f, json_object *req, struct ab_error *err);
 int ab_front_stdin(struct ab_front *f, unsigned long long tag, const char *data, size_t len,
 		   bool eof, struct ab_error *err);
 int ab_front_signal(struct ab_front *f, unsigned long long tag, int sig);
@@ -100,6 +103,7 @@ enum front_link_op {
 	LINK_SIGNAL,
 	LINK_RESIZE,
 	LINK_NET,
+	LINK_PORT,
 	LINK_DISCARD,
 	LINK_END, /* the front ends on purpose (a drain): the link closes next */
 };

@@ -28,6 +28,7 @@ static const struct {
 	{"signal", LINK_SIGNAL, {"seq", "tag", "signo"}},
 	{"resize", LINK_RESIZE, {"seq", "tag", "rows", "cols"}},
 	{"net", LINK_NET, {"seq", "req"}},
+	{"port", LINK_PORT, {"seq", "req"}},
 	{"discard", LINK_DISCARD, {"seq"}},
 	{"end", LINK_END, {0}},
 };

@@ -484,7 +484,8 @@ static int check_object(struct ab_request *q, struct ab_error *e)
 		q->kind = AB_REQUEST_NET;
 		return only_fields(q->req, op, net_fields, e);
 	} else if (strcmp(op, "port") == 0) { /* port/port.c checks the values */
-		static const char *const port_fields[] = {"port", "host", "public", "close", NULL};
+		static const char *const port_fields[] = {"port",  "host",  "public",
+							  "close", "token", NULL};
 		q->kind = AB_REQUEST_PORT;
 		return only_fields(q->req, op, port_fields, e);
 	} else if (layer_op_fields(op)) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grpc/rt_gproc.h"
 #include "grpc/rt_grpc.h"
@@ -206,7 +207,7 @@ static void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 	if (!call->post || call->method < 0) {
 		grpc_finish(call, G_UNIMPLEMENTED,
 			    "unknown method: agentbox runtime serves "
-			    "process.v1.ProcessService");
+			    "process.v1.ProcessService and watcher.v1.FileWatcherService");
 		return;
 	}
 	if (call->bad_ctype) {
@@ -245,7 +246,9 @@ static void grpc_dispatch(struct rt_grpc *g, struct gcall *call)
 			    g->rt->f.gone ? g->rt->f.gone_why : "The server is stopping");
 		return;
 	}
-	if (call->method == PB_START || call->method == PB_EXECUTE)
+	if (call->method == PB_WATCH_DIR)
+		gwatch_start(g, call);
+	else if (call->method == PB_START || call->method == PB_EXECUTE)
 		start_proc(g, call);
 	else
 		on_proc(g, call);
@@ -319,6 +322,11 @@ static void proc_event(void *arg, struct ab_front_req *fr, const struct ab_event
 	struct rt *rt = arg;
 	struct rt_grpc *g = rt->grpc;
 	struct gproc *p = (struct gproc *)fr;
+	if (p->watch) { /* its events come to proc_watch; here its end */
+		if (ev->kind == AB_EVENT_RESULT)
+			gwatch_ended(g, p, ev);
+		return;
+	}
 	if (ev->kind == AB_EVENT_OUTPUT) {
 		if (p->call && p->id &&
 		    !grpc_answer(p->call, pb_size_bytes(ev->len), enc_output, ev))
@@ -391,9 +399,17 @@ static void proc_left(void *arg, struct ab_front_req *fr)
 		p->call->proc = NULL;
 	if (rt->grpc)
 		rt->grpc->n_procs--;
+	gwatch_free(p);
 	json_object_put(p->fr.key);
 	ab_request_clear(&p->fr.q); /* its argv, env and cwd */
 	free(p);
+}
+
+static void proc_watch(void *arg, struct ab_front_req *fr, const struct ab_watch_event *ev)
+{
+	struct rt *rt = arg;
+	if (rt->grpc)
+		gwatch_event(rt->grpc, (struct gproc *)fr, ev);
 }
 
 static const struct rt_grpc_service service = {grpc_dispatch, &rt_grpc_proto};
@@ -414,14 +430,25 @@ static void proto_ready(struct rt *rt)
 			strchr(l, ':') ? "[" : "", l, strchr(l, ':') ? "]" : "", rt->o->grpc_port);
 }
 
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
 static int proto_fds(struct rt *rt, struct pollfd *p, int max, int *wait_ms)
 {
-	(void)wait_ms;
+	if (rt->grpc) /* a watch's events held: the poll ends when they are due */
+		gwatch_flush(rt->grpc, now_ms(), wait_ms);
 	return (int)rt_grpc_pollfds(rt, p, (size_t)max);
 }
 
 static void proto_run(struct rt *rt, const struct pollfd *p, int n)
 {
+	int unused = -1;
+	if (rt->grpc)
+		gwatch_flush(rt->grpc, now_ms(), &unused);
 	rt_grpc_run(rt, p, (size_t)n);
 }
 
@@ -437,4 +464,5 @@ const struct rt_proto rt_grpc_proto = {
 	.event = proc_event,
 	.refused = proc_refused,
 	.left = proc_left,
+	.watch = proc_watch,
 };

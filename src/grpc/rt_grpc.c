@@ -96,6 +96,11 @@ static void open_answer(struct gcall *call)
 	nghttp2_submit_response(call->c->h, call->sid, hd, 3, &prd);
 }
 
+void grpc_headers(struct gcall *call)
+{
+	open_answer(call);
+}
+
 /* One message of n bytes, encoded by enc into the call's answer. */
 bool grpc_answer(struct gcall *call, size_t room, size_t (*enc)(uint8_t *, size_t, const void *),
 		 const void *arg)
@@ -298,11 +303,9 @@ static int on_header(nghttp2_session *h, const nghttp2_frame *f, const uint8_t *
 	if (!call || f->hd.type != NGHTTP2_HEADERS || call->dispatched)
 		return 0;
 	if (nl == 5 && !memcmp(name, ":path", 5)) {
-		size_t sl = strlen(SERVICE);
-		for (int i = 0; i < (int)(sizeof(pb_method_names) / sizeof(pb_method_names[0]));
-		     i++)
-			if (vl == sl + strlen(pb_method_names[i]) && !memcmp(value, SERVICE, sl) &&
-			    !memcmp(value + sl, pb_method_names[i], vl - sl))
+		for (int i = 0; i < PB_METHODS; i++)
+			if (vl == strlen(pb_method_paths[i]) &&
+			    !memcmp(value, pb_method_paths[i], vl))
 				call->method = i;
 	} else if (nl == 7 && !memcmp(name, ":method", 7)) {
 		call->post = vl == 4 && !memcmp(value, "POST", 4);

@@ -35,8 +35,6 @@ enum {
 	G_UNAUTHENTICATED = 16,
 };
 
-#define SERVICE "/process.v1.ProcessService/"
-
 struct gproc;
 
 struct gcall {
@@ -74,6 +72,11 @@ struct gproc {
 	struct gcall *wcur; /* the WriteStdin in progress (wbusy), NULL if gone */
 	bool wbusy;
 	struct gcall *whead, *wtail; /* WriteStdin calls waiting */
+	/* WatchDir's (rt_gwatch.c): its events held for the debounce */
+	bool watch, ready;
+	uint8_t *pend; /* FileEvent messages, each after its length (4 bytes) */
+	size_t pend_len, pend_cap;
+	unsigned long long pend_since; /* when the first of them came (ms) */
 };
 _Static_assert(offsetof(struct gproc, proto) == offsetof(struct rt_req_head, proto),
 	       "a process begins as struct rt_req_head");
@@ -121,6 +124,9 @@ bool grpc_answer(struct gcall *call, size_t room, size_t (*enc)(uint8_t *, size_
 void grpc_finish(struct gcall *call, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void grpc_finish_ok(struct gcall *call);
+/* The response's headers now, its messages to come (a stream that has
+ * begun: a watch that is ready). */
+void grpc_headers(struct gcall *call);
 size_t grpc_enc_copy(uint8_t *out, size_t outsz, const void *arg);
 /* The gRPC code for an agentbox error, by its errno. */
 int grpc_code_of(const struct ab_error *e);
@@ -147,6 +153,18 @@ struct rt_grpc_service {
 	void (*dispatch)(struct rt_grpc *g, struct gcall *call);
 	const struct rt_proto *proto;
 };
+
+/* rt_gwatch.c: watcher.v1.FileWatcherService's WatchDir, a watch of the
+ * engine (the file operation "watch"): gwatch_start does a call; the
+ * engine's watch events and its result come to gwatch_event and
+ * gwatch_ended; gwatch_flush sends what the debounce held long enough
+ * (and lowers *wait_ms to the next one due; NULL: every one now). */
+#define WATCH_DEBOUNCE_MS 250
+void gwatch_start(struct rt_grpc *g, struct gcall *call);
+void gwatch_event(struct rt_grpc *g, struct gproc *p, const struct ab_watch_event *ev);
+void gwatch_ended(struct rt_grpc *g, struct gproc *p, const struct ab_event *ev);
+void gwatch_flush(struct rt_grpc *g, unsigned long long now, int *wait_ms);
+void gwatch_free(struct gproc *p);
 
 /* fr as a process of g, or NULL when it is another protocol's request. */
 static inline struct gproc *rt_gproc_of(const struct rt_grpc *g, struct ab_front_req *fr)

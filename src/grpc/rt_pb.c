@@ -8,12 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pb_method_names[5] = {
+const char *const pb_method_names[PB_METHODS] = {
 	[PB_START] = "Start",
 	[PB_EXECUTE] = "Execute",
 	[PB_WRITE_STDIN] = "WriteStdin",
 	[PB_SEND_SIGNAL] = "SendSignal",
 	[PB_RESIZE_TTY] = "ResizeTTY",
+	[PB_WATCH_DIR] = "WatchDir",
+};
+
+#define PROCESS_SVC "/process.v1.ProcessService/"
+const char *const pb_method_paths[PB_METHODS] = {
+	[PB_START] = PROCESS_SVC "Start",
+	[PB_EXECUTE] = PROCESS_SVC "Execute",
+	[PB_WRITE_STDIN] = PROCESS_SVC "WriteStdin",
+	[PB_SEND_SIGNAL] = PROCESS_SVC "SendSignal",
+	[PB_RESIZE_TTY] = PROCESS_SVC "ResizeTTY",
+	[PB_WATCH_DIR] = "/watcher.v1.FileWatcherService/WatchDir",
 };
 
 struct rd {
@@ -196,6 +207,20 @@ static int request_field(enum pb_method m, struct pb_req *q, const struct pbf *f
 	uint32_t num = f->num;
 	unsigned wt = f->wt;
 	bool cfg = m == PB_START || m == PB_EXECUTE;
+	if (m == PB_WATCH_DIR) { /* path (1), recursive (2) */
+		if (num == 1 && wt == 2) {
+			char *s = string_of(f->d, f->n);
+			if (!s)
+				return memchr(f->d, 0, f->n)
+					       ? (*why = "path holds a NUL byte", -EINVAL)
+					       : -ENOMEM;
+			free(q->path);
+			q->path = s;
+		} else if (num == 2 && wt == 0) {
+			q->recursive = f->v != 0;
+		}
+		return 0;
+	}
 	if (cfg && num == 1 && wt == 2)
 		return config(q, f->d, f->n, why);
 	if (m == PB_START && num == 2 && wt == 2)
@@ -235,6 +260,8 @@ int pb_decode(enum pb_method m, const uint8_t *b, size_t len, struct pb_req *q, 
 			rc = request_field(m, q, &f, why);
 		}
 	}
+	if (rc == 0 && m == PB_WATCH_DIR && !q->path && !(q->path = calloc(1, 1)))
+		rc = -ENOMEM;
 	if (rc < 0)
 		pb_req_free(q);
 	return rc;
@@ -249,6 +276,7 @@ void pb_req_free(struct pb_req *q)
 	free(q->argv);
 	free(q->env);
 	free(q->cwd);
+	free(q->path);
 	*q = (struct pb_req){0};
 }
 
@@ -335,5 +363,23 @@ size_t pb_execute_response(uint8_t *out, size_t outsz, int32_t exit_code, const 
 		put_bytes(&w, 2, o, on);
 	if (en)
 		put_bytes(&w, 3, e, en);
+	return done(&w, out);
+}
+
+static void put_string(struct wr *w, uint32_t num, const char *s)
+{
+	if (s && *s)
+		put_bytes(w, num, s, strlen(s));
+}
+
+size_t pb_file_event(uint8_t *out, size_t outsz, enum pb_file_event type, const char *path,
+		     const char *old_path, const char *error)
+{
+	struct wr w = {out, out + outsz, false};
+	put_varint(&w, 1 << 3);
+	put_varint(&w, (uint64_t)type);
+	put_string(&w, 2, path);
+	put_string(&w, 3, old_path);
+	put_string(&w, 4, error);
 	return done(&w, out);
 }

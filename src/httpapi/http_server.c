@@ -47,7 +47,9 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result queue(struct MHD_Connection *c, struct req *r)
 {
 	struct MHD_Response *resp;
-	if (r->route == R_V1_FILE && r->head && !r->is_dir && r->status == MHD_HTTP_OK) {
+	if (r->wstream) { /* a watch's events, as they come */
+		resp = rt_watch_response(r);
+	} else if (r->route == R_V1_FILE && r->head && !r->is_dir && r->status == MHD_HTTP_OK) {
 		/* the length GET would send */
 		resp = MHD_create_response_from_callback(r->size, 4096, no_body, NULL, NULL);
 		if (resp)
@@ -92,6 +94,10 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 	struct req *r = (struct req *)fr;
 	if (ev->kind != AB_EVENT_RESULT || !r->conn) /* gone: freed as it leaves */
 		return;
+	if (r->route == R_AB_WATCH) {
+		rt_watch_ended(rt, r, ev);
+		return;
+	}
 	if (r->route >= R_V1_FILE && !ev->error) {
 		rt_v1_event(rt, r, ev->result);
 	} else if (ev->error) {
@@ -107,6 +113,12 @@ static void on_event(void *arg, struct ab_front_req *fr, const struct ab_event *
 		rt_op_done(r, ev->result);
 	}
 	rt_req_resume(r);
+}
+
+static void on_watch(void *arg, struct ab_front_req *fr, const struct ab_watch_event *ev)
+{
+	(void)arg;
+	rt_watch_event((struct req *)fr, ev);
 }
 
 /* ---- requests ---- */
@@ -510,6 +522,7 @@ static void http_run(struct rt *rt, const struct pollfd *p, int n)
 	(void)p;
 	(void)n;
 	rt_auth_http_sweep(rt);
+	rt_watch_sweep(rt, &rt_http_proto);
 	MHD_run(rt->d);
 }
 
@@ -545,4 +558,5 @@ const struct rt_proto rt_http_proto = {
 	.layer_reply = rt_ab_layer_reply,
 	.refused = rt_req_refused,
 	.left = rt_req_left,
+	.watch = on_watch,
 };

@@ -1,6 +1,7 @@
 /* agentbox runtime's own extras under /agentbox/v1/, routes no client of
  * agent-sandbox uses: the overlay workspace's review (changes), commit and
- * discard, and the network proxy's report (net). Errors are sandboxd's
+ * discard, the network proxy's report (net), file events (watch,
+ * rt_watch.c) and published ports (port). Errors are sandboxd's
  * {"code","message"}: 409 CONFLICT when the runtime was started without
  * what the route needs (--workspace-mode overlay, --net allow=), 400 for a
  * bad body or query.
@@ -32,10 +33,9 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 		enum route route;
 		bool post;
 	} routes[] = {
-		{"changes", R_AB_CHANGES, false},
-		{"commit", R_AB_COMMIT, true},
-		{"discard", R_AB_DISCARD, true},
-		{"net", R_AB_NET, false},
+		{"changes", R_AB_CHANGES, false}, {"commit", R_AB_COMMIT, true},
+		{"discard", R_AB_DISCARD, true},  {"net", R_AB_NET, false},
+		{"watch", R_AB_WATCH, false},	  {"port", R_AB_PORT, false},
 	};
 	size_t n = strlen(AB_PREFIX);
 	if (strncmp(url, "/agentbox/", 10) && strcmp(url, "/agentbox"))
@@ -46,7 +46,7 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 		if (strcmp(url + n, routes[i].name))
 			continue;
 		r->route = routes[i].route;
-		bool ok = r->post ? routes[i].post || r->route == R_AB_NET
+		bool ok = r->post ? routes[i].post || r->route == R_AB_NET || r->route == R_AB_PORT
 				  : !routes[i].post && !strcmp(method, "GET");
 		if (!ok)
 			rt_answer_msg(r, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -57,13 +57,15 @@ bool rt_ab_route(const char *url, const char *method, struct req *r)
 	rt_answer_msg(r, MHD_HTTP_NOT_FOUND,
 		      "no such route: agentbox's are GET /agentbox/v1/changes, POST "
 		      "/agentbox/v1/commit, POST /agentbox/v1/discard, GET or POST "
-		      "/agentbox/v1/net");
+		      "/agentbox/v1/net, GET /agentbox/v1/watch, GET or POST /agentbox/v1/port");
 	return true;
 }
 
 const char *rt_ab_allow(enum route route)
 {
-	return route == R_AB_CHANGES ? "GET" : route == R_AB_NET ? "GET, POST" : "POST";
+	return route == R_AB_CHANGES || route == R_AB_WATCH ? "GET"
+	       : route == R_AB_NET			    ? "GET, POST"
+							    : "POST";
 }
 
 /* The body: absent or empty is {}; else a JSON object of only the keys
@@ -190,19 +192,7 @@ void rt_ab_layer_reply(void *arg, struct ab_front_req *fr, json_object *reply)
  * at a time, in order. */
 static void queue_layer_op(struct rt *rt, struct req *r, json_object *fields)
 {
-	struct ab_error e = {0};
-	r->fr.tag = ab_front_tag(&rt->f);
-	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
-	int rc = ab_request_layer(&r->fr.q, id, r->route == R_AB_CHANGES ? "changes" : "commit",
-				  fields, &e);
-	json_object_put(id);
-	if (rc < 0) {
-		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
-		return;
-	}
-	r->step = S_OP;
-	r->engaged = true;
-	ab_front_submit(&rt->f, &r->fr);
+	rt_submit_op(rt, r, true, r->route == R_AB_CHANGES ? "changes" : "commit", fields);
 }
 
 /* discard: the layer goes with the sandbox; a new one from the same
@@ -260,6 +250,31 @@ static void net(struct rt *rt, struct req *r)
 	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
 }
 
+/* GET: the ports published; POST {"port","host","public","token","close"}:
+ * one published or closed first (the protocol's port op, docs/network.md). */
+static void port(struct rt *rt, struct req *r)
+{
+	static const char *const keys[] = {"port", "host", "public", "token", "close", NULL};
+	json_object *req = r->post ? body_of(r, keys) : json_object_new_object();
+	if (!req)
+		return;
+	if (r->post && !json_object_object_get_ex(req, "port", NULL)) {
+		json_object_put(req);
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "port: the body needs a \"port\"");
+		return;
+	}
+	struct ab_error e = {0};
+	json_object *o = ab_front_port_op(&rt->f, req, &e);
+	json_object_put(req);
+	if (!o) {
+		rt_answer_msg(r, e.code == EPERM ? MHD_HTTP_FORBIDDEN : MHD_HTTP_BAD_REQUEST,
+			      e.msg);
+		return;
+	}
+	json_object_object_del(o, "type");
+	rt_answer(r, MHD_HTTP_OK, rt_json_line(o));
+}
+
 void rt_ab_dispatch(struct rt *rt, struct req *r)
 {
 	if (r->too_large) {
@@ -274,6 +289,14 @@ void rt_ab_dispatch(struct rt *rt, struct req *r)
 	}
 	if (r->route == R_AB_NET) {
 		net(rt, r);
+		return;
+	}
+	if (r->route == R_AB_WATCH) {
+		rt_watch_start(rt, r);
+		return;
+	}
+	if (r->route == R_AB_PORT) {
+		port(rt, r);
 		return;
 	}
 	if (!ab_front_has_layer(&rt->f)) {

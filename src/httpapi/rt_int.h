@@ -41,6 +41,8 @@ enum route {
 	R_AB_COMMIT,
 	R_AB_DISCARD,
 	R_AB_NET,
+	R_AB_WATCH,
+	R_AB_PORT,
 };
 enum step { S_NONE, S_GUARD, S_OP, S_FINISH, S_DONE };
 
@@ -72,6 +74,7 @@ struct req {
 	size_t data_len;
 	/* sandboxd's routes (rt_v1.c) */
 	bool head, put, del, multipart, is_dir;
+	bool stat;			      /* GET /v1/stat/{path}: one path's FileEntry */
 	const char *mode_arg, *recursive_arg; /* the query's, owned by the connection */
 	unsigned mode;			      /* a PUT's */
 	int recursive;			      /* a DELETE's */
@@ -81,6 +84,10 @@ struct req {
 	unsigned after_status;
 	/* agentbox's extras (rt_extras.c) */
 	bool post;
+	/* GET /agentbox/v1/watch's stream (rt_watch.c): lines not yet sent */
+	char *wbuf;
+	size_t wlen, woff, wcap;
+	bool wstream, wended, woverflow; /* begun (200), ended, an overflow said */
 };
 _Static_assert(offsetof(struct req, proto) == offsetof(struct rt_req_head, proto),
 	       "a request of the HTTP API begins as struct rt_req_head");
@@ -102,6 +109,10 @@ json_object *rt_file_req(const char *op, const char *path);
  * it: an inner op, or the protocol's in exact mode (r's path is the one
  * resolve_path answered); false when r was answered instead. */
 bool rt_start_file(struct rt *rt, struct req *r, json_object *o);
+/* A layer op (layer) or a file operation (no timeout) op with its fields
+ * (taken), built from C values, into the engine under a new tag; r
+ * answered 400 when the values are refused. */
+void rt_submit_op(struct rt *rt, struct req *r, bool layer, const char *op, json_object *fields);
 /* Free r, once nothing holds it. */
 void rt_req_free(struct req *r);
 /* r answered (its step S_DONE) while its connection waits: resumed. */
@@ -149,6 +160,19 @@ bool rt_ab_route(const char *url, const char *method, struct req *r);
 const char *rt_ab_allow(enum route route);
 void rt_ab_dispatch(struct rt *rt, struct req *r);
 void rt_ab_layer_reply(void *arg, struct ab_front_req *fr, json_object *reply);
+
+/* rt_watch.c: GET /agentbox/v1/watch, the engine's watch as NDJSON.
+ * rt_watch_start submits it (or answers r); rt_watch_event and
+ * rt_watch_ended take the engine's events; rt_watch_response is the
+ * streamed answer once it began (r->wstream). */
+void rt_watch_start(struct rt *rt, struct req *r);
+void rt_watch_event(struct req *r, const struct ab_watch_event *ev);
+void rt_watch_ended(struct rt *rt, struct req *r, const struct ab_event *ev);
+struct MHD_Response *rt_watch_response(struct req *r);
+/* The watches whose client closed its connection while it waited
+ * (suspended: the daemon does not look), ended; each turn of the loop.
+ * http: the requests' protocol (rt_http_proto), to tell them. */
+void rt_watch_sweep(struct rt *rt, const struct rt_proto *http);
 
 /* rt_auth_http.c: the HTTP listener's locks. rt_auth_http_notify is the
  * daemon's connection callback (a connection counted to its client, or

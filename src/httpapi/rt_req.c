@@ -49,6 +49,7 @@ void rt_req_free(struct req *r)
 	free(r->disposition);
 	free(r->data);
 	free(r->after);
+	free(r->wbuf);
 	free(r);
 }
 
@@ -102,6 +103,10 @@ void rt_req_refused(void *arg, struct ab_front_req *fr, enum ab_front_why why,
 		rt_answer_msg(r, MHD_HTTP_SERVICE_UNAVAILABLE, "The server is stopping");
 	else if (r->route == R_EXECUTE)
 		rt_answer(r, MHD_HTTP_OK, rt_execute_failed(msg));
+	else if (r->route == R_AB_WATCH && e && e->kind == AB_ERRC_BUSY)
+		rt_answer_msg(r, MHD_HTTP_TOO_MANY_REQUESTS,
+			      "as many commands and watches run as --max-concurrent allows: "
+			      "a watch takes a slot until it ends");
 	else
 		rt_answer_msg(r,
 			      r->route >= R_AB_NONE && rt->f.gone ? MHD_HTTP_SERVICE_UNAVAILABLE
@@ -170,6 +175,23 @@ bool rt_start_exec(struct rt *rt, struct req *r, char *const *argv, bool set_tim
 	return start(rt, r, rc, &e);
 }
 
+void rt_submit_op(struct rt *rt, struct req *r, bool layer, const char *op, json_object *fields)
+{
+	struct ab_error e = {0};
+	r->fr.tag = ab_front_tag(&rt->f);
+	json_object *id = json_object_new_int64((int64_t)r->fr.tag);
+	int rc = layer ? ab_request_layer(&r->fr.q, id, op, fields, &e)
+		       : ab_request_file_op(&r->fr.q, id, op, fields, -1, &e);
+	json_object_put(id);
+	if (rc < 0) {
+		rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, e.msg);
+		return;
+	}
+	r->step = S_OP;
+	r->engaged = true;
+	ab_front_submit(&rt->f, &r->fr);
+}
+
 /* The file operation a route does once its path is known to be inside. */
 bool rt_start_op(struct rt *rt, struct req *r)
 {
@@ -236,6 +258,7 @@ static const char *code_of(unsigned status)
 	case MHD_HTTP_CONFLICT:
 		return "CONFLICT";
 	case MHD_HTTP_CONTENT_TOO_LARGE:
+	case MHD_HTTP_TOO_MANY_REQUESTS:
 		return "RESOURCE_EXHAUSTED";
 	case MHD_HTTP_SERVICE_UNAVAILABLE:
 		return "UNAVAILABLE";

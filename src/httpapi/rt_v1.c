@@ -1,7 +1,9 @@
 /* agentbox runtime's sandboxd REST API (agent-sandbox's KEP-539.2,
  * packages/sandboxd/spec/filesystem/v1/filesystem.yaml): /v1/files/{path}
  * (GET a file's bytes or a directory's listing, HEAD, PUT with a temp file
- * and a rename, DELETE), /v1/health and /v1/metadata, beside the legacy
+ * and a rename, DELETE), /v1/stat/{path} (sandboxd v1.0.12's single-path
+ * stat, its form assumed: docs/kubernetes.md), /v1/health and /v1/metadata,
+ * beside the legacy
  * routes on the same listener. As sandboxd resolves them, a path is taken
  * below /workspace (an absolute one under it as it is, any other rerooted),
  * then its symlinks are resolved inside the sandbox (resolve_path, as
@@ -44,6 +46,12 @@ bool rt_v1_route(const char *url, const char *method, struct req *r, const char 
 		r->put = !strcmp(method, "PUT");
 		r->del = !strcmp(method, "DELETE");
 		if (!get && !r->put && !r->del)
+			answer_text(r, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed\n");
+	} else if (!strncmp(url, "/v1/stat/", 9)) { /* sandboxd v1.0.12's stat (assumed form) */
+		r->route = R_V1_FILE;
+		r->stat = true;
+		*rest = url + 9;
+		if (!get)
 			answer_text(r, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed\n");
 	} else if (!strcmp(url, "/v1/health") || !strcmp(url, "/v1/metadata")) {
 		r->route = url[4] == 'h' ? R_V1_HEALTH : R_V1_META;
@@ -180,6 +188,45 @@ static void start_op(struct rt *rt, struct req *r, const char *op)
 	rt_start_file(rt, r, o);
 }
 
+/* RFC 3339 in seconds, as Go's time.RFC3339 writes UTC, of the session's
+ * "...T12:00:00.123Z" */
+static json_object *go_time(json_object *iso)
+{
+	const char *m = json_object_get_string(iso);
+	char when[32];
+	snprintf(when, sizeof(when), "%.19sZ", m ? m : "1970-01-01T00:00:00");
+	return json_object_new_string(when);
+}
+
+/* The path as the request named it, with a leading '/' (sandboxd's
+ * DirectoryListing.path). */
+static json_object *path_as_asked(const struct req *r)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s%s", r->name && r->name[0] == '/' ? "" : "/",
+		 r->name ? r->name : "");
+	return json_object_new_string(path);
+}
+
+/* GET /v1/stat/{path}: the path's FileEntry (its target's, through a
+ * symlink, as sandboxd's os.Stat), with its path and octal mode. */
+static char *stat_entry(struct req *r, json_object *reply)
+{
+	json_object *o = json_object_new_object();
+	const char *slash = strrchr(r->view, '/');
+	json_object_object_add(o, "path", path_as_asked(r));
+	json_object_object_add(o, "name", json_object_new_string(slash ? slash + 1 : r->view));
+	json_object_object_add(o, "size", json_object_new_int64((int64_t)r->size));
+	json_object_object_add(o, "type", json_object_new_string(r->is_dir ? "directory" : "file"));
+	json_object_object_add(o, "modified_at",
+			       go_time(json_object_object_get(reply, "modified_at")));
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o",
+		 (unsigned)json_object_get_int64(json_object_object_get(reply, "mode")) & 0777);
+	json_object_object_add(o, "mode", json_object_new_string(mode));
+	return rt_json_line(o);
+}
+
 /* The guard's verdict (resolve_path): where the path resolves, and what is
  * there. */
 static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res)
@@ -205,9 +252,9 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 	r->is_dir = json_object_get_boolean(json_object_object_get(reply, "is_dir"));
 	r->size = (unsigned long long)json_object_get_int64(json_object_object_get(reply, "size"));
 	snprintf(r->view, sizeof(r->view), "%s", p);
-	json_object_put(reply);
-
 	bool root = !strcmp(r->view, BASE);
+	if (!r->stat || !exists)
+		json_object_put(reply);
 	if (r->put) {
 		if (r->is_dir) {
 			rt_answer_msg(r, MHD_HTTP_BAD_REQUEST, "target path is a directory");
@@ -224,6 +271,11 @@ static void guard_done(struct rt *rt, struct req *r, const struct ab_result *res
 	}
 	if (!exists) {
 		rt_answer_msg(r, MHD_HTTP_NOT_FOUND, "path does not exist within the sandbox");
+		return;
+	}
+	if (r->stat) {
+		rt_answer(r, MHD_HTTP_OK, stat_entry(r, reply));
+		json_object_put(reply);
 		return;
 	}
 	if (r->del && root) {
@@ -265,18 +317,12 @@ static char *listing(struct req *r, json_object *reply)
 		const char *path = json_object_get_string(json_object_object_get(e, "path"));
 		const char *slash = path ? strrchr(path, '/') : NULL;
 		json_object *o = rt_list_entry(e, slash ? slash + 1 : "");
-		/* RFC 3339 in seconds, as Go's time.RFC3339 writes UTC */
-		const char *m = json_object_get_string(json_object_object_get(e, "modified_at"));
-		char when[32];
-		snprintf(when, sizeof(when), "%.19sZ", m ? m : "1970-01-01T00:00:00");
-		json_object_object_add(o, "modified_at", json_object_new_string(when));
+		json_object_object_add(o, "modified_at",
+				       go_time(json_object_object_get(e, "modified_at")));
 		json_object_array_add(entries, o);
 	}
 	json_object *o = json_object_new_object();
-	char path[4300];
-	snprintf(path, sizeof(path), "%s%s", r->name && r->name[0] == '/' ? "" : "/",
-		 r->name ? r->name : "");
-	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "path", path_as_asked(r));
 	json_object_object_add(o, "entries", entries);
 	return rt_json_line(o);
 }

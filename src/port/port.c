@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ struct port_pub {
 	uint16_t port;	      /* inside */
 	union port_addr addr; /* on the host */
 	bool public;
+	bool token; /* each connection sends the token first */
 };
 
 struct port_set {
@@ -179,8 +181,9 @@ static uint16_t addr_text(const union port_addr *a, char ip[INET6_ADDRSTRLEN])
 	return ntohs(v6 ? a->in6.sin6_port : a->in.sin_port);
 }
 
-/* "ADDR:PORT" or "[ADDR6]:PORT" (a loopback address) into a. */
-static int parse_host(const char *s, union port_addr *a, struct ab_error *err)
+/* "ADDR:PORT" or "[ADDR6]:PORT" into a; *loopback says whether ADDR is
+ * a loopback address. */
+static int parse_host(const char *s, union port_addr *a, bool *loopback, struct ab_error *err)
 {
 	const char *colon = strrchr(s, ':');
 	char ip[INET6_ADDRSTRLEN];
@@ -206,13 +209,8 @@ static int parse_host(const char *s, union port_addr *a, struct ab_error *err)
 		      v6 ? (void *)&a->in6.sin6_addr : (void *)&a->in.sin_addr) != 1)
 		return ab_error_plain(err, EINVAL, "port: '%s' is not an IPv%c address", ip,
 				      v6 ? '6' : '4');
-	if (v6 ? !IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr)
-	       : (ntohl(a->in.sin_addr.s_addr) >> 24) != 127)
-		return ab_error_plain(err, EINVAL,
-				      "port: %s is not a loopback address: a port is published "
-				      "on this host's loopback only (a wider address would need "
-				      "a token, which agentbox does not offer yet)",
-				      ip);
+	*loopback = v6 ? IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr)
+		       : (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
 	if (v6)
 		a->in6.sin6_port = htons((uint16_t)p);
 	else
@@ -243,15 +241,43 @@ static json_object *pub_json(const struct port_pub *p)
 {
 	char ip[INET6_ADDRSTRLEN], url[INET6_ADDRSTRLEN + 24];
 	uint16_t port = addr_text(&p->addr, ip);
-	snprintf(url, sizeof(url),
-		 p->addr.sa.sa_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", ip, port);
+	/* a port with a token is no plain HTTP URL: each connection sends the
+	 * token's line first (docs/network.md) */
+	snprintf(url, sizeof(url), p->addr.sa.sa_family == AF_INET6 ? "%s://[%s]:%u" : "%s://%s:%u",
+		 p->token ? "tcp" : "http", ip, port);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "port", json_object_new_int(p->port));
 	json_object_object_add(o, "address", json_object_new_string(ip));
 	json_object_object_add(o, "host_port", json_object_new_int(port));
 	json_object_object_add(o, "url", json_object_new_string(url));
 	json_object_object_add(o, "public", json_object_new_boolean(p->public));
+	json_object_object_add(o, "token", json_object_new_boolean(p->token));
 	return o;
+}
+
+/* A token given (checked) or, with make, a new one: 32 random bytes as
+ * hex, into t. */
+static int token_of(const char *given, bool make, char t[PORT_TOKEN_MAX + 1], struct ab_error *err)
+{
+	if (make) {
+		unsigned char b[32];
+		if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+			return ab_error_set(err, errno, "port: cannot make a token");
+		for (size_t i = 0; i < sizeof(b); i++)
+			snprintf(t + 2 * i, 3, "%02x", b[i]);
+		return 0;
+	}
+	size_t n = strlen(given);
+	bool ok = n >= PORT_TOKEN_MIN && n <= PORT_TOKEN_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = given[i] > 0x20 && given[i] < 0x7f;
+	if (!ok)
+		return ab_error_plain(err, EINVAL,
+				      "port: 'token' must be %d to %d printable ASCII bytes "
+				      "without spaces, or true for a new one",
+				      PORT_TOKEN_MIN, PORT_TOKEN_MAX);
+	memcpy(t, given, n + 1);
+	return 0;
 }
 
 static struct port_pub *find(struct port_set *ps, long port)
@@ -262,15 +288,28 @@ static struct port_pub *find(struct port_set *ps, long port)
 	return NULL;
 }
 
-/* public: 1, 0, or -1 when not said (as published already, else 0) */
-static int publish(struct port_set *ps, long port, const char *host, int public,
+/* public: 1, 0, or -1 when not said (as published already, else 0);
+ * token: NULL (none), or the one each connection must send first */
+static int publish(struct port_set *ps, long port, const char *host, int public, const char *token,
 		   struct ab_error *err)
 {
 	union port_addr a = {
 		.in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}};
-	int r = host ? parse_host(host, &a, err) : 0;
+	bool loopback = true;
+	int r = host ? parse_host(host, &a, &loopback, err) : 0;
+	char ip[INET6_ADDRSTRLEN];
+	if (r == 0 && !loopback && !token) {
+		addr_text(&a, ip);
+		return ab_error_plain(err, EPERM,
+				      "port: %s is not a loopback address: beyond this host's "
+				      "loopback a port is published only with a token that each "
+				      "connection sends first (agentbox port --token-file FILE or "
+				      "--new-token; \"token\" in the protocol); --public does not "
+				      "lift this",
+				      ip);
+	}
 	struct port_pub *old = r == 0 ? find(ps, port) : NULL;
-	if (r < 0 || (old && !host && (public < 0 || old->public == public)))
+	if (r < 0 || (old && !host && !token && (public < 0 || old->public == public)))
 		return r; /* the same again: as it is */
 	if (old)
 		return ab_error_plain(err, EEXIST,
@@ -287,12 +326,15 @@ static int publish(struct port_set *ps, long port, const char *host, int public,
 			     .key = ++ps->next_key,
 			     .port = (uint16_t)port,
 			     .public = public > 0};
+	if (token)
+		snprintf(m.token, sizeof(m.token), "%s", token);
 	if ((r = relay_send(ps, &m, fd)) < 0)
 		return ab_error_set(err, -r, "port: cannot reach the port relay");
 	if ((r = relay_wait(ps, PORT_OK, m.key, err)) < 0)
 		return r;
 	/* the relay's is the only copy now: its death closes the port */
-	ps->pub[ps->n++] = (struct port_pub){m.key, (uint16_t)port, a, public > 0};
+	ps->pub[ps->n++] = (struct port_pub){m.key, (uint16_t)port, a, public > 0, token != NULL};
+	explicit_bzero(m.token, sizeof(m.token));
 	return 0;
 }
 
@@ -325,24 +367,38 @@ static int field(json_object *req, const char *key, json_type t, json_object **v
 
 json_object *port_op(struct port_set *ps, json_object *req, struct ab_error *err)
 {
-	json_object *vp, *vh, *vpub, *vc;
+	json_object *vp, *vh, *vpub, *vc, *vt = NULL;
 	if (field(req, "port", json_type_int, &vp, err) < 0 ||
 	    field(req, "host", json_type_string, &vh, err) < 0 ||
 	    field(req, "public", json_type_boolean, &vpub, err) < 0 ||
 	    field(req, "close", json_type_boolean, &vc, err) < 0)
 		return NULL;
+	char token[PORT_TOKEN_MAX + 1] = "";
+	bool made = false;
+	if (json_object_object_get_ex(req, "token", &vt) && vt) {
+		bool yes =
+			json_object_is_type(vt, json_type_boolean) && json_object_get_boolean(vt);
+		if (!yes && !json_object_is_type(vt, json_type_string)) {
+			ab_error_plain(err, EINVAL, "port: 'token' must be a string or true");
+			return NULL;
+		}
+		if (token_of(yes ? NULL : json_object_get_string(vt), yes, token, err) < 0)
+			return NULL;
+		made = yes;
+	}
 	long port = vp ? (long)json_object_get_int64(vp) : 0;
 	bool close_it = vc && json_object_get_boolean(vc);
 	if (vp && (port < 1 || port > 65535)) {
 		ab_error_plain(err, EINVAL, "port: 'port' must be 1 to 65535");
 		return NULL;
 	}
-	if (!vp && (vh || vpub || close_it)) {
-		ab_error_plain(err, EINVAL, "port: 'host', 'public' and 'close' need a 'port'");
+	if (!vp && (vh || vpub || close_it || token[0])) {
+		ab_error_plain(err, EINVAL,
+			       "port: 'host', 'public', 'token' and 'close' need a 'port'");
 		return NULL;
 	}
-	if (close_it && (vh || vpub)) {
-		ab_error_plain(err, EINVAL, "port: 'close' takes no 'host' or 'public'");
+	if (close_it && (vh || vpub || token[0])) {
+		ab_error_plain(err, EINVAL, "port: 'close' takes no 'host', 'public' or 'token'");
 		return NULL;
 	}
 	if (relay_check(ps, err) < 0)
@@ -350,11 +406,17 @@ json_object *port_op(struct port_set *ps, json_object *req, struct ab_error *err
 	int r = !vp	   ? 0
 		: close_it ? unpublish(ps, port, err)
 			   : publish(ps, port, vh ? json_object_get_string(vh) : NULL,
-				     vpub ? json_object_get_boolean(vpub) : -1, err);
-	if (r < 0)
+				     vpub ? json_object_get_boolean(vpub) : -1,
+				     token[0] ? token : NULL, err);
+	if (r < 0) {
+		explicit_bzero(token, sizeof(token));
 		return NULL;
+	}
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("port"));
+	if (made) /* said once: the launcher keeps no copy */
+		json_object_object_add(o, "token", json_object_new_string(token));
+	explicit_bzero(token, sizeof(token));
 	struct port_pub *p = vp && !close_it ? find(ps, port) : NULL;
 	if (p) {
 		json_object *one = pub_json(p);

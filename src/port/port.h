@@ -15,6 +15,12 @@
 #define PORT_MAX       16 /* ports published at once */
 #define PORT_MAX_CONNS 64 /* connections relayed at once (then the listeners wait) */
 #define PORT_BACKLOG   64 /* each listener's */
+/* A port's token (beyond loopback): 16 to PORT_TOKEN_MAX printable ASCII
+ * bytes, sent by the client as the first line of each connection
+ * (docs/network.md, "Beyond loopback"); PORT_TOKEN_WAIT_MS to send it. */
+#define PORT_TOKEN_MIN	   16
+#define PORT_TOKEN_MAX	   128
+#define PORT_TOKEN_WAIT_MS 10000
 
 struct port_set;
 
@@ -25,9 +31,10 @@ struct port_set *port_set_new(int netns, uid_t owner);
 void port_set_free(struct port_set *ps);
 
 /* The protocol's {"op":"port"} (docs/protocol.md) on ps: publish
- * ("port", optional "host" "ADDR:PORT", "public"), close ("port",
+ * ("port", optional "host" "ADDR:PORT", "public", "token": a string or
+ * true for a new one, which a non-loopback "host" needs), close ("port",
  * "close": true) or list (no "port"). The reply (type "port", without
- * id), or NULL with err. */
+ * id; "token" once when one was made), or NULL with err. */
 json_object *port_op(struct port_set *ps, json_object *req, struct ab_error *err);
 
 /* agentbox __port-relay (main.c): the relay itself. */

@@ -27,6 +27,8 @@ struct port_msg {
 	uint16_t port;
 	bool public;
 	char msg[200];
+	char token[PORT_TOKEN_MAX + 1]; /* PORT_ADD: the token each connection sends
+					   first ("": none, the peer's uid instead) */
 };
 
 /* One message (and an fd, or -1) from sock into *m (util/sync.h's

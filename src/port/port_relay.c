@@ -6,7 +6,11 @@
  * each connection accepted is checked (its peer's uid, by sock_diag on the
  * 4-tuple, unless the port is public) and relayed to 127.0.0.1:PORT inside
  * by splice() through two pipes. It parses nothing: bytes are moved, never
- * read. It connects only inside, and only to the published ports. */
+ * read, but for a port with a token (beyond loopback): there the client's
+ * first line is read (at most PREAMBLE_MAX bytes, within
+ * PORT_TOKEN_WAIT_MS), compared with the token in constant time and
+ * dropped, before anything is connected inside; a wrong or late one is
+ * reset. It connects only inside, and only to the published ports. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -24,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "confine/confine.h"
@@ -34,6 +39,7 @@
 #include "util/util.h"
 
 #define PIPE_BYTES   (256 * 1024)
+#define PREAMBLE_MAX (PORT_TOKEN_MAX + 2 + 256) /* the token's line and what came after */
 #define RELAY_AS_MAX (256ULL << 20)
 
 #define SYS(name)                                                                                  \
@@ -53,6 +59,7 @@ struct lst {
 	uint32_t key;
 	uint16_t port;
 	bool public;
+	char token[PORT_TOKEN_MAX + 1]; /* "": none */
 };
 
 /* One relayed connection: a (outside, the client) and b (inside). */
@@ -61,6 +68,11 @@ struct conn {
 	int ab[2], ba[2]; /* pipes: a to b, b to a */
 	size_t n_ab, n_ba;
 	bool eof_a, eof_b, shut_a, shut_b, connecting;
+	/* a port with a token: its first line awaited, nothing inside yet */
+	const struct lst *auth;
+	unsigned long long deadline; /* ms */
+	char pre[PREAMBLE_MAX];
+	size_t pre_len;
 };
 
 struct relay {
@@ -68,8 +80,8 @@ struct relay {
 	uid_t owner;
 	struct lst lst[PORT_MAX];
 	struct conn conn[PORT_MAX_CONNS];
-	size_t n_conns;
-	bool paused; /* at PORT_MAX_CONNS: the listeners are not polled */
+	size_t n_conns, n_auth; /* n_auth: awaiting their token */
+	bool paused;		/* at PORT_MAX_CONNS: the listeners are not polled */
 };
 
 enum { K_CTL = 0, K_LST = 1, K_A = 2, K_B = 3 };
@@ -113,6 +125,9 @@ static void conn_close(struct relay *r, size_t i, bool reset)
 	for (size_t k = 0; k < AB_ARRAY_SIZE(fds); k++)
 		if (fds[k] >= 0)
 			close(fds[k]);
+	if (c->auth)
+		r->n_auth--;
+	explicit_bzero(c->pre, sizeof(c->pre));
 	*c = (struct conn){.a = -1, .b = -1, .ab = {-1, -1}, .ba = {-1, -1}};
 	r->n_conns--;
 	pause_listeners(r, false);
@@ -155,6 +170,8 @@ static int pump(int src, int dst, int p[2], size_t *n, bool *eof, bool *shut)
 	}
 }
 
+static void auth_step(struct relay *r, size_t i);
+
 /* Both directions moved as far as they go. Every fd is edge-triggered:
  * a direction stops only on EAGAIN (its source empty, or its target full,
  * whose edge comes later) or with its pipe full (at most PIPE_BYTES held
@@ -162,6 +179,11 @@ static int pump(int src, int dst, int p[2], size_t *n, bool *eof, bool *shut)
 static void conn_step(struct relay *r, size_t i, uint32_t kind)
 {
 	struct conn *c = &r->conn[i];
+	if (c->auth) {
+		if (kind == K_A)
+			auth_step(r, i);
+		return;
+	}
 	if (c->connecting) {
 		int e = 0;
 		socklen_t el = sizeof(e);
@@ -195,13 +217,134 @@ static int conn_pipes(struct conn *c)
 	return 0;
 }
 
-/* A connection accepted on listener l: checked, then connected inward. */
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* Connection i, admitted, connected to 127.0.0.1:port inside (its first
+ * bytes, if any, already in its a-to-b pipe). */
+static void connect_inside(struct relay *r, size_t i, uint16_t port)
+{
+	struct conn *c = &r->conn[i];
+	/* made now, in the sandbox's network namespace: 127.0.0.1 is its own */
+	c->b = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1;
+	if (c->b < 0 || (c->ab[0] < 0 && conn_pipes(c) < 0)) {
+		conn_close(r, i, true);
+		return;
+	}
+	setsockopt(c->b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(c->b, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		if (errno != EINPROGRESS) {
+			conn_close(r, i, true);
+			return;
+		}
+		c->connecting = true;
+	}
+	struct epoll_event eb = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = KEY(K_B, i)};
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, c->b, &eb) < 0) {
+		conn_close(r, i, true);
+		return;
+	}
+	if (!c->connecting)
+		conn_step(r, i, K_B);
+}
+
+/* Whether the n bytes at line are the token t, in time independent of
+ * where they differ. */
+static bool token_ok(const char *line, size_t n, const char *t)
+{
+	size_t tn = strlen(t);
+	unsigned char d = n != tn;
+	for (size_t k = 0; k < PORT_TOKEN_MAX; k++)
+		d |= (unsigned char)((k < n ? line[k] : 0) ^ (k < tn ? t[k] : 0));
+	return d == 0 && n <= PORT_TOKEN_MAX;
+}
+
+/* A connection awaiting its token: what the client sent, read; its first
+ * line judged once it is whole. The rest of what was read goes inside
+ * after it, the line itself never. */
+static void auth_step(struct relay *r, size_t i)
+{
+	struct conn *c = &r->conn[i];
+	bool eof = false;
+	while (c->pre_len < sizeof(c->pre)) {
+		ssize_t k =
+			recv(c->a, c->pre + c->pre_len, sizeof(c->pre) - c->pre_len, MSG_DONTWAIT);
+		if (k > 0) {
+			c->pre_len += (size_t)k;
+		} else if (k == 0) {
+			eof = true;
+			break;
+		} else if (errno == EAGAIN) {
+			break;
+		} else {
+			conn_close(r, i, true);
+			return;
+		}
+	}
+	char *nl = memchr(c->pre, '\n', c->pre_len);
+	if (!nl) {
+		if (eof || c->pre_len == sizeof(c->pre) || c->pre_len > PORT_TOKEN_MAX + 1)
+			conn_close(r, i, true); /* no token line: reset */
+		return;
+	}
+	size_t n = (size_t)(nl - c->pre);
+	if (n && c->pre[n - 1] == '\r')
+		n--;
+	const struct lst *l = c->auth;
+	if (!token_ok(c->pre, n, l->token)) {
+		conn_close(r, i, true);
+		return;
+	}
+	size_t rest = c->pre_len - (size_t)(nl + 1 - c->pre);
+	c->auth = NULL;
+	r->n_auth--;
+	if (conn_pipes(c) < 0 ||
+	    (rest && write(c->ab[1], nl + 1, rest) != (ssize_t)rest)) { /* an empty pipe */
+		conn_close(r, i, true);
+		return;
+	}
+	c->n_ab = rest;
+	c->eof_a = eof;
+	explicit_bzero(c->pre, sizeof(c->pre));
+	c->pre_len = 0;
+	connect_inside(r, i, l->port);
+}
+
+/* Connections whose token did not come in time: reset. The time to the
+ * next deadline (ms, -1: none). */
+static int auth_expire(struct relay *r)
+{
+	if (!r->n_auth)
+		return -1;
+	unsigned long long now = now_ms(), next = 0;
+	for (size_t i = 0; i < PORT_MAX_CONNS; i++) {
+		struct conn *c = &r->conn[i];
+		if (c->a < 0 || !c->auth)
+			continue;
+		if (now >= c->deadline)
+			conn_close(r, i, true);
+		else if (!next || c->deadline < next)
+			next = c->deadline;
+	}
+	return next ? (int)(next - now) + 1 : -1;
+}
+
+/* A connection accepted on listener l: checked (its peer's uid, or its
+ * token first), then connected inward. */
 static void on_accept(struct relay *r, const struct lst *l)
 {
 	int a = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (a < 0)
 		return;
-	if (!l->public && port_peer_uid(r->diag, a) != (long)r->owner) {
+	if (!l->token[0] && !l->public && port_peer_uid(r->diag, a) != (long)r->owner) {
 		struct linger lg = {1, 0}; /* another user's: reset at once */
 		setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(a);
@@ -217,36 +360,27 @@ static void on_accept(struct relay *r, const struct lst *l)
 	struct conn *c = &r->conn[i];
 	r->n_conns++;
 	c->a = a;
-	/* made now, in the sandbox's network namespace: 127.0.0.1 is its own */
-	c->b = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in to = {.sin_family = AF_INET,
-				 .sin_port = htons(l->port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int one = 1;
-	if (c->b < 0 || conn_pipes(c) < 0) {
-		conn_close(r, i, true);
-		return;
-	}
 	setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(c->b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(c->b, (struct sockaddr *)&to, sizeof(to)) < 0) {
-		if (errno != EINPROGRESS) {
-			conn_close(r, i, true);
-			return;
-		}
-		c->connecting = true;
-	}
 	struct epoll_event ea = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = KEY(K_A, i)};
-	struct epoll_event eb = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = KEY(K_B, i)};
-	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, c->a, &ea) < 0 ||
-	    epoll_ctl(r->ep, EPOLL_CTL_ADD, c->b, &eb) < 0) {
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, c->a, &ea) < 0) {
 		conn_close(r, i, true);
 		return;
 	}
-	if (!c->connecting)
-		conn_step(r, i, K_B);
 	if (r->n_conns == PORT_MAX_CONNS)
 		pause_listeners(r, true);
+	if (l->token[0]) { /* nothing inside until its token came */
+		c->auth = l;
+		c->deadline = now_ms() + PORT_TOKEN_WAIT_MS;
+		r->n_auth++;
+		auth_step(r, i);
+		return;
+	}
+	if (conn_pipes(c) < 0) {
+		conn_close(r, i, true);
+		return;
+	}
+	connect_inside(r, i, l->port);
 }
 
 /* A word from the launcher: a listener to serve (its fd attached), or
@@ -275,7 +409,10 @@ static void on_ctl(struct relay *r)
 			reply(r->ctl, PORT_FAIL, m.key, EMFILE, "the relay cannot take it");
 			return;
 		}
-		r->lst[i] = (struct lst){fd, m.key, m.port, m.public};
+		r->lst[i] = (struct lst){fd, m.key, m.port, m.public, ""};
+		m.token[sizeof(m.token) - 1] = '\0';
+		memcpy(r->lst[i].token, m.token, sizeof(m.token));
+		explicit_bzero(m.token, sizeof(m.token));
 		reply(r->ctl, PORT_OK, m.key, 0, NULL);
 	} else if (m.type == PORT_DEL) {
 		if (fd >= 0)
@@ -284,6 +421,10 @@ static void on_ctl(struct relay *r)
 			if (r->lst[i].fd >= 0 && r->lst[i].key == m.key) {
 				close(r->lst[i].fd); /* epoll forgets it */
 				r->lst[i].fd = -1;
+				for (size_t k = 0; k < PORT_MAX_CONNS; k++)
+					if (r->conn[k].a >= 0 && r->conn[k].auth == &r->lst[i])
+						conn_close(r, k, true);
+				explicit_bzero(r->lst[i].token, sizeof(r->lst[i].token));
 			}
 		reply(r->ctl, PORT_OK, m.key, 0, NULL);
 	} else if (fd >= 0) {
@@ -298,7 +439,7 @@ static void serve(struct relay *r)
 		_exit(1);
 	for (;;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(r->ep, evs, 64, -1);
+		int n = epoll_wait(r->ep, evs, 64, auth_expire(r));
 		for (int k = 0; k < n; k++) {
 			uint32_t kind = (uint32_t)(evs[k].data.u64 >> 32);
 			size_t i = (uint32_t)evs[k].data.u64;

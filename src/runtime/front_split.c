@@ -32,6 +32,7 @@
 #include "files/fileop.h"
 #include "front/front_link.h"
 #include "front/front_out.h"
+#include "session/session_port.h"
 #include "util/error.h"
 #include "util/util.h"
 
@@ -197,6 +198,11 @@ static void request(struct parent *p, struct front_link_msg *m)
 		r->q.op = r->q.file_op;
 		r->q.x.file_op = r->q.inner;
 		rc = r->q.file_op ? 0 : -1;
+		if (rc == 0 && !strcmp(r->q.file_op, "watch")) { /* its lines, as they come */
+			r->q.x.stream = true; /* (the front's engine checks them: q.watch) */
+			r->q.x.no_timeout = true;
+			r->q.x.max_output = 4096;
+		}
 	} else {
 		rc = ab_request_object(json_object_get(m->req), false, &r->q, &e);
 		enum ab_request_op want = m->op == LINK_EXEC ? AB_REQUEST_EXEC : AB_REQUEST_LAYER;
@@ -234,6 +240,9 @@ static void sync_op(struct parent *p, struct front_link_msg *m)
 		if (!reply && !e.msg[0])
 			ab_error_plain(&e, ENOENT, "the sandbox has no network proxy");
 		rc = reply ? 0 : -EINVAL;
+	} else if (m->op == LINK_PORT) { /* port/port.c checks every value */
+		reply = ab_session_port(s, m->req, &e);
+		rc = reply ? 0 : -(e.code ? e.code : EINVAL);
 	} else if (m->op == LINK_DISCARD && (p->f.gone || p->f.n || !ab_front_has_layer(&p->f))) {
 		rc = ab_error_plain(&e, EBUSY, "%s",
 				    p->f.gone ? p->f.gone_why

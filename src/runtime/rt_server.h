@@ -47,6 +47,8 @@ struct rt_proto {
 	void (*refused)(void *arg, struct ab_front_req *fr, enum ab_front_why why,
 			const struct ab_error *e);
 	void (*left)(void *arg, struct ab_front_req *fr);
+	/* a watch's file event (the engine's watch) */
+	void (*watch)(void *arg, struct ab_front_req *fr, const struct ab_watch_event *ev);
 };
 
 /* How each protocol's request begins: the engine's request, then the

@@ -139,6 +139,13 @@ static void on_left(void *arg, struct ab_front_req *fr)
 	proto_of(fr)->left(arg, fr);
 }
 
+/* A watch's file event, to the protocol whose watch it is. */
+static void on_watch(void *arg, struct ab_front_req *fr, const struct ab_watch_event *ev)
+{
+	if (proto_of(fr)->watch)
+		proto_of(fr)->watch(arg, fr, ev);
+}
+
 static const struct ab_front_codec codec = {
 	.fds = loop_fds,
 	.late = loop_late,
@@ -149,6 +156,7 @@ static const struct ab_front_codec codec = {
 	.layer_reply = on_layer_reply,
 	.refused = on_refused,
 	.free_req = on_left,
+	.watch = on_watch,
 };
 
 static void print_notice(const char *line)

@@ -12,13 +12,7 @@ json_object *serve_watch_event(json_object *id, const struct ab_watch_event *ev)
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("event"));
 	json_object_object_add(o, "id", json_object_get(id));
-	json_object_object_add(o, "event", json_object_new_string(watch_kind_name(ev->kind)));
-	if (ev->path)
-		json_object_object_add(o, "path", json_object_new_string(ev->path));
-	if (ev->from)
-		json_object_object_add(o, "from", json_object_new_string(ev->from));
-	if (ev->kind != AB_WATCH_OVERFLOW)
-		json_object_object_add(o, "dir", json_object_new_boolean(ev->dir));
+	watch_event_fields(o, ev);
 	return o;
 }
 

@@ -16,6 +16,7 @@
 #ifndef AB_WATCH_H
 #define AB_WATCH_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,6 +45,9 @@ struct ab_watch_event {
 
 /* The name of a kind as the protocol says it ("created", ...). */
 const char *watch_kind_name(enum ab_watch_kind k);
+/* ev's fields as the protocol's event message has them ("event", "path",
+ * "from", "dir"), added to o (every codec that words an event). */
+void watch_event_fields(json_object *o, const struct ab_watch_event *ev);
 
 /* Inside the sandbox: watch root (absolute in the view, a directory) and,
  * with recursive, every directory under it, writing lines to out until

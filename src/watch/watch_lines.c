@@ -22,6 +22,17 @@ const char *watch_kind_name(enum ab_watch_kind k)
 	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
+void watch_event_fields(json_object *o, const struct ab_watch_event *ev)
+{
+	json_object_object_add(o, "event", json_object_new_string(watch_kind_name(ev->kind)));
+	if (ev->path)
+		json_object_object_add(o, "path", json_object_new_string(ev->path));
+	if (ev->from)
+		json_object_object_add(o, "from", json_object_new_string(ev->from));
+	if (ev->kind != AB_WATCH_OVERFLOW)
+		json_object_object_add(o, "dir", json_object_new_boolean(ev->dir));
+}
+
 /* A path of the view: absolute, no NUL, at most 4095 bytes. */
 static const char *view_path(json_object *o, const char *key)
 {

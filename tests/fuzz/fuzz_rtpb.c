@@ -1,5 +1,5 @@
 /* The protobuf decoder of agentbox runtime's gRPC ProcessService
- * (src/grpc/rt_pb.c): any bytes, as any of the five requests (the first
+ * and FileWatcherService (src/grpc/rt_pb.c): any bytes, as any of the six requests (the first
  * byte picks which), are refused with a reason or decoded into strings
  * that lie within the message and hold no NUL, argv and env
  * NULL-terminated with their counts in bounds, each env entry NAME=VALUE;
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	enum pb_method m = (enum pb_method)(data[0] % 5);
+	enum pb_method m = (enum pb_method)(data[0] % PB_METHODS);
 	/* a copy of exactly the message: a read past it is ASan's to see */
 	uint8_t *msg = malloc(size - 1 ? size - 1 : 1);
 	FUZZ_CHECK(msg);
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = pb_decode(m, msg, size - 1, &q, &why);
 	if (r < 0) {
 		FUZZ_CHECK((r == -EINVAL || r == -E2BIG || r == -ENOMEM) && why && *why);
-		FUZZ_CHECK(!q.argv && !q.env && !q.cwd);
+		FUZZ_CHECK(!q.argv && !q.env && !q.cwd && !q.path);
 	} else {
 		check_req(&q, msg, size - 1);
 		pb_req_free(&q);
@@ -58,6 +58,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = pb_execute_response(out, room, (int32_t)size - 128, data, size, data, size / 2);
 	FUZZ_CHECK(n != PB_NO_ROOM && n <= room);
 	FUZZ_CHECK(pb_start_exit(out, 16, -1) != PB_NO_ROOM);
+	/* a FileEvent of the input as a path (NUL-ended by the copy) */
+	char *s = malloc(size + 1);
+	FUZZ_CHECK(s);
+	memcpy(s, data, size);
+	s[size] = 0;
+	free(out);
+	room = pb_size_bytes(size) * 3 + 8;
+	out = malloc(room);
+	FUZZ_CHECK(out);
+	FUZZ_CHECK(pb_file_event(out, room, PB_FE_RENAME, s, s, s) != PB_NO_ROOM);
+	free(s);
 	free(out);
 	free(msg);
 	return 0;

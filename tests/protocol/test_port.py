@@ -3,18 +3,22 @@ PORT and {"op":"port"} on a detached sandbox with --net none. A Python
 http.server inside on port 8000 is reached from the host by its owner and
 refused for another local user (tester2, as root and for a sandbox of
 tester's); the sandbox still reaches nothing outside; the relay is a
-confined helper that ends with its sandbox. Each test has its own
+confined helper that ends with its sandbox; beyond loopback only with a
+token each connection sends first (on 0.0.0.0, reached through
+127.0.0.1: no other host is involved). Each test has its own
 sandboxes' directory (AGENTBOX_RUNTIME_DIR). AGENTBOX_BIN names the
 binary."""
 
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.request
 
@@ -247,6 +251,93 @@ class Ports(DetachedBase):
         url = self.published(sid, "--public")
         self.wait_page(url)
         self.assertIn("hello from inside", self.another_user(url))
+
+    def raw(self, port, first, timeout=10):
+        """What the relay answers a connection to 127.0.0.1:port that sends
+        first, then waits for the end (b"" or "RESET": refused)."""
+        got = b""
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+                s.sendall(first)
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        return got
+                    got += b
+        except (ConnectionResetError, BrokenPipeError):
+            return got or "RESET"
+
+    def test_beyond_loopback_only_with_a_token(self):
+        sid = self.create()
+        self.serve_inside(sid)
+        for extra in ((), ("--public",)):
+            r = self.ab("port", sid, "8000", "--host", "0.0.0.0:0", *extra)
+            self.assertEqual(r.returncode, 125, r.stdout)
+            self.assertIn("not a loopback address", r.stderr)
+            self.assertIn("token", r.stderr)
+        self.assertEqual(self.ab("port", sid).stdout, "")  # nothing was opened
+        r = self.ab("port", sid, "8000", "--host", "0.0.0.0:0", "--new-token")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        url = r.stdout.strip()
+        self.assertRegex(url, r"^tcp://0\.0\.0\.0:\d+$")
+        token = re.search(r"token ([0-9a-f]{64}) ", r.stderr).group(1)
+        port = int(url.rsplit(":", 1)[1])
+        get = b"GET /index.html HTTP/1.0\r\n\r\n"
+
+        def page():
+            got = self.raw(port, token.encode() + b"\n" + get, 5)
+            return isinstance(got, bytes) and b"hello from inside" in got
+        self.assertTrue(wait_until(page, 20))
+        # the token's line never reaches the server: it answers the GET, 200
+        got = self.raw(port, token.encode() + b"\r\n" + get)
+        self.assertTrue(got.startswith(b"HTTP/1.0 200"), got)
+        # no token, a wrong one, one a byte short: nothing from inside
+        for first in (get, b"x" * 64 + b"\n" + get, token[:-1].encode() + b"\n" + get,
+                      token.encode() + b"x\n" + get):
+            self.assertIn(self.raw(port, first), (b"", "RESET"), first[:80])
+        # the token is said once: the list shows only that one is asked
+        self.assertEqual(self.ab("port", sid).stdout, "8000 %s\n" % url)
+        if ROOT and users():  # the token, not the uid: another user with it gets in
+            script = ("import socket,sys\n"
+                      "s=socket.create_connection(('127.0.0.1',int(sys.argv[1])),timeout=10)\n"
+                      "s.sendall(sys.argv[2].encode()+b'\\nGET /index.html HTTP/1.0\\r\\n\\r\\n')\n"
+                      "print(s.recv(65536).decode(errors='replace'))\n")
+            r = subprocess.run(["runuser", "-u", "tester2", "--", "/usr/bin/python3", "-c",
+                                script, str(port), token], capture_output=True, text=True,
+                               timeout=30)
+            self.assertIn("200", r.stdout, r.stderr)
+        # a token of one's own, from a file
+        self.assertEqual(self.ab("port", sid, "8000", "--close").returncode, 0)
+        tf = os.path.join(self.ws, "..", "tok-%d" % os.getpid())
+        self.addCleanup(lambda: os.path.exists(tf) and os.unlink(tf))
+        with open(os.open(tf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write("my-own-token-0123456789\n")
+        r = self.ab("port", sid, "8000", "--host", "0.0.0.0:0", "--token-file", tf)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("my-own-token", r.stderr + r.stdout)
+        port = int(r.stdout.strip().rsplit(":", 1)[1])
+        got = self.raw(port, b"my-own-token-0123456789\n" + get)
+        self.assertIn(b"hello from inside", got)
+        self.assertIn(self.raw(port, get), (b"", "RESET"))
+        with open(tf, "w") as f:
+            f.write("short\n")
+        r = self.ab("port", sid, "8001", "--host", "0.0.0.0:0", "--token-file", tf)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("16 to 128", r.stderr)
+
+    def test_a_token_that_does_not_come_is_reset(self):
+        sid = self.create()
+        r = self.ab("port", sid, "8000", "--host", "0.0.0.0:0", "--new-token")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        port = int(r.stdout.strip().rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"abc")  # no line end: the relay waits 10 s, then resets
+            t0 = time.monotonic()
+            try:
+                self.assertEqual(s.recv(10), b"")
+            except ConnectionResetError:
+                pass
+            self.assertLess(time.monotonic() - t0, 20)
 
     def test_ipv6_loopback(self):
         try:

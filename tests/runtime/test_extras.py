@@ -1,7 +1,7 @@
 """agentbox runtime's own extras under /agentbox/v1/ (docs/kubernetes.md):
 the overlay workspace's changes, commit and discard (discard replaces the
 sandbox, the runtime lives on), the network proxy's report and policy,
-and their errors in sandboxd's {"code","message"} shape: 409 without
+file events as NDJSON (watch), published ports (port), and their errors in sandboxd's {"code","message"} shape: 409 without
 --workspace-mode overlay or --net allow=, 400 for a bad body or query,
 405 with Allow, 404. Every server is one this test starts on 127.0.0.1."""
 
@@ -231,3 +231,131 @@ class Net(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Watch(unittest.TestCase):
+    """GET /agentbox/v1/watch: the engine's watch as a stream of NDJSON."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rt = Runtime("--max-concurrent", "3")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rt.close()
+
+    def open(self, query="", status=200):
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.rt.port, timeout=20)
+        c.request("GET", A + "watch" + query, headers={"Authorization": "Bearer " + self.rt.token})
+        r = c.getresponse()
+        self.assertEqual(r.status, status)
+        self.addCleanup(c.close)
+        if status == 200:
+            self.assertEqual(r.getheader("Content-Type"), "application/x-ndjson")
+            first = json.loads(r.readline())
+            self.assertEqual(first["event"], "ready", first)
+        return c, r
+
+    def test_events_as_they_happen(self):
+        c, r = self.open("?recursive=true")
+        t0 = time.monotonic()
+        Client(self, self.rt).execute("sh -c 'mkdir -p w/d && echo hi > w/d/f && mv w/d/f w/d/g'")
+        seen = []
+        while not any(e.get("event") == "renamed" for e in seen):
+            seen.append(json.loads(r.readline()))
+        took = time.monotonic() - t0
+        kinds = [(e["event"], e["path"], e["dir"]) for e in seen]
+        self.assertIn(("created", "/workspace/w/d", True), kinds)
+        self.assertIn(("created", "/workspace/w/d/f", False), kinds)
+        self.assertIn(("written", "/workspace/w/d/f", False), kinds)
+        self.assertEqual(seen[-1]["from"], "/workspace/w/d/f")
+        self.assertEqual(seen[-1]["path"], "/workspace/w/d/g")
+        self.assertLess(took, 10)
+        c.close()
+
+    def test_bad_paths_are_statuses_before_the_stream(self):
+        for query, status, code in [("?path=nope", 404, "NOT_FOUND"),
+                                    ("?path=%2Fetc%2Fpasswd", 400, "INVALID_ARGUMENT"),
+                                    ("?path=..%2Fx", 400, "INVALID_ARGUMENT"),
+                                    ("?recursive=maybe", 400, "INVALID_ARGUMENT")]:
+            with self.subTest(query=query):
+                st, h, body = self.rt.request("GET", A + "watch" + query)
+                self.assertEqual(st, status, body)
+                self.assertEqual(json.loads(body)["code"], code)
+        self.assertEqual(self.rt.request("POST", A + "watch", b"{}")[0], 405)
+        self.assertEqual(self.rt.request("GET", A + "watch", auth=False)[0], 401)
+
+    def test_a_directory_removed_ends_the_stream_with_its_error(self):
+        Client(self, self.rt).execute("mkdir -p gone")
+        c, r = self.open("?path=gone")
+        Client(self, self.rt).execute("rmdir gone")
+        lines = [json.loads(line) for line in r.read().splitlines()]  # to the end
+        self.assertEqual(lines[-1]["code"], "file_not_found", lines)
+
+    def try_three(self):
+        """Whether three watches can be held at once now."""
+        import http.client
+        conns, ok = [], True
+        for _ in range(3):
+            c = http.client.HTTPConnection("127.0.0.1", self.rt.port, timeout=20)
+            c.request("GET", A + "watch", headers={"Authorization": "Bearer " + self.rt.token})
+            conns.append(c)
+            ok = ok and c.getresponse().status == 200
+        for c in conns:
+            c.close()
+        return ok
+
+    def test_watches_hold_slots_until_their_client_goes(self):
+        # the other tests' watches, whose clients closed, end within a second
+        self.assertTrue(wait_for(self.try_three, 10))
+        time.sleep(1.5)  # and these three too
+        held = [self.open() for _ in range(3)]  # --max-concurrent 3
+        st, _, body = self.rt.request("GET", A + "watch")
+        self.assertEqual((st, json.loads(body)["code"]), (429, "RESOURCE_EXHAUSTED"), body)
+        for c, _ in held:
+            c.close()
+        self.assertTrue(wait_for(lambda: self.rt.request(
+            "POST", "/execute", json.dumps({"command": "true"}).encode())[0] == 200
+            and self.rt.request("GET", A + "watch?path=nope")[0] == 404, 10))
+        for _ in range(6):  # opened and closed: each slot comes back, within a second
+            self.assertTrue(wait_for(self.try_three, 10))
+        Client(self, self.rt).execute("true")
+
+
+class Port(unittest.TestCase):
+    """GET and POST /agentbox/v1/port: the protocol's port op (docs/network.md)."""
+
+    def test_publish_list_close(self):
+        rt = Runtime()
+        self.addCleanup(rt.close)
+        c = Client(self, rt)
+        o, _ = c.call("GET", "port")
+        self.assertEqual(o, {"ports": []})
+        o, _ = c.call("POST", "port", {"port": 3000, "host": "127.0.0.1:0", "public": True})
+        self.assertRegex(o["url"], r"^http://127\.0\.0\.1:\d+$")
+        self.assertEqual([(p["port"], p["public"], p["token"]) for p in o["ports"]],
+                         [(3000, True, False)])
+        # it listens (not refused), and a connection nothing inside accepts is
+        # reset (maybe before connect returns)
+        port = int(o["url"].rsplit(":", 1)[1])
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                self.assertEqual(s.recv(10), b"")
+        except ConnectionResetError:
+            pass
+        # beyond loopback: refused without a token, made with one
+        c.error("POST", "port", 403, "PERMISSION_DENIED", "token",
+                {"port": 3001, "host": "0.0.0.0:0"})
+        o, _ = c.call("POST", "port", {"port": 3001, "host": "0.0.0.0:0", "token": True})
+        self.assertRegex(o["token"], r"^[0-9a-f]{64}$")
+        self.assertRegex(o["url"], r"^tcp://0\.0\.0\.0:\d+$")
+        o, _ = c.call("GET", "port")
+        self.assertNotIn("token", o)
+        self.assertEqual(sorted(p["port"] for p in o["ports"]), [3000, 3001])
+        o, _ = c.call("POST", "port", {"port": 3000, "close": True})
+        self.assertEqual([p["port"] for p in o["ports"]], [3001])
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "port", {"host": "127.0.0.1:0"})
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "unknown field", {"port": 1, "x": 1})
+        c.error("POST", "port", 400, "INVALID_ARGUMENT", "1 to 65535", {"port": 70000})
+        self.assertEqual(rt.request("GET", A + "port", auth=False)[0], 401)

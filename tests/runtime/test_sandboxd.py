@@ -1,7 +1,8 @@
 """agentbox runtime's sandboxd REST API (agent-sandbox's KEP-539.2,
 packages/sandboxd/spec/filesystem/v1/filesystem.yaml at 2fd412d, and its
 server/filesystem.go): /v1/files GET, HEAD, PUT, DELETE, /v1/health and
-/v1/metadata, their status codes and error bodies, path escapes, symlinks
+/v1/metadata, sandboxd v1.0.12's single-path stat (GET /v1/stat/, the form
+docs/kubernetes.md says was assumed), their status codes and error bodies, path escapes, symlinks
 planted by a command, temp files never left behind."""
 
 import json
@@ -135,6 +136,33 @@ class Sandboxd(unittest.TestCase):
         self.assertEqual(rt.request("DELETE", "/v1/files/?recursive=1")[0], 204)
         self.assertEqual(os.listdir(rt.ws), [])
         self.assertTrue(os.path.isdir(rt.ws))
+
+    def test_stat_of_one_path(self):
+        self.assertEqual(self.put("st/x.sh", b"#!/bin/sh\n", "?mode=0750")[0], 204)
+        st, h, body = self.req("GET", "/v1/stat/" + urllib.parse.quote("st/x.sh", safe=""))
+        self.assertEqual((st, h["Content-Type"]), (200, "application/json"), body)
+        e = json.loads(body)
+        self.assertEqual({k: e[k] for k in ("path", "name", "size", "type", "mode")},
+                         {"path": "/st/x.sh", "name": "x.sh", "size": 10, "type": "file",
+                          "mode": "0750"})
+        self.assertRegex(e["modified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        mtime = os.stat(os.path.join(self.rt.ws, "st/x.sh")).st_mtime
+        import datetime
+        when = datetime.datetime.strptime(e["modified_at"], "%Y-%m-%dT%H:%M:%SZ")
+        self.assertLess(abs(when.replace(tzinfo=datetime.timezone.utc).timestamp() - mtime), 1.5)
+        d = json.loads(self.req("GET", "/v1/stat/st")[2])
+        self.assertEqual((d["type"], d["name"], d["path"]), ("directory", "st", "/st"))
+        self.assertEqual(json.loads(self.req("GET", "/v1/stat/")[2])["type"], "directory")
+        # through a symlink that stays inside: its target; one that leaves: 403
+        self.assertEqual(self.execute("ln -sfn /workspace/st/x.sh st/ln")["exit_code"], 0)
+        self.assertEqual(json.loads(self.req("GET", "/v1/stat/st%2Fln")[2])["size"], 10)
+        self.assertEqual(self.execute("ln -sfn /etc st/out")["exit_code"], 0)
+        self.assertEqual(self.req("GET", "/v1/stat/st%2Fout")[::2], (403, DENIED))
+        self.assertEqual(self.req("GET", "/v1/stat/..%2F..%2Fetc")[::2], (403, DENIED))
+        self.assertEqual(self.req("GET", "/v1/stat/st%2Fnope")[::2], (404, MISSING))
+        self.assertEqual(self.req("PUT", "/v1/stat/st%2Fx.sh", b"x")[0], 405)
+        # the token, as every route
+        self.assertEqual(self.rt.request("GET", "/v1/stat/st", auth=False)[0], 401)
 
     def test_escapes_are_403(self):
         for path in ["../../etc/passwd", "a/../../etc", "..", "/..", "/workspace/../etc"]:
