@@ -15,6 +15,7 @@
 #include "image/layout_proc.h"
 #include "image/unpack_proc.h"
 #include "layer/layer.h"
+#include "e2b/e2b.h"
 #include "mcp/mcp.h"
 #include "port/port.h"
 #include "grpc/rt_gproc.h"
@@ -612,7 +613,8 @@ int main(int argc, char **argv)
 			{"watch", detach_cli_watch},
 			{"checkpoint", detach_cli_checkpoint},
 			{"checkpoints", detach_cli_checkpoint},
-			{"restore", detach_cli_checkpoint}};
+			{"restore", detach_cli_checkpoint},
+			{"e2b", e2b_cli}};
 	for (size_t i = 0; i < sizeof(detached) / sizeof(detached[0]); i++)
 		if (strcmp(argv[1], detached[i].name) == 0)
 			return detached[i].fn(argc - 1, argv + 1);

@@ -1,0 +1,576 @@
+/* agentbox e2b's HTTP/1.1 server: one poll loop over the listening
+ * socket, the clients' connections and the sandboxes' links. A request's
+ * head is framed by http/http_frame.c's strict scanner (NET_HEAD_MAX),
+ * its body by Content-Length (at most E2B_BODY_MAX; chunked bodies are
+ * refused, 411); one request at a time per connection, its answer either
+ * whole (Content-Length) or, for a Connect stream, chunked as it comes.
+ * A client that does not read is dropped once E2B_OUT_MAX waits for it. */
+#include "e2b/e2b_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http_frame.h"
+
+long long e2b_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void e2b_random_hex(char *out, size_t digits)
+{
+	unsigned char b[64];
+	size_t n = (digits + 1) / 2;
+	if (n > sizeof(b))
+		n = sizeof(b);
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(b + got, n - got, 0);
+		if (r < 0 && errno != EINTR)
+			abort(); /* no randomness: no key worth the name */
+		if (r > 0)
+			got += (size_t)r;
+	}
+	for (size_t i = 0; i < digits && i / 2 < n; i++)
+		out[i] = "0123456789abcdef"[i % 2 ? b[i / 2] & 15 : b[i / 2] >> 4];
+	out[digits] = 0;
+}
+
+/* ---- output ---- */
+
+void e2b_conn_write(struct e2b_conn *c, const void *b, size_t n)
+{
+	if (c->dead || !n)
+		return;
+	if (c->out_len - c->out_off + n > E2B_OUT_MAX) {
+		c->dead = true; /* the client does not read */
+		return;
+	}
+	if (c->out_off && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_len + n > c->out_cap) {
+		if (c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap < c->out_len + n)
+			cap *= 2;
+		char *p = realloc(c->out, cap);
+		if (!p) {
+			c->dead = true;
+			return;
+		}
+		c->out = p;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, b, n);
+	c->out_len += n;
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Status";
+	}
+}
+
+/* The head of an answer: len bytes of body, or (-1) chunked. */
+void e2b_conn_head(struct e2b_conn *c, int status, const char *ctype, long long len)
+{
+	char h[512];
+	int n = snprintf(h, sizeof(h), "HTTP/1.1 %d %s\r\n", status, reason(status));
+	if (ctype && status != 204)
+		n += snprintf(h + n, sizeof(h) - n, "Content-Type: %s\r\n", ctype);
+	if (len < 0)
+		n += snprintf(h + n, sizeof(h) - n, "Transfer-Encoding: chunked\r\n");
+	else if (status != 204)
+		n += snprintf(h + n, sizeof(h) - n, "Content-Length: %lld\r\n", len);
+	if (c->close_after)
+		n += snprintf(h + n, sizeof(h) - n, "Connection: close\r\n");
+	n += snprintf(h + n, sizeof(h) - n, "\r\n");
+	e2b_conn_write(c, h, (size_t)n);
+}
+
+/* ---- a request ---- */
+
+static void http_free(struct e2b_http *h)
+{
+	if (h->gone)
+		h->gone(h, h->data);
+	free(h->method);
+	free(h->path);
+	free(h->query);
+	for (size_t i = 0; i < h->n_hdrs; i++) {
+		free(h->hdrs[i].name);
+		free(h->hdrs[i].value);
+	}
+	free(h->hdrs);
+	free(h->body);
+	for (size_t i = 0; i < h->n_q; i++)
+		free(h->q[i]);
+	free(h->q);
+	free(h);
+}
+
+/* The connection ready for its next request. */
+void e2b_http_done(struct e2b_http *h)
+{
+	struct e2b_conn *c = h->conn;
+	if (c) {
+		c->req = NULL;
+		c->call = NULL;
+		c->st = C_HEAD;
+		if (c->close_after)
+			shutdown(c->fd, SHUT_RD);
+	}
+	http_free(h);
+}
+
+const char *e2b_http_header(struct e2b_http *h, const char *name)
+{
+	for (size_t i = 0; i < h->n_hdrs; i++)
+		if (!strcasecmp(h->hdrs[i].name, name))
+			return h->hdrs[i].value;
+	return NULL;
+}
+
+static int unhex(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* s[0..n) percent-decoded ('+' a space when plus) into a new string;
+ * NULL when malformed or it holds a NUL. */
+static char *pct_decode(const char *s, size_t n, bool plus)
+{
+	char *o = malloc(n + 1), *p = o;
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int a = i + 2 < n ? unhex(s[i + 1]) : -1;
+			int b = i + 2 < n ? unhex(s[i + 2]) : -1;
+			if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+				free(o);
+				return NULL;
+			}
+			*p++ = (char)(a * 16 + b);
+			i += 2;
+		} else {
+			*p++ = plus && s[i] == '+' ? ' ' : s[i];
+		}
+	}
+	*p = 0;
+	return o;
+}
+
+const char *e2b_http_query(struct e2b_http *h, const char *name)
+{
+	for (size_t i = 0; i + 1 < h->n_q; i += 2)
+		if (!strcmp(h->q[i], name))
+			return h->q[i + 1];
+	return NULL;
+}
+
+const unsigned char *e2b_http_body(struct e2b_http *h, size_t *len)
+{
+	*len = h->body_len;
+	return h->body;
+}
+
+struct e2b_sbx *e2b_http_sbx(struct e2b_http *h)
+{
+	return h->sbx;
+}
+
+void e2b_http_set_data(struct e2b_http *h, void *data, void (*gone)(struct e2b_http *, void *))
+{
+	h->data = data;
+	h->gone = gone;
+}
+
+void e2b_http_reply(struct e2b_http *h, int status, const char *ctype, const void *body, size_t len)
+{
+	if (h->conn) {
+		e2b_conn_head(h->conn, status, ctype ? ctype : "application/json", (long long)len);
+		if (status != 204)
+			e2b_conn_write(h->conn, body, len);
+	}
+	e2b_http_done(h);
+}
+
+/* E2B's error shape: {"code": status, "message": ...} */
+void e2b_http_error(struct e2b_http *h, int status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "code", json_object_new_int(status));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	e2b_http_reply(h, status, NULL, s, strlen(s));
+	json_object_put(o);
+}
+
+/* The head at c->in into a request (0), or -status. */
+static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e2b_http *h)
+{
+	const char *b = c->in, *end = c->in + m->head_len - 2;
+	const char *sp1 = memchr(b, ' ', m->head_len);
+	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
+	const char *eol = memchr(b, '\r', m->head_len);
+	if (!sp1 || !sp2 || !eol || sp2 > eol || sp1[1] != '/')
+		return -400;
+	h->method = strndup(b, (size_t)(sp1 - b));
+	const char *target = sp1 + 1, *qm = memchr(target, '?', (size_t)(sp2 - target));
+	const char *pend = qm ? qm : sp2;
+	h->path = pct_decode(target, (size_t)(pend - target), false);
+	h->query = qm ? strndup(qm + 1, (size_t)(sp2 - qm - 1)) : strdup("");
+	if (!h->method || !h->path || !h->query)
+		return -400;
+	if (memcmp(sp2 + 1, "HTTP/1.0", 8) == 0)
+		c->close_after = true;
+	/* the headers: validated by net_http_msg_scan, each "name: value" */
+	for (const char *l = eol + 2; l < end;) {
+		const char *le = memchr(l, '\r', (size_t)(end - l + 2));
+		const char *colon = memchr(l, ':', (size_t)(le - l));
+		if (!colon)
+			return -400;
+		const char *v = colon + 1, *ve = le;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		struct e2b_hdr *n = realloc(h->hdrs, (h->n_hdrs + 1) * sizeof(*n));
+		if (!n || h->n_hdrs >= 200)
+			return n ? (h->hdrs = n, -431) : -500;
+		h->hdrs = n;
+		h->hdrs[h->n_hdrs].name = strndup(l, (size_t)(colon - l));
+		h->hdrs[h->n_hdrs].value = strndup(v, (size_t)(ve - v));
+		h->n_hdrs++;
+		if (!h->hdrs[h->n_hdrs - 1].name || !h->hdrs[h->n_hdrs - 1].value)
+			return -500;
+		l = le + 2;
+	}
+	const char *conn = e2b_http_header(h, "Connection");
+	if (conn && !strcasecmp(conn, "close"))
+		c->close_after = true;
+	/* the query: name=value&... */
+	for (char *s = h->query; *s;) {
+		char *amp = strchr(s, '&'), *e = amp ? amp : s + strlen(s);
+		char *eq = memchr(s, '=', (size_t)(e - s));
+		char **q = realloc(h->q, (h->n_q + 2) * sizeof(*q));
+		if (!q)
+			return -500;
+		h->q = q;
+		h->q[h->n_q] = pct_decode(s, (size_t)((eq ? eq : e) - s), true);
+		h->q[h->n_q + 1] = eq ? pct_decode(eq + 1, (size_t)(e - eq - 1), true) : strdup("");
+		h->n_q += 2;
+		if (!h->q[h->n_q - 2] || !h->q[h->n_q - 1])
+			return -400;
+		s = amp ? amp + 1 : e;
+	}
+	return 0;
+}
+
+static void bad_request(struct e2b_conn *c, int status, const char *why)
+{
+	c->close_after = true;
+	char b[512];
+	int n = snprintf(b, sizeof(b), "{\"code\":%d,\"message\":\"%s\"}", status, why);
+	e2b_conn_head(c, status, "application/json", n);
+	e2b_conn_write(c, b, (size_t)n);
+	c->st = C_BUSY; /* nothing more is read; closed once written */
+	shutdown(c->fd, SHUT_RD);
+}
+
+/* A whole request: to Connect, envd's routes or the control API. */
+static void dispatch(struct e2b_conn *c)
+{
+	struct e2b_http *h = c->req;
+	c->st = C_BUSY;
+	if (e2b_connect_route(c, h))
+		return;
+	if (e2b_http_header(h, "E2b-Sandbox-Id"))
+		e2b_envd_route(h);
+	else
+		e2b_control_route(h);
+}
+
+/* What c has read: a head, then its body. */
+static void conn_parse(struct e2b_conn *c)
+{
+	if (c->st == C_HEAD && c->in_len) {
+		struct net_http_msg m;
+		const char *why = NULL;
+		int r = net_http_msg_scan(c->in, c->in_len, &m, &why);
+		if (r == 0)
+			return;
+		if (r < 0)
+			return bad_request(c, r == -E2BIG ? 431 : 400,
+					   r == -E2BIG ? "request head too large"
+						       : "malformed request");
+		if (m.chunked)
+			return bad_request(c, 411,
+					   "a chunked body is not taken: give Content-Length");
+		if (m.length > E2B_BODY_MAX)
+			return bad_request(c, 413, "request body too large");
+		c->req = calloc(1, sizeof(*c->req));
+		if (!c->req)
+			return bad_request(c, 500, "out of memory");
+		c->req->conn = c;
+		c->close_after = m.close;
+		r = parse_head(c, &m, c->req);
+		if (r < 0) {
+			http_free(c->req);
+			c->req = NULL;
+			return bad_request(c, -r, "malformed request");
+		}
+		c->head_len = m.head_len;
+		c->body_want = (size_t)m.length;
+		c->st = C_BODY;
+	}
+	if (c->st == C_BODY && c->in_len >= c->head_len + c->body_want) {
+		struct e2b_http *h = c->req;
+		h->body = malloc(c->body_want + 1);
+		if (!h->body)
+			return bad_request(c, 500, "out of memory");
+		memcpy(h->body, c->in + c->head_len, c->body_want);
+		h->body[c->body_want] = 0;
+		h->body_len = c->body_want;
+		size_t used = c->head_len + c->body_want;
+		memmove(c->in, c->in + used, c->in_len - used);
+		c->in_len -= used;
+		dispatch(c);
+	}
+}
+
+static void conn_read(struct e2b_conn *c)
+{
+	size_t want = c->st == C_BODY ? c->head_len + c->body_want : NET_HEAD_MAX + 1;
+	if (c->in_len >= want)
+		return;
+	if (c->in_cap < want) {
+		size_t cap = c->in_cap ? c->in_cap : 16384;
+		while (cap < want && cap < want + 65536)
+			cap *= 2;
+		if (cap < want)
+			cap = want;
+		char *p = realloc(c->in, cap);
+		if (!p) {
+			c->dead = true;
+			return;
+		}
+		c->in = p;
+		c->in_cap = cap;
+	}
+	ssize_t n = recv(c->fd, c->in + c->in_len, want - c->in_len, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		c->dead = true;
+	else if (n > 0)
+		c->in_len += (size_t)n;
+}
+
+static void conn_flush(struct e2b_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno != EAGAIN)
+				c->dead = true;
+			return;
+		}
+		c->out_off += (size_t)n;
+	}
+	if (c->close_after && c->st != C_BUSY && c->st != C_STREAM)
+		c->dead = true; /* all written: close */
+}
+
+static void conn_free(struct e2b *srv, struct e2b_conn *c)
+{
+	if (c->req && (c->st == C_HEAD || c->st == C_BODY)) {
+		http_free(c->req); /* not yet dispatched */
+	} else if (c->req) {
+		/* an answer on its way: its handler (or call) frees it */
+		c->req->conn = NULL;
+		if (c->call)
+			e2b_call_conn_gone(c->call);
+	}
+	close(c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+	srv->n_conns--;
+}
+
+static void accept_all(struct e2b *srv)
+{
+	for (;;) {
+		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (srv->n_conns >= E2B_CONNS_MAX) {
+			close(fd);
+			continue;
+		}
+		struct e2b_conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->srv = srv;
+		c->fd = fd;
+		c->next = srv->conns;
+		srv->conns = c;
+		srv->n_conns++;
+	}
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+/* The loop, until SIGINT or SIGTERM. */
+int e2b_serve(struct e2b *srv)
+{
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	size_t cap = 0;
+	struct pollfd *pf = NULL;
+	void **who = NULL;
+	while (!stop_signal) {
+		size_t n = 1 + srv->n_conns;
+		for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
+			n++;
+		if (n > cap) {
+			cap = n * 2;
+			pf = realloc(pf, cap * sizeof(*pf));
+			who = realloc(who, cap * sizeof(*who));
+			if (!pf || !who)
+				return -ENOMEM;
+		}
+		size_t k = 0;
+		pf[k] = (struct pollfd){.fd = srv->lfd, .events = POLLIN};
+		who[k++] = NULL;
+		for (struct e2b_conn *c = srv->conns; c; c = c->next) {
+			short ev = POLLRDHUP;
+			if (c->st == C_HEAD || c->st == C_BODY)
+				ev |= POLLIN;
+			if (c->out_off < c->out_len)
+				ev |= POLLOUT;
+			pf[k] = (struct pollfd){.fd = c->fd, .events = ev};
+			who[k++] = c;
+		}
+		size_t first_sbx = k;
+		for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
+			short ev = 0;
+			pf[k] = (struct pollfd){.fd = e2b_sbx_poll_fd(s, &ev), .events = ev};
+			pf[k].events = ev;
+			who[k++] = s;
+		}
+		long long now = e2b_now_ms();
+		int wait = e2b_calls_wait_ms(srv, now);
+		int r = poll(pf, k, wait < 0 ? 1000 : wait > 1000 ? 1000 : wait);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0 && (pf[0].revents & POLLIN))
+			accept_all(srv);
+		for (size_t i = first_sbx; r > 0 && i < k; i++)
+			if (pf[i].revents)
+				e2b_sbx_io(who[i], pf[i].revents);
+		for (size_t i = 1; r > 0 && i < first_sbx; i++) {
+			struct e2b_conn *c = who[i];
+			if (pf[i].revents & POLLIN)
+				conn_read(c);
+			else if (pf[i].revents & (POLLHUP | POLLERR | POLLRDHUP))
+				c->dead = true;
+			if (!c->dead)
+				conn_parse(c);
+		}
+		now = e2b_now_ms();
+		e2b_calls_tick(srv, now);
+		e2b_sbxs_expire(srv, now);
+		for (struct e2b_conn **pc = &srv->conns; *pc;) {
+			struct e2b_conn *c = *pc;
+			if (!c->dead)
+				conn_flush(c);
+			if (!c->dead && c->st == C_HEAD && c->in_len)
+				conn_parse(c); /* a request that came behind the last */
+			if (c->dead) {
+				*pc = c->next;
+				conn_free(srv, c);
+			} else {
+				pc = &c->next;
+			}
+		}
+	}
+	free(pf);
+	free(who);
+	return 0;
+}

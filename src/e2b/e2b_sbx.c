@@ -1,0 +1,345 @@
+/* agentbox e2b's sandboxes: each an agentbox detached sandbox
+ * (docs/detached.md) made by the server, with a workspace of its own,
+ * and one link to it: the server is the sandbox's client on its socket,
+ * speaking agentbox/1 (docs/protocol.md) without blocking, every request
+ * of every call multiplexed by its id ("e<N>"). The server ends the
+ * sandbox at its E2B timeout; its idle timeout (the link gone: the
+ * server ended) ends it too. */
+#include "e2b/e2b_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "detach/detach.h"
+#include "util/error.h"
+
+/* A line from the sandbox is at most this long (a file's 8 MiB as
+ * base64 and JSON's escapes fit). */
+#define LINK_LINE_MAX (24u << 20)
+/* With no client attached this long (the server gone), a sandbox ends. */
+#define E2B_ORPHAN_MS 60000
+
+const char *e2b_sbx_id(const struct e2b_sbx *s)
+{
+	return s->id;
+}
+
+struct e2b_sbx *e2b_sbx_find(struct e2b *srv, const char *id)
+{
+	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
+		if (!s->dead && !strcmp(s->id, id))
+			return s;
+	return NULL;
+}
+
+int e2b_path_in(const char *path, char *out, size_t size)
+{
+	size_t hl = strlen(E2B_HOME);
+	int n;
+	if (!strncmp(path, E2B_HOME, hl) && (path[hl] == 0 || path[hl] == '/'))
+		n = snprintf(out, size, "%s%s", E2B_WORKSPACE, path + hl);
+	else if (path[0] == '~' && (path[1] == 0 || path[1] == '/'))
+		n = snprintf(out, size, "%s%s", E2B_WORKSPACE, path + 1);
+	else if (path[0] != '/')
+		n = snprintf(out, size, "%s%s%s", E2B_WORKSPACE, path[0] ? "/" : "", path);
+	else
+		n = snprintf(out, size, "%s", path);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int e2b_path_out(const char *path, char *out, size_t size)
+{
+	size_t wl = strlen(E2B_WORKSPACE);
+	int n;
+	if (!strncmp(path, E2B_WORKSPACE, wl) && (path[wl] == 0 || path[wl] == '/'))
+		n = snprintf(out, size, "%s%s", E2B_HOME, path + wl);
+	else
+		n = snprintf(out, size, "%s", path);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* ---- the link ---- */
+
+void e2b_sbx_req_id(long h, char *out, size_t size)
+{
+	snprintf(out, size, "e%ld", h);
+}
+
+static void link_write(struct e2b_sbx *s, const char *b, size_t n)
+{
+	if (s->out_off == s->out_len)
+		s->out_off = s->out_len = 0;
+	if (s->out_len + n > s->out_cap) {
+		size_t cap = s->out_cap ? s->out_cap : 4096;
+		while (cap < s->out_len + n)
+			cap *= 2;
+		char *p = realloc(s->out, cap);
+		if (!p)
+			return;
+		s->out = p;
+		s->out_cap = cap;
+	}
+	memcpy(s->out + s->out_len, b, n);
+	s->out_len += n;
+}
+
+long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *arg)
+{
+	struct e2b_pending *p = s->fd >= 0 && !s->dead ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		json_object_put(req);
+		return -1;
+	}
+	p->h = ++s->srv->next_h;
+	p->fn = fn;
+	p->arg = arg;
+	json_object *op = json_object_object_get(req, "op");
+	p->watch = op && !strcmp(json_object_get_string(op), "watch");
+	char id[32];
+	e2b_sbx_req_id(p->h, id, sizeof(id));
+	json_object_object_add(req, "id", json_object_new_string(id));
+	size_t n;
+	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &n);
+	link_write(s, line, n);
+	link_write(s, "\n", 1);
+	json_object_put(req);
+	p->next = s->pending;
+	s->pending = p;
+	return p->h;
+}
+
+void e2b_sbx_forget(struct e2b_sbx *s, long h)
+{
+	for (struct e2b_pending *p = s->pending; p; p = p->next)
+		if (p->h == h)
+			p->fn = NULL;
+}
+
+/* The link broken or the sandbox gone: every request told. */
+static void link_down(struct e2b_sbx *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->dead = true;
+	while (s->pending) {
+		struct e2b_pending *p = s->pending;
+		s->pending = p->next;
+		if (p->fn)
+			p->fn(p->arg, NULL, true);
+		free(p);
+	}
+}
+
+static void on_line(struct e2b_sbx *s, char *line, size_t n)
+{
+	json_object *m = json_tokener_parse(line);
+	(void)n;
+	if (!m || !json_object_is_type(m, json_type_object)) {
+		json_object_put(m);
+		return;
+	}
+	const char *type = json_object_get_string(json_object_object_get(m, "type"));
+	json_object *idv = json_object_object_get(m, "id");
+	const char *id =
+		json_object_is_type(idv, json_type_string) ? json_object_get_string(idv) : NULL;
+	if (type && !strcmp(type, "hello"))
+		s->hello = true;
+	long h = id && id[0] == 'e' ? strtol(id + 1, NULL, 10) : 0;
+	for (struct e2b_pending **pp = &s->pending; h > 0 && *pp; pp = &(*pp)->next) {
+		struct e2b_pending *p = *pp;
+		if (p->h != h)
+			continue;
+		bool last = type && (!strcmp(type, "result") || !strcmp(type, "error") ||
+				     (!strcmp(type, "ok") && !p->watch));
+		if (last)
+			*pp = p->next;
+		if (p->fn)
+			p->fn(p->arg, m, last);
+		if (last)
+			free(p);
+		break;
+	}
+	json_object_put(m);
+}
+
+int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events)
+{
+	*events = POLLIN;
+	if (s->out_off < s->out_len)
+		*events |= POLLOUT;
+	return s->fd;
+}
+
+void e2b_sbx_io(struct e2b_sbx *s, short revents)
+{
+	if (s->fd < 0)
+		return;
+	while ((revents & POLLOUT) && s->out_off < s->out_len) {
+		ssize_t n = send(s->fd, s->out + s->out_off, s->out_len - s->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			return link_down(s);
+		if (n < 0)
+			break;
+		s->out_off += (size_t)n;
+	}
+	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	if (s->in_cap - s->in_len < 65536) {
+		size_t cap = s->in_cap ? s->in_cap * 2 : 262144;
+		char *p = cap <= LINK_LINE_MAX + 262144 ? realloc(s->in, cap) : NULL;
+		if (!p)
+			return link_down(s); /* a line over its bound */
+		s->in = p;
+		s->in_cap = cap;
+	}
+	ssize_t n = recv(s->fd, s->in + s->in_len, s->in_cap - s->in_len, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return link_down(s);
+	if (n < 0)
+		return;
+	size_t start = 0, scanned = s->in_len;
+	s->in_len += (size_t)n;
+	for (;;) {
+		char *nl = memchr(s->in + scanned, '\n', s->in_len - scanned);
+		if (!nl)
+			break;
+		*nl = 0;
+		on_line(s, s->in + start, (size_t)(nl - s->in - start));
+		if (s->fd < 0)
+			return;
+		start = scanned = (size_t)(nl - s->in) + 1;
+	}
+	memmove(s->in, s->in + start, s->in_len - start);
+	s->in_len -= start;
+}
+
+/* ---- life ---- */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void sbx_free(struct e2b_sbx *s)
+{
+	link_down(s);
+	if (s->procs_free)
+		s->procs_free(s);
+	if (s->workdir[0])
+		nftw(s->workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	json_object_put(s->metadata);
+	json_object_put(s->envs);
+	free(s->in);
+	free(s->out);
+	free(s);
+}
+
+int e2b_sbx_ctl(struct e2b_sbx *s, const char *word, struct ab_error *err)
+{
+	json_object *reply = NULL;
+	int r = detach_ctl(s->srv->root, s->id, word, &reply, err);
+	json_object_put(reply);
+	return r;
+}
+
+void e2b_sbx_kill(struct e2b_sbx *s)
+{
+	struct ab_error err = {0};
+	if (!s->dead)
+		e2b_sbx_ctl(s, "stop", &err);
+	link_down(s); /* freed by e2b_sbxs_expire, outside the loop's walk */
+}
+
+void e2b_sbxs_expire(struct e2b *srv, long long now)
+{
+	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
+		if (!s->dead && s->end_ms && now >= s->end_ms)
+			e2b_sbx_kill(s);
+	for (struct e2b_sbx **ps = &srv->sbxs; *ps;) {
+		struct e2b_sbx *s = *ps;
+		if (s->dead) {
+			*ps = s->next;
+			sbx_free(s);
+		} else {
+			ps = &s->next;
+		}
+	}
+}
+
+void e2b_sbxs_end(struct e2b *srv)
+{
+	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
+		e2b_sbx_kill(s);
+	e2b_sbxs_expire(srv, 0);
+}
+
+int e2b_sbx_create(struct e2b *srv, const char *template_id, struct e2b_sbx **out,
+		   struct ab_error *err)
+{
+	(void)template_id; /* base: the default view (docs/e2b.md) */
+	struct e2b_sbx *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ab_error_set(err, ENOMEM, "e2b: a sandbox");
+	s->srv = srv;
+	s->fd = -1;
+	char hex[21];
+	e2b_random_hex(hex, 20);
+	snprintf(s->id, sizeof(s->id), "i%s", hex);
+	e2b_random_hex(s->token, E2B_KEY_LEN);
+	int n = snprintf(s->workdir, sizeof(s->workdir), "%s/%s", srv->workroot, s->id);
+	if (n < 0 || (size_t)n >= sizeof(s->workdir) || mkdir(s->workdir, 0700) < 0) {
+		int r = ab_error_set(err, errno, "e2b: cannot make %s", s->workdir);
+		s->workdir[0] = 0;
+		sbx_free(s);
+		return r;
+	}
+	char *argv[] = {"serve", "--workspace", s->workdir, "--max-timeout", "none", NULL};
+	struct ab_config cfg;
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_serve(&cfg, 5, argv, &help, err);
+	struct detach_opts o = {.name = s->id,
+				.idle_timeout_ms = E2B_ORPHAN_MS,
+				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
+	char id[DETACH_ID_MAX + 1];
+	if (r == 0)
+		r = detach_create(&cfg, &o, id, sizeof(id), err);
+	ab_config_free(&cfg);
+	if (r == 0) {
+		s->fd = detach_dial(srv->root, s->id, "sock", err);
+		r = s->fd < 0 ? s->fd : 0;
+		if (r < 0) {
+			struct ab_error e2 = {0};
+			e2b_sbx_ctl(s, "stop", &e2);
+		}
+	}
+	if (r < 0) {
+		sbx_free(s);
+		return r;
+	}
+	fcntl(s->fd, F_SETFL, O_NONBLOCK | fcntl(s->fd, F_GETFL));
+	s->started_ms = e2b_now_ms();
+	s->next = srv->sbxs;
+	srv->sbxs = s;
+	*out = s;
+	return 0;
+}
