@@ -312,11 +312,12 @@ int e2b_sbx_create(struct e2b *srv, const char *template_id, struct e2b_sbx **ou
 		sbx_free(s);
 		return r;
 	}
-	char *argv[] = {"serve", "--workspace", s->workdir, "--max-timeout", "none", NULL};
+	char *argv[] = {"serve", "--workspace",	  s->workdir, "--timeout",
+			"none",	 "--max-timeout", "none",     NULL};
 	struct ab_config cfg;
 	bool help = false;
 	ab_config_init(&cfg);
-	int r = ab_config_parse_serve(&cfg, 5, argv, &help, err);
+	int r = ab_config_parse_serve(&cfg, 7, argv, &help, err);
 	struct detach_opts o = {.name = s->id,
 				.idle_timeout_ms = E2B_ORPHAN_MS,
 				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
