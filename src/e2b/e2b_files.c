@@ -5,7 +5,6 @@
  * the `download` and `upload` file operations (docs/protocol.md "Files of
  * any size"), run inside the sandbox with its user and view: the path and
  * hostile-input discipline is theirs. */
-#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
