@@ -122,6 +122,18 @@ static json_object *entry_of(char **f, const char *uid, const char *gid)
 	return e;
 }
 
+/* Paths in the order of a walk: by component, '/' before any byte. */
+static int walk_order(const void *a, const void *b)
+{
+	json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *v;
+	const char *p = json_object_object_get_ex(x, "path", &v) ? json_object_get_string(v) : "";
+	const char *q = json_object_object_get_ex(y, "path", &v) ? json_object_get_string(v) : "";
+	for (; *p && *p == *q; p++, q++)
+		;
+	int c = *p == '/' ? 1 : (unsigned char)*p, d = *q == '/' ? 1 : (unsigned char)*q;
+	return c - d;
+}
+
 /* The entries in find's output (out, len): an array, the first entry
  * apart in *first (owned) when first is not NULL. NULL when malformed. */
 static json_object *entries_of(char *out, size_t len, json_object **first, char *first_type)
@@ -270,6 +282,7 @@ static void exec_done(struct fs_req *r, json_object *msg)
 			goto out;
 		}
 		json_object_put(first);
+		json_object_array_sort(rest, walk_order);
 		json_object_object_add(reply, "entries", rest);
 	} else {
 		json_object_put(rest);
@@ -292,8 +305,12 @@ static void on_reply(void *arg, json_object *msg, bool last)
 		return;
 	}
 	if (r->op == FS_REMOVE) {
-		json_object *v;
-		if (json_object_object_get_ex(msg, "type", &v) && !strcmp(json_object_get_string(v), "result"))
+		/* envd removes what is not there without a word */
+		json_object *v, *code;
+		const char *type = json_object_object_get_ex(msg, "type", &v) ? json_object_get_string(v) : "";
+		if (!strcmp(type, "result") ||
+		    (json_object_object_get_ex(msg, "code", &code) &&
+		     !strcmp(json_object_get_string(code), "file_not_found")))
 			e2b_call_reply(r->call, NULL);
 		else
 			exec_done(r, msg);
