@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 #include "e2b/e2b_fs_int.h"
 #include "util/base64.h"
@@ -20,6 +21,7 @@
 
 struct part {
 	char path[4200]; /* the sandbox's */
+	char gz[4300];	 /* gzip: where the compressed bytes go first, or "" */
 	const unsigned char *data;
 	size_t len;
 };
@@ -197,6 +199,24 @@ static void files_get(struct e2b_http *h)
 /* ---- POST /files ---- */
 
 static void upload_next(struct xfer *x);
+static void part_done(struct xfer *x);
+
+/* gunzip's answer: the file is there, or the body was no gzip. */
+static void on_gunzip(void *arg, json_object *msg, bool last)
+{
+	struct xfer *x = arg;
+	if (!result_or_answer(x, msg, last))
+		return;
+	json_object *v;
+	if (!json_object_object_get_ex(msg, "exit_code", &v) || json_object_get_int(v) != 0) {
+		const char *e = str(msg, "stderr");
+		e2b_http_error(x->h, 400, "the gzip body could not be decompressed: %s", e && *e ? e : "gzip failed");
+		return;
+	}
+	part_done(x);
+}
+
+static const char gunzip_sh[] = "gzip -dc < \"$1\" > \"$2\"; r=$?; rm -f -- \"$1\"; exit $r";
 
 static void on_upload(void *arg, json_object *msg, bool last)
 {
@@ -208,6 +228,22 @@ static void on_upload(void *arg, json_object *msg, bool last)
 		upload_next(x);
 		return;
 	}
+	if (p->gz[0]) { /* the compressed bytes are in: gunzip them into place, inside */
+		json_object *req = json_object_new_object(), *argv = json_object_new_array();
+		const char *args[] = {"/bin/sh", "-c", gunzip_sh, "e2b", p->gz, p->path};
+		for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
+			json_object_array_add(argv, json_object_new_string(args[i]));
+		json_object_object_add(req, "op", json_object_new_string("exec"));
+		json_object_object_add(req, "argv", argv);
+		xsend(x, req, on_gunzip);
+		return;
+	}
+	part_done(x);
+}
+
+static void part_done(struct xfer *x)
+{
+	struct part *p = &x->parts[x->cur];
 	char out[8192];
 	const char *s = strrchr(p->path, '/');
 	json_object *e = json_object_new_object();
@@ -237,7 +273,7 @@ static void upload_next(struct xfer *x)
 	}
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("upload"));
-	json_object_object_add(req, "path", json_object_new_string(p->path));
+	json_object_object_add(req, "path", json_object_new_string(p->gz[0] ? p->gz : p->path));
 	json_object_object_add(req, "offset", json_object_new_int64((int64_t)x->off));
 	json_object_object_add(req, "overwrite", json_object_new_boolean(true));
 	json_object_object_add(req, "data", json_object_new_string(b64));
@@ -344,12 +380,17 @@ static void files_post(struct e2b_http *h)
 	const char *ctype = e2b_http_header(h, "Content-Type");
 	const char *cenc = e2b_http_header(h, "Content-Encoding");
 	const char *qpath = e2b_http_query(h, "path");
-	if (cenc && *cenc && strcasecmp(cenc, "identity")) {
-		e2b_http_error(h, 415, "Content-Encoding %s is not supported by agentbox e2b (docs/e2b.md)", cenc);
+	bool gz = cenc && !strcasecmp(cenc, "gzip");
+	if (cenc && *cenc && strcasecmp(cenc, "identity") && !gz) {
+		e2b_http_error(h, 415, "Content-Encoding %s is not supported (identity, gzip)", cenc);
 		return;
 	}
 	x->written = json_object_new_array();
 	if (ctype && !strncasecmp(ctype, "multipart/form-data", 19)) {
+		if (gz) {
+			e2b_http_error(h, 415, "a gzip multipart body is not supported: gzip an octet-stream");
+			return;
+		}
 		if (!parse_multipart(x, ctype, body, len, qpath))
 			return;
 		if (!x->nparts) {
@@ -367,6 +408,16 @@ static void files_post(struct e2b_http *h)
 		x->parts[0].data = body;
 		x->parts[0].len = len;
 		x->nparts = 1;
+		if (gz) { /* beside the file, a name no one else picks */
+			unsigned long long r = 0;
+			if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+				e2b_http_error(h, 500, "no random bytes for a name");
+				return;
+			}
+			const char *slash = strrchr(x->parts[0].path, '/');
+			snprintf(x->parts[0].gz, sizeof(x->parts[0].gz), "%.*s/.agentbox-gz-%016llx",
+				 (int)(slash - x->parts[0].path), x->parts[0].path, r);
+		}
 	}
 	upload_next(x);
 }
