@@ -17,7 +17,7 @@
 #define CHUNK (4 << 20)
 /* A download is held whole before it is answered: at most this much. */
 #define MAX_DOWNLOAD (512L << 20)
-#define MAX_PARTS 1024
+#define MAX_PARTS    1024
 
 struct part {
 	char path[4200]; /* the sandbox's */
@@ -58,7 +58,7 @@ static int status_of(const char *code)
 		const char *code;
 		int status;
 	} map[] = {
-		{"file_not_found", 404}, {"is_directory", 400}, {"not_directory", 400},
+		{"file_not_found", 404}, {"is_directory", 400},	   {"not_directory", 400},
 		{"invalid_path", 400},	 {"invalid_request", 400}, {"permission_denied", 403},
 		{"read_only", 403},	 {"no_space", 507},	   {"too_large", 413},
 	};
@@ -89,7 +89,8 @@ static bool result_or_answer(struct xfer *x, json_object *msg, bool last)
 	if (type && !strcmp(type, "result"))
 		return true;
 	const char *m = str(msg, "message");
-	e2b_http_error(x->h, status_of(str(msg, "code")), "%s", m ? m : "the file operation failed");
+	e2b_http_error(x->h, status_of(str(msg, "code")), "%s",
+		       m ? m : "the file operation failed");
 	return false;
 }
 
@@ -120,7 +121,8 @@ static void on_chunk(void *arg, json_object *msg, bool last)
 	}
 	size_t n = (size_t)json_object_get_string_len(d);
 	if (x->len + BASE64_DECODED_MAX(n) > (size_t)MAX_DOWNLOAD) {
-		e2b_http_error(x->h, 413, "the file is over %ld bytes, more than this server holds", MAX_DOWNLOAD);
+		e2b_http_error(x->h, 413, "the file is over %ld bytes, more than this server holds",
+			       MAX_DOWNLOAD);
 		return;
 	}
 	if (x->len + BASE64_DECODED_MAX(n) > x->cap) {
@@ -210,7 +212,8 @@ static void on_gunzip(void *arg, json_object *msg, bool last)
 	json_object *v;
 	if (!json_object_object_get_ex(msg, "exit_code", &v) || json_object_get_int(v) != 0) {
 		const char *e = str(msg, "stderr");
-		e2b_http_error(x->h, 400, "the gzip body could not be decompressed: %s", e && *e ? e : "gzip failed");
+		e2b_http_error(x->h, 400, "the gzip body could not be decompressed: %s",
+			       e && *e ? e : "gzip failed");
 		return;
 	}
 	part_done(x);
@@ -249,8 +252,10 @@ static void part_done(struct xfer *x)
 	json_object *e = json_object_new_object();
 	json_object_object_add(e, "name", json_object_new_string(s ? s + 1 : p->path));
 	json_object_object_add(e, "type", json_object_new_string("file"));
-	json_object_object_add(
-		e, "path", json_object_new_string(e2b_path_out(p->path, out, sizeof(out)) < 0 ? p->path : out));
+	json_object_object_add(e, "path",
+			       json_object_new_string(e2b_path_out(p->path, out, sizeof(out)) < 0
+							      ? p->path
+							      : out));
 	json_object_array_add(x->written, e);
 	x->cur++;
 	x->off = 0;
@@ -288,7 +293,8 @@ static bool header_param(const char *v, size_t vlen, const char *name, char *out
 {
 	size_t nl = strlen(name);
 	for (size_t i = 0; i + nl + 1 <= vlen; i++) {
-		if ((i && v[i - 1] != ';' && v[i - 1] != ' ') || strncasecmp(v + i, name, nl) || v[i + nl] != '=')
+		if ((i && v[i - 1] != ';' && v[i - 1] != ' ') || strncasecmp(v + i, name, nl) ||
+		    v[i + nl] != '=')
 			continue;
 		const char *s = v + i + nl + 1, *end = v + vlen;
 		bool q = s < end && *s == '"';
@@ -298,8 +304,9 @@ static bool header_param(const char *v, size_t vlen, const char *name, char *out
 			char c = *s;
 			if (q && c == '\\' && s + 1 < end)
 				c = *++s;
-			else if (c == '%' && end - s >= 3 && (!strncasecmp(s, "%22", 3) || !strncasecmp(s, "%0A", 3) ||
-							      !strncasecmp(s, "%0D", 3))) {
+			else if (c == '%' && end - s >= 3 &&
+				 (!strncasecmp(s, "%22", 3) || !strncasecmp(s, "%0A", 3) ||
+				  !strncasecmp(s, "%0D", 3))) {
 				c = s[2] == '2' ? '"' : (s[2] == 'A' || s[2] == 'a') ? '\n' : '\r';
 				s += 2;
 			}
@@ -316,11 +323,12 @@ static bool header_param(const char *v, size_t vlen, const char *name, char *out
 /* The parts of a multipart/form-data body into x->parts; false with the
  * answer sent when malformed. qpath: the query's path, which names the
  * file when given (one part). */
-static bool parse_multipart(struct xfer *x, const char *ctype, const unsigned char *body, size_t len,
-			    const char *qpath)
+static bool parse_multipart(struct xfer *x, const char *ctype, const unsigned char *body,
+			    size_t len, const char *qpath)
 {
 	char boundary[256], delim[262];
-	if (!header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) || !boundary[0]) {
+	if (!header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
+	    !boundary[0]) {
 		e2b_http_error(x->h, 400, "multipart/form-data without a boundary");
 		return false;
 	}
@@ -350,8 +358,10 @@ static bool parse_multipart(struct xfer *x, const char *ctype, const unsigned ch
 			const unsigned char *e = memmem(l, (size_t)(hdr - l), "\r\n", 2);
 			if (!e)
 				e = hdr;
-			if ((size_t)(e - l) > 20 && !strncasecmp((const char *)l, "content-disposition:", 20))
-				header_param((const char *)l, (size_t)(e - l), "filename", name, sizeof(name));
+			if ((size_t)(e - l) > 20 &&
+			    !strncasecmp((const char *)l, "content-disposition:", 20))
+				header_param((const char *)l, (size_t)(e - l), "filename", name,
+					     sizeof(name));
 			l = e + 2;
 		}
 		if (x->nparts == MAX_PARTS) {
@@ -382,13 +392,16 @@ static void files_post(struct e2b_http *h)
 	const char *qpath = e2b_http_query(h, "path");
 	bool gz = cenc && !strcasecmp(cenc, "gzip");
 	if (cenc && *cenc && strcasecmp(cenc, "identity") && !gz) {
-		e2b_http_error(h, 415, "Content-Encoding %s is not supported (identity, gzip)", cenc);
+		e2b_http_error(h, 415, "Content-Encoding %s is not supported (identity, gzip)",
+			       cenc);
 		return;
 	}
 	x->written = json_object_new_array();
 	if (ctype && !strncasecmp(ctype, "multipart/form-data", 19)) {
 		if (gz) {
-			e2b_http_error(h, 415, "a gzip multipart body is not supported: gzip an octet-stream");
+			e2b_http_error(
+				h, 415,
+				"a gzip multipart body is not supported: gzip an octet-stream");
 			return;
 		}
 		if (!parse_multipart(x, ctype, body, len, qpath))
@@ -415,8 +428,9 @@ static void files_post(struct e2b_http *h)
 				return;
 			}
 			const char *slash = strrchr(x->parts[0].path, '/');
-			snprintf(x->parts[0].gz, sizeof(x->parts[0].gz), "%.*s/.agentbox-gz-%016llx",
-				 (int)(slash - x->parts[0].path), x->parts[0].path, r);
+			snprintf(x->parts[0].gz, sizeof(x->parts[0].gz),
+				 "%.*s/.agentbox-gz-%016llx", (int)(slash - x->parts[0].path),
+				 x->parts[0].path, r);
 		}
 	}
 	upload_next(x);

@@ -19,23 +19,21 @@
 /* find's fields of one entry, each ended by a NUL: type (f d l ...), path,
  * size, mode (octal permission bits), permissions (ls -l), uid, gid,
  * mtime (seconds.fraction), a link's target. */
-#define FS_FMT "%y\\0%p\\0%s\\0%m\\0%M\\0%U\\0%G\\0%T@\\0%l\\0"
+#define FS_FMT	  "%y\\0%p\\0%s\\0%m\\0%M\\0%U\\0%G\\0%T@\\0%l\\0"
 #define FS_FIELDS 9
 /* Before the entries, the uid and gid of the sandbox's user: the owner
  * E2B calls "user". */
 #define FS_IDS "printf '%s\\0%s\\0' \"$(id -u)\" \"$(id -g)\"; "
 /* A listing bigger than this is refused (resource_exhausted). */
-#define FS_MAX_OUTPUT (64 << 20)
-#define FS_MAX_WATCHERS 1024
-#define FS_MAX_EVENTS 65536
+#define FS_MAX_OUTPUT	(64 << 20)
 
 static const char stat_sh[] = FS_IDS "exec find \"$1\" -maxdepth 0 -printf \"$2\"";
 static const char list_sh[] = FS_IDS "exec find -H \"$1\" -maxdepth \"$2\" -printf \"$3\"";
 static const char mkdir_sh[] =
 	"if [ -e \"$1\" ] || [ -L \"$1\" ]; then echo \"path already exists\" >&2; exit 3; fi; "
 	"mkdir -p -- \"$1\" || exit 1; " FS_IDS "exec find \"$1\" -maxdepth 0 -printf \"$2\"";
-static const char move_sh[] = "mv -T -- \"$1\" \"$2\" || exit 1; " FS_IDS
-			      "exec find \"$2\" -maxdepth 0 -printf \"$3\"";
+static const char move_sh[] =
+	"mv -T -- \"$1\" \"$2\" || exit 1; " FS_IDS "exec find \"$2\" -maxdepth 0 -printf \"$3\"";
 
 /* ---- E2B's entries ---- */
 
@@ -235,10 +233,15 @@ static void exec_done(struct fs_req *r, json_object *msg)
 {
 	struct e2b_call *c = r->call;
 	json_object *v;
-	const char *type = json_object_object_get_ex(msg, "type", &v) ? json_object_get_string(v) : "";
+	const char *type =
+		json_object_object_get_ex(msg, "type", &v) ? json_object_get_string(v) : "";
 	if (strcmp(type, "result")) {
-		const char *code = json_object_object_get_ex(msg, "code", &v) ? json_object_get_string(v) : NULL;
-		const char *m = json_object_object_get_ex(msg, "message", &v) ? json_object_get_string(v) : "";
+		const char *code = json_object_object_get_ex(msg, "code", &v)
+					   ? json_object_get_string(v)
+					   : NULL;
+		const char *m = json_object_object_get_ex(msg, "message", &v)
+					? json_object_get_string(v)
+					: "";
 		e2b_call_error(c, e2b_fs_code(code), "%s", m);
 		return;
 	}
@@ -248,12 +251,13 @@ static void exec_done(struct fs_req *r, json_object *msg)
 	json_object *so = NULL, *se = NULL;
 	json_object_object_get_ex(msg, "stdout", &so);
 	json_object_object_get_ex(msg, "stderr", &se);
-	char *out = base64_decode(so ? json_object_get_string(so) : "", so ? (size_t)json_object_get_string_len(so) : 0,
-				  &olen, &why);
-	char *err = base64_decode(se ? json_object_get_string(se) : "", se ? (size_t)json_object_get_string_len(se) : 0,
-				  &elen, &why);
+	char *out = base64_decode(so ? json_object_get_string(so) : "",
+				  so ? (size_t)json_object_get_string_len(so) : 0, &olen, &why);
+	char *err = base64_decode(se ? json_object_get_string(se) : "",
+				  se ? (size_t)json_object_get_string_len(se) : 0, &elen, &why);
 	if (json_object_object_get_ex(msg, "truncated", &v) && json_object_get_boolean(v)) {
-		e2b_call_error(c, E2B_RESOURCE_EXHAUSTED, "the listing is over %d bytes", FS_MAX_OUTPUT);
+		e2b_call_error(c, E2B_RESOURCE_EXHAUSTED, "the listing is over %d bytes",
+			       FS_MAX_OUTPUT);
 		goto out;
 	}
 	if (!out || !err) {
@@ -269,7 +273,8 @@ static void exec_done(struct fs_req *r, json_object *msg)
 		if (nl)
 			*nl = 0;
 		const char *e = strncmp(err, "find: ", 6) ? err : err + 6;
-		e2b_call_error(c, code_of_stderr(err, status), "%s", *e ? e : "the path could not be read");
+		e2b_call_error(c, code_of_stderr(err, status), "%s",
+			       *e ? e : "the path could not be read");
 		goto out;
 	}
 	json_object *reply = json_object_new_object();
@@ -307,7 +312,8 @@ static void on_reply(void *arg, json_object *msg, bool last)
 	if (r->op == FS_REMOVE) {
 		/* envd removes what is not there without a word */
 		json_object *v, *code;
-		const char *type = json_object_object_get_ex(msg, "type", &v) ? json_object_get_string(v) : "";
+		const char *type =
+			json_object_object_get_ex(msg, "type", &v) ? json_object_get_string(v) : "";
 		if (!strcmp(type, "result") ||
 		    (json_object_object_get_ex(msg, "code", &code) &&
 		     !strcmp(json_object_get_string(code), "file_not_found")))

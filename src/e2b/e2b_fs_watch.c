@@ -86,8 +86,8 @@ static const char *rel(const struct watch *w, const char *p)
 	return s ? s + 1 : p;
 }
 
-static void add_event(struct watch *w, json_object *arr, const char *type, const char *path, bool dir,
-		      bool entry)
+static void add_event(struct watch *w, json_object *arr, const char *type, const char *path,
+		      bool dir, bool entry)
 {
 	json_object *ev = json_object_new_object();
 	json_object_object_add(ev, "name", json_object_new_string(rel(w, path)));
@@ -97,11 +97,13 @@ static void add_event(struct watch *w, json_object *arr, const char *type, const
 		const char *s = strrchr(path, '/');
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "name", json_object_new_string(s ? s + 1 : path));
-		json_object_object_add(e, "type",
-				       json_object_new_string(dir ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE"));
+		json_object_object_add(
+			e, "type",
+			json_object_new_string(dir ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE"));
 		json_object_object_add(
 			e, "path",
-			json_object_new_string(e2b_path_out(path, out, sizeof(out)) < 0 ? path : out));
+			json_object_new_string(e2b_path_out(path, out, sizeof(out)) < 0 ? path
+											: out));
 		json_object_object_add(ev, "entry", e);
 	}
 	json_object_array_add(arr, ev);
@@ -158,7 +160,8 @@ static void on_event(void *arg, json_object *msg, bool last)
 				struct e2b_call *c = w->call;
 				w->call = NULL;
 				json_object *r = json_object_new_object();
-				json_object_object_add(r, "watcherId", json_object_new_string(w->id));
+				json_object_object_add(r, "watcherId",
+						       json_object_new_string(w->id));
 				e2b_call_reply(c, r);
 			}
 			return;
@@ -241,8 +244,10 @@ static struct watch *start(struct e2b_call *c, bool stream)
 	snprintf(w->sbx_id, sizeof(w->sbx_id), "%s", e2b_sbx_id(w->sbx));
 	w->stream = stream;
 	w->call = c;
-	w->include_entry = json_object_object_get_ex(req, "includeEntry", &v) && json_object_get_boolean(v);
-	bool recursive = json_object_object_get_ex(req, "recursive", &v) && json_object_get_boolean(v);
+	w->include_entry =
+		json_object_object_get_ex(req, "includeEntry", &v) && json_object_get_boolean(v);
+	bool recursive =
+		json_object_object_get_ex(req, "recursive", &v) && json_object_get_boolean(v);
 	json_object *wr = json_object_new_object();
 	json_object_object_add(wr, "op", json_object_new_string("watch"));
 	json_object_object_add(wr, "path", json_object_new_string(w->root));
@@ -295,7 +300,8 @@ static struct watch *find_watcher(struct e2b_call *c)
 {
 	const char *id = str(e2b_call_req(c), "watcherId");
 	for (struct watch *w = watchers; id && w; w = w->next)
-		if (!strcmp(w->id, id) && !strcmp(w->sbx_id, e2b_sbx_id(e2b_call_sbx(c))) && !w->call)
+		if (!strcmp(w->id, id) && !strcmp(w->sbx_id, e2b_sbx_id(e2b_call_sbx(c))) &&
+		    !w->call)
 			return w;
 	e2b_call_error(c, E2B_NOT_FOUND, "watcher %s not found", id ? id : "(none)");
 	return NULL;

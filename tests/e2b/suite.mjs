@@ -166,7 +166,9 @@ export default defineConfig({
         if (t.status === 'passed') pass++
         else if (t.status === 'failed') {
           fail++
-          failed.push(`${name} > ${t.fullName}: ${(t.failureMessages[0] || '').split('\n')[0]}`)
+          const why = (t.failureMessages || []).join('\n').split('\n')
+            .find((l) => l.trim() && !l.includes('STACK_TRACE_ERROR')) || ''
+          failed.push(`${name} > ${t.fullName}: ${why.trim()}`)
         } else skip++
       }
     }
