@@ -38,6 +38,8 @@ static const char usage_main[] =
 	"            for an MCP host, over stdio (agentbox mcp --help, docs/mcp.md)\n"
 	"  runtime   one sandbox behind agent-sandbox's runtime HTTP API, for\n"
 	"            Kubernetes (agentbox runtime --help, docs/kubernetes.md)\n"
+	"  e2b       E2B's API on a local port, for code written for E2B's SDK\n"
+	"            (agentbox e2b --help, docs/e2b.md)\n"
 	"  create    a sandbox that outlives its caller, reached by id (docs/detached.md):\n"
 	"  exec      run a command in it\n"
 	"  connect   bridge stdin and stdout to its protocol (over ssh, kubectl exec)\n"

@@ -41,7 +41,9 @@ struct e2b_method {
 };
 
 /* The tables, each ended by an entry with service NULL: process.Process
- * (e2b_process.c) and filesystem.Filesystem (e2b_fs.c, its own file). */
+ * (e2b_process.c) and filesystem.Filesystem (e2b_fs.c, its own file);
+ * e2b_http.c's list of services names both. A service's file calls
+ * e2b.h's functions only (test_no_circles: nothing above it calls back). */
 extern const struct e2b_method e2b_process_methods[];
 extern const struct e2b_method e2b_fs_methods[];
 
@@ -58,6 +60,10 @@ extern const struct e2b_method e2b_fs_methods[];
 #define E2B_INTERNAL		"internal"
 #define E2B_UNAVAILABLE		"unavailable"
 #define E2B_CANCELED		"canceled"
+
+/* The message of a call whose sandbox ended under it (E2B_UNAVAILABLE):
+ * the words the SDK's tests look for. */
+#define E2B_GONE "the sandbox was killed or reached its end of life"
 
 /* ---- one call (a handler's view) ---- */
 
@@ -90,19 +96,24 @@ void e2b_call_set_tick(struct e2b_call *c, int ms, void (*tick)(struct e2b_call 
 
 /* ---- a sandbox ---- */
 
+/* A sandbox ends (killed, timed out, its launcher gone) between two turns
+ * of the loop: a handler keeps its pointer only while a request of its own
+ * to it is pending (the request's fn is called, with NULL at the latest,
+ * before the sandbox is freed). */
+
 /* Its E2B id (the detached sandbox's id). */
 const char *e2b_sbx_id(const struct e2b_sbx *s);
 
-/* A message of the sandbox about a request (output, ok, result, error,
- * and a watch's events: docs/protocol.md), or NULL when the sandbox's
- * link broke or it ended: then the request is over. last is true for
- * its final message (result, error, ok, or NULL). */
+/* A message of the sandbox about a request (docs/protocol.md), or NULL
+ * when the sandbox's link broke or it ended: then the request is over.
+ * last is true for its final message: every type but "output",
+ * "output_dropped" and "event" (a watch's, which ends with its
+ * "result"), and NULL. */
 typedef void (*e2b_sbx_fn)(void *arg, json_object *msg, bool last);
 /* Send req (owned, put here; its "id" is set here) on the sandbox's
  * link; fn is called with each message about it. Returns the request's
  * handle (> 0) for e2b_sbx_forget, or -1 when it could not be sent
- * (fn is not called then). A watch (an open-ended request) ends only by
- * a cancel, its "ok", or NULL. */
+ * (fn is not called then). */
 long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *arg);
 /* Stop calling fn for request h (its messages are dropped); the request
  * itself goes on in the sandbox unless cancelled. */

@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <netinet/in.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "detach/detach.h"
+#include "layer/layer_review.h"
 #include "util/util.h"
 
 #define E2B_PORT_DEFAULT 49983 /* envd's own port */
@@ -124,13 +124,6 @@ static int bound_port(int fd)
 					     : ((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
-}
-
 int e2b_cli(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1", *key_file = NULL;
@@ -186,7 +179,7 @@ int e2b_cli(int argc, char **argv)
 	fflush(stdout);
 	r = e2b_serve(&srv);
 	e2b_sbxs_end(&srv);
-	nftw(srv.workroot, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	layer_remove_tree_at(AT_FDCWD, srv.workroot);
 	if (!key_file)
 		unlink(key_path);
 	close(srv.lfd);

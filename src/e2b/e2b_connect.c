@@ -7,7 +7,7 @@
  * (application/connect+json: a flags byte, a 32-bit big-endian length,
  * the JSON), its reply 200 with enveloped messages sent as HTTP chunks
  * and an end-of-stream envelope (flags 2) holding the error, if any. The
- * methods are e2b.h's tables; a call is for the sandbox E2b-Sandbox-Id
+ * methods are e2b.h's tables (e2b_http.c's list); a call is for the sandbox E2b-Sandbox-Id
  * names, with its access token in X-Access-Token. */
 #include "e2b/e2b_int.h"
 
@@ -244,10 +244,10 @@ int e2b_calls_wait_ms(struct e2b *srv, long long now)
 	return (int)w;
 }
 
-static const struct e2b_method *find_method(const char *svc, size_t svc_len, const char *name)
+static const struct e2b_method *find_method(const struct e2b_method *const *tables, const char *svc,
+					    size_t svc_len, const char *name)
 {
-	const struct e2b_method *tables[] = {e2b_process_methods, e2b_fs_methods};
-	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+	for (size_t t = 0; tables[t]; t++)
 		for (const struct e2b_method *m = tables[t]; m->service; m++)
 			if (strlen(m->service) == svc_len && !strncmp(m->service, svc, svc_len) &&
 			    !strcmp(m->method, name))
@@ -302,13 +302,14 @@ static json_object *decode(struct e2b_call *c, const char **why)
 	return o;
 }
 
-int e2b_connect_route(struct e2b_conn *conn, struct e2b_http *h)
+int e2b_connect_route(struct e2b_conn *conn, struct e2b_http *h,
+		      const struct e2b_method *const *tables)
 {
 	const char *p = h->path + 1, *slash = strchr(p, '/');
 	if (!slash || strchr(slash + 1, '/') || !memchr(p, '.', (size_t)(slash - p)) || !slash[1])
 		return 0;
 	static const struct e2b_method unknown = {"", "", E2B_UNARY, NULL};
-	const struct e2b_method *m = find_method(p, (size_t)(slash - p), slash + 1);
+	const struct e2b_method *m = find_method(tables, p, (size_t)(slash - p), slash + 1);
 	const char *ctype = e2b_http_header(h, "Content-Type");
 	struct e2b_call *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -338,7 +339,7 @@ int e2b_connect_route(struct e2b_conn *conn, struct e2b_http *h)
 		return refuse(c, E2B_NOT_FOUND,
 			      id ? "no such sandbox" : "no E2b-Sandbox-Id header");
 	const char *tok = e2b_http_header(h, "X-Access-Token");
-	if (!tok || strcmp(tok, h->sbx->token) != 0)
+	if (!tok || !e2b_same(tok, h->sbx->token))
 		return refuse(c, E2B_UNAUTHENTICATED, "a wrong or missing X-Access-Token");
 	if (h->sbx->paused)
 		return refuse(c, E2B_UNAVAILABLE, "the sandbox is paused");

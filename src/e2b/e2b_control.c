@@ -20,15 +20,6 @@
 #define E2B_TIMEOUT_DEFAULT_S 15
 #define E2B_TIMEOUT_MAX_S     86400
 
-bool e2b_same(const char *a, const char *b)
-{
-	size_t n = strlen(a), m = strlen(b);
-	unsigned char d = n != m;
-	for (size_t i = 0; i < n && i < m; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
-}
-
 static void reply_json(struct e2b_http *h, int status, json_object *o)
 {
 	size_t n;
@@ -177,6 +168,7 @@ static void create(struct e2b_http *h)
 	snprintf(s->template_id, sizeof(s->template_id), "%s", t);
 	s->metadata = meta ? json_object_get(meta) : NULL;
 	s->envs = envs ? json_object_get(envs) : NULL;
+	s->auto_pause = json_object_get_boolean(json_object_object_get(body, "autoPause"));
 	if (set_timeout(h, s, body, false) < 0) {
 		e2b_sbx_kill(s);
 	} else {
@@ -361,11 +353,14 @@ void e2b_control_route(struct e2b_http *h)
 		key = auth + 7;
 	if (!key || !e2b_same(key, srv->key))
 		return e2b_http_error(h, 401, "Invalid API key");
+	/* /v2/sandboxes... (the SDK's create, list, connect): as /sandboxes... */
 	const char *p = h->path;
+	bool v2 = !strncmp(p, "/v2/sandboxes", 13) && (p[13] == 0 || p[13] == '/');
+	p += v2 ? 3 : 0;
 	if (!strcmp(p, "/sandboxes") && !strcmp(h->method, "POST"))
 		return create(h);
-	if ((!strcmp(p, "/sandboxes") || !strcmp(p, "/v2/sandboxes")) && !strcmp(h->method, "GET"))
-		return list(h, srv, p[1] == 'v');
+	if (!strcmp(p, "/sandboxes") && !strcmp(h->method, "GET"))
+		return list(h, srv, v2);
 	if (strncmp(p, "/sandboxes/", 11) != 0)
 		return e2b_http_error(h, 404, "no route %s %s", h->method, p);
 	char id[64];
@@ -381,15 +376,16 @@ void e2b_control_route(struct e2b_http *h)
 	one(h, s, slash ? slash + 1 : "");
 }
 
-/* envd's routes: its own (/health), then e2b.h's table. */
+/* envd's routes: its own (/health, no token, as envd), then e2b.h's
+ * table. */
 void e2b_envd_route(struct e2b_http *h)
 {
-	if (!strcmp(h->path, "/health"))
-		return e2b_http_reply(h, 204, NULL, "", 0);
 	const char *id = e2b_http_header(h, "E2b-Sandbox-Id");
 	h->sbx = e2b_sbx_find(h->conn->srv, id);
-	if (!h->sbx)
+	if (!h->sbx) /* as E2B's proxy: the SDK's isRunning() reads it */
 		return e2b_http_error(h, 502, "sandbox %s not found", id);
+	if (!strcmp(h->path, "/health"))
+		return e2b_http_reply(h, 204, NULL, "", 0);
 	const char *tok = e2b_http_header(h, "X-Access-Token");
 	if (!tok || !e2b_same(tok, h->sbx->token))
 		return e2b_http_error(h, 401, "a wrong or missing X-Access-Token");

@@ -1,187 +1,23 @@
 /* agentbox e2b's HTTP/1.1 server: one poll loop over the listening
  * socket, the clients' connections and the sandboxes' links. A request's
  * head is framed by http/http_frame.c's strict scanner (NET_HEAD_MAX),
- * its body by Content-Length (at most E2B_BODY_MAX; chunked bodies are
- * refused, 411); one request at a time per connection, its answer either
- * whole (Content-Length) or, for a Connect stream, chunked as it comes.
- * A client that does not read is dropped once E2B_OUT_MAX waits for it. */
+ * its body by Content-Length (at most E2B_BODY_MAX) or chunked (as the
+ * SDK's fetch sends it: followed by net_body_step, decoded once whole); one request at a time per
+ * connection, its answer either whole (Content-Length) or, for a Connect stream, chunked as it
+ * comes. A client that does not read is dropped once E2B_OUT_MAX waits for it. */
 #include "e2b/e2b_int.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/http_frame.h"
-
-long long e2b_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void e2b_random_hex(char *out, size_t digits)
-{
-	unsigned char b[64];
-	size_t n = (digits + 1) / 2;
-	if (n > sizeof(b))
-		n = sizeof(b);
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = getrandom(b + got, n - got, 0);
-		if (r < 0 && errno != EINTR)
-			abort(); /* no randomness: no key worth the name */
-		if (r > 0)
-			got += (size_t)r;
-	}
-	for (size_t i = 0; i < digits && i / 2 < n; i++)
-		out[i] = "0123456789abcdef"[i % 2 ? b[i / 2] & 15 : b[i / 2] >> 4];
-	out[digits] = 0;
-}
-
-/* ---- output ---- */
-
-void e2b_conn_write(struct e2b_conn *c, const void *b, size_t n)
-{
-	if (c->dead || !n)
-		return;
-	if (c->out_len - c->out_off + n > E2B_OUT_MAX) {
-		c->dead = true; /* the client does not read */
-		return;
-	}
-	if (c->out_off && c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
-	if (c->out_len + n > c->out_cap) {
-		if (c->out_off) {
-			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-			c->out_len -= c->out_off;
-			c->out_off = 0;
-		}
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		while (cap < c->out_len + n)
-			cap *= 2;
-		char *p = realloc(c->out, cap);
-		if (!p) {
-			c->dead = true;
-			return;
-		}
-		c->out = p;
-		c->out_cap = cap;
-	}
-	memcpy(c->out + c->out_len, b, n);
-	c->out_len += n;
-}
-
-static const char *reason(int status)
-{
-	switch (status) {
-	case 200:
-		return "OK";
-	case 201:
-		return "Created";
-	case 204:
-		return "No Content";
-	case 400:
-		return "Bad Request";
-	case 401:
-		return "Unauthorized";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 409:
-		return "Conflict";
-	case 411:
-		return "Length Required";
-	case 413:
-		return "Content Too Large";
-	case 415:
-		return "Unsupported Media Type";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 500:
-		return "Internal Server Error";
-	case 501:
-		return "Not Implemented";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	default:
-		return "Status";
-	}
-}
-
-/* The head of an answer: len bytes of body, or (-1) chunked. */
-void e2b_conn_head(struct e2b_conn *c, int status, const char *ctype, long long len)
-{
-	char h[512];
-	int n = snprintf(h, sizeof(h), "HTTP/1.1 %d %s\r\n", status, reason(status));
-	if (ctype && status != 204)
-		n += snprintf(h + n, sizeof(h) - n, "Content-Type: %s\r\n", ctype);
-	if (len < 0)
-		n += snprintf(h + n, sizeof(h) - n, "Transfer-Encoding: chunked\r\n");
-	else if (status != 204)
-		n += snprintf(h + n, sizeof(h) - n, "Content-Length: %lld\r\n", len);
-	if (c->close_after)
-		n += snprintf(h + n, sizeof(h) - n, "Connection: close\r\n");
-	n += snprintf(h + n, sizeof(h) - n, "\r\n");
-	e2b_conn_write(c, h, (size_t)n);
-}
-
-/* ---- a request ---- */
-
-static void http_free(struct e2b_http *h)
-{
-	if (h->gone)
-		h->gone(h, h->data);
-	free(h->method);
-	free(h->path);
-	free(h->query);
-	for (size_t i = 0; i < h->n_hdrs; i++) {
-		free(h->hdrs[i].name);
-		free(h->hdrs[i].value);
-	}
-	free(h->hdrs);
-	free(h->body);
-	for (size_t i = 0; i < h->n_q; i++)
-		free(h->q[i]);
-	free(h->q);
-	free(h);
-}
-
-/* The connection ready for its next request. */
-void e2b_http_done(struct e2b_http *h)
-{
-	struct e2b_conn *c = h->conn;
-	if (c) {
-		c->req = NULL;
-		c->call = NULL;
-		c->st = C_HEAD;
-		if (c->close_after)
-			shutdown(c->fd, SHUT_RD);
-	}
-	http_free(h);
-}
-
-const char *e2b_http_header(struct e2b_http *h, const char *name)
-{
-	for (size_t i = 0; i < h->n_hdrs; i++)
-		if (!strcasecmp(h->hdrs[i].name, name))
-			return h->hdrs[i].value;
-	return NULL;
-}
 
 static int unhex(char ch)
 {
@@ -219,57 +55,6 @@ static char *pct_decode(const char *s, size_t n, bool plus)
 	return o;
 }
 
-const char *e2b_http_query(struct e2b_http *h, const char *name)
-{
-	for (size_t i = 0; i + 1 < h->n_q; i += 2)
-		if (!strcmp(h->q[i], name))
-			return h->q[i + 1];
-	return NULL;
-}
-
-const unsigned char *e2b_http_body(struct e2b_http *h, size_t *len)
-{
-	*len = h->body_len;
-	return h->body;
-}
-
-struct e2b_sbx *e2b_http_sbx(struct e2b_http *h)
-{
-	return h->sbx;
-}
-
-void e2b_http_set_data(struct e2b_http *h, void *data, void (*gone)(struct e2b_http *, void *))
-{
-	h->data = data;
-	h->gone = gone;
-}
-
-void e2b_http_reply(struct e2b_http *h, int status, const char *ctype, const void *body, size_t len)
-{
-	if (h->conn) {
-		e2b_conn_head(h->conn, status, ctype ? ctype : "application/json", (long long)len);
-		if (status != 204)
-			e2b_conn_write(h->conn, body, len);
-	}
-	e2b_http_done(h);
-}
-
-/* E2B's error shape: {"code": status, "message": ...} */
-void e2b_http_error(struct e2b_http *h, int status, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "code", json_object_new_int(status));
-	json_object_object_add(o, "message", json_object_new_string(msg));
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	e2b_http_reply(h, status, NULL, s, strlen(s));
-	json_object_put(o);
-}
-
 /* The head at c->in into a request (0), or -status. */
 static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e2b_http *h)
 {
@@ -291,7 +76,7 @@ static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e
 	/* the headers: validated by net_http_msg_scan, each "name: value" */
 	for (const char *l = eol + 2; l < end;) {
 		const char *le = memchr(l, '\r', (size_t)(end - l + 2));
-		const char *colon = memchr(l, ':', (size_t)(le - l));
+		const char *colon = le ? memchr(l, ':', (size_t)(le - l)) : NULL;
 		if (!colon)
 			return -400;
 		const char *v = colon + 1, *ve = le;
@@ -338,7 +123,7 @@ static void bad_request(struct e2b_conn *c, int status, const char *why)
 	int n = snprintf(b, sizeof(b), "{\"code\":%d,\"message\":\"%s\"}", status, why);
 	e2b_conn_head(c, status, "application/json", n);
 	e2b_conn_write(c, b, (size_t)n);
-	c->st = C_BUSY; /* nothing more is read; closed once written */
+	c->st = C_CLOSING; /* nothing more is read; closed once written */
 	shutdown(c->fd, SHUT_RD);
 }
 
@@ -346,13 +131,37 @@ static void bad_request(struct e2b_conn *c, int status, const char *why)
 static void dispatch(struct e2b_conn *c)
 {
 	struct e2b_http *h = c->req;
+	/* the Connect services: e2b.h's tables */
+	static const struct e2b_method *const services[] = {e2b_process_methods, e2b_fs_methods,
+							    NULL};
 	c->st = C_BUSY;
-	if (e2b_connect_route(c, h))
+	if (e2b_connect_route(c, h, services))
 		return;
 	if (e2b_http_header(h, "E2b-Sandbox-Id"))
 		e2b_envd_route(h);
 	else
 		e2b_control_route(h);
+}
+
+/* A chunked body that net_body_step found whole and well framed, raw[0..n),
+ * decoded into out (as long at most): its length. */
+static size_t dechunk(const char *raw, size_t n, unsigned char *out)
+{
+	size_t i = 0, o = 0;
+	while (i < n) {
+		size_t size = 0;
+		for (int d; i < n && (d = unhex(raw[i])) >= 0; i++)
+			size = size * 16 + (size_t)d;
+		while (i < n && raw[i] != '\n') /* an extension, CR LF */
+			i++;
+		i++;
+		if (size == 0 || size > n - i)
+			break; /* the last chunk (its trailers not kept) */
+		memcpy(out + o, raw + i, size);
+		o += size;
+		i += size + 2;
+	}
+	return o;
 }
 
 /* What c has read: a head, then its body. */
@@ -368,9 +177,6 @@ static void conn_parse(struct e2b_conn *c)
 			return bad_request(c, r == -E2BIG ? 431 : 400,
 					   r == -E2BIG ? "request head too large"
 						       : "malformed request");
-		if (m.chunked)
-			return bad_request(c, 411,
-					   "a chunked body is not taken: give Content-Length");
 		if (m.length > E2B_BODY_MAX)
 			return bad_request(c, 413, "request body too large");
 		c->req = calloc(1, sizeof(*c->req));
@@ -380,39 +186,61 @@ static void conn_parse(struct e2b_conn *c)
 		c->close_after = m.close;
 		r = parse_head(c, &m, c->req);
 		if (r < 0) {
-			http_free(c->req);
+			e2b_http_free(c->req);
 			c->req = NULL;
 			return bad_request(c, -r, "malformed request");
 		}
 		c->head_len = m.head_len;
 		c->body_want = (size_t)m.length;
+		c->chunked = m.chunked;
+		c->body_raw = 0;
+		net_body_init(&c->nb, &m);
 		c->st = C_BODY;
+		const char *expect = e2b_http_header(c->req, "Expect");
+		if (expect && !strcasecmp(expect, "100-continue") &&
+		    (c->chunked || c->in_len < c->head_len + c->body_want)) /* curl waits */
+			e2b_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	}
-	if (c->st == C_BODY && c->in_len >= c->head_len + c->body_want) {
-		struct e2b_http *h = c->req;
-		h->body = malloc(c->body_want + 1);
-		if (!h->body)
-			return bad_request(c, 500, "out of memory");
-		memcpy(h->body, c->in + c->head_len, c->body_want);
-		h->body[c->body_want] = 0;
-		h->body_len = c->body_want;
-		size_t used = c->head_len + c->body_want;
-		memmove(c->in, c->in + used, c->in_len - used);
-		c->in_len -= used;
-		dispatch(c);
+	if (c->st == C_BODY && c->chunked) {
+		size_t at = c->head_len + c->body_raw;
+		c->body_raw += net_body_step(&c->nb, (const uint8_t *)c->in + at, c->in_len - at);
+		if (c->nb.bad)
+			return bad_request(c, 400, "a malformed chunked body");
+		if (c->body_raw > E2B_BODY_RAW_MAX)
+			return bad_request(c, 413, "request body too large");
+		if (!c->nb.done)
+			return;
+	} else if (c->st != C_BODY || c->in_len < c->head_len + c->body_want) {
+		return;
 	}
+	struct e2b_http *h = c->req;
+	size_t raw = c->chunked ? c->body_raw : c->body_want;
+	h->body = malloc(raw + 1);
+	if (!h->body)
+		return bad_request(c, 500, "out of memory");
+	if (c->chunked) {
+		h->body_len = dechunk(c->in + c->head_len, raw, h->body);
+	} else {
+		memcpy(h->body, c->in + c->head_len, raw);
+		h->body_len = raw;
+	}
+	h->body[h->body_len] = 0;
+	size_t used = c->head_len + raw;
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	dispatch(c);
 }
 
 static void conn_read(struct e2b_conn *c)
 {
-	size_t want = c->st == C_BODY ? c->head_len + c->body_want : NET_HEAD_MAX + 1;
+	size_t want = c->st != C_BODY ? NET_HEAD_MAX + 1
+		      : c->chunked    ? c->head_len + E2B_BODY_RAW_MAX + 1
+				      : c->head_len + c->body_want;
 	if (c->in_len >= want)
 		return;
-	if (c->in_cap < want) {
-		size_t cap = c->in_cap ? c->in_cap : 16384;
-		while (cap < want && cap < want + 65536)
-			cap *= 2;
-		if (cap < want)
+	if (c->in_len == c->in_cap) { /* room as the bytes come, up to want */
+		size_t cap = c->in_cap ? c->in_cap * 2 : 16384;
+		if (cap > want)
 			cap = want;
 		char *p = realloc(c->in, cap);
 		if (!p) {
@@ -422,11 +250,13 @@ static void conn_read(struct e2b_conn *c)
 		c->in = p;
 		c->in_cap = cap;
 	}
-	ssize_t n = recv(c->fd, c->in + c->in_len, want - c->in_len, MSG_DONTWAIT);
+	ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		c->dead = true;
 	else if (n > 0)
 		c->in_len += (size_t)n;
+	if (n > 0)
+		c->last_ms = e2b_now_ms();
 }
 
 static void conn_flush(struct e2b_conn *c)
@@ -443,14 +273,14 @@ static void conn_flush(struct e2b_conn *c)
 		}
 		c->out_off += (size_t)n;
 	}
-	if (c->close_after && c->st != C_BUSY && c->st != C_STREAM)
+	if ((c->close_after && c->st == C_HEAD) || c->st == C_CLOSING)
 		c->dead = true; /* all written: close */
 }
 
 static void conn_free(struct e2b *srv, struct e2b_conn *c)
 {
-	if (c->req && (c->st == C_HEAD || c->st == C_BODY)) {
-		http_free(c->req); /* not yet dispatched */
+	if (c->req && c->st != C_BUSY && c->st != C_STREAM) {
+		e2b_http_free(c->req); /* not dispatched */
 	} else if (c->req) {
 		/* an answer on its way: its handler (or call) frees it */
 		c->req->conn = NULL;
@@ -481,6 +311,7 @@ static void accept_all(struct e2b *srv)
 		}
 		c->srv = srv;
 		c->fd = fd;
+		c->last_ms = e2b_now_ms();
 		c->next = srv->conns;
 		srv->conns = c;
 		srv->n_conns++;
@@ -562,6 +393,11 @@ int e2b_serve(struct e2b *srv)
 				conn_flush(c);
 			if (!c->dead && c->st == C_HEAD && c->in_len)
 				conn_parse(c); /* a request that came behind the last */
+			if ((c->st == C_BODY || (c->st == C_HEAD && c->in_len)) &&
+			    now - c->last_ms > E2B_STALL_MS)
+				c->dead = true;
+			if (c->st == C_HEAD && !c->in_len && now - c->last_ms > E2B_IDLE_MS)
+				c->dead = true;
 			if (c->dead) {
 				*pc = c->next;
 				conn_free(srv, c);

@@ -7,14 +7,17 @@
 #include <sys/types.h>
 
 #include "agentbox/agentbox.h"
+#include "http/http_frame.h"
 #include "e2b/e2b.h"
 
 /* Bounds of what a client sends: a request's head (http/http_frame.h's
  * NET_HEAD_MAX), its body, what waits to be written to it. */
-#define E2B_BODY_MAX  (64u << 20)
-#define E2B_OUT_MAX   (32u << 20)
-#define E2B_CONNS_MAX 256
-#define E2B_KEY_LEN   64 /* hex digits of a key or an access token */
+#define E2B_BODY_MAX (64u << 20)
+/* a chunked body as sent: its framing's bytes too */
+#define E2B_BODY_RAW_MAX (E2B_BODY_MAX + (E2B_BODY_MAX >> 3))
+#define E2B_OUT_MAX	 (32u << 20)
+#define E2B_CONNS_MAX	 256
+#define E2B_KEY_LEN	 64 /* hex digits of a key or an access token */
 
 struct e2b_hdr {
 	char *name, *value;
@@ -35,7 +38,13 @@ struct e2b_http {
 	size_t n_q;
 };
 
-enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM };
+/* reading a head, its body; answering (BUSY, STREAM); CLOSING: an answer
+ * to a request refused whole, then the end */
+enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM, C_CLOSING };
+/* A request that stalls this long half read, and a connection idle this
+ * long between requests, are dropped. */
+#define E2B_STALL_MS 30000
+#define E2B_IDLE_MS  300000
 
 struct e2b_conn {
 	struct e2b_conn *next;
@@ -45,9 +54,13 @@ struct e2b_conn {
 	char *in;
 	size_t in_len, in_cap;
 	size_t head_len, body_want;
+	bool chunked; /* the body chunked: nb follows it */
+	struct net_body nb;
+	size_t body_raw; /* a chunked body's bytes so far, as sent */
 	char *out;
 	size_t out_len, out_off, out_cap;
 	bool close_after, dead;
+	long long last_ms;     /* when it last read something, or was answered */
 	struct e2b_http *req;  /* the request being answered */
 	struct e2b_call *call; /* its Connect call, if one */
 };
@@ -58,7 +71,6 @@ struct e2b_pending {
 	long h;
 	e2b_sbx_fn fn;
 	void *arg;
-	bool watch;
 };
 
 struct e2b_sbx {
@@ -69,10 +81,10 @@ struct e2b_sbx {
 	char template_id[64];
 	char workdir[4096]; /* its /workspace on the host ("" none) */
 	json_object *metadata, *envs;
-	long long started_ms, end_ms; /* realtime; end_ms: its timeout */
-	bool paused, dead;
-	long long m_cpu_ms, m_at_ms; /* the last metrics' CPU time, and when */
-	int fd;			     /* its link: the detached sandbox's socket, -1 none */
+	long long started_ms, end_ms;  /* realtime; end_ms: its timeout */
+	bool paused, dead, auto_pause; /* auto_pause: paused at its timeout */
+	long long m_cpu_ms, m_at_ms;   /* the last metrics' CPU time, and when */
+	int fd;			       /* its link: the detached sandbox's socket, -1 none */
 	bool hello;
 	char *in;
 	size_t in_len, in_cap;
@@ -96,22 +108,31 @@ struct e2b {
 	bool stop;
 };
 
-/* e2b_http.c */
+/* The files, lowest first (each calls only those before it): e2b_conn.c,
+ * e2b_sbx.c, e2b_connect.c, e2b_process.c and e2b_fs.c (the services),
+ * e2b_control.c, e2b_http.c (the loop), e2b_cli.c. */
+
+/* e2b_conn.c: answers on a connection; a and b the same, in constant time */
 long long e2b_now_ms(void);
+void e2b_random_hex(char *out, size_t digits);
+bool e2b_same(const char *a, const char *b);
 void e2b_conn_write(struct e2b_conn *c, const void *b, size_t n);
 void e2b_conn_head(struct e2b_conn *c, int status, const char *ctype, long long len);
 void e2b_http_done(struct e2b_http *h); /* the request answered: free it */
-int e2b_serve(struct e2b *srv);
-void e2b_random_hex(char *out, size_t digits);
+void e2b_http_free(struct e2b_http *h);
 
-/* e2b_connect.c: a request whose path is /SERVICE/METHOD (1: taken) */
-int e2b_connect_route(struct e2b_conn *c, struct e2b_http *h);
+/* e2b_http.c: the loop, until SIGINT or SIGTERM */
+int e2b_serve(struct e2b *srv);
+
+/* e2b_connect.c: a request whose path is /SERVICE/METHOD, to a method of
+ * tables (NULL-ended): 1 when taken */
+int e2b_connect_route(struct e2b_conn *c, struct e2b_http *h,
+		      const struct e2b_method *const *tables);
 void e2b_calls_tick(struct e2b *srv, long long now);
 int e2b_calls_wait_ms(struct e2b *srv, long long now);
 void e2b_call_conn_gone(struct e2b_call *c);
 
-/* e2b_control.c: the control API; a and b the same, in constant time */
-bool e2b_same(const char *a, const char *b);
+/* e2b_control.c: the control API, envd's plain routes */
 void e2b_control_route(struct e2b_http *h);
 void e2b_envd_route(struct e2b_http *h);
 
@@ -125,8 +146,5 @@ int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events);
 void e2b_sbx_io(struct e2b_sbx *s, short revents);
 void e2b_sbxs_expire(struct e2b *srv, long long now);
 void e2b_sbxs_end(struct e2b *srv);
-
-/* e2b_process.c */
-void e2b_process_free(struct e2b_sbx *s);
 
 #endif

@@ -4,8 +4,8 @@
  * output chunks and result; Connect follows a running one; SendInput and
  * CloseStdin are stdin operations (one at a time per command, queued
  * here), SendSignal a signal, Update a resize; List the ones running.
- * A pid is the server's number for a command of the sandbox (from 1), not
- * a process id inside it. A command goes on when its callers go away, as
+ * A pid is the server's number for a command of the sandbox (E2B_PID_BASE
+ * and up), not a process id inside it. A command goes on when its callers go away, as
  * envd's do; it ends with the sandbox. */
 #include "e2b/e2b_int.h"
 
@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* A command's pid is this plus its number in the sandbox: far above any
+ * process id inside (a `kill -0 PID` there fails, as for a command gone). */
+#define E2B_PID_BASE 1000000
 
 /* envd's keepalive while a stream is quiet, unless the SDK's
  * Keepalive-Ping-Interval header asks another (seconds). */
@@ -46,11 +50,13 @@ struct input {
 	long h;
 };
 
+static void procs_free(struct e2b_sbx *s);
+
 static struct procs *table(struct e2b_sbx *s)
 {
 	if (!s->procs) {
 		s->procs = calloc(1, sizeof(struct procs));
-		s->procs_free = e2b_process_free;
+		s->procs_free = procs_free;
 	}
 	return s->procs;
 }
@@ -116,8 +122,6 @@ static json_object *end_event(json_object *result)
 		json_object_object_add(b, "exited", json_object_new_boolean(true));
 	}
 	json_object_object_add(b, "status", json_object_new_string(status));
-	if (json_object_get_boolean(json_object_object_get(result, "timed_out")))
-		json_object_object_add(b, "error", json_object_new_string("command timed out"));
 	return event("end", b);
 }
 
@@ -167,7 +171,7 @@ static void on_exec(void *arg, json_object *msg, bool last)
 	struct proc *p = arg;
 	const char *type = msg ? json_object_get_string(json_object_object_get(msg, "type")) : NULL;
 	if (!msg)
-		return ended_with_error(p, E2B_UNAVAILABLE, "the sandbox ended");
+		return ended_with_error(p, E2B_UNAVAILABLE, E2B_GONE);
 	if (type && !strcmp(type, "output")) {
 		const char *stream = json_object_get_string(json_object_object_get(msg, "stream"));
 		json_object *d = json_object_new_object();
@@ -177,17 +181,23 @@ static void on_exec(void *arg, json_object *msg, bool last)
 									     : "stdout",
 				       json_object_get(json_object_object_get(msg, "data")));
 		broadcast(p, event("data", d));
+	} else if (type && !strcmp(type, "result") &&
+		   json_object_get_boolean(json_object_object_get(msg, "timed_out"))) {
+		ended_with_error(p, E2B_DEADLINE_EXCEEDED, "the command's deadline passed");
 	} else if (type && !strcmp(type, "result")) {
 		broadcast(p, end_event(msg));
 		proc_free(p);
 	} else if (type && !strcmp(type, "error")) {
 		const char *code = json_object_get_string(json_object_object_get(msg, "code"));
 		const char *m = json_object_get_string(json_object_object_get(msg, "message"));
+		bool gone = code && !strcmp(code, "shutdown");
 		ended_with_error(p,
-				 code && !strcmp(code, "invalid_request") ? E2B_INVALID_ARGUMENT
-				 : code && !strcmp(code, "shutdown")	  ? E2B_UNAVAILABLE
-									  : E2B_INTERNAL,
-				 m ? m : "the command failed");
+				 gone					    ? E2B_UNAVAILABLE
+				 : code && !strcmp(code, "invalid_request") ? E2B_INVALID_ARGUMENT
+									    : E2B_INTERNAL,
+				 gone ? E2B_GONE
+				 : m  ? m
+				      : "the command failed");
 	} else if (last) {
 		proc_free(p);
 	}
@@ -358,7 +368,7 @@ static void start(struct e2b_call *c)
 	}
 	p->tag = tag ? strdup(json_object_get_string(tag)) : NULL;
 	p->config = json_object_get(json_object_object_get(sr, "process"));
-	p->pid = ++t->next_pid;
+	p->pid = E2B_PID_BASE + ++t->next_pid;
 	p->h = e2b_sbx_request(s, req, on_exec, p);
 	if (p->h < 0) {
 		p->next = NULL;
@@ -423,8 +433,7 @@ static void oneshot_done(void *arg, json_object *msg, bool last)
 	if (type && !strcmp(type, "ok"))
 		return e2b_call_reply(o->c, NULL);
 	const char *m = msg ? json_object_get_string(json_object_object_get(msg, "message")) : NULL;
-	e2b_call_error(o->c, msg ? E2B_NOT_FOUND : E2B_UNAVAILABLE, "%s",
-		       m ? m : "the sandbox ended");
+	e2b_call_error(o->c, msg ? E2B_NOT_FOUND : E2B_UNAVAILABLE, "%s", m ? m : E2B_GONE);
 }
 
 static void oneshot(struct e2b_call *c, struct proc *p, json_object *req)
@@ -524,7 +533,7 @@ static void input_done(void *arg, json_object *msg, bool last)
 		e2b_call_reply(in->call, NULL); /* input_gone frees it */
 	} else {
 		e2b_call_error(in->call, msg ? E2B_FAILED_PRECONDITION : E2B_UNAVAILABLE, "%s",
-			       m ? m : "the sandbox ended");
+			       m ? m : E2B_GONE);
 	}
 	if (p)
 		input_next(p);
@@ -624,13 +633,13 @@ const struct e2b_method e2b_process_methods[] = {
 };
 
 /* The sandbox is gone: its commands with it (their callers were told). */
-void e2b_process_free(struct e2b_sbx *s)
+static void procs_free(struct e2b_sbx *s)
 {
 	struct procs *t = s->procs;
 	if (!t)
 		return;
 	while (t->list)
-		ended_with_error(t->list, E2B_UNAVAILABLE, "the sandbox ended");
+		ended_with_error(t->list, E2B_UNAVAILABLE, E2B_GONE);
 	free(t);
 	s->procs = NULL;
 }

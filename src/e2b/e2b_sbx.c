@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "detach/detach.h"
+#include "layer/layer_review.h"
 #include "util/error.h"
 
 /* A line from the sandbox is at most this long (a file's 8 MiB as
@@ -102,8 +102,6 @@ long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *a
 	p->h = ++s->srv->next_h;
 	p->fn = fn;
 	p->arg = arg;
-	json_object *op = json_object_object_get(req, "op");
-	p->watch = op && !strcmp(json_object_get_string(op), "watch");
 	char id[32];
 	e2b_sbx_req_id(p->h, id, sizeof(id));
 	json_object_object_add(req, "id", json_object_new_string(id));
@@ -159,8 +157,10 @@ static void on_line(struct e2b_sbx *s, char *line, size_t n)
 		struct e2b_pending *p = *pp;
 		if (p->h != h)
 			continue;
-		bool last = type && (!strcmp(type, "result") || !strcmp(type, "error") ||
-				     (!strcmp(type, "ok") && !p->watch));
+		/* every message ends its request but a command's output and a
+		 * watch's events (a watch ends with its result) */
+		bool last = !type || (strcmp(type, "output") && strcmp(type, "output_dropped") &&
+				      strcmp(type, "event"));
 		if (last)
 			*pp = p->next;
 		if (p->fn)
@@ -228,24 +228,14 @@ void e2b_sbx_io(struct e2b_sbx *s, short revents)
 
 /* ---- life ---- */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 static void sbx_free(struct e2b_sbx *s)
 {
 	link_down(s);
 	if (s->procs_free)
 		s->procs_free(s);
 	if (s->workdir[0])
-		nftw(s->workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		layer_remove_tree_at(AT_FDCWD,
+				     s->workdir); /* written by the sandbox: no symlink followed */
 	json_object_put(s->metadata);
 	json_object_put(s->envs);
 	free(s->in);
@@ -271,9 +261,15 @@ void e2b_sbx_kill(struct e2b_sbx *s)
 
 void e2b_sbxs_expire(struct e2b *srv, long long now)
 {
-	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
-		if (!s->dead && s->end_ms && now >= s->end_ms)
+	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
+		if (s->dead || s->paused || !s->end_ms || now < s->end_ms)
+			continue;
+		struct ab_error err = {0};
+		if (s->auto_pause && e2b_sbx_ctl(s, "pause", &err) == 0)
+			s->paused = true;
+		else
 			e2b_sbx_kill(s);
+	}
 	for (struct e2b_sbx **ps = &srv->sbxs; *ps;) {
 		struct e2b_sbx *s = *ps;
 		if (s->dead) {

@@ -1,0 +1,408 @@
+"""agentbox e2b (docs/e2b.md) driven by raw HTTP: the API key on every
+control request, sandboxes made, listed, read and killed (and ended at
+their timeout), envd's process service over the Connect protocol with JSON
+(a streamed Start's output and exit code, stdin, a pty, signals, Connect to
+a running command), E2B's and Connect's error shapes for bad requests, and
+nothing left when the server ends. Each test class has its own sandboxes'
+directory (AGENTBOX_RUNTIME_DIR); every read is bounded. AGENTBOX_BIN names
+the binary."""
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_detach import wait_until  # noqa: E402
+from test_fileops import BIN  # noqa: E402
+
+
+class Server:
+    """agentbox e2b on a free loopback port, in a runtime dir of its own."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ab-e2b-test-")
+        os.chmod(self.dir, 0o700)
+        env = dict(os.environ, AGENTBOX_RUNTIME_DIR=self.dir)
+        self.env = env
+        self.p = subprocess.Popen([BIN, "e2b", "--port", "0"], env=env,
+                                  stdout=subprocess.PIPE)
+        lines = [self.p.stdout.readline().decode() for _ in range(3)]
+        self.url = lines[0].strip().split("=", 1)[1]
+        assert lines[1].strip() == "E2B_SANDBOX_URL=" + self.url, lines
+        self.key_file = lines[2].strip().rsplit(" ", 1)[1]
+        with open(self.key_file) as f:
+            self.key = f.read().strip()
+        self.host, port = self.url.split("//")[1].rsplit(":", 1)
+        self.port = int(port)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            self.p.wait(timeout=20)
+        self.p.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def request(self, method, path, body=None, headers=None, timeout=20):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def api(self, method, path, body=None, key=True):
+        h = {"Content-Type": "application/json"}
+        if key:
+            h["X-API-Key"] = self.key
+        st, _, d = self.request(method, path, None if body is None else json.dumps(body), h)
+        return st, (json.loads(d) if d else None)
+
+    def create(self, **kw):
+        st, sb = self.api("POST", "/sandboxes", dict({"templateID": "base"}, **kw))
+        assert st == 201, (st, sb)
+        return sb
+
+    def ls(self):
+        out = subprocess.run([BIN, "ls", "--json"], env=self.env, capture_output=True,
+                             timeout=20)
+        return out.stdout.decode()
+
+
+def envd_headers(sb, ctype):
+    return {"E2b-Sandbox-Id": sb["sandboxID"], "X-Access-Token": sb["envdAccessToken"],
+            "Content-Type": ctype}
+
+
+def unary(srv, sb, method, msg):
+    st, _, d = srv.request("POST", "/process.Process/" + method, json.dumps(msg),
+                           envd_headers(sb, "application/json"))
+    return st, json.loads(d)
+
+
+def envelope(msg):
+    m = json.dumps(msg).encode()
+    return struct.pack(">BI", 0, len(m)) + m
+
+
+def events(data):
+    """The envelopes of a streamed reply: [(flags, message)]."""
+    out = []
+    while data:
+        flags, n = struct.unpack(">BI", data[:5])
+        out.append((flags, json.loads(data[5:5 + n])))
+        data = data[5 + n:]
+    return out
+
+
+def start(srv, sb, msg, headers=None, method="Start"):
+    """A whole streamed call: its status, its events, its end message."""
+    h = envd_headers(sb, "application/connect+json")
+    h.update(headers or {})
+    st, hd, d = srv.request("POST", "/process.Process/" + method, envelope(msg), h)
+    evs = events(d)
+    assert evs and evs[-1][0] == 2, evs
+    return st, [m["event"] for f, m in evs[:-1]], evs[-1][1]
+
+
+def output(evs, key):
+    return b"".join(base64.b64decode(e["data"][key]) for e in evs
+                    if "data" in e and key in e["data"])
+
+
+class E2BTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_the_key_is_asked_on_every_control_request(self):
+        st, body = self.srv.api("GET", "/sandboxes", key=False)
+        self.assertEqual(st, 401)
+        self.assertEqual(body["code"], 401)
+        st, _, _ = self.srv.request("GET", "/sandboxes", headers={"X-API-Key": "x" * 64})
+        self.assertEqual(st, 401)
+        st, body = self.srv.api("POST", "/sandboxes", {"templateID": "base"}, key=False)
+        self.assertEqual(st, 401)
+        self.assertEqual(os.stat(self.srv.key_file).st_mode & 0o777, 0o600)
+
+    def test_a_chunked_body_is_taken(self):
+        body = json.dumps({"templateID": "base", "timeout": 30}).encode()
+        chunks = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7])
+                          for i in range(0, len(body), 7))
+        with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
+            s.sendall(b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " +
+                      self.srv.key.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
+                      b"Connection: close\r\n\r\n" + chunks + b"0\r\n\r\n")
+            got = b""
+            while not got.endswith(b"}"):
+                d = s.recv(4096)
+                if not d:
+                    break
+                got += d
+        self.assertIn(b" 201 ", got.split(b"\r\n")[0] + b" ")
+        sb = json.loads(got.split(b"\r\n\r\n", 1)[1])
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_create_list_get_kill(self):
+        sb = self.srv.create(metadata={"who": "test"}, timeout=60)
+        for k in ("sandboxID", "envdAccessToken", "envdVersion", "templateID"):
+            self.assertIn(k, sb)
+        st, lst = self.srv.api("GET", "/sandboxes")
+        self.assertEqual(st, 200)
+        st, sb2 = self.srv.api("POST", "/v2/sandboxes", {"templateID": "base"})
+        self.assertEqual(st, 201)
+        st, _ = self.srv.api("DELETE", "/sandboxes/" + sb2["sandboxID"])
+        self.assertEqual(st, 204)
+        mine = [s for s in lst if s["sandboxID"] == sb["sandboxID"]]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["metadata"], {"who": "test"})
+        self.assertEqual(mine[0]["state"], "running")
+        st, v2 = self.srv.api("GET", "/v2/sandboxes?state=running")
+        self.assertIn(sb["sandboxID"], [s["sandboxID"] for s in v2])
+        st, one = self.srv.api("GET", "/sandboxes/" + sb["sandboxID"])
+        self.assertEqual(st, 200)
+        self.assertEqual(one["sandboxID"], sb["sandboxID"])
+        self.assertIn(sb["sandboxID"], self.srv.ls())
+        st, _ = self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+        self.assertEqual(st, 204)
+        st, body = self.srv.api("GET", "/sandboxes/" + sb["sandboxID"])
+        self.assertEqual(st, 404)
+        self.assertEqual(body["code"], 404)
+        self.assertTrue(wait_until(lambda: sb["sandboxID"] not in self.srv.ls()))
+        st, _ = self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+        self.assertEqual(st, 404)
+
+    def test_a_sandbox_ends_at_its_timeout_and_a_new_timeout_moves_it(self):
+        sb = self.srv.create(timeout=1)
+        st, _ = self.srv.api("POST", "/sandboxes/%s/timeout" % sb["sandboxID"], {"timeout": 3})
+        self.assertEqual(st, 204)
+        time.sleep(1.5)
+        st, _ = self.srv.api("GET", "/sandboxes/" + sb["sandboxID"])
+        self.assertEqual(st, 200)
+        self.assertTrue(wait_until(
+            lambda: self.srv.api("GET", "/sandboxes/" + sb["sandboxID"])[0] == 404, 10))
+        self.assertTrue(wait_until(lambda: sb["sandboxID"] not in self.srv.ls()))
+
+    def test_start_streams_output_and_the_exit_code(self):
+        sb = self.srv.create(timeout=60, envVars={"FROM_CREATE": "c"})
+        st, evs, end = start(self.srv, sb, {
+            "process": {"cmd": "/bin/sh", "args": ["-c", "echo out $FROM_CREATE $X; echo err >&2; pwd; exit 3"],
+                        "envs": {"X": "x"}, "cwd": "/home/user"},
+            "stdin": False})
+        self.assertEqual(st, 200)
+        self.assertEqual(end, {})
+        self.assertIn("pid", evs[0]["start"])
+        self.assertEqual(output(evs, "stdout"), b"out c x\n/workspace\n")
+        self.assertEqual(output(evs, "stderr"), b"err\n")
+        self.assertEqual(evs[-1]["end"]["exitCode"], 3)
+        self.assertEqual(evs[-1]["end"]["status"], "exit status 3")
+        st, evs, end = start(self.srv, sb, {"process": {"cmd": "true"}, "stdin": False})
+        self.assertEqual(evs[-1]["end"]["exitCode"], 0)
+        st, evs, end = start(self.srv, sb, {"process": {"cmd": "no-such-command-here"},
+                                            "stdin": False})
+        self.assertEqual(evs[-1]["end"]["exitCode"], 127)
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_stdin_pty_signal_connect_and_list(self):
+        sb = self.srv.create(timeout=60)
+        res = {}
+
+        def run(name, msg, method="Start"):
+            res[name] = start(self.srv, sb, msg, method=method)
+
+        t = threading.Thread(target=run, args=("cat", {"process": {"cmd": "cat"}, "stdin": True,
+                                                       "tag": "c"}))
+        t.start()
+        self.assertTrue(wait_until(lambda: unary(self.srv, sb, "List", {})[1]["processes"]))
+        st, lst = unary(self.srv, sb, "List", {})
+        self.assertEqual(lst["processes"][0]["tag"], "c")
+        pid = lst["processes"][0]["pid"]
+        st, _ = unary(self.srv, sb, "SendInput", {"process": {"pid": pid}, "input": {
+            "stdin": base64.b64encode(b"hello\n").decode()}})
+        self.assertEqual(st, 200)
+        st, _ = unary(self.srv, sb, "CloseStdin", {"process": {"tag": "c"}})
+        self.assertEqual(st, 200)
+        t.join(20)
+        self.assertEqual(output(res["cat"][1], "stdout"), b"hello\n")
+
+        t = threading.Thread(target=run, args=("pty", {
+            "process": {"cmd": "/bin/sh", "args": ["-c", "stty size; read x; echo got $x"]},
+            "pty": {"size": {"cols": 100, "rows": 30}}}))
+        t.start()
+        self.assertTrue(wait_until(lambda: unary(self.srv, sb, "List", {})[1]["processes"]))
+        pid = unary(self.srv, sb, "List", {})[1]["processes"][0]["pid"]
+        st, _ = unary(self.srv, sb, "SendInput", {"process": {"pid": pid}, "input": {
+            "pty": base64.b64encode(b"yes\n").decode()}})
+        self.assertEqual(st, 200)
+        t.join(20)
+        pty = output(res["pty"][1], "pty")
+        self.assertIn(b"30 100", pty)
+        self.assertIn(b"got yes", pty)
+
+        t = threading.Thread(target=run, args=("sleep", {"process": {"cmd": "sleep",
+                                                                     "args": ["60"]},
+                                                         "stdin": False}))
+        t.start()
+        self.assertTrue(wait_until(lambda: unary(self.srv, sb, "List", {})[1]["processes"]))
+        pid = unary(self.srv, sb, "List", {})[1]["processes"][0]["pid"]
+        t2 = threading.Thread(target=run, args=("conn", {"process": {"pid": pid}}, "Connect"))
+        t2.start()
+        time.sleep(0.3)
+        st, _ = unary(self.srv, sb, "SendSignal", {"process": {"pid": pid},
+                                                   "signal": "SIGNAL_SIGKILL"})
+        self.assertEqual(st, 200)
+        t.join(20)
+        t2.join(20)
+        for name in ("sleep", "conn"):
+            evs = res[name][1]
+            self.assertEqual(evs[0]["start"]["pid"], pid)
+            self.assertEqual(evs[-1]["end"]["status"], "signal: killed")
+        st, body = unary(self.srv, sb, "SendSignal", {"process": {"pid": pid},
+                                                      "signal": "SIGNAL_SIGKILL"})
+        self.assertEqual((st, body["code"]), (404, "not_found"))
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_pause_resume_and_connect(self):
+        sb = self.srv.create(timeout=60)
+        path = "/sandboxes/" + sb["sandboxID"]
+        st, body = self.srv.api("POST", path + "/connect", {"timeout": 60})
+        self.assertEqual((st, body["sandboxID"]), (200, sb["sandboxID"]))
+        st, body = self.srv.api("POST", path + "/pause")
+        if st == 500:  # no freezer here (a plain user without a cgroup)
+            self.srv.api("DELETE", path)
+            self.skipTest(body["message"])
+        self.assertEqual(st, 204)
+        self.assertEqual(self.srv.api("GET", path)[1]["state"], "paused")
+        self.assertEqual(self.srv.api("POST", path + "/pause")[0], 409)
+        st, _, d = self.srv.request("POST", "/process.Process/List", "{}",
+                                    envd_headers(sb, "application/json"))
+        self.assertEqual(json.loads(d)["code"], "unavailable")
+        st, body = self.srv.api("POST", path + "/resume", {"timeout": 60})
+        self.assertEqual(st, 201)
+        self.assertEqual(self.srv.api("GET", path)[1]["state"], "running")
+        st, evs, _ = start(self.srv, sb, {"process": {"cmd": "echo", "args": ["back"]},
+                                          "stdin": False})
+        self.assertEqual(output(evs, "stdout"), b"back\n")
+        self.srv.api("POST", path + "/pause")
+        st, body = self.srv.api("POST", path + "/connect", {"timeout": 60})
+        self.assertEqual(st, 201)
+        self.assertEqual(self.srv.api("GET", path)[1]["state"], "running")
+        st, body = self.srv.api("GET", path + "/metrics")
+        self.assertEqual(st, 200)
+        self.assertGreater(body[0]["memUsed"], 0)
+        self.srv.api("DELETE", path)
+
+    def test_envd_wants_the_sandbox_and_its_token(self):
+        sb = self.srv.create(timeout=60)
+        h = envd_headers(sb, "application/json")
+        h["X-Access-Token"] = "0" * 64
+        st, _, d = self.srv.request("POST", "/process.Process/List", "{}", h)
+        self.assertEqual((st, json.loads(d)["code"]), (401, "unauthenticated"))
+        st, _, _ = self.srv.request("GET", "/health", headers=envd_headers(sb, "x"))
+        self.assertEqual(st, 204)
+        st, _, _ = self.srv.request("GET", "/health",
+                                    headers={"E2b-Sandbox-Id": "nosuch"})
+        self.assertEqual(st, 502)
+        h = envd_headers(dict(sb, sandboxID="nosuch"), "application/json")
+        st, _, d = self.srv.request("POST", "/process.Process/List", "{}", h)
+        self.assertEqual((st, json.loads(d)["code"]), (404, "not_found"))
+        st, _, d = self.srv.request("POST", "/process.Process/Nope", "{}",
+                                    envd_headers(sb, "application/json"))
+        self.assertEqual(json.loads(d)["code"], "unimplemented")
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_bad_requests_get_errors_never_a_crash(self):
+        sb = self.srv.create(timeout=60)
+        st, body = self.srv.api("POST", "/sandboxes", {"templateID": "nosuch"})
+        self.assertEqual((st, body["code"]), (404, 404))
+        st, _, d = self.srv.request("POST", "/sandboxes", "{not json",
+                                    {"X-API-Key": self.srv.key})
+        self.assertEqual((st, json.loads(d)["code"]), (400, 400))
+        st, body = self.srv.api("POST", "/sandboxes", {"templateID": "base", "timeout": "x"})
+        self.assertEqual(st, 400)
+        # Connect: a unary body that is not JSON, a stream without its envelope
+        st, _, d = self.srv.request("POST", "/process.Process/List", "[1,",
+                                    envd_headers(sb, "application/json"))
+        self.assertEqual((st, json.loads(d)["code"]), (400, "invalid_argument"))
+        st, _, d = self.srv.request("POST", "/process.Process/Start", b"{}",
+                                    envd_headers(sb, "application/connect+json"))
+        self.assertEqual(st, 200)
+        self.assertEqual(events(d)[-1][1]["error"]["code"], "invalid_argument")
+        st, _, d = self.srv.request("POST", "/process.Process/Start", envelope({"process": {}}),
+                                    envd_headers(sb, "application/connect+json"))
+        self.assertEqual(events(d)[-1][1]["error"]["code"], "invalid_argument")
+        # raw bytes: garbage, a broken chunked body, a head too long, a client gone
+        for raw, want in ((b"GARBAGE\r\n\r\n", b" 400 "),
+                          (b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                           b"\r\n\r\nzz\r\n\r\n", b" 400 "),
+                          (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", b" 431 ")):
+            with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
+                s.sendall(raw)
+                self.assertIn(want, s.recv(4096).split(b"\r\n")[0] + b" ")
+        with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
+            s.sendall(b"POST /sandboxes HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+        st, _ = self.srv.api("GET", "/sandboxes")
+        self.assertEqual(st, 200)
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_a_client_that_goes_away_mid_stream_leaves_the_server_serving(self):
+        sb = self.srv.create(timeout=60)
+        body = envelope({"process": {"cmd": "/bin/sh", "args": ["-c", "yes | head -c 5000000"]},
+                         "stdin": False})
+        with socket.create_connection((self.srv.host, self.srv.port), timeout=10) as s:
+            hd = envd_headers(sb, "application/connect+json")
+            head = "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % len(body)
+            head += "".join("%s: %s\r\n" % kv for kv in hd.items()) + "\r\n"
+            s.sendall(head.encode() + body)
+            s.recv(100)
+        st, evs, _ = start(self.srv, sb, {"process": {"cmd": "echo", "args": ["still"]},
+                                          "stdin": False})
+        self.assertEqual(output(evs, "stdout"), b"still\n")
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+
+class E2BEndTest(unittest.TestCase):
+    def test_the_servers_end_ends_its_sandboxes(self):
+        prefix = "agentbox-e2b-%d-" % os.getuid()
+        before = {d for d in os.listdir("/tmp") if d.startswith(prefix)}
+        srv = Server()
+        try:
+            ids = [srv.create(timeout=60)["sandboxID"] for _ in range(2)]
+            for i in ids:
+                self.assertIn(i, srv.ls())
+            work = {d for d in os.listdir("/tmp") if d.startswith(prefix)} - before
+            self.assertTrue(work)
+            srv.p.send_signal(signal.SIGTERM)
+            self.assertEqual(srv.p.wait(timeout=20), 0)
+            self.assertTrue(wait_until(lambda: not any(i in srv.ls() for i in ids)))
+            self.assertFalse(os.path.exists(srv.key_file))
+            for d in work:
+                self.assertFalse(os.path.exists(os.path.join("/tmp", d)))
+        finally:
+            srv.stop()
+
+    def test_bad_options_are_refused(self):
+        for args in (["--port", "70000"], ["--listen", "nowhere"], ["--bogus", "1"],
+                     ["--api-key-file", "/nonexistent"]):
+            p = subprocess.run([BIN, "e2b"] + args, capture_output=True, timeout=20)
+            self.assertEqual(p.returncode, 125, args)
+            self.assertIn(b"agentbox: e2b:", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
