@@ -310,8 +310,10 @@ static bool header_param(const char *v, size_t vlen, const char *name, char *out
 				c = s[2] == '2' ? '"' : (s[2] == 'A' || s[2] == 'a') ? '\n' : '\r';
 				s += 2;
 			}
-			if (o + 1 >= size)
+			if (o + 1 >= size) {
+				out[0] = 0;
 				return false;
+			}
 			out[o++] = c;
 		}
 		out[o] = 0;

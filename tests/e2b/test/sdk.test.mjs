@@ -89,4 +89,44 @@ describe('sandbox', () => {
     await handle.stop()
     assert.ok(events.some((ev) => ev.name === 'w.txt'))
   })
+
+  test('gzip upload', async () => {
+    const info = await sbx.files.write('gz/z.txt', 'zipped '.repeat(1000), { gzip: true })
+    assert.equal(info.path, '/home/user/gz/z.txt')
+    assert.equal(await sbx.files.read('gz/z.txt'), 'zipped '.repeat(1000))
+    assert.deepEqual((await sbx.files.list('gz')).map((e) => e.name), ['z.txt'])
+  })
+
+  test('the watcher API: create, events, remove', async () => {
+    await sbx.files.makeDir('polled')
+    const call = async (method, body) => {
+      const res = await fetch(`${server.url}/filesystem.Filesystem/${method}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Connect-Protocol-Version': '1',
+          'E2b-Sandbox-Id': sbx.sandboxId,
+          'X-Access-Token': sbx.envdAccessToken ?? '',
+        },
+        body: JSON.stringify(body),
+      })
+      return { status: res.status, body: await res.json() }
+    }
+    const made = await call('CreateWatcher', { path: '/home/user/polled' })
+    assert.equal(made.status, 200, JSON.stringify(made.body))
+    const id = made.body.watcherId
+    await sbx.files.write('polled/p.txt', 'x')
+    let events = []
+    for (let i = 0; i < 50 && !events.some((e) => e.name === 'p.txt'); i++) {
+      const got = await call('GetWatcherEvents', { watcherId: id })
+      assert.equal(got.status, 200, JSON.stringify(got.body))
+      events = events.concat(got.body.events ?? [])
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    assert.ok(events.some((e) => e.name === 'p.txt' && e.type === 'EVENT_TYPE_CREATE'))
+    assert.equal((await call('RemoveWatcher', { watcherId: id })).status, 200)
+    const gone = await call('GetWatcherEvents', { watcherId: id })
+    assert.equal(gone.status, 404)
+    assert.equal(gone.body.code, 'not_found')
+  })
 })
