@@ -382,8 +382,9 @@ void e2b_envd_route(struct e2b_http *h)
 {
 	const char *id = e2b_http_header(h, "E2b-Sandbox-Id");
 	h->sbx = e2b_sbx_find(h->conn->srv, id);
-	if (!h->sbx) /* as E2B's proxy: the SDK's isRunning() reads it */
-		return e2b_http_error(h, 502, "sandbox %s not found", id);
+	if (!h->sbx || h->sbx->paused) /* as E2B's proxy: the SDK's isRunning() reads it */
+		return e2b_http_error(h, 502, "sandbox %s is %s", id,
+				      h->sbx ? "paused" : "not found");
 	if (!strcmp(h->path, "/health"))
 		return e2b_http_reply(h, 204, NULL, "", 0);
 	const char *tok = e2b_http_header(h, "X-Access-Token");

@@ -292,6 +292,8 @@ class E2BTest(unittest.TestCase):
         st, _, d = self.srv.request("POST", "/process.Process/List", "{}",
                                     envd_headers(sb, "application/json"))
         self.assertEqual(json.loads(d)["code"], "unavailable")
+        st, _, _ = self.srv.request("GET", "/health", headers=envd_headers(sb, "x"))
+        self.assertEqual(st, 502)  # the SDK's isRunning() is false
         st, body = self.srv.api("POST", path + "/resume", {"timeout": 60})
         self.assertEqual(st, 201)
         self.assertEqual(self.srv.api("GET", path)[1]["state"], "running")
