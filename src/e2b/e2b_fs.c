@@ -25,7 +25,7 @@
  * E2B calls "user". */
 #define FS_IDS "printf '%s\\0%s\\0' \"$(id -u)\" \"$(id -g)\"; "
 /* A listing bigger than this is refused (resource_exhausted). */
-#define FS_MAX_OUTPUT	(64 << 20)
+#define FS_MAX_OUTPUT (64 << 20)
 
 static const char stat_sh[] = FS_IDS "exec find \"$1\" -maxdepth 0 -printf \"$2\"";
 static const char list_sh[] = FS_IDS "exec find -H \"$1\" -maxdepth \"$2\" -printf \"$3\"";
