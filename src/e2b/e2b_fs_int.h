@@ -1,5 +1,5 @@
-/* What envd's filesystem service's files share (e2b_fs.c, e2b_fs_watch.c,
- * e2b_files.c). */
+/* What envd's filesystem service's files share: e2b_fs_path.c's helpers,
+ * and the watches of e2b_fs_watch.c that e2b_fs.c's table names. */
 #ifndef AB_E2B_FS_INT_H
 #define AB_E2B_FS_INT_H
 
@@ -9,7 +9,8 @@
 
 #include "e2b/e2b.h"
 
-/* The Connect code of an agentbox error code (docs/protocol.md). */
+/* e2b_fs_path.c: the Connect code of an agentbox error code
+ * (docs/protocol.md). */
 const char *e2b_fs_code(const char *agentbox_code);
 /* The request's string field name as a path of the sandbox (out, size),
  * or false with the call's error sent. */
