@@ -338,12 +338,17 @@ static void run_script(struct e2b_call *c, enum fs_op op, const char *script, co
 
 /* ---- the methods ---- */
 
-static void fs_stat(struct e2b_call *c)
+/* A script of one path, its entry the answer: Stat, MakeDir. */
+static void one_path(struct e2b_call *c, enum fs_op op, const char *script)
 {
 	char p[4200];
-	if (!e2b_fs_path(c, e2b_call_req(c), "path", p, sizeof(p)))
-		return;
-	run_script(c, FS_STAT, stat_sh, (const char *[]){p, FS_FMT, NULL});
+	if (e2b_fs_path(c, e2b_call_req(c), "path", p, sizeof(p)))
+		run_script(c, op, script, (const char *[]){p, FS_FMT, NULL});
+}
+
+static void fs_stat(struct e2b_call *c)
+{
+	one_path(c, FS_STAT, stat_sh);
 }
 
 static void fs_list(struct e2b_call *c)
@@ -363,10 +368,7 @@ static void fs_list(struct e2b_call *c)
 
 static void fs_mkdir(struct e2b_call *c)
 {
-	char p[4200];
-	if (!e2b_fs_path(c, e2b_call_req(c), "path", p, sizeof(p)))
-		return;
-	run_script(c, FS_MKDIR, mkdir_sh, (const char *[]){p, FS_FMT, NULL});
+	one_path(c, FS_MKDIR, mkdir_sh);
 }
 
 static void fs_move(struct e2b_call *c)
