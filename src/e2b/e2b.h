@@ -151,7 +151,18 @@ void e2b_http_reply(struct e2b_http *h, int status, const char *ctype, const voi
 		    size_t len);
 void e2b_http_error(struct e2b_http *h, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* As for a call: the handler's state, freed by gone when it ends. */
+/* An answer in pieces (a large download): its head (len -1: chunked),
+ * its bytes as they come, its end (which ends the request). waiting: the
+ * bytes not yet taken by the client, for backpressure (at 32 MiB the
+ * client is dropped). */
+void e2b_http_begin(struct e2b_http *h, int status, const char *ctype, long long len);
+void e2b_http_write(struct e2b_http *h, const void *b, size_t n);
+void e2b_http_finish(struct e2b_http *h);
+size_t e2b_http_waiting(struct e2b_http *h);
+/* As for a call: the handler's state; gone(h, data) runs once when the
+ * request ends: answered, or as soon as the client goes away (a handler
+ * that set no gone answers it anyway, to nobody). After it h must not be
+ * used. */
 void e2b_http_set_data(struct e2b_http *h, void *data, void (*gone)(struct e2b_http *, void *));
 
 #endif

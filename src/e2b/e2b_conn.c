@@ -219,6 +219,41 @@ void e2b_http_reply(struct e2b_http *h, int status, const char *ctype, const voi
 	e2b_http_done(h);
 }
 
+void e2b_http_begin(struct e2b_http *h, int status, const char *ctype, long long len)
+{
+	h->chunked = len < 0;
+	if (!h->conn)
+		return;
+	e2b_conn_head(h->conn, status, ctype ? ctype : "application/octet-stream", len);
+	h->conn->st = C_STREAM;
+}
+
+void e2b_http_write(struct e2b_http *h, const void *b, size_t n)
+{
+	if (!h->conn || !n)
+		return;
+	if (h->chunked) {
+		char pre[32];
+		int k = snprintf(pre, sizeof(pre), "%zx\r\n", n);
+		e2b_conn_write(h->conn, pre, (size_t)k);
+	}
+	e2b_conn_write(h->conn, b, n);
+	if (h->chunked)
+		e2b_conn_write(h->conn, "\r\n", 2);
+}
+
+void e2b_http_finish(struct e2b_http *h)
+{
+	if (h->conn && h->chunked)
+		e2b_conn_write(h->conn, "0\r\n\r\n", 5);
+	e2b_http_done(h);
+}
+
+size_t e2b_http_waiting(struct e2b_http *h)
+{
+	return h->conn ? h->conn->out_len - h->conn->out_off : 0;
+}
+
 /* E2B's error shape: {"code": status, "message": ...} */
 void e2b_http_error(struct e2b_http *h, int status, const char *fmt, ...)
 {

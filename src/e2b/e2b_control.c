@@ -93,8 +93,9 @@ static json_object *body_object(struct e2b_http *h)
 	return NULL;
 }
 
-/* A body's "timeout" in seconds into s's end (-1 after a 400). */
-static int set_timeout(struct e2b_http *h, struct e2b_sbx *s, json_object *body, bool required)
+/* A body's "timeout" in seconds (the default when not given and not
+ * required), or -1 after a 400. */
+static long long timeout_of(struct e2b_http *h, json_object *body, bool required)
 {
 	json_object *t = json_object_object_get(body, "timeout");
 	long long secs = E2B_TIMEOUT_DEFAULT_S;
@@ -112,6 +113,15 @@ static int set_timeout(struct e2b_http *h, struct e2b_sbx *s, json_object *body,
 		e2b_http_error(h, 400, "timeout: from 0 to %d seconds", E2B_TIMEOUT_MAX_S);
 		return -1;
 	}
+	return secs;
+}
+
+/* The same into s's end (-1 after a 400). */
+static int set_timeout(struct e2b_http *h, struct e2b_sbx *s, json_object *body, bool required)
+{
+	long long secs = timeout_of(h, body, required);
+	if (secs < 0)
+		return -1;
 	s->end_ms = e2b_now_ms() + secs * 1000;
 	return 0;
 }
@@ -136,6 +146,15 @@ static bool strings_ok(struct e2b_http *h, json_object *o, const char *what)
 	return true;
 }
 
+/* The sandbox made (why NULL) or not: create's answer. */
+static void created(void *arg, struct e2b_sbx *s, const char *why)
+{
+	struct e2b_http *h = arg;
+	if (why)
+		return e2b_http_error(h, 500, "cannot make the sandbox: %s", why);
+	reply_json(h, 201, sbx_json(s, false, true));
+}
+
 static void create(struct e2b_http *h)
 {
 	json_object *body = body_object(h);
@@ -155,13 +174,14 @@ static void create(struct e2b_http *h)
 		json_object_put(body);
 		return;
 	}
-	if (!strings_ok(h, meta, "metadata") || !strings_ok(h, envs, "envVars")) {
+	long long secs = timeout_of(h, body, false);
+	if (secs < 0 || !strings_ok(h, meta, "metadata") || !strings_ok(h, envs, "envVars")) {
 		json_object_put(body);
 		return;
 	}
 	struct e2b_sbx *s = NULL;
 	struct ab_error err = {0};
-	if (e2b_sbx_create(h->conn->srv, t, &s, &err) < 0) {
+	if (e2b_sbx_create(h->conn->srv, created, h, &s, &err) < 0) {
 		json_object_put(body);
 		return e2b_http_error(h, 500, "cannot make the sandbox: %s", err.msg);
 	}
@@ -169,12 +189,8 @@ static void create(struct e2b_http *h)
 	s->metadata = meta ? json_object_get(meta) : NULL;
 	s->envs = envs ? json_object_get(envs) : NULL;
 	s->auto_pause = json_object_get_boolean(json_object_object_get(body, "autoPause"));
-	if (set_timeout(h, s, body, false) < 0) {
-		e2b_sbx_kill(s);
-	} else {
-		reply_json(h, 201, sbx_json(s, false, true));
-	}
-	json_object_put(body);
+	s->end_ms = e2b_now_ms() + secs * 1000;
+	json_object_put(body); /* answered by created() */
 }
 
 static void list(struct e2b_http *h, struct e2b *srv, bool v2)
@@ -182,7 +198,7 @@ static void list(struct e2b_http *h, struct e2b *srv, bool v2)
 	const char *state = e2b_http_query(h, "state");
 	json_object *a = json_object_new_array();
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
-		if (s->dead)
+		if (s->dead || s->creating)
 			continue;
 		const char *st = s->paused ? "paused" : "running";
 		if (v2 && state && !strstr(state, st))

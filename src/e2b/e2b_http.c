@@ -282,10 +282,14 @@ static void conn_free(struct e2b *srv, struct e2b_conn *c)
 	if (c->req && c->st != C_BUSY && c->st != C_STREAM) {
 		e2b_http_free(c->req); /* not dispatched */
 	} else if (c->req) {
-		/* an answer on its way: its handler (or call) frees it */
+		/* an answer on its way: its call ends now; a plain request
+		 * now too when its handler said how (gone), else when it
+		 * answers */
 		c->req->conn = NULL;
 		if (c->call)
 			e2b_call_conn_gone(c->call);
+		else if (c->req->gone)
+			e2b_http_done(c->req);
 	}
 	close(c->fd);
 	free(c->in);

@@ -36,6 +36,7 @@ struct e2b_http {
 	void (*gone)(struct e2b_http *, void *);
 	char **q; /* decoded query: name, value, ... */
 	size_t n_q;
+	bool chunked; /* an answer begun (e2b_http_begin) without its length */
 };
 
 /* reading a head, its body; answering (BUSY, STREAM); CLOSING: an answer
@@ -83,8 +84,15 @@ struct e2b_sbx {
 	json_object *metadata, *envs;
 	long long started_ms, end_ms;  /* realtime; end_ms: its timeout */
 	bool paused, dead, auto_pause; /* auto_pause: paused at its timeout */
-	long long m_cpu_ms, m_at_ms;   /* the last metrics' CPU time, and when */
-	int fd;			       /* its link: the detached sandbox's socket, -1 none */
+	bool creating;		       /* its maker (a child) still at work */
+	int create_fd, create_pipe;    /* the maker's pidfd; its result */
+	pid_t create_pid;
+	char create_msg[1100];
+	size_t create_len;
+	void (*created)(void *arg, struct e2b_sbx *s, const char *why); /* e2b_created_fn */
+	void *created_arg;
+	long long m_cpu_ms, m_at_ms; /* the last metrics' CPU time, and when */
+	int fd;			     /* its link: the detached sandbox's socket, -1 none */
 	bool hello;
 	char *in;
 	size_t in_len, in_cap;
@@ -138,7 +146,12 @@ void e2b_envd_route(struct e2b_http *h);
 
 /* e2b_sbx.c */
 struct e2b_sbx *e2b_sbx_find(struct e2b *srv, const char *id);
-int e2b_sbx_create(struct e2b *srv, const char *template_id, struct e2b_sbx **out,
+/* A new sandbox into *out at once, made by a child meanwhile: done(arg,
+ * s, why) once it is ready (why NULL) or failed (why says; s is freed
+ * after), with the loop's next turns; *out is neither found nor listed
+ * until then. */
+typedef void (*e2b_created_fn)(void *arg, struct e2b_sbx *s, const char *why);
+int e2b_sbx_create(struct e2b *srv, e2b_created_fn done, void *arg, struct e2b_sbx **out,
 		   struct ab_error *err);
 void e2b_sbx_kill(struct e2b_sbx *s);
 int e2b_sbx_ctl(struct e2b_sbx *s, const char *word, struct ab_error *err);

@@ -11,11 +11,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "detach/detach.h"
@@ -36,7 +39,7 @@ const char *e2b_sbx_id(const struct e2b_sbx *s)
 struct e2b_sbx *e2b_sbx_find(struct e2b *srv, const char *id)
 {
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
-		if (!s->dead && !strcmp(s->id, id))
+		if (!s->dead && !s->creating && !strcmp(s->id, id))
 			return s;
 	return NULL;
 }
@@ -66,6 +69,8 @@ int e2b_path_out(const char *path, char *out, size_t size)
 		n = snprintf(out, size, "%s", path);
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
+
+static void create_read(struct e2b_sbx *s);
 
 /* ---- the link ---- */
 
@@ -175,6 +180,8 @@ static void on_line(struct e2b_sbx *s, char *line, size_t n)
 int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events)
 {
 	*events = POLLIN;
+	if (s->creating)
+		return s->create_fd;
 	if (s->out_off < s->out_len)
 		*events |= POLLOUT;
 	return s->fd;
@@ -182,6 +189,10 @@ int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events)
 
 void e2b_sbx_io(struct e2b_sbx *s, short revents)
 {
+	if (s->creating) {
+		create_read(s);
+		return;
+	}
 	if (s->fd < 0)
 		return;
 	while ((revents & POLLOUT) && s->out_off < s->out_len) {
@@ -262,7 +273,7 @@ void e2b_sbx_kill(struct e2b_sbx *s)
 void e2b_sbxs_expire(struct e2b *srv, long long now)
 {
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
-		if (s->dead || s->paused || !s->end_ms || now < s->end_ms)
+		if (s->dead || s->creating || s->paused || !s->end_ms || now < s->end_ms)
 			continue;
 		struct ab_error err = {0};
 		if (s->auto_pause && e2b_sbx_ctl(s, "pause", &err) == 0)
@@ -283,57 +294,133 @@ void e2b_sbxs_expire(struct e2b *srv, long long now)
 
 void e2b_sbxs_end(struct e2b *srv)
 {
-	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
+	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
+		if (s->creating) { /* its maker's result, to stop what it made */
+			struct pollfd pf = {.fd = s->create_fd, .events = POLLIN};
+			poll(&pf, 1, -1);
+			create_read(s);
+		}
 		e2b_sbx_kill(s);
+	}
 	e2b_sbxs_expire(srv, 0);
 }
 
-int e2b_sbx_create(struct e2b *srv, const char *template_id, struct e2b_sbx **out,
+/* The child that makes the sandbox (detach_create, which forks the
+ * launcher and waits until the sandbox is ready): it keeps none of the
+ * server's fds but the pipe its result goes on (fd 3), so that the
+ * launcher holds no client's connection nor the listening socket, and
+ * the server's loop waits for no sandbox. Its result: "0", or "-1 why". */
+static void create_child(struct e2b_sbx *s, int wfd)
+{
+	if (dup2(wfd, 3) < 0)
+		_exit(1);
+	close_range(4, ~0u, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	char *argv[] = {"serve", "--workspace",	  s->workdir, "--timeout",
+			"none",	 "--max-timeout", "none",     NULL};
+	struct ab_config cfg;
+	struct ab_error err = {0};
+	bool help = false;
+	ab_config_init(&cfg);
+	int r = ab_config_parse_serve(&cfg, 7, argv, &help, &err);
+	struct detach_opts o = {.name = s->id,
+				.idle_timeout_ms = E2B_ORPHAN_MS,
+				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
+	char id[DETACH_ID_MAX + 1];
+	if (r == 0)
+		r = detach_create(&cfg, &o, id, sizeof(id), &err);
+	char msg[sizeof(err.msg) + 16];
+	int n = snprintf(msg, sizeof(msg), "%d %s", r < 0 ? -1 : 0, r < 0 ? err.msg : "");
+	ssize_t w = write(3, msg, (size_t)n);
+	_exit(w == n ? 0 : 1);
+}
+
+/* The maker has ended (its pidfd is readable): its result from the pipe
+ * (which the launcher it forked may still hold open, so no end of file
+ * comes), the link dialled, the caller told. */
+static void create_read(struct e2b_sbx *s)
+{
+	struct pollfd pf = {.fd = s->create_fd, .events = POLLIN};
+	if (poll(&pf, 1, 0) <= 0)
+		return; /* not yet */
+	ssize_t n;
+	while ((n = read(s->create_pipe, s->create_msg + s->create_len,
+			 sizeof(s->create_msg) - 1 - s->create_len)) > 0)
+		s->create_len += (size_t)n;
+	close(s->create_fd);
+	close(s->create_pipe);
+	s->create_fd = s->create_pipe = -1;
+	while (waitpid(s->create_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	s->creating = false;
+	s->create_msg[s->create_len] = 0;
+	struct ab_error err = {0};
+	const char *why = NULL;
+	if (strncmp(s->create_msg, "0 ", 2) != 0) {
+		why = s->create_len > 3 ? s->create_msg + 3 : "the sandbox's maker failed";
+	} else {
+		s->fd = detach_dial(s->srv->root, s->id, "sock", &err);
+		if (s->fd < 0) {
+			struct ab_error e2 = {0};
+			e2b_sbx_ctl(s, "stop", &e2);
+			why = err.msg;
+		} else {
+			fcntl(s->fd, F_SETFL, O_NONBLOCK | fcntl(s->fd, F_GETFL));
+		}
+	}
+	if (why)
+		s->dead = true; /* freed by e2b_sbxs_expire */
+	if (s->created)
+		s->created(s->created_arg, s, why);
+}
+
+int e2b_sbx_create(struct e2b *srv, e2b_created_fn done, void *arg, struct e2b_sbx **out,
 		   struct ab_error *err)
 {
-	(void)template_id; /* base: the default view (docs/e2b.md) */
 	struct e2b_sbx *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ab_error_set(err, ENOMEM, "e2b: a sandbox");
 	s->srv = srv;
-	s->fd = -1;
+	s->fd = s->create_fd = s->create_pipe = -1;
 	char hex[21];
 	e2b_random_hex(hex, 20);
 	snprintf(s->id, sizeof(s->id), "i%s", hex);
 	e2b_random_hex(s->token, E2B_KEY_LEN);
 	int n = snprintf(s->workdir, sizeof(s->workdir), "%s/%s", srv->workroot, s->id);
+	int pfd[2] = {-1, -1};
 	if (n < 0 || (size_t)n >= sizeof(s->workdir) || mkdir(s->workdir, 0700) < 0) {
 		int r = ab_error_set(err, errno, "e2b: cannot make %s", s->workdir);
 		s->workdir[0] = 0;
 		sbx_free(s);
 		return r;
 	}
-	char *argv[] = {"serve", "--workspace",	  s->workdir, "--timeout",
-			"none",	 "--max-timeout", "none",     NULL};
-	struct ab_config cfg;
-	bool help = false;
-	ab_config_init(&cfg);
-	int r = ab_config_parse_serve(&cfg, 7, argv, &help, err);
-	struct detach_opts o = {.name = s->id,
-				.idle_timeout_ms = E2B_ORPHAN_MS,
-				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
-	char id[DETACH_ID_MAX + 1];
-	if (r == 0)
-		r = detach_create(&cfg, &o, id, sizeof(id), err);
-	ab_config_free(&cfg);
-	if (r == 0) {
-		s->fd = detach_dial(srv->root, s->id, "sock", err);
-		r = s->fd < 0 ? s->fd : 0;
-		if (r < 0) {
-			struct ab_error e2 = {0};
-			e2b_sbx_ctl(s, "stop", &e2);
+	pid_t pid = pipe2(pfd, O_CLOEXEC) < 0 ? -1 : fork();
+	if (pid == 0)
+		create_child(s, pfd[1]);
+	if (pid < 0) {
+		int r = ab_error_set(err, errno, "e2b: cannot start the sandbox's maker");
+		if (pfd[0] >= 0) {
+			close(pfd[0]);
+			close(pfd[1]);
 		}
-	}
-	if (r < 0) {
 		sbx_free(s);
 		return r;
 	}
-	fcntl(s->fd, F_SETFL, O_NONBLOCK | fcntl(s->fd, F_GETFL));
+	close(pfd[1]);
+	s->create_pipe = pfd[0];
+	s->create_pid = pid;
+	s->create_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fcntl(s->create_pipe, F_SETFL, O_NONBLOCK);
+	if (s->create_fd < 0) { /* no pidfd (Linux < 5.3): wait for the maker here */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->create_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* readable: done */
+	}
+	s->creating = true;
+	s->created = done;
+	s->created_arg = arg;
 	s->started_ms = e2b_now_ms();
 	s->next = srv->sbxs;
 	srv->sbxs = s;

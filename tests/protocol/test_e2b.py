@@ -51,7 +51,11 @@ class Server:
             self.p.send_signal(signal.SIGTERM)
             self.p.wait(timeout=20)
         self.p.stdout.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+
+        def removed():  # the launchers remove their own dirs as they end
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return not os.path.exists(self.dir)
+        wait_until(removed, 20)
 
     def request(self, method, path, body=None, headers=None, timeout=20):
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
@@ -186,6 +190,22 @@ class E2BTest(unittest.TestCase):
         self.assertTrue(wait_until(lambda: sb["sandboxID"] not in self.srv.ls()))
         st, _ = self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
         self.assertEqual(st, 404)
+
+    def test_no_sandbox_holds_the_servers_sockets(self):
+        sb = self.srv.create(timeout=60)
+        mine = {os.readlink("/proc/%d/fd/%s" % (self.srv.p.pid, fd))
+                for fd in os.listdir("/proc/%d/fd" % self.srv.p.pid)}
+        mine = {m for m in mine if m.startswith("socket:")}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == self.srv.p.pid:
+                continue
+            try:
+                fds = os.listdir("/proc/%s/fd" % pid)
+                held = {os.readlink("/proc/%s/fd/%s" % (pid, fd)) for fd in fds}
+            except OSError:
+                continue  # gone, or not ours
+            self.assertFalse(held & mine, "pid %s holds the server's sockets" % pid)
+        self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
 
     def test_a_sandbox_ends_at_its_timeout_and_a_new_timeout_moves_it(self):
         sb = self.srv.create(timeout=1)
