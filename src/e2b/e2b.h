@@ -17,8 +17,10 @@ struct e2b_sbx;	 /* one sandbox (e2b_sbx.c) */
 struct e2b_http; /* one plain HTTP request of envd's (/files...) */
 
 /* The envd version the server says it is: the SDK chooses its calls by it
- * (packages/js-sdk/src/envd/versions.ts). */
-#define E2B_ENVD_VERSION "0.5.7"
+ * (packages/js-sdk/src/envd/versions.ts). 0.6.4: watches with entries and
+ * allowNetworkMounts (e2b_fs_watch.c); files' metadata (0.6.2, xattrs) is
+ * not kept (docs/e2b.md). */
+#define E2B_ENVD_VERSION "0.6.4"
 
 /* agentbox e2b [--listen ADDR] [--port N] [--api-key-file FILE] (e2b_cli.c):
  * its exit status. */

@@ -1,0 +1,132 @@
+// The published e2b SDK (npm, pinned in package-lock.json) against agentbox
+// e2b started by the test on a free loopback port: E2B_API_URL and
+// E2B_SANDBOX_URL point the SDK at it, E2B_API_KEY is the server's key.
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { startServer } from '../lib/server.mjs'
+
+let server
+let e2b
+before(async () => {
+  server = await startServer()
+  Object.assign(process.env, server.env())
+  e2b = await import('e2b')
+})
+after(async () => {
+  if (server) await server.stop()
+})
+
+describe('sandbox', () => {
+  let sbx
+  before(async () => {
+    sbx = await e2b.Sandbox.create('base', { timeoutMs: 120_000 })
+  })
+  after(async () => {
+    if (sbx) await sbx.kill()
+  })
+
+  test('a command runs', async () => {
+    const r = await sbx.commands.run('echo out; echo hi >&2')
+    assert.equal(r.exitCode, 0)
+    assert.equal(r.stdout, 'out\n')
+    assert.equal(r.stderr, 'hi\n')
+  })
+
+  test('files: write, read, info, list, exists, rename, remove', async () => {
+    const info = await sbx.files.write('dir/a.txt', 'hello')
+    assert.equal(info.name, 'a.txt')
+    assert.equal(info.path, '/home/user/dir/a.txt')
+    assert.equal(await sbx.files.read('dir/a.txt'), 'hello')
+    const bytes = await sbx.files.read('/home/user/dir/a.txt', { format: 'bytes' })
+    assert.deepEqual([...bytes], [...Buffer.from('hello')])
+    const st = await sbx.files.getInfo('dir/a.txt')
+    assert.equal(st.type, 'file')
+    assert.equal(st.size, 5)
+    // E2B's files are 0644; a detached sandbox's umask is 077 (docs/e2b.md)
+    assert.match(st.permissions, /^-rw-/)
+    assert.equal(st.mode & 0o600, 0o600)
+    assert.ok(st.modifiedTime instanceof Date)
+    assert.equal(await sbx.files.makeDir('dir/sub/deep'), true)
+    assert.equal(await sbx.files.makeDir('dir/sub/deep'), false)
+    const names = (await sbx.files.list('dir')).map((e) => e.name).sort()
+    assert.deepEqual(names, ['a.txt', 'sub'])
+    const deep = (await sbx.files.list('dir', { depth: 3 })).map((e) => e.path).sort()
+    assert.deepEqual(deep, ['/home/user/dir/a.txt', '/home/user/dir/sub', '/home/user/dir/sub/deep'])
+    assert.equal(await sbx.files.exists('dir/a.txt'), true)
+    assert.equal(await sbx.files.exists('dir/none'), false)
+    const moved = await sbx.files.rename('dir/a.txt', 'dir/b.txt')
+    assert.equal(moved.path, '/home/user/dir/b.txt')
+    await sbx.files.remove('dir/b.txt')
+    assert.equal(await sbx.files.exists('dir/b.txt'), false)
+    await sbx.files.write([
+      { path: 'multi/1', data: 'one' },
+      { path: 'multi/2', data: new Uint8Array([0, 1, 2]) },
+    ])
+    assert.equal(await sbx.files.read('multi/1'), 'one')
+    const two = await sbx.files.read('multi/2', { format: 'bytes' })
+    assert.deepEqual([...two], [0, 1, 2])
+  })
+
+  test('a missing file is NotFoundError; a file is no directory', async () => {
+    await assert.rejects(sbx.files.read('nope'), e2b.NotFoundError)
+    await assert.rejects(sbx.files.getInfo('nope'), e2b.NotFoundError)
+    await assert.rejects(sbx.files.list('nope'), e2b.NotFoundError)
+    await sbx.files.write('plain', 'x')
+    await assert.rejects(sbx.files.list('plain'), e2b.InvalidArgumentError)
+  })
+
+  test('watchDir reports a write', async () => {
+    await sbx.files.makeDir('watched')
+    const events = []
+    const seen = new Promise((resolve) => {
+      const h = sbx.files.watchDir('watched', (ev) => {
+        events.push(ev)
+        if (ev.name === 'w.txt') resolve(h)
+      })
+      h.then(() => sbx.files.write('watched/w.txt', 'data'))
+    })
+    const handle = await (await seen)
+    await handle.stop()
+    assert.ok(events.some((ev) => ev.name === 'w.txt'))
+  })
+
+  test('gzip upload', async () => {
+    const info = await sbx.files.write('gz/z.txt', 'zipped '.repeat(1000), { gzip: true })
+    assert.equal(info.path, '/home/user/gz/z.txt')
+    assert.equal(await sbx.files.read('gz/z.txt'), 'zipped '.repeat(1000))
+    assert.deepEqual((await sbx.files.list('gz')).map((e) => e.name), ['z.txt'])
+  })
+
+  test('the watcher API: create, events, remove', async () => {
+    await sbx.files.makeDir('polled')
+    const call = async (method, body) => {
+      const res = await fetch(`${server.url}/filesystem.Filesystem/${method}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Connect-Protocol-Version': '1',
+          'E2b-Sandbox-Id': sbx.sandboxId,
+          'X-Access-Token': sbx.envdAccessToken ?? '',
+        },
+        body: JSON.stringify(body),
+      })
+      return { status: res.status, body: await res.json() }
+    }
+    const made = await call('CreateWatcher', { path: '/home/user/polled' })
+    assert.equal(made.status, 200, JSON.stringify(made.body))
+    const id = made.body.watcherId
+    await sbx.files.write('polled/p.txt', 'x')
+    let events = []
+    for (let i = 0; i < 50 && !events.some((e) => e.name === 'p.txt'); i++) {
+      const got = await call('GetWatcherEvents', { watcherId: id })
+      assert.equal(got.status, 200, JSON.stringify(got.body))
+      events = events.concat(got.body.events ?? [])
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    assert.ok(events.some((e) => e.name === 'p.txt' && e.type === 'EVENT_TYPE_CREATE'))
+    assert.equal((await call('RemoveWatcher', { watcherId: id })).status, 200)
+    const gone = await call('GetWatcherEvents', { watcherId: id })
+    assert.equal(gone.status, 404)
+    assert.equal(gone.body.code, 'not_found')
+  })
+})
