@@ -129,8 +129,7 @@ static bool out_defer(void *arg, const char *data, size_t len, bool base64)
 	struct front_out *o = arg;
 	struct ab_result *res = o->stealing;
 	bool copy = res == &copying;
-	if (len < DEFER_MIN || !res ||
-	    (!copy && data != res->out.data && data != res->err.data))
+	if (len < DEFER_MIN || !res || (!copy && data != res->out.data && data != res->err.data))
 		return false;
 	char *own = copy ? malloc(len) : (char *)data;
 	struct front_part *p = own ? part_new(o) : NULL;

@@ -21,6 +21,7 @@
 #include "serve/serve_int.h"
 #include "session/result.h"
 #include "session/result_say.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 /* A control client has this long to send its word and read the reply:
@@ -324,6 +325,8 @@ int serve_listen_wait_ms(struct server *sv)
 					ab_session_memory_file(sv->s, mem, sizeof(mem)) == 0
 						? mem
 						: NULL);
+			if (sv->conn.trimmed) /* what the idle file's writing used too */
+				ab_memory_trim();
 		}
 	}
 	if (l->idle_timeout_ms)

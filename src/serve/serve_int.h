@@ -68,8 +68,8 @@ struct request {
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
-	json_object *stdin_id; /* a stdin op waiting for its data to be read */
-	struct tail tail[2];   /* stdout (or output), stderr: offsets, kept bytes */
+	json_object *stdin_id;	  /* a stdin op waiting for its data to be read */
+	struct tail tail[2];	  /* stdout (or output), stderr: offsets, kept bytes */
 	struct front_out *result; /* ended, its client attached: its result again */
 	struct request *next_done;
 	bool replay; /* its client went before it read it all: for the next */
