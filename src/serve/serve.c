@@ -107,15 +107,6 @@ static void send_error(struct server *sv, json_object *id, enum ab_errc code, co
 
 /* ---- requests ---- */
 
-void serve_request_destroy(struct server *sv, struct request *r)
-{
-	serve_request_free(sv, r);
-	ab_request_clear(&r->fr.q);
-	json_object_put(r->stdin_id);
-	free(r->id_json);
-	free(r);
-}
-
 static void request_free(void *arg, struct ab_front_req *fr)
 {
 	struct request *r = (struct request *)fr;

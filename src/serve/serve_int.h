@@ -172,8 +172,7 @@ void serve_replay_gone(struct server *sv, unsigned gen, enum serve_got got);
  * before they read them, each its output kept then its result; then
  * they go. */
 void serve_replay_records(struct server *sv);
-void serve_request_free(struct server *sv, struct request *r);
-/* r's memory, all of it (serve.c). */
+/* r's memory, all of it. */
 void serve_request_destroy(struct server *sv, struct request *r);
 
 /* The hello: the protocol, the sandbox, its limits (serve_conn.c). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "front/front_out.h"
+#include "front/request.h"
 #include "serve/serve_int.h"
 #include "serve/serve_tail.h"
 #include "util/error.h"
@@ -301,13 +302,16 @@ json_object *serve_output_op(struct server *sv, const struct ab_request *q, stru
 	return output_ok(q, offs);
 }
 
-void serve_request_free(struct server *sv, struct request *r)
+void serve_request_destroy(struct server *sv, struct request *r)
 {
 	if (r->result) {
 		out_free(r->result);
 		free(r->result);
-		r->result = NULL;
 	}
 	tail_free(&r->tail[0], &sv->tails);
 	tail_free(&r->tail[1], &sv->tails);
+	ab_request_clear(&r->fr.q);
+	json_object_put(r->stdin_id);
+	free(r->id_json);
+	free(r);
 }
