@@ -76,8 +76,8 @@ int ab_cg_unlocked(int dfd, const char *name);
  * namespace, or in one whose pids we cannot see; not ours: alive. */
 enum ab_cg_owner { AB_CG_OWNER_ALIVE, AB_CG_OWNER_DEAD, AB_CG_OWNER_UNSEEN };
 enum ab_cg_owner ab_cg_owner(const char *name);
-/* A sweep begins: ab_cg_owner forgets the launchers it judged in the last
- * one (each launcher has a group in every hierarchy, and its /proc/PID/stat
+/* A sweep begins or ends: ab_cg_owner forgets the launchers it judged
+ * (each launcher has a group in every hierarchy, and its /proc/PID/stat
  * is read once a sweep, not once per hierarchy). */
 void ab_cg_owner_sweep(void);
 

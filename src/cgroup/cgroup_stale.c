@@ -172,5 +172,6 @@ int ab_cgroup_reap_stale_beside(const struct ab_cgroup *cg, const char *parent)
 			snprintf(dir, sizeof(dir), "%s/agentbox", root);
 		n += reap_in(dir, own_below(cg, dir));
 	}
+	ab_cg_owner_sweep(); /* forgotten now: a launcher idles long after */
 	return n;
 }

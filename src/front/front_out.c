@@ -119,24 +119,34 @@ static int out_sink(void *arg, const char *p, size_t n)
 	return 0;
 }
 
+/* out_json_copy's mark in o->stealing: every big text is copied. */
+static struct ab_result copying;
+
 /* A big output of the result being sent (o->stealing) is not escaped
  * now but as the client reads: the result's buffer is kept till then. */
 static bool out_defer(void *arg, const char *data, size_t len, bool base64)
 {
 	struct front_out *o = arg;
 	struct ab_result *res = o->stealing;
-	if (len < DEFER_MIN || !res || (data != res->out.data && data != res->err.data))
+	bool copy = res == &copying;
+	if (len < DEFER_MIN || !res || (!copy && data != res->out.data && data != res->err.data))
 		return false;
-	struct front_part *p = part_new(o);
-	if (!p)
+	char *own = copy ? malloc(len) : (char *)data;
+	struct front_part *p = own ? part_new(o) : NULL;
+	if (!p) {
+		if (copy)
+			free(own);
 		return false;
-	p->text = data;
+	}
+	if (copy)
+		memcpy(own, data, len);
+	p->text = own;
 	p->text_len = len;
 	p->base64 = base64;
-	p->own = (char *)data;
-	if (data == res->out.data)
+	p->own = own;
+	if (data == res->out.data) /* (copying: the result keeps its own) */
 		res->out.data = NULL;
-	else
+	else if (data == res->err.data)
 		res->err.data = NULL;
 	o->parts_text++;
 	return true;
@@ -153,6 +163,11 @@ void out_json(struct front_out *o, json_object *v, struct ab_result *steal)
 	ab_jw_finish(&w);
 	o->stealing = NULL;
 	json_object_put(v);
+}
+
+void out_json_copy(struct front_out *o, json_object *v)
+{
+	out_json(o, v, &copying);
 }
 
 static void part_free(struct front_part *p)

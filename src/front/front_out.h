@@ -61,6 +61,9 @@ void out_add(struct front_out *o, const char *p, size_t n);
  * output buffers (res->out.data, res->err.data) it may keep, to escape
  * them as they are written (they are NULL then), or NULL. */
 void out_json(struct front_out *o, json_object *v, struct ab_result *steal);
+/* v as one line, as out_json, its big texts (a result's output) copied
+ * as they are, to be escaped as they are written; consumes v. */
+void out_json_copy(struct front_out *o, json_object *v);
 /* {"type":"output","id":ID,"stream":STREAM,"offset":N,"data":DATA,
  * "encoding":...}: id the request's id as JSON, N the offset of the bytes
  * in the command's stream, data the content of the bytes a then b

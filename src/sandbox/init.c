@@ -38,7 +38,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -252,8 +251,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 	/* what building the view used and freed goes back, for every idle
 	 * sandbox (and the shims forked from here): before the seccomp
 	 * filter, whose profile may not know madvise */
-	malloc_trim(0);
-	ab_stack_trim();
+	ab_memory_trim();
 	confine_once(a);
 	/* the parent-death signal is armed again; if the launcher died in
 	 * between, this send fails and nothing runs unsupervised */

@@ -111,11 +111,8 @@ static void send_error(struct server *sv, json_object *id, enum ab_errc code, co
 static void request_free(void *arg, struct ab_front_req *fr)
 {
 	struct request *r = (struct request *)fr;
-	serve_request_free(arg, r);
-	ab_request_clear(&r->fr.q);
-	json_object_put(r->stdin_id);
-	free(r->id_json);
-	free(r);
+	if (!serve_replay_hold(arg, r)) /* else freed once its client read all */
+		serve_request_destroy(arg, r);
 }
 
 /* q (taken) into the engine as a request of the client attached. */
@@ -419,6 +416,7 @@ static void result_line(struct server *sv, struct request *r, struct ab_result *
 			       res->background_log[0] ? json_object_new_string(res->background_log)
 						      : NULL);
 	json_object_object_add(head, "error", NULL);
+	serve_replay_keep(sv, r, head);
 	/* its output is escaped as it goes */
 	out_json(sv->to ? sv->to : &sv->out, head, res);
 	front_audit_result(&sv->audit, r->fr.q.id, res, NULL);
@@ -565,6 +563,8 @@ static void serve_read(void *arg, struct pollfd *p, int n)
 	if (p[P_IN].revents) {
 		ssize_t r = read(sv->in_fd, sv->in + sv->in_len, READ_CHUNK);
 		if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0) {
+			/* the kernel's word that it went with replies unread */
+			sv->conn.reset |= r < 0 && errno == ECONNRESET;
 			sv->stdin_eof = true;
 			ab_front_cancel_watches(&sv->f);
 		}
@@ -699,6 +699,7 @@ static int serve_main(struct ab_config *cfg, const struct ab_serve_listen *l)
 	out_free(&sv.out);
 	out_free(&sv.kept);
 	ab_front_free(&sv.f);
+	serve_replay_gone(&sv, 0, SERVE_GOT_ALL);
 	return status;
 }
 

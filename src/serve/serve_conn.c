@@ -21,6 +21,7 @@
 #include "serve/serve_int.h"
 #include "session/result.h"
 #include "session/result_say.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 /* A control client has this long to send its word and read the reply:
@@ -137,21 +138,45 @@ void serve_client_attach(struct server *sv, int fd, json_object *hello, bool rep
 	out_free(&sv->out);
 	out_init(&sv->out, fd, true);
 	sv->conn.fd = sv->in_fd = fd;
-	sv->conn.hup = false;
+	sv->conn.hup = sv->conn.reset = false;
+	sv->conn.sock = replay;
 	sv->client_gen = ++sv->gen;
 	struct ab_error err = {0};
 	if (sv->frozen && serve_freeze(sv, false, &err) < 0) /* a client resumes it */
 		fprintf(stderr, "agentbox: resume: %s\n", err.msg);
 	out_json(&sv->out, hello, NULL);
 	if (replay) {
+		serve_replay_records(sv); /* (a result there may come again in kept) */
 		out_splice(&sv->out, &sv->kept);
 		out_init(&sv->kept, -1, false);
 	}
 	front_audit_write(&sv->audit, front_audit_entry("attach"));
 }
 
+/* What the client that goes had read of the replies it was sent. Not
+ * all: some were never written, or the kernel says it left some unread
+ * in its socket (ECONNRESET). All: it ended its requests and had all its
+ * answers written (it reads to our close), or it is an exec client
+ * (agentbox exec, which passes on what it reads). Else its socket's
+ * bytes were all read, but a protocol client's bridge (agentbox connect)
+ * may have been killed with them: unknown. */
+static enum serve_got client_got(struct server *sv)
+{
+	int e = 0;
+	socklen_t len = sizeof(e);
+	if (getsockopt(sv->conn.fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == ECONNRESET)
+		sv->conn.reset = true;
+	if (sv->out.broken || out_waiting(&sv->out) || sv->conn.reset)
+		return SERVE_GOT_NOT;
+	if ((sv->stdin_eof && !sv->conn.hup) || !sv->conn.sock)
+		return SERVE_GOT_ALL;
+	return SERVE_GOT_UNKNOWN;
+}
+
 void serve_client_detach(struct server *sv)
 {
+	/* its streamed commands that ended: kept until a client has them */
+	serve_replay_gone(sv, sv->client_gen, client_got(sv));
 	close(sv->conn.fd);
 	sv->conn.fd = sv->in_fd = sv->out.fd = -1;
 	ab_front_cancel_watches(&sv->f); /* no one left to cancel them */
@@ -300,6 +325,8 @@ int serve_listen_wait_ms(struct server *sv)
 					ab_session_memory_file(sv->s, mem, sizeof(mem)) == 0
 						? mem
 						: NULL);
+			if (sv->conn.trimmed) /* what the idle file's writing used too */
+				ab_memory_trim();
 		}
 	}
 	if (l->idle_timeout_ms)

@@ -22,6 +22,8 @@ struct serve_conn {
 	bool hup;				      /* the attached client has hung up */
 	unsigned long long started_ms, idle_since_ms; /* conn_now_ms() */
 	bool trimmed; /* idle, and its supervisors let go: ab_session_idle_trim */
+	bool sock;    /* the client came on sock (a protocol client), not exec */
+	bool reset;   /* it went with replies unread in its socket (ECONNRESET) */
 };
 
 #define PROTOCOL  "agentbox/1"
@@ -52,6 +54,10 @@ struct server {
 	size_t tails_kept;	  /* of it, bytes replayed into kept */
 	bool frozen;		  /* paused: ab_session_freeze */
 	bool layer_answered;	  /* a layer op's reply: the lines that waited are next */
+	/* detached: streamed commands that ended while their client was
+	 * attached, kept until it is known to have read all (serve_replay.c) */
+	struct request *done;
+	size_t n_done;
 };
 
 /* A request in the engine (front.h), with what this codec keeps of it. */
@@ -62,8 +68,11 @@ struct request {
 	size_t hold_len[2];
 	char *id_json; /* q.id as JSON, for the output events */
 	size_t id_len;
-	json_object *stdin_id; /* a stdin op waiting for its data to be read */
-	struct tail tail[2];   /* stdout (or output), stderr: offsets, kept bytes */
+	json_object *stdin_id;	  /* a stdin op waiting for its data to be read */
+	struct tail tail[2];	  /* stdout (or output), stderr: offsets, kept bytes */
+	struct front_out *result; /* ended, its client attached: its result again */
+	struct request *next_done;
+	bool replay; /* its client went before it read it all: for the next */
 };
 
 /* The sandbox's id: a detached one's is its name (agentbox create). */
@@ -144,7 +153,27 @@ void serve_replay_adopt(struct server *sv);
 /* {"op":"output"}: the kept output of a running command from offsets,
  * then the reply returned (NULL: e says why not). */
 json_object *serve_output_op(struct server *sv, const struct ab_request *q, struct ab_error *e);
-void serve_request_free(struct server *sv, struct request *r);
+/* r's result line, head, goes to the client attached: a copy is kept
+ * with r's output when r streams, for the next client if this one goes
+ * before it has read them (docs/detached.md, "Nothing lost"). */
+void serve_replay_keep(struct server *sv, struct request *r, json_object *head);
+/* r is done: true when it is kept as such a record (not to be freed). */
+bool serve_replay_hold(struct server *sv, struct request *r);
+/* What a client that went had read of what it was sent. */
+enum serve_got {
+	SERVE_GOT_ALL,	   /* all of it: its records go */
+	SERVE_GOT_NOT,	   /* not all: they go to the next client after its hello */
+	SERVE_GOT_UNKNOWN, /* its socket's all, but not what a bridge did with it:
+			      they wait for a client that asks (op output) */
+};
+/* The client of gen (0: every record's, the session ends) is gone. */
+void serve_replay_gone(struct server *sv, unsigned gen, enum serve_got got);
+/* A client on sock, after its hello: the records of clients that went
+ * before they read them, each its output kept then its result; then
+ * they go. */
+void serve_replay_records(struct server *sv);
+/* r's memory, all of it. */
+void serve_request_destroy(struct server *sv, struct request *r);
 
 /* The hello: the protocol, the sandbox, its limits (serve_conn.c). */
 json_object *serve_hello_json(struct server *sv);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "front/front_out.h"
+#include "front/request.h"
 #include "serve/serve_int.h"
 #include "serve/serve_tail.h"
 #include "util/error.h"
@@ -22,6 +23,9 @@
 #define SENT_KEPT (1u << 20)
 /* Replayed output goes in events of at most this much. */
 #define PIECE (64u << 10)
+/* Streamed commands that ended while their client was attached, kept
+ * until it has read all: at most this many, the oldest go first. */
+#define DONE_MAX 8
 
 static const char *stream_name(const struct request *r, int k)
 {
@@ -162,13 +166,123 @@ void serve_replay_adopt(struct server *sv)
 	}
 }
 
+void serve_replay_keep(struct server *sv, struct request *r, json_object *head)
+{
+	if (!keeps(sv, r) || serve_route(sv, r) || r->result)
+		return;
+	r->result = malloc(sizeof(*r->result));
+	if (!r->result)
+		return; /* (as before: its output goes with its client) */
+	out_init(r->result, -1, false);
+	out_json_copy(r->result, json_object_get(head));
+}
+
+bool serve_replay_hold(struct server *sv, struct request *r)
+{
+	if (!r->result)
+		return false;
+	tail_fit(&r->tail[0], &sv->tails);
+	tail_fit(&r->tail[1], &sv->tails);
+	struct request **p = &sv->done;
+	while (*p)
+		p = &(*p)->next_done;
+	*p = r;
+	if (++sv->n_done > DONE_MAX) {
+		struct request *old = sv->done;
+		sv->done = old->next_done;
+		sv->n_done--;
+		serve_request_destroy(sv, old);
+	}
+	return true;
+}
+
+void serve_replay_gone(struct server *sv, unsigned gen, enum serve_got got)
+{
+	for (struct request **p = &sv->done; *p;) {
+		struct request *r = *p;
+		if (gen && r->gen != gen) {
+			p = &r->next_done;
+			continue;
+		}
+		if (got == SERVE_GOT_UNKNOWN || got == SERVE_GOT_NOT) {
+			r->replay = got == SERVE_GOT_NOT;
+			r->gen = 0; /* no client's now */
+			p = &r->next_done;
+			continue;
+		}
+		*p = r->next_done;
+		sv->n_done--;
+		serve_request_destroy(sv, r);
+	}
+}
+
+/* Record r (taken off the list) to o: its kept output from offsets
+ * from[], then its result; r is freed. */
+static void record_send(struct server *sv, struct front_out *o, struct request *r,
+			const unsigned long long from[2])
+{
+	for (int k = 0; k < 2; k++)
+		if (r->tail[k].end || from[k])
+			send_tail(o, r, k, from[k], from[k]);
+	out_splice(o, r->result);
+	serve_request_destroy(sv, r);
+}
+
+void serve_replay_records(struct server *sv)
+{
+	for (struct request **p = &sv->done; *p;) {
+		struct request *r = *p;
+		if (!r->replay) {
+			p = &r->next_done;
+			continue;
+		}
+		*p = r->next_done;
+		sv->n_done--;
+		unsigned long long from[2] = {tail_start(&r->tail[0]), tail_start(&r->tail[1])};
+		record_send(sv, &sv->out, r, from);
+	}
+}
+
+/* The record of the command with id target, off the list; or NULL. */
+static struct request *record_take(struct server *sv, json_object *target)
+{
+	for (struct request **p = &sv->done; *p; p = &(*p)->next_done) {
+		struct request *r = *p;
+		if (json_object_equal(r->fr.q.id, target)) {
+			*p = r->next_done;
+			sv->n_done--;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static json_object *output_ok(const struct ab_request *q, json_object *offs)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("ok"));
+	json_object_object_add(o, "id", json_object_get(q->id));
+	json_object_object_add(o, "op", json_object_new_string("output"));
+	json_object_object_add(o, "offsets", offs);
+	return o;
+}
+
 json_object *serve_output_op(struct server *sv, const struct ab_request *q, struct ab_error *e)
 {
 	struct request *r = (struct request *)ab_front_find(&sv->f, q->target);
+	struct request *rec = r ? NULL : record_take(sv, q->target);
+	if (rec) { /* ended: what is kept of it, its result, then ok */
+		json_object *offs = json_object_new_object();
+		for (int k = 0; k < 2 && !(k && rec->fr.q.merged); k++)
+			json_object_object_add(offs, stream_name(rec, k),
+					       json_object_new_int64((int64_t)rec->tail[k].end));
+		record_send(sv, &sv->out, rec, q->offsets);
+		return output_ok(q, offs);
+	}
 	if (!r || r->fr.q.kind != AB_REQUEST_EXEC || !r->fr.running) {
 		ab_error_proto(e, AB_ERRC_INVALID_REQUEST,
-			       "output: no command with this target id is running (a finished "
-			       "command's kept output comes after the hello, before its result)");
+			       "output: no command with this target id is running or kept (a "
+			       "finished command's kept output is sent with its result, once)");
 		return NULL;
 	}
 	if (!keeps(sv, r)) {
@@ -185,16 +299,19 @@ json_object *serve_output_op(struct server *sv, const struct ab_request *q, stru
 		json_object_object_add(offs, stream_name(r, k),
 				       json_object_new_int64((int64_t)r->tail[k].end));
 	}
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("ok"));
-	json_object_object_add(o, "id", json_object_get(q->id));
-	json_object_object_add(o, "op", json_object_new_string("output"));
-	json_object_object_add(o, "offsets", offs);
-	return o;
+	return output_ok(q, offs);
 }
 
-void serve_request_free(struct server *sv, struct request *r)
+void serve_request_destroy(struct server *sv, struct request *r)
 {
+	if (r->result) {
+		out_free(r->result);
+		free(r->result);
+	}
 	tail_free(&r->tail[0], &sv->tails);
 	tail_free(&r->tail[1], &sv->tails);
+	ab_request_clear(&r->fr.q);
+	json_object_put(r->stdin_id);
+	free(r->id_json);
+	free(r);
 }

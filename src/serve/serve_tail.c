@@ -77,6 +77,21 @@ void tail_trim(struct tail *t, unsigned long long from)
 	t->len -= d;
 }
 
+void tail_fit(struct tail *t, struct tail_budget *b)
+{
+	if (t->cap == t->len)
+		return;
+	char *q = t->len ? malloc(t->len) : NULL;
+	if (t->len && !q)
+		return;
+	tail_copy(t, tail_start(t), q, t->len);
+	free(t->buf);
+	b->used -= t->cap - t->len;
+	t->buf = q;
+	t->cap = t->len;
+	t->first = 0;
+}
+
 void tail_free(struct tail *t, struct tail_budget *b)
 {
 	if (b)

@@ -35,6 +35,8 @@ static inline unsigned long long tail_start(const struct tail *t)
 size_t tail_copy(const struct tail *t, unsigned long long from, char *dst, size_t n);
 /* The bytes before offset from are kept no more. */
 void tail_trim(struct tail *t, unsigned long long from);
+/* The ring no bigger than what it keeps (no more is added). */
+void tail_fit(struct tail *t, struct tail_budget *b);
 void tail_free(struct tail *t, struct tail_budget *b);
 
 #endif

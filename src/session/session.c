@@ -10,7 +10,6 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -510,8 +509,7 @@ int ab_session_idle_trim(struct ab_session *s)
 		return -EAGAIN;
 	pool_drop_idle(s);
 	cmds_trim(s);
-	malloc_trim(0);
-	ab_stack_trim();
+	ab_memory_trim();
 	return 0;
 }
 

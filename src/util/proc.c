@@ -5,6 +5,7 @@
 #include "util/vfork.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -167,9 +168,11 @@ pid_t ab_vfork_child(int (*fn)(void *), void *arg, unsigned long flags, void *st
 }
 
 /* The stack's mapping (ab_stack_note); what ab_stack_trim leaves below its
- * caller's frame: the frames of madvise, a signal's (up to an AMX state). */
+ * caller's frame: madvise's (a bare system call) and the red zone. A
+ * signal's frame (up to an AMX state) comes later, on pages faulted in
+ * again as it needs them. */
 static uintptr_t stack_lo, stack_hi;
-#define STACK_TRIM_MARGIN (8u << 10)
+#define STACK_TRIM_MARGIN (1u << 10)
 
 void ab_stack_note(void)
 {
@@ -186,6 +189,12 @@ void ab_stack_note(void)
 	}
 	if (f)
 		fclose(f);
+}
+
+void ab_memory_trim(void)
+{
+	malloc_trim(0);
+	ab_stack_trim();
 }
 
 __attribute__((noinline)) void ab_stack_trim(void)

@@ -29,5 +29,8 @@ void ab_stack_note(void);
  * needed): an idle process's memory. Nothing when none was noted or the
  * caller runs on another stack. */
 void ab_stack_trim(void);
+/* What malloc holds free (malloc_trim) and the stack below the caller
+ * (ab_stack_trim) go back to the kernel. */
+void ab_memory_trim(void);
 
 #endif

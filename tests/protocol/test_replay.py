@@ -4,7 +4,9 @@ in the middle of a 3,000,000-line seq loses no byte (the next client gets
 the rest, and the two placed by offset are the whole output); the bound
 of --keep-output holds (the launcher's memory does not grow past it) and
 what it dropped is said (output_dropped); a running command's kept output
-from an offset (op output); the next client takes over a running command.
+from an offset (op output); the next client takes over a running command;
+a command that ended while its client was attached: what that client did
+not read comes after the next hello, or when asked for (op output).
 Runs as root and as an unprivileged user. AGENTBOX_BIN names the binary."""
 
 import json
@@ -86,6 +88,97 @@ class Replay(DetachedBase):
             self.assertTrue(got == WHOLE, "killed at %d: the bytes differ" % first)
             c.close()
             self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 10))
+
+    def next_client_asks(self, sid, rid, got):
+        """The next client asks for rid's output from where got ends (op
+        output): what was kept is placed in got; its one result."""
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="output", id="ask", target=rid, offsets={"stdout": len(got)})
+        result, answered = None, False
+        while result is None or not answered:
+            m = c.recv()
+            if m["type"] == "output":
+                self.assertEqual(m["id"], rid, m)
+                self.assertLessEqual(m["offset"], len(got), "a gap before %d" % m["offset"])
+                place(got, m)
+            elif m["type"] == "result":
+                self.assertEqual((m["id"], result), (rid, None), m)
+                result = m
+            else:  # ok, or invalid_request when it came after the hello already
+                self.assertEqual(m["id"], "ask", m)
+                self.assertIn(m["type"], ("ok", "error"), m)
+                answered = True
+        c.close()
+        return result
+
+    def test_ended_while_attached_its_unread_output_and_result_come_after_the_hello(self):
+        # the gap of a command that ends while its client is still attached:
+        # the client goes with the last output and the result unread in its
+        # socket; the next client gets them after its hello, unasked
+        sid = self.create()
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        whole = b"".join(b"%d\n" % i for i in range(1, 10001))
+        c.send(op="exec", id="e", stream=True, command="seq 10000")
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 0, 30))
+        c.close()  # nothing read
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 10))
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        got = bytearray()
+        m = c.recv()
+        while m["type"] == "output":
+            self.assertLessEqual(m["offset"], len(got), "a gap before %d" % m["offset"])
+            place(got, m)
+            m = c.recv()
+        self.assertEqual((m["type"], m["id"], m["exit_code"]), ("result", "e", 0), m)
+        self.assertTrue(got == whole, "%d bytes of %d" % (len(got), len(whole)))
+        c.close()
+
+    def test_killed_between_the_last_output_and_the_result(self):
+        sid = self.create()
+        whole = b"".join(b"%d\n" % i for i in range(1, 20001))
+        for read_all in (False, True):
+            p = self.connect(sid)
+            self.send(p, op="exec", id="k", stream=True, command="seq 20000")
+            got = bytearray()
+            while len(got) < len(whole):  # every output event, not the result
+                m = json.loads(p.stdout.readline())
+                self.assertEqual((m["type"], m["id"]), ("output", "k"), m)
+                place(got, m)
+            self.assertTrue(wait_until(lambda: self.ls()[sid]["running"] == 0, 30))
+            if read_all:  # the result too: asked for, it comes again
+                m = json.loads(p.stdout.readline())
+                self.assertEqual((m["type"], m["id"]), ("result", "k"), m)
+            self.kill(sid, p)
+            m = self.next_client_asks(sid, "k", got)
+            self.assertEqual((m["exit_code"], m["stdout"].encode()), (0, whole))
+            self.assertTrue(got == whole)
+
+    def test_a_client_that_read_all_gets_nothing_again_unasked(self):
+        sid = self.create()
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="exec", id="a", stream=True, command="seq 3")
+        m = c.recv()
+        while m["type"] == "output":
+            m = c.recv()
+        self.assertEqual((m["type"], m["id"]), ("result", "a"), m)
+        c.close()
+        r = self.ab("exec", sid, "--", "seq", "2")  # agentbox exec: read all, nothing kept
+        self.assertEqual((r.returncode, r.stdout), (0, "1\n2\n"))
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 10))
+        c = Client(self.sock(sid))
+        self.assertEqual(c.recv()["type"], "hello")
+        c.send(op="ping", id="p")
+        m = c.recv()
+        self.assertEqual((m["type"], m["id"]), ("pong", "p"), m)
+        c.close()
+        self.assertTrue(wait_until(lambda: self.ls()[sid]["attached"] is False, 10))
+        got = bytearray(b"1\n")  # a's, kept till asked: the rest, its result
+        m = self.next_client_asks(sid, "a", got)
+        self.assertEqual((m["stdout"], bytes(got)), ("1\n2\n3\n", b"1\n2\n3\n"))
 
     def test_the_bound_holds_and_what_it_dropped_is_said(self):
         if os.environ.get("AGENTBOX_SANITIZED") == "1":
