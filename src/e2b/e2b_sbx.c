@@ -256,8 +256,15 @@ static void sbx_free(struct e2b_sbx *s)
 
 int e2b_sbx_ctl(struct e2b_sbx *s, const char *word, struct ab_error *err)
 {
-	json_object *reply = NULL;
+	json_object *reply = NULL, *v;
 	int r = detach_ctl(s->srv->root, s->id, word, &reply, err);
+	/* an answer may be a refusal ({"type":"error"}: no freezer...) */
+	if (r == 0 && json_object_object_get_ex(reply, "type", &v) &&
+	    !strcmp(json_object_get_string(v), "error")) {
+		json_object_object_get_ex(reply, "message", &v);
+		r = ab_error_plain(err, EPERM, "%s: %s", word,
+				   v ? json_object_get_string(v) : "refused");
+	}
 	json_object_put(reply);
 	return r;
 }
