@@ -83,6 +83,18 @@ describe('sandbox', () => {
     assert.deepEqual(await res.json(), { code: 401, message: 'signature is already expired' })
   })
 
+  test('metadata: kept on upload, given by getInfo, list and rename, gone on overwrite', async () => {
+    const metadata = { author: 'me', purpose: 'a test' }
+    const info = await sbx.files.write('meta/m.txt', 'x', { metadata })
+    assert.deepEqual(info.metadata, metadata)
+    assert.deepEqual((await sbx.files.getInfo('meta/m.txt')).metadata, metadata)
+    const listed = (await sbx.files.list('meta')).find((e) => e.name === 'm.txt')
+    assert.deepEqual(listed.metadata, metadata)
+    assert.deepEqual((await sbx.files.rename('meta/m.txt', 'meta/n.txt')).metadata, metadata)
+    await sbx.files.write('meta/n.txt', 'y')
+    assert.equal((await sbx.files.getInfo('meta/n.txt')).metadata, undefined)
+  })
+
   test('a missing file is NotFoundError; a file is no directory', async () => {
     await assert.rejects(sbx.files.read('nope'), e2b.NotFoundError)
     await assert.rejects(sbx.files.getInfo('nope'), e2b.NotFoundError)
