@@ -221,13 +221,15 @@ class E2BTest(unittest.TestCase):
     def test_start_streams_output_and_the_exit_code(self):
         sb = self.srv.create(timeout=60, envVars={"FROM_CREATE": "c"})
         st, evs, end = start(self.srv, sb, {
-            "process": {"cmd": "/bin/sh", "args": ["-c", "echo out $FROM_CREATE $X; echo err >&2; pwd; exit 3"],
+            "process": {"cmd": "/bin/sh", "args": ["-c", "echo out $FROM_CREATE $X; echo err >&2; pwd;"
+                                                    " touch f; ls /workspace; exit 3"],
                         "envs": {"X": "x"}, "cwd": "/home/user"},
             "stdin": False})
         self.assertEqual(st, 200)
         self.assertEqual(end, {})
         self.assertIn("pid", evs[0]["start"])
-        self.assertEqual(output(evs, "stdout"), b"out c x\n/workspace\n")
+        # /home/user is the workspace by another name (docs/e2b.md)
+        self.assertEqual(output(evs, "stdout"), b"out c x\n/home/user\nf\n")
         self.assertEqual(output(evs, "stderr"), b"err\n")
         self.assertEqual(evs[-1]["end"]["exitCode"], 3)
         self.assertEqual(evs[-1]["end"]["status"], "exit status 3")
