@@ -142,6 +142,12 @@ struct ab_config {
 	 * many bytes (--layer-quota, docs/checkpoints.md); 0: no bound */
 	unsigned long long layer_quota;
 
+	/* the umask of the sandbox's processes (its init sets it);
+	 * umask_set false: the caller's, inherited. A detached sandbox's
+	 * launcher narrows its own (077) and keeps the caller's here */
+	mode_t umask;
+	bool umask_set;
+
 	uid_t uid, gid;		  /* identity inside the sandbox */
 	uid_t host_uid, host_gid; /* what that identity is on the host */
 	bool uid_set, gid_set, host_uid_set, host_gid_set;

@@ -234,7 +234,13 @@ int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, 
 		pid_t again = fork(); /* not a session leader: no terminal can be acquired */
 		if (again != 0)
 			_exit(again < 0);
-		umask(077);
+		/* the launcher's own files are the caller's alone; the
+		 * sandbox's processes get the caller's umask, as with run */
+		mode_t caller = umask(077);
+		if (!cfg->umask_set) {
+			cfg->umask = caller;
+			cfg->umask_set = true;
+		}
 		launcher(&l, sock, ctl, exec);
 	}
 	ab_close_keep_errno(pfd[1]);

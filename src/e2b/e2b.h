@@ -122,7 +122,8 @@ void e2b_sbx_forget(struct e2b_sbx *s, long h);
 void e2b_sbx_req_id(long h, char *out, size_t size);
 
 /* E2B's user and paths: `user`, its home /home/user, which is agentbox's
- * /workspace (docs/e2b.md). A path of E2B's into the sandbox's (out,
+ * /workspace, bound at /home/user as well, where commands start
+ * (docs/e2b.md). A path of E2B's into the sandbox's /workspace (out,
  * size), or -1 when too long. */
 #define E2B_HOME      "/home/user"
 #define E2B_WORKSPACE "/workspace"

@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crypto/ossl.h"
+#include "util/base64.h"
+
 /* E2B's default timeout of a sandbox (openapi.yml: 15 s), and its most
  * (a day, as E2B's Pro tier). */
 #define E2B_TIMEOUT_DEFAULT_S 15
@@ -392,19 +395,86 @@ void e2b_control_route(struct e2b_http *h)
 	one(h, s, slash ? slash + 1 : "");
 }
 
+/* Whether sig signs this /files request with s's access token, as the
+ * SDK's getSignature: "v1_" and the unpadded base64 of the SHA-256 of
+ * "PATH:OPERATION:USER:TOKEN[:EXPIRATION]", PATH, USER (username) and
+ * EXPIRATION (signature_expiration) the query's, OPERATION read for GET
+ * and write for POST. Compared in constant time. */
+static bool signed_by(struct e2b_http *h, const struct e2b_sbx *s, const char *sig)
+{
+	const char *path = e2b_http_query(h, "path"), *user = e2b_http_query(h, "username");
+	const char *exp = e2b_http_query(h, "signature_expiration");
+	char *raw = NULL;
+	int n = asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "",
+			 !strcmp(h->method, "GET") ? "read" : "write", user ? user : "", s->token,
+			 exp ? ":" : "", exp ? exp : "");
+	unsigned char d[32];
+	unsigned int len = sizeof(d);
+	bool ok = n >= 0 && EVP_Digest(raw, (size_t)n, d, &len, EVP_sha256(), NULL);
+	free(raw);
+	char want[3 + BASE64_LEN(32) + 1] = "v1_";
+	size_t b = base64_encode_into(want + 3, d, sizeof(d));
+	while (b && want[3 + b - 1] == '=')
+		b--;
+	want[3 + b] = 0;
+	return ok && e2b_same(sig, want);
+}
+
+static int unsigned_by(struct e2b_http *h, const char *why)
+{
+	e2b_http_error(h, 401, "%s", why);
+	return -1;
+}
+
+/* A signed /files URL (the SDK's downloadUrl and uploadUrl): with
+ * E2B_SANDBOX_URL it names no sandbox, so the sandbox is the one whose
+ * token signs it (h->sbx NULL), else it must be h->sbx; refused as envd
+ * refuses. 0: h->sbx is it; else the answer is sent. */
+static int by_signature(struct e2b_http *h, const char *sig, bool named)
+{
+	struct ab_error err = {0};
+	if (strcmp(h->method, "GET") && strcmp(h->method, "POST"))
+		return unsigned_by(h, "invalid signature");
+	if (ab_crypto_load("signed URLs", &err) < 0)
+		return unsigned_by(h, err.msg);
+	struct e2b_sbx *found = NULL;
+	for (struct e2b_sbx *s = h->conn->srv->sbxs; s; s = s->next)
+		if (!s->dead && !s->creating && signed_by(h, s, sig) && !found)
+			found = s; /* every one tried: the time tells nothing */
+	if (!found || (named && found != h->sbx))
+		return unsigned_by(h, "invalid signature");
+	const char *exp = e2b_http_query(h, "signature_expiration");
+	if (exp) {
+		char *end;
+		errno = 0;
+		long long t = strtoll(exp, &end, 10);
+		if (!*exp || *end || errno)
+			return unsigned_by(h, "invalid signature_expiration");
+		if (t < (long long)time(NULL))
+			return unsigned_by(h, "signature is already expired");
+	}
+	h->sbx = found;
+	return 0;
+}
+
 /* envd's routes: its own (/health, no token, as envd), then e2b.h's
- * table. */
+ * table. A /files request may carry a signature instead of the token
+ * (and then need not name its sandbox: e2b_http.c's dispatch). */
 void e2b_envd_route(struct e2b_http *h)
 {
 	const char *id = e2b_http_header(h, "E2b-Sandbox-Id");
-	h->sbx = e2b_sbx_find(h->conn->srv, id);
+	const char *tok = e2b_http_header(h, "X-Access-Token");
+	const char *sig = !strcmp(h->path, "/files") ? e2b_http_query(h, "signature") : NULL;
+	bool by_sig = sig && !(id && tok);
+	h->sbx = id ? e2b_sbx_find(h->conn->srv, id) : NULL;
+	if (by_sig && by_signature(h, sig, id != NULL) < 0)
+		return;
 	if (!h->sbx || h->sbx->paused) /* as E2B's proxy: the SDK's isRunning() reads it */
-		return e2b_http_error(h, 502, "sandbox %s is %s", id,
+		return e2b_http_error(h, 502, "sandbox %s is %s", h->sbx ? h->sbx->id : id,
 				      h->sbx ? "paused" : "not found");
 	if (!strcmp(h->path, "/health"))
 		return e2b_http_reply(h, 204, NULL, "", 0);
-	const char *tok = e2b_http_header(h, "X-Access-Token");
-	if (!tok || !e2b_same(tok, h->sbx->token))
+	if (!by_sig && (!tok || !e2b_same(tok, h->sbx->token)))
 		return e2b_http_error(h, 401, "a wrong or missing X-Access-Token");
 	for (const struct e2b_route *r = e2b_fs_routes; r->method; r++)
 		if (!strcmp(r->method, h->method) && !strcmp(r->path, h->path))

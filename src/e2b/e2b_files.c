@@ -24,6 +24,8 @@ struct part {
 	char gz[4300];	 /* gzip: where the compressed bytes go first, or "" */
 	const unsigned char *data;
 	size_t len;
+	bool meta_set;	    /* its metadata set, or cleared (e2b_meta.c) */
+	bool seen, existed; /* its first chunk's answer: it was there before */
 };
 
 struct xfer {
@@ -38,6 +40,7 @@ struct xfer {
 	struct part *parts;
 	size_t nparts, cur, off;
 	json_object *written;
+	json_object *meta; /* X-Metadata-* headers: each file's, or NULL */
 };
 
 static void xfer_gone(struct e2b_http *h, void *data)
@@ -49,6 +52,7 @@ static void xfer_gone(struct e2b_http *h, void *data)
 	free(x->buf);
 	free(x->parts);
 	json_object_put(x->written);
+	json_object_put(x->meta);
 	free(x);
 }
 
@@ -227,6 +231,11 @@ static void on_upload(void *arg, json_object *msg, bool last)
 	if (!result_or_answer(x, msg, last))
 		return;
 	struct part *p = &x->parts[x->cur];
+	json_object *v;
+	if (!p->seen && json_object_object_get_ex(msg, "created", &v)) {
+		p->seen = true;
+		p->existed = !json_object_get_boolean(v);
+	}
 	if (x->off < p->len) {
 		upload_next(x);
 		return;
@@ -244,9 +253,36 @@ static void on_upload(void *arg, json_object *msg, bool last)
 	part_done(x);
 }
 
+/* python3's answer: the file's metadata is set; or, none given, what an
+ * overwritten file had is gone (where there is python3: else it had none
+ * a client could have set). */
+static void on_meta(void *arg, json_object *msg, bool last)
+{
+	struct xfer *x = arg;
+	if (!result_or_answer(x, msg, last))
+		return;
+	json_object *v;
+	if (x->meta &&
+	    (!json_object_object_get_ex(msg, "exit_code", &v) || json_object_get_int(v) != 0)) {
+		e2b_http_error(x->h, 500,
+			       "the metadata could not be set (python3 sets extended "
+			       "attributes in the sandbox; exit %d)",
+			       v ? json_object_get_int(v) : -1);
+		return;
+	}
+	part_done(x);
+}
+
 static void part_done(struct xfer *x)
 {
 	struct part *p = &x->parts[x->cur];
+	/* an overwrite keeps the file (upload writes in place), so what
+	 * metadata it had goes, as in envd; gunzip writes in place too */
+	if ((x->meta || p->existed || p->gz[0]) && !p->meta_set) {
+		p->meta_set = true;
+		xsend(x, e2b_meta_set_req(p->path, x->meta), on_meta);
+		return;
+	}
 	char out[8192];
 	const char *s = strrchr(p->path, '/');
 	json_object *e = json_object_new_object();
@@ -256,6 +292,8 @@ static void part_done(struct xfer *x)
 			       json_object_new_string(e2b_path_out(p->path, out, sizeof(out)) < 0
 							      ? p->path
 							      : out));
+	if (x->meta)
+		json_object_object_add(e, "metadata", json_object_get(x->meta));
 	json_object_array_add(x->written, e);
 	x->cur++;
 	x->off = 0;
@@ -398,6 +436,8 @@ static void files_post(struct e2b_http *h)
 			       cenc);
 		return;
 	}
+	if (e2b_meta_headers(h, &x->meta) < 0)
+		return;
 	x->written = json_object_new_array();
 	if (ctype && !strncasecmp(ctype, "multipart/form-data", 19)) {
 		if (gz) {

@@ -27,13 +27,18 @@
 /* A listing bigger than this is refused (resource_exhausted). */
 #define FS_MAX_OUTPUT (64 << 20)
 
-static const char stat_sh[] = FS_IDS "exec find \"$1\" -maxdepth 0 -printf \"$2\"";
-static const char list_sh[] = FS_IDS "exec find -H \"$1\" -maxdepth \"$2\" -printf \"$3\"";
+/* after an entry's fields, its metadata (e2b_meta.c): find's status */
+#define FS_META(paths) "; r=$?; find " paths " -print0 2>/dev/null | " E2B_META_GET_SH "; exit $r"
+static const char stat_sh[] =
+	FS_IDS "find \"$1\" -maxdepth 0 -printf \"$2\"" FS_META("\"$1\" -maxdepth 0");
+static const char list_sh[] = FS_IDS
+	"find -H \"$1\" -maxdepth \"$2\" -printf \"$3\"" FS_META("-H \"$1\" -maxdepth \"$2\"");
 static const char mkdir_sh[] =
 	"if [ -e \"$1\" ] || [ -L \"$1\" ]; then echo \"path already exists\" >&2; exit 3; fi; "
 	"mkdir -p -- \"$1\" || exit 1; " FS_IDS "exec find \"$1\" -maxdepth 0 -printf \"$2\"";
 static const char move_sh[] =
-	"mv -T -- \"$1\" \"$2\" || exit 1; " FS_IDS "exec find \"$2\" -maxdepth 0 -printf \"$3\"";
+	"mv -T -- \"$1\" \"$2\" || exit 1; " FS_IDS
+	"find \"$2\" -maxdepth 0 -printf \"$3\"" FS_META("\"$2\" -maxdepth 0");
 
 /* ---- E2B's entries ---- */
 
@@ -134,7 +139,8 @@ static int walk_order(const void *a, const void *b)
 
 /* The entries in find's output (out, len): an array, the first entry
  * apart in *first (owned) when first is not NULL. NULL when malformed. */
-static json_object *entries_of(char *out, size_t len, json_object **first, char *first_type)
+static json_object *entries_of(char *out, size_t len, json_object **first, char *first_type,
+			       size_t *used)
 {
 	char *fields[2 + FS_FIELDS];
 	size_t nf = 0, off = 0;
@@ -142,7 +148,7 @@ static json_object *entries_of(char *out, size_t len, json_object **first, char 
 	bool had_first = false;
 	while (off < len) {
 		char *z = memchr(out + off, 0, len - off);
-		if (!z)
+		if (!z || (nf == 2 && !strcmp(out + off, "X"))) /* the metadata after */
 			break;
 		fields[nf++] = out + off;
 		off = (size_t)(z - out) + 1;
@@ -161,6 +167,7 @@ static json_object *entries_of(char *out, size_t len, json_object **first, char 
 		json_object_put(arr);
 		return NULL;
 	}
+	*used = off;
 	return arr;
 }
 
@@ -240,7 +247,10 @@ static void exec_done(struct fs_req *r, json_object *msg)
 	}
 	json_object *first = NULL;
 	char ftype = 0;
-	json_object *rest = entries_of(out, olen, &first, &ftype);
+	size_t used = 0;
+	json_object *rest = entries_of(out, olen, &first, &ftype, &used);
+	if (rest)
+		e2b_meta_attach(out + used, olen - used, rest, first);
 	if (!rest) {
 		/* nothing listed: the helper's error */
 		char *nl = strchr(err, '\n');

@@ -137,7 +137,9 @@ static void dispatch(struct e2b_conn *c)
 	c->st = C_BUSY;
 	if (e2b_connect_route(c, h, services))
 		return;
-	if (e2b_http_header(h, "E2b-Sandbox-Id"))
+	/* a signed /files URL names no sandbox with E2B_SANDBOX_URL */
+	if (e2b_http_header(h, "E2b-Sandbox-Id") ||
+	    (!strcmp(h->path, "/files") && e2b_http_query(h, "signature")))
 		e2b_envd_route(h);
 	else
 		e2b_control_route(h);

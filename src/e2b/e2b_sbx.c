@@ -325,13 +325,16 @@ static void create_child(struct e2b_sbx *s, int wfd)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
-	char *argv[] = {"serve", "--workspace",	  s->workdir, "--timeout",
-			"none",	 "--max-timeout", "none",     NULL};
+	/* the workspace at /home/user too, E2B's home and commands' cwd */
+	char bind[sizeof(s->workdir) + sizeof(E2B_HOME) + 1];
+	snprintf(bind, sizeof(bind), "%s:%s", s->workdir, E2B_HOME);
+	char *argv[] = {"serve",     "--workspace", s->workdir,	     "--bind", bind,
+			"--timeout", "none",	    "--max-timeout", "none",   NULL};
 	struct ab_config cfg;
 	struct ab_error err = {0};
 	bool help = false;
 	ab_config_init(&cfg);
-	int r = ab_config_parse_serve(&cfg, 7, argv, &help, &err);
+	int r = ab_config_parse_serve(&cfg, 9, argv, &help, &err);
 	struct detach_opts o = {.name = s->id,
 				.idle_timeout_ms = E2B_ORPHAN_MS,
 				.idle_release_ms = DETACH_IDLE_RELEASE_MS};

@@ -413,6 +413,8 @@ _Noreturn void init_main(struct init_args *a)
 	/* the launcher may ignore SIGPIPE (agentbox serve does); commands
 	 * get every signal at its default */
 	signal(SIGPIPE, SIG_DFL);
+	if (a->cfg->umask_set) /* a detached sandbox's: the caller's (agentbox.h) */
+		umask(a->cfg->umask);
 
 	/* if the launcher died before this, GO never comes: recv sees EOF */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -105,10 +105,10 @@ class DetachedBase(unittest.TestCase):
         kw.setdefault("timeout", 60)
         return subprocess.run([BIN, *args], env=self.env, capture_output=True, text=True, **kw)
 
-    def create(self, *args):
+    def create(self, *args, **kw):
         if DELEGATED:
             args = ("--cgroup-parent", DELEGATED, *args)
-        r = self.ab("create", "--workspace", self.ws, *args)
+        r = self.ab("create", "--workspace", self.ws, *args, **kw)
         if r.returncode != 0:
             if os.environ.get("AGENTBOX_MUST_WORK") != "1" and "cannot" in r.stderr:
                 self.skipTest("agentbox cannot run here: " + r.stderr)
@@ -186,6 +186,16 @@ class Detached(DetachedBase):
         for cg in cgs:
             self.assertFalse(os.path.exists(cg), cg)
         self.assertEqual(self.ls(), {})
+
+    def test_commands_get_the_callers_umask(self):
+        # the launcher's own files are 0600 whatever the caller's umask;
+        # what a command makes follows the umask of create's caller, as
+        # with run (not the launcher's 077)
+        sid = self.create(umask=0o027)
+        self.assertEqual(os.stat(os.path.join(self.rt, sid, "log")).st_mode & 0o777, 0o600)
+        r = self.ab("exec", sid, "-c", "umask; touch f; mkdir d; stat -c %a f d")
+        self.assertEqual((r.returncode, r.stdout), (0, "0027\n640\n750\n"), r.stderr)
+        self.assertEqual(os.stat(os.path.join(self.ws, "f")).st_mode & 0o777, 0o640)
 
     def test_idle_release(self):
         # idle, a sandbox is its launcher and its init: the idle supervisor

@@ -221,13 +221,15 @@ class E2BTest(unittest.TestCase):
     def test_start_streams_output_and_the_exit_code(self):
         sb = self.srv.create(timeout=60, envVars={"FROM_CREATE": "c"})
         st, evs, end = start(self.srv, sb, {
-            "process": {"cmd": "/bin/sh", "args": ["-c", "echo out $FROM_CREATE $X; echo err >&2; pwd; exit 3"],
+            "process": {"cmd": "/bin/sh", "args": ["-c", "echo out $FROM_CREATE $X; echo err >&2; pwd;"
+                                                    " touch f; ls /workspace; exit 3"],
                         "envs": {"X": "x"}, "cwd": "/home/user"},
             "stdin": False})
         self.assertEqual(st, 200)
         self.assertEqual(end, {})
         self.assertIn("pid", evs[0]["start"])
-        self.assertEqual(output(evs, "stdout"), b"out c x\n/workspace\n")
+        # /home/user is the workspace by another name (docs/e2b.md)
+        self.assertEqual(output(evs, "stdout"), b"out c x\n/home/user\nf\n")
         self.assertEqual(output(evs, "stderr"), b"err\n")
         self.assertEqual(evs[-1]["end"]["exitCode"], 3)
         self.assertEqual(evs[-1]["end"]["status"], "exit status 3")
@@ -347,6 +349,49 @@ class E2BTest(unittest.TestCase):
                                     envd_headers(sb, "application/json"))
         self.assertEqual(json.loads(d)["code"], "unimplemented")
         self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+    def test_a_signed_files_url_names_its_sandbox_by_its_signature(self):
+        # the SDK's downloadUrl/uploadUrl: no E2b-Sandbox-Id, no token;
+        # "v1_" + unpadded base64 of sha256("PATH:OP:USER:TOKEN[:EXP]")
+        import hashlib
+        import urllib.parse
+        a, b = self.srv.create(timeout=60), self.srv.create(timeout=60)
+
+        def url(sb, path, op, exp=None, user=""):
+            raw = "%s:%s:%s:%s" % (path, op, user, sb["envdAccessToken"])
+            raw += "" if exp is None else ":%d" % exp
+            sig = "v1_" + base64.b64encode(hashlib.sha256(raw.encode()).digest()) \
+                .decode().rstrip("=")
+            q = {"path": path, "signature": sig}
+            if user:
+                q["username"] = user
+            if exp is not None:
+                q["signature_expiration"] = str(exp)
+            return "/files?" + urllib.parse.urlencode(q)
+
+        now = int(time.time())
+        st, _, d = self.srv.request("POST", url(b, "s.txt", "write", now + 60),
+                                    b"from b", {"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 200, d)
+        st, _, d = self.srv.request("GET", url(b, "s.txt", "read", user="user"))
+        self.assertEqual((st, d), (200, b"from b"))
+        st, _, d = self.srv.request("GET", url(a, "s.txt", "read", now + 60))
+        self.assertEqual(st, 404, d)  # a's own workspace: not there
+        for u, why in [(url(b, "s.txt", "read", now - 10), "signature is already expired"),
+                       (url(b, "s.txt", "write", now + 60), "invalid signature"),  # a GET
+                       (url(b, "t.txt", "read").replace("t.txt", "s.txt"),
+                        "invalid signature"),
+                       ("/files?path=s.txt&signature=v1_forged", "invalid signature")]:
+            st, _, d = self.srv.request("GET", u)
+            self.assertEqual((st, json.loads(d)), (401, {"code": 401, "message": why}), u)
+        # a signature of b's with a's name is not a's
+        st, _, d = self.srv.request("GET", url(b, "s.txt", "read"),
+                                    headers={"E2b-Sandbox-Id": a["sandboxID"]})
+        self.assertEqual(st, 401, d)
+        for sb in (a, b):
+            self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
+        st, _, d = self.srv.request("GET", url(b, "s.txt", "read"))
+        self.assertEqual(st, 401, d)
 
     def test_bad_requests_get_errors_never_a_crash(self):
         sb = self.srv.create(timeout=60)

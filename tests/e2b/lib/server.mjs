@@ -46,12 +46,17 @@ export async function startServer({ bin = process.env.AGENTBOX_BIN, args = [] } 
   )
   let exited = null
   child.once('exit', (code, signal) => (exited = signal ?? code))
+  child.once('error', (e) => (exited = e.code)) // not started (ENOENT): no exit
   const deadline = Date.now() + 15000
   while (!(await connects(port))) {
-    if (exited !== null) throw new Error(`agentbox e2b ended (${exited}) before it listened`)
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL')
-      throw new Error('agentbox e2b did not listen within 15 s')
+    const why =
+      exited !== null
+        ? `agentbox e2b ended (${exited}) before it listened`
+        : Date.now() > deadline && 'agentbox e2b did not listen within 15 s'
+    if (why) {
+      if (exited === null) child.kill('SIGKILL')
+      rmSync(dir, { recursive: true, force: true }) // the key goes with it
+      throw new Error(why)
     }
     await new Promise((r) => setTimeout(r, 50))
   }

@@ -42,9 +42,10 @@ describe('sandbox', () => {
     const st = await sbx.files.getInfo('dir/a.txt')
     assert.equal(st.type, 'file')
     assert.equal(st.size, 5)
-    // E2B's files are 0644; a detached sandbox's umask is 077 (docs/e2b.md)
-    assert.match(st.permissions, /^-rw-/)
-    assert.equal(st.mode & 0o600, 0o600)
+    // the server's umask, as E2B's 022 gives 0644 (not its launcher's 077)
+    assert.equal(st.mode, 0o666 & ~process.umask())
+    const { stdout: pwd } = await sbx.commands.run('pwd')
+    assert.equal(st.path, pwd.trim() + '/dir/a.txt') // a command starts in /home/user
     assert.ok(st.modifiedTime instanceof Date)
     assert.equal(await sbx.files.makeDir('dir/sub/deep'), true)
     assert.equal(await sbx.files.makeDir('dir/sub/deep'), false)
@@ -65,6 +66,33 @@ describe('sandbox', () => {
     assert.equal(await sbx.files.read('multi/1'), 'one')
     const two = await sbx.files.read('multi/2', { format: 'bytes' })
     assert.deepEqual([...two], [0, 1, 2])
+  })
+
+  test('signed URLs: download and upload with no header, expired refused', async () => {
+    await sbx.files.write('signed.txt', 'signed')
+    let res = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: 60 }))
+    assert.equal(res.status, 200)
+    assert.equal(await res.text(), 'signed')
+    const form = new FormData()
+    form.append('file', 'uploaded')
+    res = await fetch(await sbx.uploadUrl('up.txt'), { method: 'POST', body: form })
+    assert.equal(res.status, 200)
+    assert.equal(await sbx.files.read('up.txt'), 'uploaded')
+    res = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: -10 }))
+    assert.equal(res.status, 401)
+    assert.deepEqual(await res.json(), { code: 401, message: 'signature is already expired' })
+  })
+
+  test('metadata: kept on upload, given by getInfo, list and rename, gone on overwrite', async () => {
+    const metadata = { author: 'me', purpose: 'a test' }
+    const info = await sbx.files.write('meta/m.txt', 'x', { metadata })
+    assert.deepEqual(info.metadata, metadata)
+    assert.deepEqual((await sbx.files.getInfo('meta/m.txt')).metadata, metadata)
+    const listed = (await sbx.files.list('meta')).find((e) => e.name === 'm.txt')
+    assert.deepEqual(listed.metadata, metadata)
+    assert.deepEqual((await sbx.files.rename('meta/m.txt', 'meta/n.txt')).metadata, metadata)
+    await sbx.files.write('meta/n.txt', 'y')
+    assert.equal((await sbx.files.getInfo('meta/n.txt')).metadata, undefined)
   })
 
   test('a missing file is NotFoundError; a file is no directory', async () => {
