@@ -381,7 +381,8 @@ class Domains(unittest.TestCase):
                  " sleep 5 & echo own $!; (exec 3</proc/$!/mem) && echo open;"
                  " cat /proc/$!/environ > /dev/null && echo environ; %s $!; kill $!"
                  % (seize, seize, seize))
-        r = parallel(sv, ["sleep 2", probe], timeout=10)
+        # the other command outlives the probe even when python3 starts slowly
+        r = parallel(sv, ["sleep 5", probe], timeout=15)
         out = r[1]["stdout"].split("\n")
         self.assertEqual(r[0]["exit_code"], 0, r)
         kinds = [line.split()[0] for line in out if line.split()[:1] in (["other"], ["warm"])]
