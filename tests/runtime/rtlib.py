@@ -104,6 +104,12 @@ class Runtime:
         self.p.wait(30)
         self.reader.join(10)
         self.p.stderr.close()
+        # a runtime ended by SIGKILL (a test's) could not remove its token file
+        if self.token_file:
+            try:
+                os.unlink(self.token_file)
+            except FileNotFoundError:
+                pass
         if self.own_ws:
             shutil.rmtree(self.ws, ignore_errors=True)
         text = "".join(self.err)
