@@ -79,22 +79,26 @@ void e2b_sbx_req_id(long h, char *out, size_t size)
 	snprintf(out, size, "e%ld", h);
 }
 
-static void link_write(struct e2b_sbx *s, const char *b, size_t n)
+/* A request's line and its newline queued whole for the link, or nothing
+ * (-1: out of memory; a part would put the link out of step). */
+static int link_line(struct e2b_sbx *s, const char *b, size_t n)
 {
 	if (s->out_off == s->out_len)
 		s->out_off = s->out_len = 0;
-	if (s->out_len + n > s->out_cap) {
+	if (s->out_len + n + 1 > s->out_cap) {
 		size_t cap = s->out_cap ? s->out_cap : 4096;
-		while (cap < s->out_len + n)
+		while (cap < s->out_len + n + 1)
 			cap *= 2;
 		char *p = realloc(s->out, cap);
 		if (!p)
-			return;
+			return -1;
 		s->out = p;
 		s->out_cap = cap;
 	}
 	memcpy(s->out + s->out_len, b, n);
-	s->out_len += n;
+	s->out[s->out_len + n] = '\n';
+	s->out_len += n + 1;
+	return 0;
 }
 
 long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *arg)
@@ -112,9 +116,12 @@ long e2b_sbx_request(struct e2b_sbx *s, json_object *req, e2b_sbx_fn fn, void *a
 	json_object_object_add(req, "id", json_object_new_string(id));
 	size_t n;
 	const char *line = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &n);
-	link_write(s, line, n);
-	link_write(s, "\n", 1);
+	int r = link_line(s, line, n);
 	json_object_put(req);
+	if (r < 0) {
+		free(p);
+		return -1;
+	}
 	p->next = s->pending;
 	s->pending = p;
 	return p->h;
