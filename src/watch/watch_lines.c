@@ -57,7 +57,12 @@ static bool error_line(struct watch_lines *w, json_object *o)
 	if (k != AB_ERRC_FILE_NOT_FOUND && k != AB_ERRC_NOT_DIRECTORY &&
 	    k != AB_ERRC_PERMISSION_DENIED && k != AB_ERRC_INTERNAL)
 		return false;
-	ab_error_proto(&w->err, k, "%.400s", json_object_get_string(m));
+	const char *msg = json_object_get_string(m);
+	if (msg[0])
+		ab_error_proto(&w->err, k, "%.400s", msg);
+	else /* an empty message (or one that starts with NUL) still says why */
+		ab_error_proto(&w->err, k, "watch: the watcher in the sandbox failed (%s)",
+			       ab_errc_name(k));
 	w->failed = true;
 	return true;
 }
