@@ -133,7 +133,7 @@ int ab_cg_make_dir(char *out, size_t len, const char *root, const char *rel, con
 	for (int tries = 0; tries < 3; tries++) {
 		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 			break;
-		cleanup_fd int pfd = ab_cg_lock_parent(parent, LOCK_SH);
+		cleanup_fd int pfd __attribute__((unused)) = ab_cg_lock_parent(parent, LOCK_SH);
 		if (mkdir(out, 0755) == 0) {
 			struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
 			*lock = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
