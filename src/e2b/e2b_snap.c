@@ -31,11 +31,15 @@ static void reply_json(struct e2b_http *h, int status, json_object *o)
 	json_object_put(o);
 }
 
-/* An error of the sandbox's (type "error") as E2B's status: an unknown
- * checkpoint 404, commands running 409, a refused request 400, else 500. */
+/* An error of the sandbox's (type "error"; NULL: the link went down) as
+ * E2B's status: an unknown checkpoint 404, commands running 409, a
+ * refused request 400, else 500. */
 static int status_of(json_object *msg, const char **why)
 {
 	json_object *v;
+	*why = "the sandbox's link is down";
+	if (!msg)
+		return 500;
 	const char *code =
 		json_object_object_get_ex(msg, "code", &v) ? json_object_get_string(v) : "";
 	*why = json_object_object_get_ex(msg, "message", &v) ? json_object_get_string(v)
@@ -105,11 +109,12 @@ struct snap_req {
 	char name[E2B_SNAP_NAME_MAX + 1];
 };
 
+/* The client went: data (a snap_req or a fork_req, whose first member is
+ * its request) is freed by the sandbox's answer, which replies to no one. */
 static void req_gone(struct e2b_http *h, void *data)
 {
-	struct snap_req *r = data;
 	(void)h;
-	r->h = NULL; /* the sandbox's answer frees it */
+	*(struct e2b_http **)data = NULL;
 }
 
 static void checkpointed(void *arg, json_object *msg, bool last)
@@ -117,8 +122,8 @@ static void checkpointed(void *arg, json_object *msg, bool last)
 	struct snap_req *r = arg;
 	if (!last)
 		return;
-	const char *why = "the sandbox's link is down";
-	int status = msg ? status_of(msg, &why) : 500;
+	const char *why;
+	int status = status_of(msg, &why);
 	struct e2b_snap *p = is_error(msg) ? NULL : calloc(1, sizeof(*p));
 	if (p) { /* kept even when the client went: listed, deletable */
 		snprintf(p->id, sizeof(p->id), "%s-%s", r->sbx, r->ckpt);
@@ -229,13 +234,6 @@ static void fork_req_free(struct fork_req *r)
 	free(r);
 }
 
-static void fork_gone(struct e2b_http *h, void *data)
-{
-	struct fork_req *r = data;
-	(void)h;
-	r->h = NULL;
-}
-
 /* Each of ids taken on, or none: those taken on killed, the others
  * stopped. The number taken on into *out (n of them), or -1. */
 static int take_on(struct fork_req *r, json_object *ids, struct e2b_sbx **out, size_t n,
@@ -257,7 +255,7 @@ static int take_on(struct fork_req *r, json_object *ids, struct e2b_sbx **out, s
 		const char *id = json_object_get_string(json_object_array_get_idx(ids, j));
 		if (j < i)
 			e2b_sbx_kill(out[j]);
-		else if (id && detach_id_valid(id) && j > i) {
+		else if (id && detach_id_valid(id) && (j > i || !parent)) { /* i: stopped */
 			json_object *reply = NULL;
 			struct ab_error e2 = {0};
 			detach_ctl(r->srv->root, id, "stop", &reply, &e2);
@@ -272,8 +270,8 @@ static void forked(void *arg, json_object *msg, bool last)
 	struct fork_req *r = arg;
 	if (!last)
 		return;
-	const char *why = "the sandbox's link is down";
-	int status = msg ? status_of(msg, &why) : 500;
+	const char *why;
+	int status = status_of(msg, &why);
 	json_object *ids = is_error(msg) ? NULL : json_object_object_get(msg, "ids");
 	size_t n = json_object_is_type(ids, json_type_array) ? json_object_array_length(ids) : 0;
 	struct e2b_sbx **made = n ? calloc(n, sizeof(*made)) : NULL;
@@ -318,7 +316,7 @@ void e2b_snap_fork(struct e2b_http *h, struct e2b_sbx *parent, const char *from,
 		fork_req_free(r);
 		return e2b_http_error(h, 500, "the sandbox's link is down");
 	}
-	e2b_http_set_data(h, r, fork_gone);
+	e2b_http_set_data(h, r, req_gone);
 }
 
 void e2b_snap_fork_from(struct e2b_http *h, struct e2b_snap *p, const struct e2b_fork_opts *o,
