@@ -184,6 +184,7 @@ void e2b_sbxs_end(struct e2b *srv);
 #define E2B_SNAP_ID_MAX	  100
 #define E2B_SNAP_NAME_MAX 128
 struct e2b_snap;
+/* By its id, else the newest snapshot of that name (E2B's template alias). */
 struct e2b_snap *e2b_snap_find(struct e2b *srv, const char *id);
 int e2b_snaps_of(struct e2b *srv, const char *sbx); /* how many stand on it */
 void e2b_snap_create(struct e2b_http *h, struct e2b_sbx *s, json_object *body);

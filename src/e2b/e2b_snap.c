@@ -62,10 +62,14 @@ static bool is_error(json_object *msg)
 
 struct e2b_snap *e2b_snap_find(struct e2b *srv, const char *id)
 {
-	for (struct e2b_snap *p = srv->snaps; p; p = p->next)
+	struct e2b_snap *named = NULL; /* the newest of that name (first: made last) */
+	for (struct e2b_snap *p = srv->snaps; p; p = p->next) {
 		if (!strcmp(p->id, id))
 			return p;
-	return NULL;
+		if (!named && p->name[0] && !strcmp(p->name, id))
+			named = p;
+	}
+	return named;
 }
 
 int e2b_snaps_of(struct e2b *srv, const char *sbx)

@@ -463,6 +463,10 @@ class E2BTest(unittest.TestCase):
         self.assertEqual(r, [])
         st, r = api("GET", "/snapshots?name=team%2Fsnap%3Av1")
         self.assertEqual(r, [snap])
+        # its name as a template, as E2B's alias
+        st, by_name = api("POST", "/sandboxes", {"templateID": "team/snap:v1"})
+        self.assertEqual(st, 201, by_name)
+        self.assertEqual(api("DELETE", "/sandboxes/" + by_name["sandboxID"])[0], 204)
         st, _ = api("DELETE", "/templates/" + snap["snapshotID"])
         self.assertEqual(st, 204)
         st, r = api("DELETE", "/templates/" + snap["snapshotID"])
