@@ -179,6 +179,7 @@ int e2b_cli(int argc, char **argv)
 	fflush(stdout);
 	r = e2b_serve(&srv);
 	e2b_sbxs_end(&srv);
+	e2b_snaps_end(&srv);
 	layer_remove_tree_at(AT_FDCWD, srv.workroot);
 	if (!key_file)
 		unlink(key_path);

@@ -158,6 +158,53 @@ static void created(void *arg, struct e2b_sbx *s, const char *why)
 	reply_json(h, 201, sbx_json(s, false, true));
 }
 
+/* A sandbox made from a snapshot: create's answer. */
+static void forked_one(struct e2b_http *h, struct e2b_sbx **made, size_t n, const char *why,
+		       int status)
+{
+	if (!made || n != 1)
+		return e2b_http_error(h, made ? 500 : status, "cannot make the sandbox: %s",
+				      made ? "not one sandbox made" : why);
+	reply_json(h, 201, sbx_json(made[0], false, true));
+}
+
+/* E2B's fork: one result each, {"sandbox": ...}. */
+static void forked_many(struct e2b_http *h, struct e2b_sbx **made, size_t n, const char *why,
+			int status)
+{
+	if (!made)
+		return e2b_http_error(h, status, "cannot fork: %s", why);
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "sandbox", sbx_json(made[i], false, true));
+		json_object_array_add(a, o);
+	}
+	reply_json(h, 201, a);
+}
+
+/* POST /sandboxes/ID/fork {timeout, count}: count forks of s's state now
+ * (agentbox's fork without --from: a checkpoint taken first). */
+static void fork_route(struct e2b_http *h, struct e2b_sbx *s)
+{
+	json_object *body = body_object(h);
+	if (!body)
+		return;
+	json_object *c = json_object_object_get(body, "count");
+	long long secs = timeout_of(h, body, false);
+	long long count = c ? json_object_get_int64(c) : 1;
+	if (secs >= 0 && (c && !json_object_is_type(c, json_type_int)))
+		e2b_http_error(h, 400, "count: an integer");
+	else if (secs >= 0 && (count < 1 || count > 100))
+		e2b_http_error(h, 400, "count: from 1 to 100");
+	else if (secs >= 0) {
+		struct e2b_fork_opts o = {.secs = secs, .metadata = s->metadata, .envs = s->envs};
+		snprintf(o.template_id, sizeof(o.template_id), "%s", s->template_id);
+		e2b_snap_fork(h, s, NULL, (int)count, &o, forked_many);
+	}
+	json_object_put(body);
+}
+
 static void create(struct e2b_http *h)
 {
 	json_object *body = body_object(h);
@@ -172,13 +219,23 @@ static void create(struct e2b_http *h)
 		json_object_put(body);
 		return e2b_http_error(h, 400, "templateID: required, a string");
 	}
-	if (strcmp(t, "base") != 0) {
-		e2b_http_error(h, 404, "template '%s' not found (agentbox e2b has 'base')", t);
+	struct e2b_snap *snap = strcmp(t, "base") ? e2b_snap_find(h->conn->srv, t) : NULL;
+	if (strcmp(t, "base") != 0 && !snap) {
+		e2b_http_error(h, 404,
+			       "template '%s' not found (agentbox e2b has 'base' and snapshots)",
+			       t);
 		json_object_put(body);
 		return;
 	}
 	long long secs = timeout_of(h, body, false);
 	if (secs < 0 || !strings_ok(h, meta, "metadata") || !strings_ok(h, envs, "envVars")) {
+		json_object_put(body);
+		return;
+	}
+	if (snap) { /* a fork of the snapshot's sandbox from its checkpoint */
+		struct e2b_fork_opts o = {.secs = secs, .metadata = meta, .envs = envs};
+		snprintf(o.template_id, sizeof(o.template_id), "%s", t);
+		e2b_snap_fork_from(h, snap, &o, forked_one);
 		json_object_put(body);
 		return;
 	}
@@ -201,7 +258,7 @@ static void list(struct e2b_http *h, struct e2b *srv, bool v2)
 	const char *state = e2b_http_query(h, "state");
 	json_object *a = json_object_new_array();
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
-		if (s->dead || s->creating)
+		if (s->dead || s->creating || s->retired)
 			continue;
 		const char *st = s->paused ? "paused" : "running";
 		if (v2 && state && !strstr(state, st))
@@ -326,9 +383,25 @@ static void one(struct e2b_http *h, struct e2b_sbx *s, const char *what)
 	if (!*what && !strcmp(m, "GET"))
 		return reply_json(h, 200, sbx_json(s, true, true));
 	if (!*what && !strcmp(m, "DELETE")) {
-		e2b_sbx_kill(s);
+		struct ab_error err = {0};
+		if (!e2b_snaps_of(s->srv, s->id)) {
+			e2b_sbx_kill(s);
+		} else { /* its snapshots stand on it: kept, out of sight, paused */
+			s->retired = true;
+			if (!s->paused && e2b_sbx_ctl(s, "pause", &err) == 0)
+				s->paused = true;
+		}
 		return e2b_http_reply(h, 204, NULL, "", 0);
 	}
+	if (!strcmp(what, "snapshots") && !strcmp(m, "POST")) {
+		json_object *body = body_object(h);
+		if (body)
+			e2b_snap_create(h, s, body);
+		json_object_put(body);
+		return;
+	}
+	if (!strcmp(what, "fork") && !strcmp(m, "POST"))
+		return fork_route(h, s);
 	if (!strcmp(what, "timeout") && !strcmp(m, "POST")) {
 		json_object *body = body_object(h);
 		if (body && set_timeout(h, s, body, true) == 0)
@@ -354,7 +427,7 @@ static void one(struct e2b_http *h, struct e2b_sbx *s, const char *what)
 		return pause_resume(h, s, what);
 	if (!strcmp(what, "metrics") && !strcmp(m, "GET"))
 		return metrics(h, s);
-	if (!strcmp(what, "fork") || !strcmp(what, "snapshots") || !strcmp(what, "network"))
+	if (!strcmp(what, "network"))
 		return e2b_http_error(h, 501, "agentbox e2b does not have %s yet (docs/e2b.md)",
 				      what);
 	e2b_http_error(h, 404, "no route %s %s", m, h->path);
@@ -380,6 +453,14 @@ void e2b_control_route(struct e2b_http *h)
 		return create(h);
 	if (!strcmp(p, "/sandboxes") && !strcmp(h->method, "GET"))
 		return list(h, srv, v2);
+	if (!strcmp(p, "/snapshots") && !strcmp(h->method, "GET") && !v2)
+		return e2b_snap_list(h);
+	if (!strncmp(p, "/templates/", 11) && !strcmp(h->method, "DELETE") && !v2) {
+		const char *t = p + 11; /* E2B's deleteSnapshot: a snapshot's id */
+		if (!*t || strlen(t) > E2B_SNAP_ID_MAX || strchr(t, '/'))
+			return e2b_http_error(h, 404, "snapshot not found");
+		return e2b_snap_delete(h, t);
+	}
 	if (strncmp(p, "/sandboxes/", 11) != 0)
 		return e2b_http_error(h, 404, "no route %s %s", h->method, p);
 	char id[64];
@@ -439,7 +520,7 @@ static int by_signature(struct e2b_http *h, const char *sig, bool named)
 		return unsigned_by(h, err.msg);
 	struct e2b_sbx *found = NULL;
 	for (struct e2b_sbx *s = h->conn->srv->sbxs; s; s = s->next)
-		if (!s->dead && !s->creating && signed_by(h, s, sig) && !found)
+		if (!s->dead && !s->creating && !s->retired && signed_by(h, s, sig) && !found)
 			found = s; /* every one tried: the time tells nothing */
 	if (!found || (named && found != h->sbx))
 		return unsigned_by(h, "invalid signature");

@@ -84,8 +84,9 @@ struct e2b_sbx {
 	json_object *metadata, *envs;
 	long long started_ms, end_ms;  /* realtime; end_ms: its timeout */
 	bool paused, dead, auto_pause; /* auto_pause: paused at its timeout */
-	bool creating;		       /* its maker (a child) still at work */
-	int create_fd, create_pipe;    /* the maker's pidfd; its result */
+	bool retired;  /* killed with snapshots left: hidden, kept for them (e2b_snap.c) */
+	bool creating; /* its maker (a child) still at work */
+	int create_fd, create_pipe; /* the maker's pidfd; its result */
 	pid_t create_pid;
 	char create_msg[1100];
 	size_t create_len;
@@ -113,12 +114,22 @@ struct e2b {
 	struct e2b_sbx *sbxs;
 	long next_h;
 	struct e2b_call *calls; /* the Connect calls alive (their ticks) */
+	struct e2b_snap *snaps; /* e2b_snap.c's */
+	long next_snap;
 	bool stop;
 };
 
 /* The files, lowest first (each calls only those before it): e2b_conn.c,
  * e2b_sbx.c, e2b_connect.c, e2b_process.c and e2b_fs.c (the services),
- * e2b_control.c, e2b_http.c (the loop), e2b_cli.c. */
+ * e2b_snap.c, e2b_control.c, e2b_http.c (the loop), e2b_cli.c. */
+
+/* What a fork is made with (e2b_snap.c): its E2B timeout in seconds,
+ * template, metadata and envVars (NULL: none; held by whoever holds it). */
+struct e2b_fork_opts {
+	long long secs;
+	char template_id[64];
+	json_object *metadata, *envs;
+};
 
 /* e2b_conn.c: answers on a connection; a and b the same, in constant time */
 long long e2b_now_ms(void);
@@ -154,10 +165,41 @@ typedef void (*e2b_created_fn)(void *arg, struct e2b_sbx *s, const char *why);
 int e2b_sbx_create(struct e2b *srv, e2b_created_fn done, void *arg, struct e2b_sbx **out,
 		   struct ab_error *err);
 void e2b_sbx_kill(struct e2b_sbx *s);
+/* The sandbox id, made by parent's launcher (a fork), taken on: its link
+ * dialled, its workspace parent's (removed with the last of them); NULL
+ * (err says why; the sandbox stopped) when it cannot be. */
+struct e2b_sbx *e2b_sbx_adopt(struct e2b_sbx *parent, const char *id, const struct e2b_fork_opts *o,
+			      struct ab_error *err);
+/* As e2b_sbx_find, a retired sandbox too: what a snapshot stands on. */
+struct e2b_sbx *e2b_sbx_holder(struct e2b *srv, const char *id);
 int e2b_sbx_ctl(struct e2b_sbx *s, const char *word, struct ab_error *err);
 int e2b_sbx_poll_fd(struct e2b_sbx *s, short *events);
 void e2b_sbx_io(struct e2b_sbx *s, short revents);
 void e2b_sbxs_expire(struct e2b *srv, long long now);
 void e2b_sbxs_end(struct e2b *srv);
+
+/* e2b_snap.c: snapshots (POST /sandboxes/ID/snapshots, GET /snapshots,
+ * DELETE /templates/ID) and forks. An id is SANDBOX-sN, at most this
+ * long; a name at most E2B_SNAP_NAME_MAX. */
+#define E2B_SNAP_ID_MAX	  100
+#define E2B_SNAP_NAME_MAX 128
+struct e2b_snap;
+/* By its id, else the newest snapshot of that name (E2B's template alias). */
+struct e2b_snap *e2b_snap_find(struct e2b *srv, const char *id);
+int e2b_snaps_of(struct e2b *srv, const char *sbx); /* how many stand on it */
+void e2b_snap_create(struct e2b_http *h, struct e2b_sbx *s, json_object *body);
+void e2b_snap_list(struct e2b_http *h);
+void e2b_snap_delete(struct e2b_http *h, const char *id);
+/* The forks made (n of them, owned by the server) or why not (made NULL,
+ * status E2B's); h is still there. */
+typedef void (*e2b_forked_fn)(struct e2b_http *h, struct e2b_sbx **made, size_t n, const char *why,
+			      int status);
+/* count forks of parent from its checkpoint from (NULL: its state now). */
+void e2b_snap_fork(struct e2b_http *h, struct e2b_sbx *parent, const char *from, int count,
+		   const struct e2b_fork_opts *o, e2b_forked_fn done);
+/* One sandbox from snapshot p. */
+void e2b_snap_fork_from(struct e2b_http *h, struct e2b_snap *p, const struct e2b_fork_opts *o,
+			e2b_forked_fn done);
+void e2b_snaps_end(struct e2b *srv);
 
 #endif

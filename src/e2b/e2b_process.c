@@ -313,13 +313,17 @@ static const char *exec_fields(struct e2b_call *c, json_object *req, json_object
 			json_object_object_add(env, k2, json_object_get(v2));
 	}
 	json_object_object_add(req, "env", env);
-	/* /home/user is the workspace bound there too (e2b_sbx.c): a command
+	/* /home/user is the workspace there too (e2b_sbx.c): a command
 	 * starts in it by that name, so its pwd is the files API's */
 	char ws[4096], dir[4096];
 	if (e2b_path_in(cwd ? json_object_get_string(cwd) : E2B_HOME, ws, sizeof(ws)) < 0 ||
 	    e2b_path_out(ws, dir, sizeof(dir)) < 0)
 		return "process.cwd: too long";
 	json_object_object_add(req, "cwd", json_object_new_string(dir));
+	/* a link to /workspace in an overlay sandbox (view/overlay.c): the
+	 * shell's pwd is the name it was given when PWD says it */
+	if (!json_object_object_get(env, "PWD"))
+		json_object_object_add(env, "PWD", json_object_new_string(dir));
 	if (pty) {
 		json_object *size = json_object_object_get(pty, "size");
 		int64_t cols = json_object_get_int64(json_object_object_get(size, "cols"));

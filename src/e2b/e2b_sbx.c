@@ -36,12 +36,18 @@ const char *e2b_sbx_id(const struct e2b_sbx *s)
 	return s->id;
 }
 
-struct e2b_sbx *e2b_sbx_find(struct e2b *srv, const char *id)
+struct e2b_sbx *e2b_sbx_holder(struct e2b *srv, const char *id)
 {
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
 		if (!s->dead && !s->creating && !strcmp(s->id, id))
 			return s;
 	return NULL;
+}
+
+struct e2b_sbx *e2b_sbx_find(struct e2b *srv, const char *id)
+{
+	struct e2b_sbx *s = e2b_sbx_holder(srv, id);
+	return s && !s->retired ? s : NULL;
 }
 
 int e2b_path_in(const char *path, char *out, size_t size)
@@ -251,7 +257,10 @@ static void sbx_free(struct e2b_sbx *s)
 	link_down(s);
 	if (s->procs_free)
 		s->procs_free(s);
-	if (s->workdir[0])
+	bool shared = false; /* with its forks, or its parent (a fork's) */
+	for (struct e2b_sbx *t = s->srv->sbxs; t && s->workdir[0]; t = t->next)
+		shared |= t != s && !strcmp(t->workdir, s->workdir);
+	if (s->workdir[0] && !shared)
 		layer_remove_tree_at(AT_FDCWD,
 				     s->workdir); /* written by the sandbox: no symlink followed */
 	json_object_put(s->metadata);
@@ -287,7 +296,8 @@ void e2b_sbx_kill(struct e2b_sbx *s)
 void e2b_sbxs_expire(struct e2b *srv, long long now)
 {
 	for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
-		if (s->dead || s->creating || s->paused || !s->end_ms || now < s->end_ms)
+		if (s->dead || s->creating || s->paused || s->retired || !s->end_ms ||
+		    now < s->end_ms)
 			continue;
 		struct ab_error err = {0};
 		if (s->auto_pause && e2b_sbx_ctl(s, "pause", &err) == 0)
@@ -335,16 +345,19 @@ static void create_child(struct e2b_sbx *s, int wfd)
 	/* the workspace at /home/user too, E2B's home and commands' cwd */
 	char bind[sizeof(s->workdir) + sizeof(E2B_HOME) + 1];
 	snprintf(bind, sizeof(bind), "%s:%s", s->workdir, E2B_HOME);
-	char *argv[] = {"serve",     "--workspace", s->workdir,	     "--bind", bind,
-			"--timeout", "none",	    "--max-timeout", "none",   NULL};
+	/* overlay: what snapshots and forks stand on (checkpoints.md); the
+	 * bind of the workspace is a link to /workspace then (view/overlay.c) */
+	char *argv[] = {"serve", "--workspace", s->workdir, "--workspace-mode", "overlay", "--bind",
+			bind,	 "--timeout",	"none",	    "--max-timeout",	"none",	   NULL};
 	struct ab_config cfg;
 	struct ab_error err = {0};
 	bool help = false;
 	ab_config_init(&cfg);
-	int r = ab_config_parse_serve(&cfg, 9, argv, &help, &err);
+	int r = ab_config_parse_serve(&cfg, 11, argv, &help, &err);
 	struct detach_opts o = {.name = s->id,
 				.idle_timeout_ms = E2B_ORPHAN_MS,
-				.idle_release_ms = DETACH_IDLE_RELEASE_MS};
+				.idle_release_ms = DETACH_IDLE_RELEASE_MS,
+				.fork = detach_fork_make}; /* snapshots, forks */
 	char id[DETACH_ID_MAX + 1];
 	if (r == 0)
 		r = detach_create(&cfg, &o, id, sizeof(id), &err);
@@ -391,6 +404,39 @@ static void create_read(struct e2b_sbx *s)
 		s->dead = true; /* freed by e2b_sbxs_expire */
 	if (s->created)
 		s->created(s->created_arg, s, why);
+}
+
+struct e2b_sbx *e2b_sbx_adopt(struct e2b_sbx *parent, const char *id, const struct e2b_fork_opts *o,
+			      struct ab_error *err)
+{
+	struct e2b *srv = parent->srv;
+	struct e2b_sbx *s = calloc(1, sizeof(*s));
+	int fd = s ? detach_dial(srv->root, id, "sock", err) : -ENOMEM;
+	if (fd < 0) {
+		struct ab_error e2 = {0};
+		json_object *reply = NULL;
+		detach_ctl(srv->root, id, "stop", &reply, &e2);
+		json_object_put(reply);
+		if (!s)
+			ab_error_set(err, ENOMEM, "e2b: a sandbox");
+		free(s);
+		return NULL;
+	}
+	s->srv = srv;
+	s->fd = fd;
+	s->create_fd = s->create_pipe = -1;
+	fcntl(s->fd, F_SETFL, O_NONBLOCK | fcntl(s->fd, F_GETFL));
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	e2b_random_hex(s->token, E2B_KEY_LEN);
+	memcpy(s->workdir, parent->workdir, sizeof(s->workdir));
+	snprintf(s->template_id, sizeof(s->template_id), "%s", o->template_id);
+	s->metadata = o->metadata ? json_object_get(o->metadata) : NULL;
+	s->envs = o->envs ? json_object_get(o->envs) : NULL;
+	s->started_ms = e2b_now_ms();
+	s->end_ms = s->started_ms + o->secs * 1000;
+	s->next = srv->sbxs;
+	srv->sbxs = s;
+	return s;
 }
 
 int e2b_sbx_create(struct e2b *srv, e2b_created_fn done, void *arg, struct e2b_sbx **out,

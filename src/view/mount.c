@@ -652,10 +652,22 @@ static int build_entry(int root, struct view_plan *plan, struct view_entry *e, s
 	case VIEW_TMPFS:
 		return e->own_layer && plan->restack ? mount_own(root, e, err)
 						     : mount_tmpfs(root, e, err);
-	case VIEW_SYMLINK:
-		if (symlinkat(e->src, root, e->dst + 1) < 0)
+	case VIEW_SYMLINK: {
+		/* a user's (overlay.c) may stand deeper than the top level */
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof(parent), "%s", e->dst);
+		char *slash = strrchr(parent, '/');
+		cleanup_fd int dir = -1;
+		if (slash && slash != parent) {
+			*slash = 0;
+			if ((dir = make_target(root, parent, true, err)) < 0)
+				return dir;
+		}
+		if (symlinkat(e->src, dir >= 0 ? dir : root,
+			      e->dst + 1 + (dir >= 0 ? slash - parent : 0)) < 0)
 			return ab_error_set(err, errno, "cannot create the link %s", e->dst);
 		return 0;
+	}
 	case VIEW_PROC:
 		if (plan->bind_proc)
 			return bind_container_proc(root, err);

@@ -36,16 +36,35 @@ int overlay_plan(const struct ab_config *cfg, const struct protect_state *protec
 	int r = layer_create(cfg, protect, &plan->layer, err);
 	if (r < 0)
 		return r;
+	const struct view_entry *ws = NULL;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct view_entry *e = &plan->e[i];
 		if (e->kind != VIEW_BIND || e->user)
 			continue;
-		if (strcmp(e->dst, "/workspace") == 0)
+		if (strcmp(e->dst, "/workspace") == 0) {
 			e->overlay = true;
-		else if (ab_path_is_under(e->dst, "/workspace")) {
+			ws = e;
+		} else if (ab_path_is_under(e->dst, "/workspace")) {
 			e->from_view = true;
 			e->host_open = false; /* nothing for idmap.c to open */
 		}
+	}
+	/* a --bind of the workspace itself elsewhere (agentbox e2b's
+	 * /home/user): a link to /workspace, which names the overlay of the
+	 * moment; a bind would write beneath the overlay, into its lower
+	 * layer, and keep the first overlay after a checkpoint's switch */
+	for (size_t i = 0; ws && i < plan->n; i++) {
+		struct view_entry *e = &plan->e[i];
+		if (e->kind != VIEW_BIND || !e->user || !e->rw || !e->is_dir || e->dev != ws->dev ||
+		    e->ino != ws->ino)
+			continue;
+		char *to = strdup("/workspace");
+		if (!to)
+			return ab_error_set(err, ENOMEM, "planning the view");
+		free(e->src);
+		e->src = to;
+		e->kind = VIEW_SYMLINK;
+		e->host_open = false;
 	}
 	owntmp_plan(plan); /* /tmp and home stack with it (owntmp.h) */
 	return 0;

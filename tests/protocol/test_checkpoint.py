@@ -252,6 +252,20 @@ class Checkpoints(CheckpointBase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("--layer-quota", r.stderr)
 
+    def test_a_bind_of_the_workspace_is_a_link_to_it(self):
+        # overlay mode: --bind WS:/src names /workspace, whatever overlay
+        # is mounted there now; nothing reaches the host
+        sid = self.create("--workspace-mode", "overlay", "--bind", self.ws + ":/src")
+        self.assertEqual(self.sh(sid, "readlink /src").strip(), "/workspace")
+        self.sh(sid, "echo v2 > /src/a.txt")
+        self.ok("checkpoint", sid)
+        self.sh(sid, "echo v3 > /src/a.txt")
+        self.assertEqual(self.sh(sid, "cat /workspace/a.txt"), "v3\n")
+        self.ok("restore", sid, "c1")
+        self.assertEqual(self.sh(sid, "cat /src/a.txt"), "v2\n")
+        with open(os.path.join(self.ws, "a.txt")) as f:
+            self.assertEqual(f.read(), "v1\n")
+
     def test_direct_mode_refused(self):
         sid = self.create()
         r = self.ab("checkpoint", sid)

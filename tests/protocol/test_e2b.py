@@ -427,6 +427,56 @@ class E2BTest(unittest.TestCase):
         self.assertEqual(st, 200)
         self.srv.api("DELETE", "/sandboxes/" + sb["sandboxID"])
 
+    def test_snapshots_and_fork_refuse_bad_ids_and_unknown_snapshots(self):
+        api = self.srv.api
+        sb = self.srv.create(timeout=60)
+        sid = sb["sandboxID"]
+        # unknown sandboxes and snapshots: E2B's 404 shape, nothing made
+        for path in ("/sandboxes/nosuch/snapshots", "/sandboxes/nosuch/fork",
+                     "/sandboxes/" + "x" * 300 + "/fork"):
+            st, body = api("POST", path, {})
+            self.assertEqual((st, body["code"]), (404, 404), path)
+        for tid in ("nosuch", sid + "-s999", sid, "a" * 200, "..%2F..", "%00"):
+            st, body = api("DELETE", "/templates/" + tid)
+            # a NUL in a path is refused as the path is read
+            self.assertEqual((st, body["code"]), (400, 400) if tid == "%00" else (404, 404), tid)
+            st, body = api("POST", "/sandboxes", {"templateID": tid})
+            self.assertEqual((st, body["code"]), (404, 404), tid)
+        # bad bodies: 400, nothing made
+        for body in ({"name": 5}, {"name": ""}, {"name": "a b"}, {"name": "n" * 200}):
+            st, r = api("POST", "/sandboxes/%s/snapshots" % sid, body)
+            self.assertEqual((st, r["code"]), (400, 400), body)
+        for body in ({"count": 0}, {"count": 101}, {"count": "2"}, {"timeout": -1}):
+            st, r = api("POST", "/sandboxes/%s/fork" % sid, body)
+            self.assertEqual((st, r["code"]), (400, 400), body)
+        st, r = api("GET", "/snapshots")
+        self.assertEqual((st, r), (200, []))
+        st, r = api("GET", "/v2/sandboxes")
+        self.assertEqual([x["sandboxID"] for x in r], [sid])
+        # one made, found by its sandbox and its name, deleted once
+        st, snap = api("POST", "/sandboxes/%s/snapshots" % sid, {"name": "team/snap:v1"})
+        self.assertEqual(st, 201, snap)
+        self.assertEqual(snap["names"], ["team/snap:v1"])
+        st, r = api("GET", "/snapshots?sandboxID=" + sid)
+        self.assertEqual(r, [snap])
+        st, r = api("GET", "/snapshots?sandboxID=other")
+        self.assertEqual(r, [])
+        st, r = api("GET", "/snapshots?name=team%2Fsnap%3Av1")
+        self.assertEqual(r, [snap])
+        # its name as a template, as E2B's alias
+        st, by_name = api("POST", "/sandboxes", {"templateID": "team/snap:v1"})
+        self.assertEqual(st, 201, by_name)
+        self.assertEqual(api("DELETE", "/sandboxes/" + by_name["sandboxID"])[0], 204)
+        st, _ = api("DELETE", "/templates/" + snap["snapshotID"])
+        self.assertEqual(st, 204)
+        st, r = api("DELETE", "/templates/" + snap["snapshotID"])
+        self.assertEqual((st, r["code"]), (404, 404))
+        # a killed sandbox with no snapshot is gone: its fork is 404
+        st, _ = api("DELETE", "/sandboxes/" + sid)
+        self.assertEqual(st, 204)
+        st, r = api("POST", "/sandboxes/%s/fork" % sid, {"count": 1})
+        self.assertEqual((st, r["code"]), (404, 404))
+
     def test_a_client_that_goes_away_mid_stream_leaves_the_server_serving(self):
         sb = self.srv.create(timeout=60)
         body = envelope({"process": {"cmd": "/bin/sh", "args": ["-c", "yes | head -c 5000000"]},

@@ -158,3 +158,91 @@ describe('sandbox', () => {
     assert.equal(gone.body.code, 'not_found')
   })
 })
+
+// Snapshots and fork (docs/e2b.md): agentbox checkpoints and forks of the
+// sandbox's overlay workspace.
+describe('snapshots and fork', () => {
+  let sbx
+  before(async () => {
+    sbx = await e2b.Sandbox.create('base', { timeoutMs: 120_000 })
+  })
+  after(async () => {
+    if (sbx) await sbx.kill()
+  })
+
+  test('a snapshot: made, listed, a sandbox from it, deleted', async () => {
+    await sbx.files.write('snap/api.txt', 'by the files API')
+    // a command's write by E2B's path: /home/user is /workspace's overlay
+    await sbx.commands.run('echo by a command > /home/user/snap/cmd.txt')
+    const snap = await sbx.createSnapshot({ name: 'snap-sdk' })
+    assert.ok(snap.snapshotId.startsWith(sbx.sandboxId + '-'), snap.snapshotId)
+    assert.deepEqual(snap.names, ['snap-sdk'])
+    await sbx.files.write('snap/later.txt', 'after the snapshot')
+    await sbx.files.write('snap/api.txt', 'changed after')
+
+    const all = await e2b.Sandbox.listSnapshots().nextItems()
+    assert.ok(all.some((s) => s.snapshotId === snap.snapshotId))
+    const mine = await sbx.listSnapshots().nextItems()
+    assert.deepEqual(mine.map((s) => s.snapshotId), [snap.snapshotId])
+    const named = await e2b.Sandbox.listSnapshots({ name: 'snap-sdk' }).nextItems()
+    assert.equal(named.length, 1)
+    assert.equal((await e2b.Sandbox.listSnapshots({ name: 'none' }).nextItems()).length, 0)
+
+    const from = await e2b.Sandbox.create(snap.snapshotId, { timeoutMs: 60_000 })
+    try {
+      assert.notEqual(from.sandboxId, sbx.sandboxId)
+      assert.equal(await from.files.read('snap/api.txt'), 'by the files API')
+      const r = await from.commands.run('cat /home/user/snap/cmd.txt')
+      assert.equal(r.stdout, 'by a command\n')
+      assert.equal(await from.files.exists('snap/later.txt'), false)
+      await from.files.write('snap/api.txt', 'the new one')
+      assert.equal(await sbx.files.read('snap/api.txt'), 'changed after')
+    } finally {
+      await from.kill()
+    }
+    assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), true)
+    assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), false)
+    await assert.rejects(e2b.Sandbox.create(snap.snapshotId), /not found/)
+  })
+
+  test('a snapshot outlives its sandbox until deleted', async () => {
+    const gone = await e2b.Sandbox.create('base', { timeoutMs: 60_000 })
+    await gone.files.write('kept.txt', 'kept')
+    const snap = await gone.createSnapshot()
+    await gone.kill()
+    const ids = (await e2b.Sandbox.list().nextItems()).map((s) => s.sandboxId)
+    assert.ok(!ids.includes(gone.sandboxId))
+    await assert.rejects(e2b.Sandbox.connect(gone.sandboxId), e2b.NotFoundError)
+    const from = await e2b.Sandbox.create(snap.snapshotId, { timeoutMs: 60_000 })
+    try {
+      assert.equal(await from.files.read('kept.txt'), 'kept')
+    } finally {
+      await from.kill()
+    }
+    assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), true)
+  })
+
+  test('fork: count, each its own, the state at the fork', async () => {
+    await sbx.files.write('fork.txt', 'before the fork')
+    const forks = await sbx.fork({ count: 2, timeoutMs: 60_000 })
+    assert.equal(forks.length, 2)
+    try {
+      for (const f of forks) assert.ok(f instanceof e2b.Sandbox, String(f))
+      const ids = new Set(forks.map((f) => f.sandboxId))
+      assert.equal(ids.size, 2)
+      assert.ok(!ids.has(sbx.sandboxId))
+      assert.equal(await sbx.isRunning(), true)
+      await forks[0].files.write('fork.txt', 'in fork 0')
+      assert.equal(await forks[1].files.read('fork.txt'), 'before the fork')
+      assert.equal(await sbx.files.read('fork.txt'), 'before the fork')
+      const r = await forks[1].commands.run('cat fork.txt')
+      assert.equal(r.stdout, 'before the fork')
+    } finally {
+      await Promise.all(forks.map((f) => f.kill()))
+    }
+    await assert.rejects(e2b.Sandbox.fork(sbx.sandboxId, { count: 0 }), e2b.InvalidArgumentError)
+    const dead = await e2b.Sandbox.create('base')
+    await dead.kill()
+    await assert.rejects(dead.fork(), e2b.SandboxNotFoundError)
+  })
+})
