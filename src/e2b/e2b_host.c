@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #define TUNNEL_BUF     (64u << 10)  /* client -> sandbox, at most */
 #define TUNNEL_OUT_MAX (256u << 10) /* sandbox -> client waiting, then no more read */
 #define TRAFFIC_HEADER "e2b-traffic-access-token"
+/* E2B's proxy's words when nothing listens on the port */
+#define NOT_OPEN "The sandbox is running but port is not open"
 
 struct e2b_tunnel {
 	struct e2b_sbx *s; /* while its port request is pending */
@@ -120,6 +123,11 @@ static void connect_up(struct e2b_conn *c, unsigned host_port)
 	t->up = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (t->up < 0)
 		return refuse(c, 502, "cannot make a socket for the sandbox's port");
+	/* a relay: each piece goes on as it comes (Nagle's wait on the second of
+	 * two small writes would meet the peer's delayed ACK: 40 ms) */
+	int one = 1;
+	setsockopt(t->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(t->up, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EINPROGRESS)
 		return refuse(c, 502, "cannot reach the sandbox's published port");
 	t->connecting = true;
@@ -313,6 +321,8 @@ void e2b_host_up_io(struct e2b_conn *c, short revents)
 			e = errno;
 		if (e == EINPROGRESS || e == EALREADY)
 			return;
+		if (e == ECONNRESET || e == EPIPE) /* taken, then reset by the relay */
+			return refuse(c, 502, NOT_OPEN);
 		if (e)
 			return refuse(c, 502, "cannot reach the sandbox's published port");
 		t->connecting = false;
@@ -334,7 +344,7 @@ void e2b_host_up_io(struct e2b_conn *c, short revents)
 	/* the port's end: reset before any answer when nothing listens inside
 	 * (the relay's connection inside was refused) */
 	if (!t->got)
-		return refuse(c, 502, "The sandbox is running but port is not open");
+		return refuse(c, 502, NOT_OPEN);
 	close(t->up);
 	t->up = -1;
 	c->st = C_CLOSING; /* what came is written, then the end */
