@@ -179,8 +179,6 @@ static void conn_parse(struct e2b_conn *c)
 			return bad_request(c, r == -E2BIG ? 431 : 400,
 					   r == -E2BIG ? "request head too large"
 						       : "malformed request");
-		if (m.length > E2B_BODY_MAX)
-			return bad_request(c, 413, "request body too large");
 		c->req = calloc(1, sizeof(*c->req));
 		if (!c->req)
 			return bad_request(c, 500, "out of memory");
@@ -194,7 +192,13 @@ static void conn_parse(struct e2b_conn *c)
 		}
 		c->head_len = m.head_len;
 		if (e2b_host_take(c, c->req))
-			return; /* a sandbox's port's: the head goes in as it came */
+			return; /* a sandbox's port's: the head goes in as it came, its
+				 * body of any size as it comes */
+		if (m.length > E2B_BODY_MAX) {
+			e2b_http_free(c->req);
+			c->req = NULL;
+			return bad_request(c, 413, "request body too large");
+		}
 		c->body_want = (size_t)m.length;
 		c->chunked = m.chunked;
 		c->body_raw = 0;

@@ -542,11 +542,12 @@ class E2BTest(unittest.TestCase):
         self.assertIn(b"X-Mine: kept", body)
         self.assertNotIn(b"e2b-traffic", body.lower())
         self.assertNotIn(tok.encode(), body)
-        # a large body in, the answer out
-        c = http.client.HTTPConnection(self.srv.host, self.srv.port, timeout=20)
-        c.request("POST", "/", body=b"x" * (8 << 20), headers=dict(good, Host=host))
+        # a large body in (larger than the API takes: 64 MiB), the answer out
+        big = (64 << 20) + 1
+        c = http.client.HTTPConnection(self.srv.host, self.srv.port, timeout=60)
+        c.request("POST", "/", body=b"x" * big, headers=dict(good, Host=host))
         r = c.getresponse()
-        self.assertEqual((r.status, r.read()), (200, b"%d" % (8 << 20)))
+        self.assertEqual((r.status, r.read()), (200, b"%d" % big))
         c.close()
         self.assertEqual(self.get(host)[0], 403)  # the owner too, as E2B's
         self.assertEqual(self.get(host, headers={"e2b-traffic-access-token": "0" * 64})[0], 403)
