@@ -33,7 +33,7 @@ static const struct command {
 	 "--listen --http-port --grpc-port --http-timeout --drain-timeout --token-file --no-auth "
 	 "--no-auth-on-network --host --allow-origin",
 	 0},
-	{"e2b", NONE, "--listen --port --api-key-file --help", 0},
+	{"e2b", NONE, "--listen --port --api-key-file --domain --help", 0},
 	{"create", SESSION,
 	 "--name --idle-timeout --idle-pause --ttl --port --keep-output --idle-release", 0},
 	{"exec", NONE, "-i -t -c --timeout --quiet --no-keep-background --help", 'i'},

@@ -1,4 +1,4 @@
-/* agentbox e2b [--listen ADDR] [--port N] [--api-key-file FILE]: the
+/* agentbox e2b [--listen ADDR] [--port N] [--api-key-file FILE] [--domain NAME]: the
  * server's command line, its key and its socket; then the loop
  * (e2b_http.c) until SIGINT or SIGTERM, and every sandbox it made ended. */
 #include "e2b/e2b_int.h"
@@ -24,6 +24,7 @@
 
 static const char usage[] =
 	"Usage: agentbox e2b [--listen ADDR] [--port N] [--api-key-file FILE]\n"
+	"                    [--domain NAME]\n"
 	"\n"
 	"Serve E2B's control API and envd's API on one local port, backed by\n"
 	"agentbox's detached sandboxes, so that code written for E2B's SDK runs\n"
@@ -36,6 +37,9 @@ static const char usage[] =
 	"  --api-key-file FILE  the API key clients give (X-API-Key): FILE's first\n"
 	"                       line, at least 16 characters; default: a random key\n"
 	"                       written to a new 0600 file, whose path is printed\n"
+	"  --domain NAME        getHost(port)'s domain (default localhost): a\n"
+	"                       request for PORT-ID.NAME reaches that port of\n"
+	"                       sandbox ID; NAME must resolve to this server\n"
 	"\n"
 	"Prints the two environment variables to set, then serves until SIGINT or\n"
 	"SIGTERM, which end every sandbox it made.\n";
@@ -126,7 +130,7 @@ static int bound_port(int fd)
 
 int e2b_cli(int argc, char **argv)
 {
-	const char *listen_addr = "127.0.0.1", *key_file = NULL;
+	const char *listen_addr = "127.0.0.1", *key_file = NULL, *domain = "localhost";
 	long port = E2B_PORT_DEFAULT;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -134,8 +138,8 @@ int e2b_cli(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		}
-		if (i + 1 >= argc ||
-		    (strcmp(a, "--listen") && strcmp(a, "--port") && strcmp(a, "--api-key-file")))
+		if (i + 1 >= argc || (strcmp(a, "--listen") && strcmp(a, "--port") &&
+				      strcmp(a, "--api-key-file") && strcmp(a, "--domain")))
 			return fail("unknown option or a missing value: '%s' (agentbox e2b --help)",
 				    a);
 		const char *v = argv[++i];
@@ -143,6 +147,16 @@ int e2b_cli(int argc, char **argv)
 			listen_addr = v;
 		} else if (!strcmp(a, "--api-key-file")) {
 			key_file = v;
+		} else if (!strcmp(a, "--domain")) {
+			domain = v;
+			size_t n = strlen(v);
+			if (!n || n > 200 ||
+			    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+				      "WXYZ0123456789.-") != n ||
+			    *v == '.' || *v == '-')
+				return fail("--domain: '%s' is not a host name (letters, digits, "
+					    "'.' and '-', at most 200)",
+					    v);
 		} else {
 			char *end;
 			errno = 0;
@@ -162,6 +176,8 @@ int e2b_cli(int argc, char **argv)
 	if (r)
 		return r;
 	int bound = bound_port(srv.lfd);
+	snprintf(srv.domain, sizeof(srv.domain), "%s", domain);
+	snprintf(srv.domain_port, sizeof(srv.domain_port), "%s:%d", domain, bound);
 	char key_path[PATH_MAX + 32];
 	if (!key_file && write_key(&srv, bound, key_path, sizeof(key_path))) {
 		close(srv.lfd);

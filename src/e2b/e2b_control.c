@@ -54,9 +54,12 @@ static json_object *sbx_json(struct e2b_sbx *s, bool detail, bool token)
 	json_object_object_add(o, "envdVersion", json_object_new_string(E2B_ENVD_VERSION));
 	if (token)
 		json_object_object_add(o, "envdAccessToken", json_object_new_string(s->token));
-	json_object_object_add(o, "domain", NULL);
+	/* getHost(port) is PORT-ID.DOMAIN:N, the server's (e2b_host.c) */
+	json_object_object_add(o, "domain", json_object_new_string(s->srv->domain_port));
 	if (!detail) {
-		json_object_object_add(o, "trafficAccessToken", NULL);
+		json_object_object_add(o, "trafficAccessToken",
+				       token && s->traffic[0] ? json_object_new_string(s->traffic)
+							      : NULL);
 		return o;
 	}
 	json_object_object_add(o, "startedAt", iso_time(s->started_ms));
@@ -249,6 +252,11 @@ static void create(struct e2b_http *h)
 	s->metadata = meta ? json_object_get(meta) : NULL;
 	s->envs = envs ? json_object_get(envs) : NULL;
 	s->auto_pause = json_object_get_boolean(json_object_object_get(body, "autoPause"));
+	/* its ports for its traffic token's holders only, as E2B's */
+	json_object *pub = json_object_object_get(json_object_object_get(body, "network"),
+						  "allowPublicTraffic");
+	if (json_object_is_type(pub, json_type_boolean) && !json_object_get_boolean(pub))
+		e2b_random_hex(s->traffic, E2B_KEY_LEN);
 	s->end_ms = e2b_now_ms() + secs * 1000;
 	json_object_put(body); /* answered by created() */
 }

@@ -179,8 +179,6 @@ static void conn_parse(struct e2b_conn *c)
 			return bad_request(c, r == -E2BIG ? 431 : 400,
 					   r == -E2BIG ? "request head too large"
 						       : "malformed request");
-		if (m.length > E2B_BODY_MAX)
-			return bad_request(c, 413, "request body too large");
 		c->req = calloc(1, sizeof(*c->req));
 		if (!c->req)
 			return bad_request(c, 500, "out of memory");
@@ -193,6 +191,14 @@ static void conn_parse(struct e2b_conn *c)
 			return bad_request(c, -r, "malformed request");
 		}
 		c->head_len = m.head_len;
+		if (e2b_host_take(c, c->req))
+			return; /* a sandbox's port's: the head goes in as it came, its
+				 * body of any size as it comes */
+		if (m.length > E2B_BODY_MAX) {
+			e2b_http_free(c->req);
+			c->req = NULL;
+			return bad_request(c, 413, "request body too large");
+		}
 		c->body_want = (size_t)m.length;
 		c->chunked = m.chunked;
 		c->body_raw = 0;
@@ -281,6 +287,7 @@ static void conn_flush(struct e2b_conn *c)
 
 static void conn_free(struct e2b *srv, struct e2b_conn *c)
 {
+	e2b_host_free(c);
 	if (c->req && c->st != C_BUSY && c->st != C_STREAM) {
 		e2b_http_free(c->req); /* not dispatched */
 	} else if (c->req) {
@@ -342,7 +349,7 @@ int e2b_serve(struct e2b *srv)
 	struct pollfd *pf = NULL;
 	void **who = NULL;
 	while (!stop_signal) {
-		size_t n = 1 + srv->n_conns;
+		size_t n = 1 + 2 * srv->n_conns; /* a tunnel's second fd */
 		for (struct e2b_sbx *s = srv->sbxs; s; s = s->next)
 			n++;
 		if (n > cap) {
@@ -361,8 +368,19 @@ int e2b_serve(struct e2b *srv)
 				ev |= POLLIN;
 			if (c->out_off < c->out_len)
 				ev |= POLLOUT;
+			if (c->tun)
+				ev = e2b_host_client_events(c);
 			pf[k] = (struct pollfd){.fd = c->fd, .events = ev};
 			who[k++] = c;
+		}
+		size_t first_up = k;
+		for (struct e2b_conn *c = srv->conns; c; c = c->next) {
+			short ev;
+			int fd = c->tun ? e2b_host_up_fd(c, &ev) : -1;
+			if (fd >= 0) {
+				pf[k] = (struct pollfd){.fd = fd, .events = ev};
+				who[k++] = c;
+			}
 		}
 		size_t first_sbx = k;
 		for (struct e2b_sbx *s = srv->sbxs; s; s = s->next) {
@@ -381,8 +399,15 @@ int e2b_serve(struct e2b *srv)
 		for (size_t i = first_sbx; r > 0 && i < k; i++)
 			if (pf[i].revents)
 				e2b_sbx_io(who[i], pf[i].revents);
-		for (size_t i = 1; r > 0 && i < first_sbx; i++) {
+		for (size_t i = first_up; r > 0 && i < first_sbx; i++)
+			if (pf[i].revents)
+				e2b_host_up_io(who[i], pf[i].revents);
+		for (size_t i = 1; r > 0 && i < first_up; i++) {
 			struct e2b_conn *c = who[i];
+			if (c->tun) {
+				e2b_host_client_io(c, pf[i].revents);
+				continue;
+			}
 			if (pf[i].revents & POLLIN)
 				conn_read(c);
 			else if (pf[i].revents & (POLLHUP | POLLERR | POLLRDHUP))
@@ -402,7 +427,8 @@ int e2b_serve(struct e2b *srv)
 			if ((c->st == C_BODY || (c->st == C_HEAD && c->in_len)) &&
 			    now - c->last_ms > E2B_STALL_MS)
 				c->dead = true;
-			if (c->st == C_HEAD && !c->in_len && now - c->last_ms > E2B_IDLE_MS)
+			if ((c->st == C_TUNNEL || (c->st == C_HEAD && !c->in_len)) &&
+			    now - c->last_ms > E2B_IDLE_MS)
 				c->dead = true;
 			if (c->dead) {
 				*pc = c->next;

@@ -40,8 +40,9 @@ struct e2b_http {
 };
 
 /* reading a head, its body; answering (BUSY, STREAM); CLOSING: an answer
- * to a request refused whole, then the end */
-enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM, C_CLOSING };
+ * to a request refused whole, then the end; TUNNEL: a sandbox's port's
+ * (e2b_host.c), bytes both ways */
+enum conn_state { C_HEAD, C_BODY, C_BUSY, C_STREAM, C_CLOSING, C_TUNNEL };
 /* A request that stalls this long half read, and a connection idle this
  * long between requests, are dropped. */
 #define E2B_STALL_MS 30000
@@ -61,9 +62,10 @@ struct e2b_conn {
 	char *out;
 	size_t out_len, out_off, out_cap;
 	bool close_after, dead;
-	long long last_ms;     /* when it last read something, or was answered */
-	struct e2b_http *req;  /* the request being answered */
-	struct e2b_call *call; /* its Connect call, if one */
+	long long last_ms;	/* when it last read something, or was answered */
+	struct e2b_http *req;	/* the request being answered */
+	struct e2b_call *call;	/* its Connect call, if one */
+	struct e2b_tunnel *tun; /* getHost's: to a sandbox's port (e2b_host.c) */
 };
 
 /* One sandbox of the server's. */
@@ -78,7 +80,8 @@ struct e2b_sbx {
 	struct e2b_sbx *next;
 	struct e2b *srv;
 	char id[64];
-	char token[E2B_KEY_LEN + 1]; /* envd's access token */
+	char token[E2B_KEY_LEN + 1];   /* envd's access token */
+	char traffic[E2B_KEY_LEN + 1]; /* its ports' token (allowPublicTraffic false), "" none */
 	char template_id[64];
 	char workdir[4096]; /* its /workspace on the host ("" none) */
 	json_object *metadata, *envs;
@@ -107,8 +110,10 @@ struct e2b_sbx {
 struct e2b {
 	int lfd;
 	char key[E2B_KEY_LEN + 1];
-	char root[4096];     /* the detached sandboxes' directory */
-	char workroot[4096]; /* the sandboxes' workspaces */
+	char root[4096];       /* the detached sandboxes' directory */
+	char workroot[4096];   /* the sandboxes' workspaces */
+	char domain[256];      /* getHost's PORT-ID.DOMAIN (--domain) */
+	char domain_port[270]; /* "DOMAIN:PORT", what create answers as its domain */
 	struct e2b_conn *conns;
 	size_t n_conns;
 	struct e2b_sbx *sbxs;
@@ -121,7 +126,8 @@ struct e2b {
 
 /* The files, lowest first (each calls only those before it): e2b_conn.c,
  * e2b_sbx.c, e2b_connect.c, e2b_process.c and e2b_fs.c (the services),
- * e2b_snap.c, e2b_control.c, e2b_http.c (the loop), e2b_cli.c. */
+ * e2b_snap.c, e2b_control.c, e2b_host.c (getHost's ports), e2b_http.c (the
+ * loop), e2b_cli.c. */
 
 /* What a fork is made with (e2b_snap.c): its E2B timeout in seconds,
  * template, metadata and envVars (NULL: none; held by whoever holds it). */
@@ -139,6 +145,18 @@ void e2b_conn_write(struct e2b_conn *c, const void *b, size_t n);
 void e2b_conn_head(struct e2b_conn *c, int status, const char *ctype, long long len);
 void e2b_http_done(struct e2b_http *h); /* the request answered: free it */
 void e2b_http_free(struct e2b_http *h);
+
+/* e2b_host.c: a request whose Host is PORT-ID.DOMAIN (getHost(port)) to
+ * that port of sandbox ID: 1 when taken (h freed; the connection is a
+ * tunnel's, C_TUNNEL, or refused, C_CLOSING), 0 not such a request. Then
+ * the loop polls the client for client_events (client_io) and the port's
+ * connection, up_fd (-1: none now), for up_io; host_free at its end. */
+int e2b_host_take(struct e2b_conn *c, struct e2b_http *h);
+short e2b_host_client_events(struct e2b_conn *c);
+int e2b_host_up_fd(struct e2b_conn *c, short *events);
+void e2b_host_client_io(struct e2b_conn *c, short revents);
+void e2b_host_up_io(struct e2b_conn *c, short revents);
+void e2b_host_free(struct e2b_conn *c);
 
 /* e2b_http.c: the loop, until SIGINT or SIGTERM */
 int e2b_serve(struct e2b *srv);

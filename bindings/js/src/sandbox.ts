@@ -26,6 +26,7 @@ import type {
   Hello,
   OutputChunk,
   PublishedPort,
+  TokenPort,
   ReadResult,
   SandboxOptions,
 } from "./types.js";
@@ -613,16 +614,33 @@ export class Sandbox {
    * "ADDR:PORT", to choose it) relayed to 127.0.0.1:port inside, also under
    * `net: "none"`. Only this user can connect unless `public`. Asked again,
    * the same URL (docs/network.md, "Published ports").
+   *
+   * `token` (a string of 16 to 128 printable bytes, or `true` for a new random
+   * one) makes each connection send it and a newline first, and lets `host` be
+   * an address that is not loopback's; then it resolves to a {@link TokenPort}
+   * (`url` "tcp://ADDR:PORT", `token`: the one given or made, told only this
+   * once).
    */
-  async port(port: number, options: CallOptions & { host?: string; public?: boolean } = {}): Promise<string> {
+  async port(port: number, options?: CallOptions & { host?: string; public?: boolean; token?: undefined }): Promise<string>;
+  async port(port: number, options: CallOptions & { host?: string; public?: boolean; token: string | true }): Promise<TokenPort>;
+  async port(
+    port: number,
+    options: CallOptions & { host?: string; public?: boolean; token?: string | true } = {},
+  ): Promise<string | TokenPort> {
     const fields: Record<string, unknown> = { port };
     if (options.host !== undefined) fields.host = options.host;
     if (options.public !== undefined) fields.public = options.public;
+    if (options.token !== undefined) {
+      if (options.token !== true && typeof options.token !== "string")
+        throw new TypeError("token: a string, or true for a new one");
+      fields.token = options.token;
+    }
     const r = await this.request("port", fields, options);
-    return r.url as string;
+    if (options.token === undefined) return r.url as string;
+    return { url: r.url as string, token: options.token === true ? (r.token as string) : options.token };
   }
 
-  /** The ports published: each { port, address, host_port, url, public }. */
+  /** The ports published: each { port, address, host_port, url, public, token }. */
   async ports(): Promise<PublishedPort[]> {
     const r = await this.request("port");
     return (r.ports ?? []) as PublishedPort[];

@@ -142,6 +142,16 @@ export interface PublishedPort {
   url: string;
   /** Any local user may connect (else only this user). */
   public: boolean;
+  /** Each connection must send a token first (then `url` is tcp://). */
+  token: boolean;
+}
+
+/** A port published with a token (sandbox.port(n, { token })), docs/network.md "Beyond loopback". */
+export interface TokenPort {
+  /** "tcp://ADDR:PORT": each connection sends the token and a newline first. */
+  url: string;
+  /** The token given, or the new one (told once: the launcher keeps no copy). */
+  token: string;
 }
 
 /** One path the overlay's layer changes (docs/workspace.md). */

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -323,6 +324,34 @@ describe("published ports", () => {
     await assert.rejects(sb.port(8000, { host: "10.0.0.1:80" }), /not a loopback address/);
     await sb.closePort(8000);
     assert.deepEqual(await sb.ports(), []);
+    // with a token: told once (a new one) or as given; each connection sends
+    // it and a newline first (a non-loopback host needs one; the test stays
+    // on loopback)
+    const made = await sb.port(8000, { host: "127.0.0.1:0", token: true });
+    assert.match(made.url, /^tcp:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(made.token, /^[!-~]{16,128}$/);
+    assert.deepEqual((await sb.ports()).map((p) => [p.port, p.url, p.token]), [[8000, made.url, true]]);
+    const [, addr, hostPort] = made.url.match(/^tcp:\/\/(.*):(\d+)$/);
+    const raw = (line) =>
+      new Promise((resolve) => {
+        const chunks = [];
+        const c = net.connect(Number(hostPort), addr, () => c.write(line + "GET /index.html HTTP/1.0\r\n\r\n"));
+        c.setTimeout(10000, () => c.destroy());
+        c.on("data", (d) => chunks.push(d));
+        c.on("error", () => {});
+        c.on("close", () => resolve(Buffer.concat(chunks).toString()));
+      });
+    assert.match(await raw(made.token + "\n"), /hello from inside/);
+    assert.doesNotMatch(await raw("not-the-token-at-all\n"), /hello from inside/);
+    await sb.closePort(8000);
+    const given = "a-token-of-mine-0123456789";
+    assert.deepEqual(await sb.port(8000, { host: "127.0.0.1:0", token: given }), {
+      url: (await sb.ports())[0].url,
+      token: given,
+    });
+    await assert.rejects(sb.port(8001, { token: 12345 }), TypeError);
+    await assert.rejects(sb.port(8001, { token: "short" }), /token/);
+    await sb.closePort(8000);
   });
 });
 

@@ -16,7 +16,8 @@ from ._process import Process
 from ._watch import Watch
 from .types import (DEEPAGENTS, Change, CommitResult, DeleteResult, EditResult, ExecuteResponse, FileData,
                     FileDownloadResponse, FileInfo, FileUploadResponse, GlobResult, GrepMatch,
-                    GrepResult, LsResult, ReadResult, Result, SandboxBackendProtocol, WriteResult)
+                    GrepResult, LsResult, ReadResult, Result, SandboxBackendProtocol, TokenPort,
+                    WriteResult)
 
 __version__ = "0.1.0"
 
@@ -26,5 +27,5 @@ __all__ = [
     "PROTOCOL", "FILE_ERRORS", "DEEPAGENTS", "DEEPAGENTS_DIRS", "SandboxBackendProtocol",
     "ExecuteResponse", "Result", "FileInfo", "FileData", "GrepMatch", "LsResult",
     "ReadResult", "WriteResult", "EditResult", "GlobResult", "GrepResult", "DeleteResult",
-    "FileUploadResponse", "FileDownloadResponse",
+    "FileUploadResponse", "FileDownloadResponse", "TokenPort",
 ]

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union,
+                    overload)
 
 from . import types as T
 from ._session import FILE_ERRORS, PROTOCOL, ProtocolError, SandboxClosed, SandboxError, Session
@@ -468,23 +469,45 @@ class Sandbox(T.SandboxBackendProtocol):
 
     # ---- published ports ----
 
+    @overload
     def port(self, port: int, *, host: Optional[str] = None,
-             public: Optional[bool] = None) -> str:
+             public: Optional[bool] = None, token: None = None) -> str: ...
+
+    @overload
+    def port(self, port: int, *, host: Optional[str] = None,
+             public: Optional[bool] = None, token: Union[str, bool]) -> T.TokenPort: ...
+
+    def port(self, port: int, *, host: Optional[str] = None,
+             public: Optional[bool] = None,
+             token: Union[str, bool, None] = None) -> Union[str, T.TokenPort]:
         """Publish TCP port `port` of the sandbox on this host and return its
         URL ("http://127.0.0.1:41234"): a listener on the host's loopback
         (host "ADDR:PORT" to choose it) relayed to 127.0.0.1:port inside,
         also under net="none". Only this user can connect unless public.
-        Asked again, the same URL (docs/network.md, "Published ports")."""
+        Asked again, the same URL (docs/network.md, "Published ports").
+
+        token (a string of 16 to 128 printable bytes, or True for a new
+        random one) makes each connection send it and a newline first, and
+        lets host be an address that is not loopback's; then the result is
+        a TokenPort (url "tcp://ADDR:PORT", token: the one given or made,
+        which is told only this once)."""
         req: Dict[str, Any] = {"port": int(port)}
         if host is not None:
             req["host"] = host
         if public is not None:
             req["public"] = bool(public)
-        return self.request("port", **req)["url"]
+        if token is not None and token is not False:
+            if token is not True and not isinstance(token, str):
+                raise TypeError("token: a string, or True for a new one")
+            req["token"] = token
+        r = self.request("port", **req)
+        if "token" not in req:
+            return r["url"]
+        return T.TokenPort(r["url"], r["token"] if token is True else str(token))
 
     def ports(self) -> List[Dict[str, Any]]:
         """The ports published: each {"port", "address", "host_port", "url",
-        "public"}."""
+        "public", "token"} (token: whether it needs one)."""
         return list(self.request("port").get("ports", []))
 
     def close_port(self, port: int) -> None:

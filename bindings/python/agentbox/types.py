@@ -7,7 +7,7 @@ them as they are. Result is agentbox's full result of a command."""
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 try:  # a TypedDict with optional keys (NotRequired is Python 3.11)
     from typing import TypedDict
@@ -31,6 +31,15 @@ class GrepMatch(TypedDict):
 class FileData(TypedDict):
     content: str  # the text, or base64 for binary data
     encoding: str  # "utf-8" or "base64"
+
+
+class TokenPort(NamedTuple):
+    """A port published with a token (Sandbox.port(..., token=...)): its URL
+    ("tcp://ADDR:PORT") and the token each connection sends first, with a
+    newline (docs/network.md, "Beyond loopback"). A new token (token=True)
+    is told once: the launcher keeps no copy."""
+    url: str
+    token: str
 
 
 @dataclass

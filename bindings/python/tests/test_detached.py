@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -113,6 +114,41 @@ class Detached(unittest.TestCase):
             sb.port(8000, host="10.0.0.1:80")
         sb.close_port(8000)
         self.assertEqual(sb.ports(), [])
+        # with a token: told once (a new one) or as given; each connection
+        # sends it and a newline first (a non-loopback host needs one; the
+        # test stays on loopback)
+        tp = sb.port(8000, host="127.0.0.1:0", token=True)
+        self.assertIsInstance(tp, agentbox.TokenPort)
+        url, token = tp
+        self.assertRegex(url, r"^tcp://127\.0\.0\.1:\d+$")
+        self.assertRegex(token, r"^[!-~]{16,128}$")
+        self.assertEqual([(p["port"], p["url"], p["token"]) for p in sb.ports()],
+                         [(8000, url, True)])
+        addr = url[len("tcp://"):].rsplit(":", 1)
+
+        def fetch(line):
+            with socket.create_connection((addr[0], int(addr[1])), timeout=10) as c:
+                c.sendall(line + b"GET /index.html HTTP/1.0\r\n\r\n")
+                got = b""
+                try:
+                    while True:
+                        b = c.recv(65536)
+                        if not b:
+                            break
+                        got += b
+                except ConnectionResetError:
+                    pass
+                return got
+        self.assertIn(b"hello from inside", fetch(token.encode() + b"\n"))
+        self.assertNotIn(b"hello from inside", fetch(b"not-the-token-at-all\n"))
+        sb.close_port(8000)
+        given = "a-token-of-mine-0123456789"
+        self.assertEqual(sb.port(8000, host="127.0.0.1:0", token=given).token, given)
+        with self.assertRaises(TypeError):
+            sb.port(8001, token=12345)  # type: ignore[call-overload]
+        with self.assertRaises(agentbox.ProtocolError):
+            sb.port(8001, token="short")
+        sb.close_port(8000)
 
     def test_a_detached_sandbox_on_a_root_tree(self):
         tree = root_tree()

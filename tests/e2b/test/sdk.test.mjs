@@ -244,5 +244,91 @@ describe('snapshots and fork', () => {
     const dead = await e2b.Sandbox.create('base')
     await dead.kill()
     await assert.rejects(dead.fork(), e2b.SandboxNotFoundError)
+// getHost(port) is `${port}-${sandboxId}.${domain}`, the domain the server
+// answers (localhost:ITS_PORT): names under .localhost are loopback's (RFC
+// 6761), as systemd-resolved and nss-myhostname resolve them and browsers do.
+// Node asks the system's resolver, which on a host without either (this
+// one: /etc/hosts, then DNS) does not know them: the test resolves them
+// itself, as such a resolver would (docs/e2b.md, "Ports").
+describe('getHost(port)', () => {
+  let sbx
+  let lookup
+  before(async () => {
+    const dns = (await import('node:dns')).default
+    lookup = dns.lookup
+    dns.lookup = (host, opts, cb) => {
+      if (typeof opts === 'function') [cb, opts] = [opts, {}]
+      if (!/\.localhost\.?$/i.test(host)) return lookup(host, opts, cb)
+      const all = typeof opts === 'object' && opts.all
+      return process.nextTick(() =>
+        all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)
+      )
+    }
+    sbx = await e2b.Sandbox.create('base', { timeoutMs: 120_000 })
+  })
+  after(async () => {
+    if (lookup) (await import('node:dns')).default.lookup = lookup
+    if (sbx) await sbx.kill().catch(() => {})
+  })
+
+  async function fetchWhenUp(url, init) {
+    for (let i = 0; ; i++) {
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) })
+      if (res.status !== 502 || i >= 100) return res
+      await res.arrayBuffer()
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+
+  test('a server started in the sandbox, reached through getHost', async () => {
+    await sbx.files.write('index.html', 'hello from inside\n')
+    const cmd = await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1', {
+      background: true,
+    })
+    try {
+      const host = sbx.getHost(8000)
+      assert.equal(host, `8000-${sbx.sandboxId}.localhost:${server.port}`)
+      const res = await fetchWhenUp(`http://${host}/index.html`)
+      assert.equal(res.status, 200)
+      assert.equal(await res.text(), 'hello from inside\n')
+      // nothing listens on 8001: E2B's proxy's 502, at once
+      const closed = await fetch(`http://${sbx.getHost(8001)}/`)
+      assert.equal(closed.status, 502)
+      const why = await closed.json()
+      assert.equal(why.sandboxId, sbx.sandboxId)
+      assert.equal(why.port, 8001)
+    } finally {
+      await cmd.kill()
+    }
+  })
+
+  test('allowPublicTraffic false: its trafficAccessToken in e2b-traffic-access-token', async () => {
+    const priv = await e2b.Sandbox.create('base', {
+      timeoutMs: 120_000,
+      network: { allowPublicTraffic: false },
+    })
+    try {
+      assert.ok(priv.trafficAccessToken)
+      await priv.commands.run('python3 -m http.server 8080 --bind 127.0.0.1', { background: true })
+      const url = `http://${priv.getHost(8080)}/`
+      const headers = { 'e2b-traffic-access-token': priv.trafficAccessToken }
+      assert.equal((await fetchWhenUp(url, { headers })).status, 200)
+      const res = await fetch(url)
+      assert.equal(res.status, 403)
+    } finally {
+      await priv.kill()
+    }
+  })
+
+  test('a killed sandbox: 502, "The sandbox was not found", as E2B\'s', async () => {
+    const gone = await e2b.Sandbox.create('base', { timeoutMs: 60_000 })
+    const url = `http://${gone.getHost(3000)}`
+    await gone.kill()
+    const res = await fetch(url)
+    assert.equal(res.status, 502)
+    const json = await res.json()
+    assert.equal(json.message, 'The sandbox was not found')
+    assert.equal(json.sandboxId, gone.sandboxId)
+    assert.equal(json.code, 502)
   })
 })
