@@ -244,6 +244,9 @@ describe('snapshots and fork', () => {
     const dead = await e2b.Sandbox.create('base')
     await dead.kill()
     await assert.rejects(dead.fork(), e2b.SandboxNotFoundError)
+  })
+})
+
 // getHost(port) is `${port}-${sandboxId}.${domain}`, the domain the server
 // answers (localhost:ITS_PORT): names under .localhost are loopback's (RFC
 // 6761), as systemd-resolved and nss-myhostname resolve them and browsers do.
