@@ -63,13 +63,27 @@ static int copy_file(int sdir, const char *sname, int ddir, const char *dname,
 		openat(ddir, dname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
-	for (off_t left = st->st_size; left > 0;) {
-		ssize_t w = sendfile(out, in, NULL, left > (1 << 30) ? (1 << 30) : (size_t)left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : 0; /* shrank meanwhile: what there was */
-		left -= w;
+	/* its data only: a hole stays a hole (a sparse file takes no more room
+	 * in the fork's tmpfs than in the parent's) */
+	if (ftruncate(out, st->st_size) < 0)
+		return -errno;
+	for (off_t at = 0; at < st->st_size;) {
+		off_t data = lseek(in, at, SEEK_DATA);
+		off_t hole = data < 0 ? -1 : lseek(in, data, SEEK_HOLE);
+		if (data < 0 && errno == ENXIO)
+			break; /* holes to the end */
+		if (data < 0 || hole < 0 || lseek(out, data, SEEK_SET) < 0)
+			return -errno;
+		for (at = data; at < hole;) {
+			size_t n = hole - at > (1 << 30) ? (1 << 30) : (size_t)(hole - at);
+			ssize_t w = sendfile(out, in, &at, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return -errno;
+			if (w == 0) /* shrank meanwhile: what there was */
+				return copy_meta(in, out, st);
+		}
 	}
 	return copy_meta(in, out, st);
 }

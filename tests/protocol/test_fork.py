@@ -101,7 +101,10 @@ class Forks(CheckpointBase):
         sid = self.create("--workspace-mode", "overlay")
         self.sh(sid, "echo t1 > /tmp/before; mkdir -p /tmp/d/e; echo x > /tmp/d/e/x; "
                      "ln -s before /tmp/link; mkfifo /tmp/fifo; echo h > ~/home.txt; "
-                     "echo gone > /tmp/gone; chmod 600 /tmp/before")
+                     "echo gone > /tmp/gone; chmod 600 /tmp/before; "
+                     # sparse: 8 GiB of holes, more than the tmpfs may hold
+                     "printf s > /tmp/sparse; truncate -s 8G /tmp/sparse; "
+                     "printf e >> /tmp/sparse")
         self.ok("checkpoint", sid)
         # deleted in a later layer of the parent's: a whiteout the fork copies
         self.sh(sid, "rm /tmp/gone; rm -r /tmp/d; mkdir /tmp/d; echo y > /tmp/d/y")
@@ -111,10 +114,12 @@ class Forks(CheckpointBase):
         self.assertEqual(self.sh(f, "cat /tmp/before ~/home.txt /tmp/d/y; readlink /tmp/link; "
                                     "stat -c %a /tmp/before; test -p /tmp/fifo && echo fifo; "
                                     "ls /tmp; ls /tmp/d"),
-                         "t1\nh\ny\nbefore\n600\nfifo\nbefore\nd\nfifo\nlink\ny\n")
+                         "t1\nh\ny\nbefore\n600\nfifo\nbefore\nd\nfifo\nlink\nsparse\ny\n")
+        self.assertEqual(self.sh(f, "head -c 1 /tmp/sparse; tail -c 1 /tmp/sparse; "
+                                    "stat -c %s /tmp/sparse"), "se8589934593\n")
         self.sh(f, "echo mine > /tmp/mine; echo f > /tmp/before")
         self.assertEqual(self.sh(sid, "cat /tmp/before; ls /tmp"),
-                         "t2\nafter\nbefore\nd\nfifo\nlink\n")
+                         "t2\nafter\nbefore\nd\nfifo\nlink\nsparse\n")
         # a fork's checkpoints and restores take its /tmp, over the copied layers
         self.ok("checkpoint", "--name", "fc", f)
         self.sh(f, "rm /tmp/before /tmp/mine")
@@ -124,7 +129,7 @@ class Forks(CheckpointBase):
         (g,) = self.fork(f, "--from", "fc")
         self.ok("rm", sid, f)
         self.assertEqual(self.sh(g, "cat /tmp/before /tmp/mine ~/home.txt; ls /tmp"),
-                         "f\nmine\nh\nbefore\nd\nfifo\nlink\nmine\n")
+                         "f\nmine\nh\nbefore\nd\nfifo\nlink\nmine\nsparse\n")
         self.ok("rm", g)
         self.assertEqual(self.layer_dirs(), [])
 
