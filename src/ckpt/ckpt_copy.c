@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -27,21 +28,24 @@
 #define COPY_MAX_DEPTH	 128
 #define COPY_MAX_ENTRIES 200000
 
-/* The user.* attributes of src onto dst (overlayfs's own among them). */
+/* The user.* attributes of src onto dst (overlayfs's own among them), of
+ * any size the kernel takes (64 KiB a value, 64 KiB of names). */
 static int copy_xattrs(int src, int dst)
 {
-	char names[4096], val[4096];
-	ssize_t n = flistxattr(src, names, sizeof(names));
-	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
-	for (char *k = names; k < names + n; k += strlen(k) + 1) {
+	enum { MAX = 65536 };
+	char *names = malloc(MAX), *val = malloc(MAX);
+	ssize_t n = names && val ? flistxattr(src, names, MAX) : (errno = ENOMEM, -1);
+	int r = n < 0 && errno != ENOTSUP ? -errno : 0;
+	for (char *k = names; r == 0 && n > 0 && k < names + n; k += strlen(k) + 1) {
 		if (strncmp(k, "user.", 5) != 0)
 			continue;
-		ssize_t v = fgetxattr(src, k, val, sizeof(val));
+		ssize_t v = fgetxattr(src, k, val, MAX);
 		if (v < 0 || fsetxattr(dst, k, val, (size_t)v, 0) < 0)
-			return -errno;
+			r = -errno;
 	}
-	return 0;
+	free(names);
+	free(val);
+	return r;
 }
 
 static int copy_meta(int src, int dst, const struct stat *st)
@@ -56,9 +60,14 @@ static int copy_meta(int src, int dst, const struct stat *st)
 static int copy_file(int sdir, const char *sname, int ddir, const char *dname,
 		     const struct stat *st)
 {
-	cleanup_fd int in = openat(sdir, sname, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (in < 0)
+	/* not blocking: a fifo put there meanwhile is refused, not waited on */
+	cleanup_fd int in =
+		openat(sdir, sname, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct stat now;
+	if (in < 0 || fstat(in, &now) < 0)
 		return -errno;
+	if (!S_ISREG(now.st_mode))
+		return -EAGAIN; /* changed beneath the copy */
 	cleanup_fd int out =
 		openat(ddir, dname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)

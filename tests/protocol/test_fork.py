@@ -104,7 +104,8 @@ class Forks(CheckpointBase):
                      "echo gone > /tmp/gone; chmod 600 /tmp/before; "
                      # sparse: 8 GiB of holes, more than the tmpfs may hold
                      "printf s > /tmp/sparse; truncate -s 8G /tmp/sparse; "
-                     "printf e >> /tmp/sparse")
+                     "printf e >> /tmp/sparse; python3 -c \"import os; "
+                     "os.setxattr('/tmp/before', 'user.big', b'ab' * 4096)\"")
         self.ok("checkpoint", sid)
         # deleted in a later layer of the parent's: a whiteout the fork copies
         self.sh(sid, "rm /tmp/gone; rm -r /tmp/d; mkdir /tmp/d; echo y > /tmp/d/y")
@@ -117,6 +118,9 @@ class Forks(CheckpointBase):
                          "t1\nh\ny\nbefore\n600\nfifo\nbefore\nd\nfifo\nlink\nsparse\ny\n")
         self.assertEqual(self.sh(f, "head -c 1 /tmp/sparse; tail -c 1 /tmp/sparse; "
                                     "stat -c %s /tmp/sparse"), "se8589934593\n")
+        # a command's own attributes come along, a large one too (8 KiB)
+        self.assertEqual(self.sh(f, "python3 -c \"import os; v = os.getxattr('/tmp/before', "
+                                    "'user.big'); print(len(v), v[:2])\""), "8192 b'ab'\n")
         self.sh(f, "echo mine > /tmp/mine; echo f > /tmp/before")
         self.assertEqual(self.sh(sid, "cat /tmp/before; ls /tmp"),
                          "t2\nafter\nbefore\nd\nfifo\nlink\nsparse\n")
