@@ -511,10 +511,16 @@ int ckpt_fork_base(struct ab_layer *l, const char *from, bool busy, char ***base
 	return r;
 }
 
-int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_error *err)
+int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n,
+		    const struct ckpt_fork_own *own, size_t n_own, struct ab_error *err)
 {
 	struct stack s = {.next = 1};
 	int r = 0;
+	for (size_t i = 0; i < l->n_own; i++) /* the same options: the same paths */
+		for (size_t k = 0; k < n_own; k++)
+			if (l->own[i].from < 0 && own[k].tree >= 0 &&
+			    !strcmp(l->own[i].dst, own[k].dst))
+				l->own[i].from = own[k].tree;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char dir[40];
 		if (!ckpt_base_name_ok(base[i]))
@@ -528,6 +534,10 @@ int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_e
 	if (r == 0)
 		r = switch_to(l, &s, NULL, 0, err);
 	stack_free(&s);
+	for (size_t i = 0; i < l->n_own; i++) /* copied: the maker's memory is not ours */
+		l->own[i].from = -1;
+	for (size_t k = 0; k < n_own; k++)
+		ab_close_keep_errno(own[k].tree);
 	return r;
 }
 

@@ -51,12 +51,22 @@ bool ckpt_is_changes_since(const char *op, json_object *req);
 
 /* A fork request, checked: its checkpoint's layers as "DIR/uN" (DIR the
  * parent's layer directory, or one beside it it stands on), top first. */
+/* The parent's /tmp and home: dst, and its tmpfs (detached) that holds the
+ * checkpoint's layers of it, which each fork copies into its own at its
+ * first switch (ckpt_copy.c). */
+struct ckpt_fork_own {
+	const char *dst;
+	int tree;
+};
 struct ckpt_fork {
 	char from[64];
 	unsigned count;
 	char name[64]; /* "": ids made; else NAME, or NAME-1 ... NAME-count */
 	char **base;
 	size_t n_base;
+	/* set in the child that makes the forks (front/front_layer.c) */
+	struct ckpt_fork_own own[2];
+	size_t n_own;
 };
 /* Makes the sandboxes (a detached sandbox's launcher: detach/); ids gets
  * their ids. Runs in a child of the launcher. */
@@ -75,8 +85,15 @@ bool ckpt_base_name_ok(const char *s);
 /* A checkpoint's name: 1 to 63 of A-Za-z0-9._-, not starting with . or -. */
 bool ckpt_name_ok(const char *s);
 /* The fork's launcher, its sandbox ready, before anything runs in it: hold
- * base's layer directories, and mount a fresh upper over base. */
-int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n, struct ab_error *err);
+ * base's layer directories, and mount a fresh upper over base; its /tmp
+ * and home over base's layers of them, copied from own[] (the maker's
+ * trees, closed here). */
+int ckpt_fork_begin(struct ab_layer *l, char *const *base, size_t n,
+		    const struct ckpt_fork_own *own, size_t n_own, struct ab_error *err);
+/* ckpt_copy.c: src's layer from (a path beneath it, nothing followed)
+ * copied whole into dst as to ("DIR/uN": DIR made), whiteouts, opaque
+ * directories and modes kept; what was copied is removed on a failure. */
+int ckpt_copy_layer(int src, const char *from, int dst, const char *to, struct ab_error *err);
 
 /* ckpt_mount.c: mount the overlay of l->dir/names[0] (upper, work
  * l->dir/work) over names[1..n-1] and the workspace at the sandbox's

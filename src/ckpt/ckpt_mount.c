@@ -99,7 +99,8 @@ static int build(int dir, char *const *names, size_t n, const struct base_trees 
 		return ab_error_set(err, errno, "checkpoint: this kernel has no overlayfs");
 	int r = 0;
 	for (size_t i = 1; r >= 0 && i < n; i++) {
-		const char *sep = strchr(names[i], '/');
+		/* "DIR/uN" is another directory's (t), or in dir when t is NULL */
+		const char *sep = t ? strchr(names[i], '/') : NULL;
 		size_t k = 0, len = sep ? (size_t)(sep - names[i]) : 0;
 		while (sep && k < n_t &&
 		       (strlen(t[k].name) != len || strncmp(t[k].name, names[i], len)))
@@ -152,11 +153,25 @@ static int build_own(const struct layer_own *o, char *const *names, size_t n, co
 	    fchmodat(o->tree, names[0], st.st_mode & 07777, 0) < 0 ||
 	    mkdirat(o->tree, work, 0700) < 0)
 		r = ab_error_set(err, errno, "checkpoint: cannot make a layer of %s", o->dst);
-	/* a layer of the stack this tmpfs never had (one a sandbox started
-	 * from, not made by its own switches) adds nothing here */
+	/* a fork's first switch: its base's layers ("DIR/uN", top first; the
+	 * parent's own first) copied from its maker's tmpfs, where the
+	 * parent's are "uN" and those it stands on "DIR/uN" as here */
+	const char *parent = n > 1 ? names[1] : NULL;
+	size_t plen = parent && strchr(parent, '/') ? (size_t)(strchr(parent, '/') - parent) : 0;
+	struct stat x;
+	for (size_t i = 1; r >= 0 && o->from >= 0 && plen && i < n; i++) {
+		const char *from = names[i];
+		if (!strchr(from, '/') || fstatat(o->tree, from, &x, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (!strncmp(from, parent, plen + 1))
+			from += plen + 1;
+		if (fstatat(o->from, from, &x, AT_SYMLINK_NOFOLLOW) == 0)
+			r = ckpt_copy_layer(o->from, from, o->tree, names[i], err);
+	}
+	/* a layer of the stack this tmpfs does not have (the parent's tmpfs
+	 * had none: a plain tmpfs there) adds nothing here */
 	char *have[CKPT_MAX_DEPTH + 1];
 	size_t k = 0;
-	struct stat x;
 	for (size_t i = 0; i < n && i < AB_ARRAY_SIZE(have); i++)
 		if (i == 0 || fstatat(o->tree, names[i], &x, AT_SYMLINK_NOFOLLOW) == 0)
 			have[k++] = names[i];

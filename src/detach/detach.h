@@ -103,6 +103,8 @@ struct detach_opts {
 	 * keep (0: none) */
 	char *const *base;
 	size_t n_base;
+	const struct ckpt_fork_own *base_own; /* /tmp's and home's (ckpt.h) */
+	size_t n_base_own;
 	int close_fd;
 	/* makes forks of it (detach_fork_make); NULL: refused */
 	int (*fork)(struct ab_config *cfg, const struct detach_opts *o, const struct ckpt_fork *f,

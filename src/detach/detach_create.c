@@ -143,7 +143,9 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 				    .arg = l,
 				    .fork = l->o->fork ? on_fork : NULL,
 				    .base = l->o->base,
-				    .n_base = l->o->n_base};
+				    .n_base = l->o->n_base,
+				    .base_own = l->o->base_own,
+				    .n_base_own = l->o->n_base_own};
 	int status = ab_serve_listen(l->cfg, &L);
 	detach_remove(l->root, l->id);
 	_exit(status);

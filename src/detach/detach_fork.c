@@ -26,8 +26,9 @@ static const char usage_fork[] =
 	"copied); what it writes is its own, and ID goes on undisturbed. Prints\n"
 	"the new ids, one a line (--json: {\"ids\": [...], \"from\": C}). --name\n"
 	"NEW names it NEW, or NEW-1 ... NEW-N. The layers go with the last sandbox\n"
-	"that stands on them (agentbox rm). /tmp, the home directory and the\n"
-	"processes are not copied: each fork starts fresh but for /workspace.\n"
+	"that stands on them (agentbox rm). /tmp and the home directory start as\n"
+	"they were at C (their layers, in ID's memory, are copied into the\n"
+	"fork's); the processes are not copied: each fork starts none.\n"
 	"\n"
 	"Exit status: 0 done; 125 failed (nothing made).\n";
 
@@ -141,6 +142,8 @@ int detach_fork_make(struct ab_config *cfg, const struct detach_opts *o, const s
 		}
 		fo.base = f->base;
 		fo.n_base = f->n_base;
+		fo.base_own = f->own;
+		fo.n_base_own = f->n_own;
 		fo.close_fd = FRONT_LAYER_REPLY_FD; /* not the forks' to hold */
 		fo.fork = detach_fork_make;	    /* a fork may be forked */
 		r = detach_create(cfg, &fo, id, sizeof(id), err);

@@ -116,11 +116,22 @@ static void child(int fd, struct front_layer *j, struct ab_layer *l, const char 
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGPIPE, SIG_DFL);
+	/* a fork's: the tmpfs of /tmp and home whose layers the forks copy
+	 * (ckpt.h), kept beside the reply's fd, close-on-exec */
+	struct ckpt_fork fk = f ? *f : (struct ckpt_fork){0};
+	int keep[AB_ARRAY_SIZE(fk.own)];
+	fk.n_own = 0;
+	for (size_t i = 0; f && l && i < l->n_own && fk.n_own < AB_ARRAY_SIZE(keep); i++)
+		if (l->own[i].tree >= 0 &&
+		    (keep[fk.n_own] = fcntl(l->own[i].tree, F_DUPFD_CLOEXEC, 64)) >= 0)
+			fk.own[fk.n_own++] = (struct ckpt_fork_own){l->own[i].dst, -1};
 	if (dup2(fd, FRONT_LAYER_REPLY_FD) < 0)
 		_exit(1);
+	for (size_t k = 0; k < fk.n_own; k++)
+		fk.own[k].tree = dup3(keep[k], FRONT_LAYER_REPLY_FD + 1 + (int)k, O_CLOEXEC);
 	/* the session's fds are none of its business */
-	close_range(FRONT_LAYER_REPLY_FD + 1, ~0u, 0);
-	json_object *o = f ? child_fork(j, f) : child_op(l, op, req);
+	close_range(FRONT_LAYER_REPLY_FD + 1 + (unsigned)fk.n_own, ~0u, 0);
+	json_object *o = f ? child_fork(j, &fk) : child_op(l, op, req);
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 								  JSON_C_TO_STRING_NOSLASHESCAPE);
 	for (size_t n = strlen(s), off = 0; off < n;) {

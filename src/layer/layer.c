@@ -140,6 +140,7 @@ static struct ab_layer *layer_new(void)
 		l->lock_fd = l->upper_fd = l->work_fd = l->tree_fd = -1;
 		l->view_userns = l->view_mntns = l->ws_tree = l->dir_tree = -1;
 		l->own[0].tree = l->own[1].tree = -1;
+		l->own[0].from = l->own[1].from = -1;
 		l->owner = getpid();
 	}
 	return l;
@@ -161,6 +162,7 @@ void layer_free(struct ab_layer *l)
 		free(l->binds[i].dst);
 	for (size_t i = 0; i < AB_ARRAY_SIZE(l->own); i++) {
 		ab_close_keep_errno(l->own[i].tree);
+		ab_close_keep_errno(l->own[i].from);
 		free(l->own[i].dst);
 	}
 	free(l->binds);

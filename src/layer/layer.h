@@ -65,6 +65,10 @@ struct ab_layer {
 	struct layer_own {
 		char *dst;
 		int tree;
+		/* a fork's, until its first switch: its maker's tmpfs of this
+		 * path (detached), whose layers the fork's base names are copied
+		 * from (ckpt/ckpt_copy.c); -1: none */
+		int from;
 	} own[2];
 	size_t n_own;
 };

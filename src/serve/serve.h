@@ -40,6 +40,9 @@ struct ab_serve_listen {
 	ckpt_fork_fn fork;
 	char *const *base;
 	size_t n_base;
+	/* and its maker's tmpfs of /tmp and home, copied from (ckpt.h) */
+	const struct ckpt_fork_own *base_own;
+	size_t n_base_own;
 };
 int ab_serve_listen(struct ab_config *cfg, const struct ab_serve_listen *l);
 

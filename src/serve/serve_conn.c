@@ -423,8 +423,8 @@ int serve_open(struct server *sv)
 	/* a fork: its workspace from the parent's checkpoint, before anyone
 	 * may run anything in it */
 	if (sv->listen && sv->listen->n_base &&
-	    ckpt_fork_begin(ab_session_layer(sv->s), sv->listen->base, sv->listen->n_base, &err) <
-		    0) {
+	    ckpt_fork_begin(ab_session_layer(sv->s), sv->listen->base, sv->listen->n_base,
+			    sv->listen->base_own, sv->listen->n_base_own, &err) < 0) {
 		ab_front_close(&sv->f);
 		goto fail;
 	}

@@ -97,6 +97,46 @@ class Forks(CheckpointBase):
         self.ok("rm", sid, g)
         self.assertEqual(self.layer_dirs(), [])
 
+    def test_tmp_and_home_start_at_the_checkpoint(self):
+        sid = self.create("--workspace-mode", "overlay")
+        self.sh(sid, "echo t1 > /tmp/before; mkdir -p /tmp/d/e; echo x > /tmp/d/e/x; "
+                     "ln -s before /tmp/link; mkfifo /tmp/fifo; echo h > ~/home.txt; "
+                     "echo gone > /tmp/gone; chmod 600 /tmp/before; "
+                     # sparse: 8 GiB of holes, more than the tmpfs may hold
+                     "printf s > /tmp/sparse; truncate -s 8G /tmp/sparse; "
+                     "printf e >> /tmp/sparse; python3 -c \"import os; "
+                     "os.setxattr('/tmp/before', 'user.big', b'ab' * 4096)\"")
+        self.ok("checkpoint", sid)
+        # deleted in a later layer of the parent's: a whiteout the fork copies
+        self.sh(sid, "rm /tmp/gone; rm -r /tmp/d; mkdir /tmp/d; echo y > /tmp/d/y")
+        self.ok("checkpoint", "--name", "c", sid)
+        self.sh(sid, "echo after > /tmp/after; echo t2 > /tmp/before")  # after c
+        (f,) = self.fork(sid, "--from", "c")
+        self.assertEqual(self.sh(f, "cat /tmp/before ~/home.txt /tmp/d/y; readlink /tmp/link; "
+                                    "stat -c %a /tmp/before; test -p /tmp/fifo && echo fifo; "
+                                    "ls /tmp; ls /tmp/d"),
+                         "t1\nh\ny\nbefore\n600\nfifo\nbefore\nd\nfifo\nlink\nsparse\ny\n")
+        self.assertEqual(self.sh(f, "head -c 1 /tmp/sparse; tail -c 1 /tmp/sparse; "
+                                    "stat -c %s /tmp/sparse"), "se8589934593\n")
+        # a command's own attributes come along, a large one too (8 KiB)
+        self.assertEqual(self.sh(f, "python3 -c \"import os; v = os.getxattr('/tmp/before', "
+                                    "'user.big'); print(len(v), v[:2])\""), "8192 b'ab'\n")
+        self.sh(f, "echo mine > /tmp/mine; echo f > /tmp/before")
+        self.assertEqual(self.sh(sid, "cat /tmp/before; ls /tmp"),
+                         "t2\nafter\nbefore\nd\nfifo\nlink\nsparse\n")
+        # a fork's checkpoints and restores take its /tmp, over the copied layers
+        self.ok("checkpoint", "--name", "fc", f)
+        self.sh(f, "rm /tmp/before /tmp/mine")
+        self.ok("restore", f, "fc")
+        self.assertEqual(self.sh(f, "cat /tmp/before /tmp/mine"), "f\nmine\n")
+        # a fork of a fork: the parent's layers copied on from the fork's copy
+        (g,) = self.fork(f, "--from", "fc")
+        self.ok("rm", sid, f)
+        self.assertEqual(self.sh(g, "cat /tmp/before /tmp/mine ~/home.txt; ls /tmp"),
+                         "f\nmine\nh\nbefore\nd\nfifo\nlink\nmine\nsparse\n")
+        self.ok("rm", g)
+        self.assertEqual(self.layer_dirs(), [])
+
     def test_review_and_commit_of_a_fork(self):
         """A fork's changes and commit are against the host: the layers
         it stands on (its parent's, up to the checkpoint) count with its
