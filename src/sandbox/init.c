@@ -229,6 +229,11 @@ static void confine_once(struct init_args *a)
 		a->landlock_enforced = true;
 		close(a->landlock_fd);
 	}
+	/* what building the view and the confinement so far used and freed
+	 * goes back, for every idle sandbox (and the shims forked from
+	 * here): the last step before the seccomp filter, whose profile may
+	 * not know madvise or brk */
+	ab_memory_trim();
 	if (a->seccomp) {
 		int listener = -1;
 		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
@@ -248,10 +253,6 @@ static void confine_once(struct init_args *a)
  * pid 1 of the namespace, no process of the sandbox can kill it. */
 static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
 {
-	/* what building the view used and freed goes back, for every idle
-	 * sandbox (and the shims forked from here): before the seccomp
-	 * filter, whose profile may not know madvise */
-	ab_memory_trim();
 	confine_once(a);
 	/* the parent-death signal is armed again; if the launcher died in
 	 * between, this send fails and nothing runs unsupervised */
