@@ -418,7 +418,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			break;
 		}
 		case K_LISTENER:
-			if (ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
+			if (ab_seccomp_answer(s->sb.seccomp, s->listener, session_denials(s),
 					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
@@ -513,6 +513,13 @@ int ab_session_idle_trim(struct ab_session *s)
 	return 0;
 }
 
+struct ab_denials *session_denials(struct ab_session *s)
+{
+	if (!s->denials)
+		s->denials = calloc(1, sizeof(*s->denials));
+	return s->denials;
+}
+
 int ab_session_status(struct ab_session *s, struct ab_session_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -537,7 +544,7 @@ int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 	st->running = s->running;
 	free(s->stats_denied);
 	s->stats_denied = NULL;
-	if (denials_collect(&s->denials, &s->stats_denied, &st->n_denied) < 0)
+	if (s->denials && denials_collect(s->denials, &s->stats_denied, &st->n_denied) < 0)
 		return -ENOMEM;
 	st->denied = s->stats_denied;
 	struct ab_cgroup_stats cs;
@@ -586,6 +593,7 @@ void session_free(struct ab_session *s)
 		munmap(s->cmds, cmds_size(s->max));
 	free(s->drain_buf);
 	free(s->stats_denied);
+	free(s->denials);
 	protect_state_free(&s->seen);
 	ab_cleanup_strvp(&s->layer_seen);
 	port_set_free(s->ports); /* the relay killed before the sandbox goes */

@@ -252,8 +252,9 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 		if (n <= 0)
 			return ab_error_plain(err, ETIMEDOUT,
 					      "the sandbox did not start a command supervisor");
-		if (p[1].revents && ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
-						      command_route_denial, s) < 0)
+		if (p[1].revents &&
+		    ab_seccomp_answer(s->sb.seccomp, s->listener, session_denials(s),
+				      command_route_denial, s) < 0)
 			session_unwatch(s, &s->listener);
 		if (!p[0].revents)
 			continue;
