@@ -211,8 +211,9 @@ static _Noreturn void be_the_shim(struct init_args *a, int sigfd)
 
 /* Confine the init once, for every command: what a command's process
  * would do, so that each command only needs a spawn, and the seccomp
- * listener is handed over once for the whole session. */
-static void confine_once(struct init_args *a)
+ * listener is handed over once for the whole session. Not inlined: its
+ * error's buffer stays off the idle loop's frame. */
+static __attribute__((noinline)) void confine_once(struct init_args *a)
 {
 	struct ab_error err = {0};
 	/* without namespaces the command enforces Landlock itself (shim.c):
@@ -405,7 +406,10 @@ static void scrub_environ(void)
 	environ = NULL;
 }
 
-_Noreturn void init_main(struct init_args *a)
+/* Everything before the loop, in a frame of its own (never inlined): its
+ * buffers are not on the stack the idle init waits on, a page of every
+ * idle sandbox. Returns the signal fd, the Landlock ABI in *landlock_abi. */
+static __attribute__((noinline)) int init_setup(struct init_args *a, int *landlock_abi_out)
 {
 	struct ab_error err = {0};
 	struct sync_msg m;
@@ -511,5 +515,13 @@ confined:;
 		ab_error_set(&err, errno, "cannot watch signals in the sandbox");
 		init_fail(a->sync_fd, &err);
 	}
+	*landlock_abi_out = landlock_abi;
+	return sigfd;
+}
+
+_Noreturn void init_main(struct init_args *a)
+{
+	int landlock_abi = 0;
+	int sigfd = init_setup(a, &landlock_abi);
 	session_loop(a, sigfd, landlock_abi);
 }
