@@ -24,6 +24,7 @@
  * agentbox never touches ours (it reads no pid at the tag). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,12 +79,15 @@ struct owner_seen {
 	unsigned long long start;
 	bool alive;
 };
-static struct {
+/* whole pages of 4 KiB (the type's alignment rounds its size up): what
+ * is given back is the table's alone */
+static struct __attribute__((aligned(4096))) {
 	struct owner_seen o[OWNERS];
 	size_t n;
 	pid_t of; /* whose start time: a forked child reads its own */
 	unsigned long long start;
-} tab __attribute__((aligned(4096)));
+} tab;
+_Static_assert(sizeof(tab) % 4096 == 0, "the sweep's table is whole pages");
 
 /* This process's start time, read once per sweep and process. */
 static unsigned long long own_start_time(void)
@@ -190,8 +194,10 @@ void ab_cg_owner_sweep(void)
 	/* its pages given back, not kept zeroed: a thousand sandboxes
 	 * beside a start write every page (pids spread over the table),
 	 * and an idle launcher would hold 48 KiB of them for nothing */
-	if (madvise(&tab, sizeof(tab), MADV_DONTNEED) < 0)
-		memset(&tab, 0, sizeof(tab));
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if ((uintptr_t)&tab % page || sizeof(tab) % page ||
+	    madvise(&tab, sizeof(tab), MADV_DONTNEED) < 0)
+		memset(&tab, 0, sizeof(tab)); /* pages larger than 4 KiB: nothing beside */
 }
 
 /* pid's slot (its own, or the free one where it goes), NULL when full. */
