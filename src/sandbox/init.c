@@ -247,6 +247,23 @@ static __attribute__((noinline)) void confine_once(struct init_args *a)
 	}
 }
 
+/* Room for twice as many shims as *cap (a table moved from few to the
+ * heap); false at 1,024 or without memory. */
+static bool shims_grow(pid_t **shim, pid_t *few, size_t *cap)
+{
+	enum { MAX_SHIMS = 1024 };
+	if (*cap >= MAX_SHIMS)
+		return false;
+	pid_t *more = realloc(*shim == few ? NULL : *shim, 2 * *cap * sizeof(**shim));
+	if (!more)
+		return false;
+	if (*shim == few)
+		memcpy(more, few, *cap * sizeof(*few));
+	*shim = more;
+	*cap *= 2;
+	return true;
+}
+
 /* The init confines itself (confine_once), says READY, then starts command
  * shims when the launcher asks (SYNC_NEW_SHIM) and hands their sockets
  * over: the launcher gives each command to an idle shim directly. The init
@@ -261,9 +278,11 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		_exit(AB_EXIT_FAILURE);
 	if (a->one_command)
 		be_the_shim(a, sigfd);
-	enum { MAX_SHIMS = 1024 };
-	static pid_t shim[MAX_SHIMS];
-	size_t n_shims = 0;
+	/* on this frame while few, on the heap beyond: not a static table,
+	 * whose page of .bss the init alone would write (a copy of the
+	 * launcher's, one more page of every idle sandbox) */
+	pid_t few[64], *shim = few;
+	size_t n_shims = 0, cap = AB_ARRAY_SIZE(few);
 	/* the first one unasked, so the first command finds it */
 	if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
 		n_shims++;
@@ -308,7 +327,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		struct sync_msg m;
 		if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_NEW_SHIM)
 			_exit(AB_EXIT_FAILURE);
-		if (n_shims == MAX_SHIMS)
+		if (n_shims == cap && !shims_grow(&shim, few, &cap))
 			sync_send(a->sync_fd, SYNC_NO_SHIM, 0, EAGAIN, NULL);
 		else if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
 			n_shims++;
