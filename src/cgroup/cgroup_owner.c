@@ -200,6 +200,11 @@ void ab_cg_owner_sweep(void)
 		memset(&tab, 0, sizeof(tab)); /* pages larger than 4 KiB: nothing beside */
 }
 
+void ab_cgroup_forget_sweeps(void)
+{
+	ab_cg_owner_sweep();
+}
+
 /* pid's slot (its own, or the free one where it goes), NULL when full. */
 static struct owner_seen *owner_slot(int pid, unsigned long long start)
 {

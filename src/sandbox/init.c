@@ -234,6 +234,7 @@ static __attribute__((noinline)) void confine_once(struct init_args *a)
 	 * goes back, for every idle sandbox (and the shims forked from
 	 * here): the last step before the seccomp filter, whose profile may
 	 * not know madvise or brk */
+	ab_cgroup_forget_sweeps();
 	ab_memory_trim();
 	if (a->seccomp) {
 		int listener = -1;
