@@ -513,13 +513,6 @@ int ab_session_idle_trim(struct ab_session *s)
 	return 0;
 }
 
-struct ab_denials *session_denials(struct ab_session *s)
-{
-	if (!s->denials)
-		s->denials = calloc(1, sizeof(*s->denials));
-	return s->denials;
-}
-
 int ab_session_status(struct ab_session *s, struct ab_session_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -21,6 +21,13 @@
 #include "util/sync.h"
 #include "util/util.h"
 
+struct ab_denials *session_denials(struct ab_session *s)
+{
+	if (!s->denials)
+		s->denials = calloc(1, sizeof(*s->denials));
+	return s->denials;
+}
+
 /* The pid a pidfd refers to, in our pid namespace; -1 when it cannot be
  * read (0 would be a process gone). */
 static pid_t pidfd_host_pid(int pidfd)
