@@ -208,21 +208,51 @@ pid_t ab_vfork_child(int (*fn)(void *), void *arg, unsigned long flags, void *st
 static uintptr_t stack_lo, stack_hi;
 #define STACK_TRIM_MARGIN (1u << 10)
 
+/* Whether the maps line holds here: its range noted. */
+static bool stack_line(const char *line, uintptr_t here)
+{
+	unsigned long lo, hi;
+	if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || here < lo || here >= hi)
+		return false;
+	stack_lo = lo;
+	stack_hi = hi;
+	return true;
+}
+
+/* Read with read(2), not stdio: a FILE and its buffer, freed, would stay
+ * in malloc's per-thread cache (which malloc_trim keeps) of every idle
+ * launcher and init, 1.5 KiB of each one's heap. */
 void ab_stack_note(void)
 {
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && here >= lo && here < hi) {
-			stack_lo = lo;
-			stack_hi = hi;
-			break;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	char buf[512];
+	size_t have = 0;
+	bool skip = false; /* in the rest of a line longer than buf */
+	ssize_t n;
+	while (fd >= 0 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		for (; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			if (!skip && stack_line(line, here))
+				goto done;
+			skip = false;
 		}
+		have = strlen(line);
+		if (have == sizeof(buf) - 1) {
+			/* a line longer than buf: its range is at its start */
+			if (!skip && stack_line(line, here))
+				goto done;
+			skip = true;
+			have = 0;
+		}
+		memmove(buf, line, have);
 	}
-	if (f)
-		fclose(f);
+done:
+	if (fd >= 0)
+		close(fd);
 }
 
 void ab_memory_trim(void)
