@@ -107,7 +107,7 @@ struct ab_session {
 	char **layer_seen; /* in an overlay workspace: the protected paths reported */
 	char id[64];
 	bool dead;
-	struct ab_error death;
+	struct ab_error *death; /* once dead: why (made then, not 1 KiB of every idle session) */
 	struct ab_denied_syscall *stats_denied;
 	/* the command shims the init started (sock -1: a free slot); a
 	 * command goes to an idle one straight from here */
