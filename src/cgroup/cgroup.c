@@ -205,6 +205,44 @@ static bool may_enter_unified(const char *root, const char *rel)
 	return access(path, W_OK) == 0;
 }
 
+/* What ab_cgroup_finish makes the v1 hierarchies' groups of. */
+struct cg_pending {
+	bool have[H_COUNT];
+	char roots[H_COUNT][512];
+	char rel[512], name[96], why[200];
+	const char *parent;
+	struct ab_limits lim;
+};
+
+static char no_dir[1]; /* a handle's "" directory: never written */
+
+static void dir_clear(struct ab_cgroup *cg, int h)
+{
+	if (cg->dir[h] != no_dir)
+		free(cg->dir[h]);
+	cg->dir[h] = no_dir;
+}
+
+/* ab_cg_make_dir, into the handle's directory h. */
+static int make_dir(struct ab_cgroup *cg, int h, const char *root, const char *rel,
+		    const char *name)
+{
+	char d[1024];
+	int r = ab_cg_make_dir(d, sizeof(d), root, rel, name, &cg->lock_fd[h]);
+	if (r < 0)
+		return r;
+	char *copy = strdup(d);
+	if (!copy) {
+		rmdir(d);
+		ab_close_keep_errno(cg->lock_fd[h]);
+		cg->lock_fd[h] = -1;
+		return -ENOMEM;
+	}
+	dir_clear(cg, h);
+	cg->dir[h] = copy;
+	return 0;
+}
+
 /* Where a v1 hierarchy's cgroup was made: its tasks file for the init to
  * enter by itself; the controller-less v2 one beside them (hybrid): its
  * directory for clone3. What cannot be opened is left to
@@ -231,14 +269,14 @@ static void open_v1_entries(struct ab_cgroup *cg)
  * hierarchy it entered by itself: the parent, or the root of the
  * hierarchy where the parent is agentbox's shared group. All or none:
  * one it could not leave would keep every cgroup until its end anyway. */
-static void open_v1_exits(struct ab_cgroup *cg)
+static void open_v1_exits(struct ab_cgroup *cg, const struct cg_pending *p)
 {
 	for (int h = 0; h < H_UNIFIED; h++) {
 		if (cg->self_fd[h] < 0)
 			continue;
 		char path[1100];
 		if (cg->own_parent)
-			snprintf(path, sizeof(path), "%s/tasks", cg->roots[h]);
+			snprintf(path, sizeof(path), "%s/tasks", p->roots[h]);
 		else
 			snprintf(path, sizeof(path), "%.*s/tasks",
 				 (int)(strrchr(cg->dir[h], '/') - cg->dir[h]), cg->dir[h]);
@@ -265,8 +303,10 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 	if (!cg)
 		return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
 	cg->oom_fd = cg->clone_fd = cg->pids_fd = -1;
-	for (int h = 0; h < H_COUNT; h++)
+	for (int h = 0; h < H_COUNT; h++) {
 		cg->self_fd[h] = cg->leave_fd[h] = cg->lock_fd[h] = -1;
+		cg->dir[h] = no_dir;
+	}
 	cg->st.version = "none";
 	char name[96];
 	ab_cg_name(name, sizeof(name), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
@@ -304,8 +344,7 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 			r = ab_cg_v2_user_parent(root, name, rel, sizeof(rel), why, sizeof(why));
 		if (strcmp(rel, "/") == 0)
 			rel[0] = '\0';
-		if (r == 0 && (r = ab_cg_make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]),
-						  root, rel, name, &cg->lock_fd[H_UNIFIED])) < 0)
+		if (r == 0 && (r = make_dir(cg, H_UNIFIED, root, rel, name)) < 0)
 			snprintf(why, sizeof(why), "cannot create a cgroup in %.60s%.60s: %.30s",
 				 root, rel, strerror(-r));
 		if (r == 0) {
@@ -329,19 +368,22 @@ int ab_cgroup_create(const char *parent, const struct ab_limits *lim, struct ab_
 		 * cadence). */
 		const char *rel = parent ? parent : "/agentbox";
 		cg->own_parent = !parent;
-		cg->pending = true;
-		cg->parent = parent;
-		cg->lim = *lim;
-		memcpy(cg->have, have, sizeof(have));
-		memcpy(cg->roots, roots, sizeof(roots));
-		snprintf(cg->rel, sizeof(cg->rel), "%s", rel);
-		snprintf(cg->name, sizeof(cg->name), "%s", name);
-		snprintf(cg->why, sizeof(cg->why), "%s", why);
+		struct cg_pending *p = cg->pending = calloc(1, sizeof(*p));
+		if (!p) {
+			ab_cgroup_destroy(cg);
+			*out = NULL;
+			return ab_error_set(err, ENOMEM, "making the sandbox's cgroup");
+		}
+		p->parent = parent;
+		p->lim = *lim;
+		memcpy(p->have, have, sizeof(have));
+		memcpy(p->roots, roots, sizeof(roots));
+		snprintf(p->rel, sizeof(p->rel), "%s", rel);
+		snprintf(p->name, sizeof(p->name), "%s", name);
+		snprintf(p->why, sizeof(p->why), "%s", why);
 		if (have[H_UNIFIED] && !lim->init_leaves &&
 		    may_enter_unified(roots[H_UNIFIED], rel) &&
-		    ab_cg_make_dir(cg->dir[H_UNIFIED], sizeof(cg->dir[H_UNIFIED]), roots[H_UNIFIED],
-				   rel, name, &cg->lock_fd[H_UNIFIED]) == 0 &&
-		    !ab_cgfs_faked())
+		    make_dir(cg, H_UNIFIED, roots[H_UNIFIED], rel, name) == 0 && !ab_cgfs_faked())
 			cg->clone_fd = open(cg->dir[H_UNIFIED], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		*out = cg;
 		return 0;
@@ -372,10 +414,11 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 	struct ab_cgroup *cg = *cgp;
 	if (!cg || !cg->pending)
 		return 0;
-	cg->pending = false;
-	const char *rel = cg->rel, *name = cg->name, *parent = cg->parent;
-	char(*roots)[512] = cg->roots;
-	const bool *have = cg->have;
+	struct cg_pending *p = cg->pending;
+	cg->pending = NULL;
+	const char *rel = p->rel, *name = p->name, *parent = p->parent;
+	char(*roots)[512] = p->roots;
+	const bool *have = p->have;
 	bool any = cg->dir[H_UNIFIED][0] != '\0';
 	/* root's CPU time comes from the controller-less cgroup2 beside
 	 * (cpu.stat, ab_cgroup_stats): a cpuacct cgroup of its own would
@@ -389,37 +432,40 @@ int ab_cgroup_finish(struct ab_cgroup **cgp, struct ab_error *err)
 		/* one command: its CPU time comes from its shim's wait4, and
 		 * only the session's stats read the cgroup's; a cpu cgroup
 		 * without --cpus would limit nothing */
-		if (cg->lim.init_leaves && (h == H_CPUACCT || (h == H_CPU && !cg->lim.cpu_millis)))
+		if (p->lim.init_leaves && (h == H_CPUACCT || (h == H_CPU && !p->lim.cpu_millis)))
 			continue;
 		/* one command is never paused; a session that cannot have a
 		 * freezer group is refused a pause, and that alone */
-		if (h == H_FREEZER && cg->lim.init_leaves)
+		if (h == H_FREEZER && p->lim.init_leaves)
 			continue;
-		int r = ab_cg_make_dir(cg->dir[h], sizeof(cg->dir[h]), roots[h], rel, name,
-				       &cg->lock_fd[h]);
+		int r = make_dir(cg, h, roots[h], rel, name);
 		if (r == 0 && h != H_FREEZER)
 			any = true;
 		else if (h == H_FREEZER)
 			continue;
 		else
-			snprintf(cg->why, sizeof(cg->why),
+			snprintf(p->why, sizeof(p->why),
 				 "cannot create a cgroup in %.60s%.60s: %.40s", roots[h], rel,
 				 strerror(-r));
 	}
 	if (any) {
 		cg->st.version = "v1";
 		snprintf(cg->st.path, sizeof(cg->st.path), "%.400s/%.96s", rel, name);
-		if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0] && !no_cpuacct)
-			snprintf(cg->dir[H_CPUACCT], sizeof(cg->dir[H_CPUACCT]), "%s",
-				 cg->dir[H_CPU]);
-		apply_v1(cg, &cg->lim);
+		char *copy;
+		if (cg->dir[H_CPUACCT][0] == '\0' && cg->dir[H_CPU][0] && !no_cpuacct &&
+		    (copy = strdup(cg->dir[H_CPU]))) {
+			dir_clear(cg, H_CPUACCT);
+			cg->dir[H_CPUACCT] = copy;
+		}
+		apply_v1(cg, &p->lim);
 		open_v1_entries(cg);
-		if (cg->lim.init_leaves)
-			open_v1_exits(cg);
+		if (p->lim.init_leaves)
+			open_v1_exits(cg, p);
 	}
 	char why[200];
-	snprintf(why, sizeof(why), "%s", cg->why);
-	struct ab_limits lim = cg->lim;
+	snprintf(why, sizeof(why), "%s", p->why);
+	struct ab_limits lim = p->lim;
+	free(p);
 	return create_done(cg, parent, &lim, why, cgp, err);
 }
 
@@ -517,7 +563,7 @@ int ab_cgroup_attach(struct ab_cgroup *cg, pid_t pid, bool placed, struct ab_err
 			 * into it needs the common ancestor's cgroup.procs, which
 			 * an unprivileged user with a v1 delegation may lack */
 			rmdir(cg->dir[h]);
-			cg->dir[h][0] = '\0';
+			dir_clear(cg, h);
 			ab_close_keep_errno(cg->lock_fd[h]);
 			cg->lock_fd[h] = -1;
 			continue;
@@ -682,15 +728,15 @@ int ab_cgroup_memory_file(struct ab_cgroup *cg, char *out, size_t size)
 
 /* Kill what is left and remove every directory, waiting (bounded) for
  * the processes to be gone: a cgroup with members cannot be removed. */
-static void remove_dirs(char dirs[H_COUNT][1024])
+static void remove_dirs(struct ab_cgroup *cg)
 {
 	for (int tries = 0; tries < 200; tries++) {
 		bool left = false;
 		for (int h = 0; h < H_COUNT; h++)
-			if (dirs[h][0] && rmdir(dirs[h]) < 0 && errno == EBUSY)
+			if (cg->dir[h][0] && rmdir(cg->dir[h]) < 0 && errno == EBUSY)
 				left = true;
 			else
-				dirs[h][0] = '\0';
+				dir_clear(cg, h);
 		if (!left)
 			return;
 		struct timespec ts = {0, 5 * 1000 * 1000};
@@ -715,7 +761,7 @@ bool ab_cgroup_remove_left(struct ab_cgroup *cg)
 			all = false;
 			continue;
 		}
-		cg->dir[h][0] = '\0';
+		dir_clear(cg, h);
 		ab_close_keep_errno(cg->lock_fd[h]);
 		cg->lock_fd[h] = -1;
 	}
@@ -738,10 +784,13 @@ void ab_cgroup_destroy(struct ab_cgroup *cg)
 		/* a v1-frozen process dies of SIGKILL only once thawed */
 		if (cg->dir[H_FREEZER][0])
 			ab_cgfs_write(cg->dir[H_FREEZER], "freezer.state", "THAWED");
-		remove_dirs(cg->dir);
+		remove_dirs(cg);
 	}
 	/* after the rmdirs: one left behind is then stale for any reaper */
-	for (int h = 0; h < H_COUNT; h++)
+	for (int h = 0; h < H_COUNT; h++) {
 		ab_close_keep_errno(cg->lock_fd[h]);
+		dir_clear(cg, h);
+	}
+	free(cg->pending);
 	free(cg);
 }

@@ -170,6 +170,9 @@ int ab_cgroup_reap_stale(const char *parent);
 /* The same beside cg, a launcher's own cgroup (NULL: none), whose
  * directories are no reason to list their parents. */
 int ab_cgroup_reap_stale_beside(const struct ab_cgroup *cg, const char *parent);
+/* Give back what the sweeps of this process hold (its own start time,
+ * read before a clone): the init, which never sweeps, has no use for it. */
+void ab_cgroup_forget_sweeps(void);
 
 /* Tests only: treat root, a directory laid out like a cgroup2 hierarchy
  * with controllers, as the host's, with own as the caller's cgroup; NULL

@@ -16,9 +16,12 @@ enum { H_FREEZER, H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_UNIFIED, H_COUNT };
 
 struct ab_cgroup {
 	struct ab_cgroup_status st;
-	bool v2;		 /* one unified directory does everything */
-	bool own_parent;	 /* the parent is agentbox's shared group, not the caller's */
-	char dir[H_COUNT][1024]; /* created directories, "" if none */
+	bool v2;	 /* one unified directory does everything */
+	bool own_parent; /* the parent is agentbox's shared group, not the caller's */
+	/* created directories: each a string of its own, or "" if none (one
+	 * constant, never written): the handle is in every idle launcher's
+	 * heap and its init's, a few hundred bytes rather than 11 KiB */
+	char *dir[H_COUNT];
 	unsigned long long rlimit_as;
 	unsigned long rlimit_nproc; /* standing in for pids.max; 0: none */
 	int oom_fd;		    /* memory.events or memory.oom_control, opened at first use */
@@ -35,14 +38,10 @@ struct ab_cgroup {
 	int lock_fd[H_COUNT];
 	/* init_leaves: tasks files to leave by, one per self_fd; -1: none */
 	int leave_fd[H_COUNT];
-	/* v1 and hybrid: the v1 hierarchies are made after the clone
-	 * (ab_cgroup_finish), while the init builds the view */
-	bool pending;
-	bool have[H_COUNT];
-	char roots[H_COUNT][512];
-	char rel[512], name[96], why[200];
-	const char *parent;
-	struct ab_limits lim;
+	/* v1 and hybrid: what the v1 hierarchies are made of after the
+	 * clone (ab_cgroup_finish), while the init builds the view; NULL
+	 * once made */
+	struct cg_pending *pending;
 };
 
 /* cgroup_rlimit.c, which cgroup.c calls (never the other way round) */

@@ -24,6 +24,7 @@
  * agentbox never touches ours (it reads no pid at the tag). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +68,35 @@ unsigned long long ab_cg_start_time(pid_t pid)
 	return proc_stat_of(pid, &state);
 }
 
-/* This process's start time, read once per process (a forked child reads
- * its own). */
+/* The sweep's table of launchers seen (below), and this process's start
+ * time (own_start_time): pages of their own, given back after each sweep
+ * (ab_cg_owner_sweep), so that an idle launcher holds none of them, nor
+ * a copy of what its init holds (the start time, read before the clone
+ * and written again by a sweep after it). */
+#define OWNERS 2048 /* slots; more launchers than this are read again */
+struct owner_seen {
+	int pid; /* 0: a free slot */
+	unsigned long long start;
+	bool alive;
+};
+/* whole pages of 4 KiB (the type's alignment rounds its size up): what
+ * is given back is the table's alone */
+static struct __attribute__((aligned(4096))) {
+	struct owner_seen o[OWNERS];
+	size_t n;
+	pid_t of; /* whose start time: a forked child reads its own */
+	unsigned long long start;
+} tab;
+_Static_assert(sizeof(tab) % 4096 == 0, "the sweep's table is whole pages");
+
+/* This process's start time, read once per sweep and process. */
 static unsigned long long own_start_time(void)
 {
-	static pid_t of;
-	static unsigned long long start;
-	if (of != getpid()) {
-		of = getpid();
-		start = ab_cg_start_time(of);
+	if (tab.of != getpid()) {
+		tab.of = getpid();
+		tab.start = ab_cg_start_time(tab.of);
 	}
-	return start;
+	return tab.start;
 }
 
 /* The pid namespace /proc shows, as the inode of /proc/self/ns/pid; 0
@@ -165,35 +184,33 @@ int ab_cg_unlocked(int dfd, const char *name)
 	return fl.l_type == F_UNLCK;
 }
 
-/* The launchers one sweep judged by /proc, by pid and start time: with
+/* Forget the launchers one sweep judged by /proc, by pid and start time: with
  * hundreds of sandboxes beside it, a start read each one's stat once per
  * hierarchy (five on a hybrid host), ~1,000 reads of /proc for ~200
  * sandboxes. A verdict of dead is for ever (that pid with that start
  * time); one of alive is as old as the sweep, as it was when read. */
-#define OWNERS 2048 /* slots; more launchers than this are read again */
-static struct owner_seen {
-	int pid; /* 0: a free slot */
-	unsigned long long start;
-	bool alive;
-} owners[OWNERS] __attribute__((aligned(4096)));
-static size_t n_owners;
-
 void ab_cg_owner_sweep(void)
 {
 	/* its pages given back, not kept zeroed: a thousand sandboxes
 	 * beside a start write every page (pids spread over the table),
 	 * and an idle launcher would hold 48 KiB of them for nothing */
-	if (n_owners && madvise(owners, sizeof(owners), MADV_DONTNEED) < 0)
-		memset(owners, 0, sizeof(owners));
-	n_owners = 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if ((uintptr_t)&tab % page || sizeof(tab) % page ||
+	    madvise(&tab, sizeof(tab), MADV_DONTNEED) < 0)
+		memset(&tab, 0, sizeof(tab)); /* pages larger than 4 KiB: nothing beside */
+}
+
+void ab_cgroup_forget_sweeps(void)
+{
+	ab_cg_owner_sweep();
 }
 
 /* pid's slot (its own, or the free one where it goes), NULL when full. */
 static struct owner_seen *owner_slot(int pid, unsigned long long start)
 {
 	for (size_t i = (size_t)pid % OWNERS, k = 0; k < OWNERS; k++, i = (i + 1) % OWNERS)
-		if (!owners[i].pid || (owners[i].pid == pid && owners[i].start == start))
-			return &owners[i];
+		if (!tab.o[i].pid || (tab.o[i].pid == pid && tab.o[i].start == start))
+			return &tab.o[i];
 	return NULL;
 }
 
@@ -206,9 +223,9 @@ static bool launcher_alive(int pid, unsigned long long start)
 	/* a zombie holds nothing: a killed detached launcher (agentbox
 	 * create) waits as one until the host's init reaps it */
 	bool alive = proc_stat_of(pid, &state) == start && state != 'Z';
-	if (o && n_owners < OWNERS / 2) {
+	if (o && tab.n < OWNERS / 2) {
 		*o = (struct owner_seen){.pid = pid, .start = start, .alive = alive};
-		n_owners++;
+		tab.n++;
 	}
 	return alive;
 }

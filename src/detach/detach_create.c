@@ -152,8 +152,10 @@ static _Noreturn void launcher(struct launch *l, int sock, int ctl, int exec)
 }
 
 /* What the launcher said on its way (notices: what --isolation best
- * dropped, say) from its log to our stderr. */
-static void copy_log(const char *log)
+ * dropped, say) from its log to our stderr. Not inlined, nor is
+ * wait_ready: their buffers would deepen detach_create's frame, below
+ * which the launcher serves (detach_create). */
+static __attribute__((noinline)) void copy_log(const char *log)
 {
 	cleanup_fd int fd = open(log, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	char buf[4096];
@@ -166,7 +168,7 @@ static void copy_log(const char *log)
 }
 
 /* The caller's side: READY or why not, from the launcher's pipe. */
-static int wait_ready(int fd, const char *id, struct ab_error *err)
+static __attribute__((noinline)) int wait_ready(int fd, const char *id, struct ab_error *err)
 {
 	char buf[sizeof(err->msg) + 8];
 	if (detach_read_reply(fd, buf, sizeof(buf), READY_TIMEOUT_MS, false) == -ETIMEDOUT)
@@ -193,8 +195,15 @@ static void make_id(char *id, size_t size)
 int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, size_t size,
 		  struct ab_error *err)
 {
-	char root[PATH_MAX], dir[PATH_MAX], log[PATH_MAX];
-	int r = detach_root(root, sizeof(root), true, err);
+	/* on the heap, not in this frame: the launcher serves in frames
+	 * below it, and every page of them down to its idle poll is an idle
+	 * sandbox's memory (twice over where its init, cloned from there,
+	 * and it both write one) */
+	cleanup_free char *paths = malloc(3 * PATH_MAX);
+	if (!paths)
+		return ab_error_set(err, ENOMEM, "making the sandbox");
+	char *root = paths, *dir = paths + PATH_MAX, *log = paths + 2 * PATH_MAX;
+	int r = detach_root(root, PATH_MAX, true, err);
 	if (r < 0)
 		return r;
 	if (o->name && !detach_id_valid(o->name))
@@ -206,8 +215,8 @@ int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, 
 		snprintf(id, size, "%s", o->name);
 	else
 		make_id(id, size);
-	if ((r = detach_path(dir, sizeof(dir), root, id, NULL, err)) < 0 ||
-	    (r = detach_path(log, sizeof(log), root, id, "log", err)) < 0)
+	if ((r = detach_path(dir, PATH_MAX, root, id, NULL, err)) < 0 ||
+	    (r = detach_path(log, PATH_MAX, root, id, "log", err)) < 0)
 		return r;
 	if (mkdir(dir, 0700) < 0)
 		return errno == EEXIST ? ab_error_plain(err, EEXIST,
@@ -242,6 +251,14 @@ int detach_create(struct ab_config *cfg, const struct detach_opts *o, char *id, 
 		if (!cfg->umask_set) {
 			cfg->umask = caller;
 			cfg->umask_set = true;
+		}
+		/* the launcher keeps the root alone (it never returns to
+		 * free the rest) */
+		char *keep = strdup(root);
+		if (keep) {
+			l.root = keep;
+			free(paths);
+			paths = NULL;
 		}
 		launcher(&l, sock, ctl, exec);
 	}

@@ -211,8 +211,9 @@ static _Noreturn void be_the_shim(struct init_args *a, int sigfd)
 
 /* Confine the init once, for every command: what a command's process
  * would do, so that each command only needs a spawn, and the seccomp
- * listener is handed over once for the whole session. */
-static void confine_once(struct init_args *a)
+ * listener is handed over once for the whole session. Not inlined: its
+ * error's buffer stays off the idle loop's frame. */
+static __attribute__((noinline)) void confine_once(struct init_args *a)
 {
 	struct ab_error err = {0};
 	/* without namespaces the command enforces Landlock itself (shim.c):
@@ -229,6 +230,12 @@ static void confine_once(struct init_args *a)
 		a->landlock_enforced = true;
 		close(a->landlock_fd);
 	}
+	/* what building the view and the confinement so far used and freed
+	 * goes back, for every idle sandbox (and the shims forked from
+	 * here): the last step before the seccomp filter, whose profile may
+	 * not know madvise or brk */
+	ab_cgroup_forget_sweeps();
+	ab_memory_trim();
 	if (a->seccomp) {
 		int listener = -1;
 		if (ab_seccomp_install(a->seccomp, &listener, &err) < 0)
@@ -241,6 +248,23 @@ static void confine_once(struct init_args *a)
 	}
 }
 
+/* Room for twice as many shims as *cap (a table moved from few to the
+ * heap); false at 1,024 or without memory. */
+static bool shims_grow(pid_t **shim, pid_t *few, size_t *cap)
+{
+	enum { MAX_SHIMS = 1024 };
+	if (*cap >= MAX_SHIMS)
+		return false;
+	pid_t *more = realloc(*shim == few ? NULL : *shim, 2 * *cap * sizeof(**shim));
+	if (!more)
+		return false;
+	if (*shim == few)
+		memcpy(more, few, *cap * sizeof(*few));
+	*shim = more;
+	*cap *= 2;
+	return true;
+}
+
 /* The init confines itself (confine_once), says READY, then starts command
  * shims when the launcher asks (SYNC_NEW_SHIM) and hands their sockets
  * over: the launcher gives each command to an idle shim directly. The init
@@ -248,10 +272,6 @@ static void confine_once(struct init_args *a)
  * pid 1 of the namespace, no process of the sandbox can kill it. */
 static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_abi)
 {
-	/* what building the view used and freed goes back, for every idle
-	 * sandbox (and the shims forked from here): before the seccomp
-	 * filter, whose profile may not know madvise */
-	ab_memory_trim();
 	confine_once(a);
 	/* the parent-death signal is armed again; if the launcher died in
 	 * between, this send fails and nothing runs unsupervised */
@@ -259,9 +279,11 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		_exit(AB_EXIT_FAILURE);
 	if (a->one_command)
 		be_the_shim(a, sigfd);
-	enum { MAX_SHIMS = 1024 };
-	static pid_t shim[MAX_SHIMS];
-	size_t n_shims = 0;
+	/* on this frame while few, on the heap beyond: not a static table,
+	 * whose page of .bss the init alone would write (a copy of the
+	 * launcher's, one more page of every idle sandbox) */
+	pid_t few[64], *shim = few;
+	size_t n_shims = 0, cap = AB_ARRAY_SIZE(few);
 	/* the first one unasked, so the first command finds it */
 	if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
 		n_shims++;
@@ -306,7 +328,7 @@ static _Noreturn void session_loop(struct init_args *a, int sigfd, int landlock_
 		struct sync_msg m;
 		if (sync_recv(a->sync_fd, &m, NULL) != 1 || m.type != SYNC_NEW_SHIM)
 			_exit(AB_EXIT_FAILURE);
-		if (n_shims == MAX_SHIMS)
+		if (n_shims == cap && !shims_grow(&shim, few, &cap))
 			sync_send(a->sync_fd, SYNC_NO_SHIM, 0, EAGAIN, NULL);
 		else if ((shim[n_shims] = new_shim(a, sigfd)) > 0)
 			n_shims++;
@@ -404,7 +426,10 @@ static void scrub_environ(void)
 	environ = NULL;
 }
 
-_Noreturn void init_main(struct init_args *a)
+/* Everything before the loop, in a frame of its own (never inlined): its
+ * buffers are not on the stack the idle init waits on, a page of every
+ * idle sandbox. Returns the signal fd, the Landlock ABI in *landlock_abi. */
+static __attribute__((noinline)) int init_setup(struct init_args *a, int *landlock_abi_out)
 {
 	struct ab_error err = {0};
 	struct sync_msg m;
@@ -510,5 +535,13 @@ confined:;
 		ab_error_set(&err, errno, "cannot watch signals in the sandbox");
 		init_fail(a->sync_fd, &err);
 	}
+	*landlock_abi_out = landlock_abi;
+	return sigfd;
+}
+
+_Noreturn void init_main(struct init_args *a)
+{
+	int landlock_abi = 0;
+	int sigfd = init_setup(a, &landlock_abi);
 	session_loop(a, sigfd, landlock_abi);
 }

@@ -66,7 +66,9 @@ uint64_t secprof_hash(const char *buf, size_t n)
 }
 
 /* The program compiled at build time from exactly these bytes for this
- * kind of load, copied into l->p; false when there is none. */
+ * kind of load, in l->p (which points at it, read-only data of the binary
+ * shared by every process, not a copy in each launcher's and init's
+ * heap); false when there is none. */
 bool secprof_take_precompiled(struct loader *l, const char *buf, size_t n)
 {
 	uint64_t h = secprof_hash(buf, n);
@@ -75,21 +77,14 @@ bool secprof_take_precompiled(struct loader *l, const char *buf, size_t n)
 		if (c->hash != h || c->size != n || c->notify_api != l->use_notify ||
 		    strcmp(c->arch, l->native) != 0)
 			continue;
-		struct sock_filter *f = malloc(c->len * sizeof(*f));
-		struct ab_seccomp_errno *e = malloc((c->n_errnos + 1) * sizeof(*e));
-		if (!f || !e) {
-			free(f);
-			free(e);
-			return false;
-		}
-		memcpy(f, c->filter, c->len * sizeof(*f));
-		memcpy(e, c->errnos, c->n_errnos * sizeof(*e));
-		*l->p = (struct ab_seccomp_profile){.prog = {.len = c->len, .filter = f},
-						    .notify = c->notify,
-						    .default_errno = c->default_errno,
-						    .errnos = e,
-						    .n_errnos = c->n_errnos,
-						    .precompiled = true};
+		/* never written, nor freed (ab_seccomp_free) */
+		*l->p = (struct ab_seccomp_profile){
+			.prog = {.len = c->len, .filter = (struct sock_filter *)c->filter},
+			.notify = c->notify,
+			.default_errno = c->default_errno,
+			.errnos = (struct ab_seccomp_errno *)c->errnos,
+			.n_errnos = c->n_errnos,
+			.precompiled = true};
 		if (c->unknown && (l->unknown = strdup(c->unknown)))
 			l->unknown_len = strlen(l->unknown);
 		return true;
@@ -111,8 +106,10 @@ void ab_seccomp_free(struct ab_seccomp_profile *p)
 {
 	if (!p)
 		return;
-	free(p->prog.filter);
-	free(p->errnos);
+	if (!p->precompiled) {
+		free(p->prog.filter);
+		free(p->errnos);
+	}
 	free(p);
 }
 

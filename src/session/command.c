@@ -181,7 +181,7 @@ int ab_session_start(struct ab_session *s, const struct ab_exec *x, unsigned lon
 		     struct ab_error *err)
 {
 	if (s->dead) {
-		*err = s->death;
+		*err = *s->death;
 		return -EPIPE;
 	}
 	const struct ab_exec *asked = x;

@@ -345,13 +345,18 @@ static bool finish_at_death(struct ab_session *s, struct cmd *c, ab_event_fn fn,
 	return true;
 }
 
+/* A session's death without memory for its why. */
+static struct ab_error death_no_memory;
+
 /* The sandbox is gone or hostile: nothing runs on, and every command
  * without a result (finish_at_death) fails. */
 static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg)
 {
 	if (!s->dead) {
 		s->dead = true;
-		ab_error_plain(&s->death, EIO, "%s", why);
+		if (!(s->death = calloc(1, sizeof(*s->death))))
+			s->death = &death_no_memory;
+		ab_error_plain(s->death, EIO, "%s", why);
 	}
 	kill_init(s);
 	for (size_t i = 0; i < s->max; i++) {
@@ -362,7 +367,7 @@ static void die(struct ab_session *s, const char *why, ab_event_fn fn, void *arg
 		command_release(s, c);
 		if (fn) {
 			struct ab_event ev = {
-				.kind = AB_EVENT_RESULT, .tag = tag, .error = &s->death};
+				.kind = AB_EVENT_RESULT, .tag = tag, .error = s->death};
 			fn(&ev, arg);
 		}
 	}
@@ -372,7 +377,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			struct ab_error *err)
 {
 	if (s->dead) {
-		*err = s->death;
+		*err = *s->death;
 		return -EPIPE;
 	}
 	struct epoll_event evs[64];
@@ -418,7 +423,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 			break;
 		}
 		case K_LISTENER:
-			if (ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
+			if (ab_seccomp_answer(s->sb.seccomp, s->listener, session_denials(s),
 					      command_route_denial, s) < 0)
 				session_unwatch(s, &s->listener);
 			break;
@@ -450,7 +455,7 @@ int ab_session_dispatch(struct ab_session *s, int timeout_ms, ab_event_fn fn, vo
 		}
 	}
 	if (s->dead) {
-		*err = s->death;
+		*err = *s->death;
 		return -EPIPE;
 	}
 	unsigned long long now = session_now_ms();
@@ -537,7 +542,7 @@ int ab_session_stats(struct ab_session *s, struct ab_session_stats *st)
 	st->running = s->running;
 	free(s->stats_denied);
 	s->stats_denied = NULL;
-	if (denials_collect(&s->denials, &s->stats_denied, &st->n_denied) < 0)
+	if (s->denials && denials_collect(s->denials, &s->stats_denied, &st->n_denied) < 0)
 		return -ENOMEM;
 	st->denied = s->stats_denied;
 	struct ab_cgroup_stats cs;
@@ -586,6 +591,9 @@ void session_free(struct ab_session *s)
 		munmap(s->cmds, cmds_size(s->max));
 	free(s->drain_buf);
 	free(s->stats_denied);
+	free(s->denials);
+	if (s->death != &death_no_memory)
+		free(s->death);
 	protect_state_free(&s->seen);
 	ab_cleanup_strvp(&s->layer_seen);
 	port_set_free(s->ports); /* the relay killed before the sandbox goes */

@@ -95,7 +95,10 @@ struct ab_session {
 			  */
 	bool no_inline;	 /* file operations' packets are too big for the shims' sockets */
 	unsigned long long seq, started_ms, commands_run;
-	struct ab_denials denials;
+	/* the session's denials, made at the first (session_denials): 3 KiB
+	 * an idle sandbox without any would hold twice, in its launcher and
+	 * in its init's copy */
+	struct ab_denials *denials;
 	struct ab_result limits;
 	/* the protected paths as the last command that changed one left
 	 * them (valid when have_seen), else as they were at open (sb.protect) */
@@ -104,7 +107,7 @@ struct ab_session {
 	char **layer_seen; /* in an overlay workspace: the protected paths reported */
 	char id[64];
 	bool dead;
-	struct ab_error death;
+	struct ab_error *death; /* once dead: why (made then, not 1 KiB of every idle session) */
 	struct ab_denied_syscall *stats_denied;
 	/* the command shims the init started (sock -1: a free slot); a
 	 * command goes to an idle one straight from here */
@@ -185,6 +188,9 @@ void pool_drop_idle(struct ab_session *s);
 /* A command's final SHIM_EXITED (SHIM_IDLE_AT_FINAL): its shim, if that
  * slot still holds it, is idle without a SYNC_READY. */
 void pool_idle_at_final(struct ab_session *s, const struct cmd *c);
+/* The session's denials, made at the first; NULL without memory (one not
+ * counted, still answered). */
+struct ab_denials *session_denials(struct ab_session *s);
 /* Which command's denials a denied process counts for (the command whose
  * shim is its ancestor), or NULL: the session's (an ab_denial_route). */
 struct ab_denials *command_route_denial(pid_t pid, void *arg);

@@ -21,6 +21,13 @@
 #include "util/sync.h"
 #include "util/util.h"
 
+struct ab_denials *session_denials(struct ab_session *s)
+{
+	if (!s->denials)
+		s->denials = calloc(1, sizeof(*s->denials));
+	return s->denials;
+}
+
 /* The pid a pidfd refers to, in our pid namespace; -1 when it cannot be
  * read (0 would be a process gone). */
 static pid_t pidfd_host_pid(int pidfd)
@@ -252,8 +259,9 @@ static int idle_shim(struct ab_session *s, struct ab_error *err)
 		if (n <= 0)
 			return ab_error_plain(err, ETIMEDOUT,
 					      "the sandbox did not start a command supervisor");
-		if (p[1].revents && ab_seccomp_answer(s->sb.seccomp, s->listener, &s->denials,
-						      command_route_denial, s) < 0)
+		if (p[1].revents &&
+		    ab_seccomp_answer(s->sb.seccomp, s->listener, session_denials(s),
+				      command_route_denial, s) < 0)
 			session_unwatch(s, &s->listener);
 		if (!p[0].revents)
 			continue;

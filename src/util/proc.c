@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The fields of "NSpid:" in /proc/<pid>/status (pid 0: self): the pid in
@@ -48,17 +49,48 @@ static int nspids(pid_t pid, pid_t *out, int max)
 	return n;
 }
 
+/* A listing's buffer: mapped for it and unmapped after, not malloc's (an
+ * opendir's 32 KiB, freed, would stay in the heap of the init that lists
+ * at each shim's end, where its seccomp filter keeps it from trimming). */
+#define PROCS_BUF (8u << 10)
+
 int ab_procs_open(struct ab_procs *it)
 {
-	it->d = opendir("/proc");
-	if (!it->d)
+	*it = (struct ab_procs){.fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+	if (it->fd < 0)
 		return -errno;
+	void *b = mmap(NULL, PROCS_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		int e = errno;
+		close(it->fd);
+		it->fd = -1;
+		return -e;
+	}
+	it->buf = b;
 	/* a /proc of an outer pid namespace (isolation.h, own-proc
 	 * missing) numbers processes its way: they are translated into ours */
 	pid_t ns[32];
 	int n = nspids(0, ns, 32);
 	it->depth = n > 1 && ns[n - 1] == getpid() ? n : 0;
 	return 0;
+}
+
+/* The next entry's name of /proc, or NULL at its end (or an error). */
+static const char *procs_entry(struct ab_procs *it)
+{
+	if (it->pos >= it->len) {
+		long k = syscall(SYS_getdents64, it->fd, it->buf, PROCS_BUF);
+		if (k <= 0)
+			return NULL;
+		it->len = (size_t)k;
+		it->pos = 0;
+	}
+	/* struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name */
+	const char *e = it->buf + it->pos;
+	unsigned short reclen;
+	memcpy(&reclen, e + 16, sizeof(reclen));
+	it->pos += reclen;
+	return e + 19;
 }
 
 /* pid as /proc numbers it, in our pid namespace; 0 when not in it. */
@@ -73,10 +105,10 @@ static pid_t ours(const struct ab_procs *it, pid_t pid)
 
 bool ab_procs_next(struct ab_procs *it, pid_t *pid, pid_t *ppid)
 {
-	struct dirent *de;
-	while ((de = readdir(it->d))) {
+	const char *name;
+	while ((name = procs_entry(it))) {
 		char *end;
-		long p = strtol(de->d_name, &end, 10);
+		long p = strtol(name, &end, 10);
 		if (*end || p <= 0)
 			continue;
 		char path[64], buf[512];
@@ -105,9 +137,11 @@ bool ab_procs_next(struct ab_procs *it, pid_t *pid, pid_t *ppid)
 
 void ab_procs_close(struct ab_procs *it)
 {
-	if (it->d)
-		closedir(it->d);
-	it->d = NULL;
+	if (it->buf)
+		munmap(it->buf, PROCS_BUF);
+	if (it->fd >= 0)
+		close(it->fd);
+	*it = (struct ab_procs){.fd = -1};
 }
 
 /* The name /proc gives pid (ours) under, found by its NSpid when /proc is
@@ -118,10 +152,10 @@ static pid_t proc_name_of(pid_t pid)
 	if (ab_procs_open(&it) < 0)
 		return 0;
 	pid_t found = it.depth ? 0 : pid;
-	struct dirent *de;
-	while (!found && (de = readdir(it.d))) {
+	const char *name;
+	while (!found && (name = procs_entry(&it))) {
 		char *end;
-		long p = strtol(de->d_name, &end, 10);
+		long p = strtol(name, &end, 10);
 		if (!*end && p > 0 && ours(&it, (pid_t)p) == pid)
 			found = (pid_t)p;
 	}
@@ -174,21 +208,51 @@ pid_t ab_vfork_child(int (*fn)(void *), void *arg, unsigned long flags, void *st
 static uintptr_t stack_lo, stack_hi;
 #define STACK_TRIM_MARGIN (1u << 10)
 
+/* Whether the maps line holds here: its range noted. */
+static bool stack_line(const char *line, uintptr_t here)
+{
+	unsigned long lo, hi;
+	if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || here < lo || here >= hi)
+		return false;
+	stack_lo = lo;
+	stack_hi = hi;
+	return true;
+}
+
+/* Read with read(2), not stdio: a FILE and its buffer, freed, would stay
+ * in malloc's per-thread cache (which malloc_trim keeps) of every idle
+ * launcher and init, 1.5 KiB of each one's heap. */
 void ab_stack_note(void)
 {
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && here >= lo && here < hi) {
-			stack_lo = lo;
-			stack_hi = hi;
-			break;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	char buf[512];
+	size_t have = 0;
+	bool skip = false; /* in the rest of a line longer than buf */
+	ssize_t n;
+	while (fd >= 0 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		for (; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			if (!skip && stack_line(line, here))
+				goto done;
+			skip = false;
 		}
+		have = strlen(line);
+		if (have == sizeof(buf) - 1) {
+			/* a line longer than buf: its range is at its start */
+			if (!skip && stack_line(line, here))
+				goto done;
+			skip = true;
+			have = 0;
+		}
+		memmove(buf, line, have);
 	}
-	if (f)
-		fclose(f);
+done:
+	if (fd >= 0)
+		close(fd);
 }
 
 void ab_memory_trim(void)

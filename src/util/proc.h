@@ -7,7 +7,9 @@
 #include <sys/types.h>
 
 struct ab_procs {
-	DIR *d;
+	int fd;	   /* /proc */
+	char *buf; /* its entries, read by getdents64 into pages of their own */
+	size_t len, pos;
 	int depth; /* NSpid fields of ours when /proc is an outer one, else 0 */
 };
 

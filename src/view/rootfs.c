@@ -54,14 +54,11 @@ static int open_in_root(int root, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-/* "--rootfs DIR" or "--image oci:DIR", what messages name the tree by. */
-static const char *label(const struct ab_config *cfg)
-{
-	static __thread char buf[4200];
-	snprintf(buf, sizeof(buf), "%s %s", cfg->rootfs ? "--rootfs" : "--image",
-		 cfg->rootfs ? cfg->rootfs : cfg->image);
-	return buf;
-}
+/* "--rootfs DIR" or "--image oci:DIR", what messages name the tree by:
+ * two arguments for a "%s %s" (no buffer: a thread-local one would be a
+ * page of every agentbox process's TLS, idle sandboxes' too) */
+#define LABEL(cfg)                                                                                 \
+	(cfg)->rootfs ? "--rootfs" : "--image", (cfg)->rootfs ? (cfg)->rootfs : (cfg)->image
 
 struct elf_facts {
 	unsigned char cls, data;
@@ -174,9 +171,9 @@ static int check_elf(const struct ab_config *cfg, int root, int fd, const char *
 	if (!runs_here(&self, &f)) {
 		char b1[32], b2[32];
 		return ab_error_plain(err, ENOEXEC,
-				      "%s: %s (%s) is built for %s, and this machine is "
+				      "%s %s: %s (%s) is built for %s, and this machine is "
 				      "%s; use a root tree of this machine's architecture",
-				      label(cfg), path, what,
+				      LABEL(cfg), path, what,
 				      arch_name(f.machine, f.cls, b1, sizeof(b1)),
 				      arch_name(self.machine, self.cls, b2, sizeof(b2)));
 	}
@@ -197,17 +194,17 @@ static int check_exec(const struct ab_config *cfg, int root, const char *path, c
 	if (fd == -ENOSYS || fd == -EPERM || fd == -EACCES)
 		return 0; /* cannot look: the exec will say what is wrong */
 	if (fd == -ENOENT || fd == -ENOTDIR)
-		return ab_error_plain(err, ENOENT, "%s has no %s (%s); add it to the tree",
-				      label(cfg), path, what);
+		return ab_error_plain(err, ENOENT, "%s %s has no %s (%s); add it to the tree",
+				      LABEL(cfg), path, what);
 	if (fd < 0)
-		return ab_error_set(err, -fd, "%s: cannot open %s (%s)", label(cfg), path, what);
+		return ab_error_set(err, -fd, "%s %s: cannot open %s (%s)", LABEL(cfg), path, what);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return ab_error_set(err, errno, "%s: cannot stat %s", label(cfg), path);
+		return ab_error_set(err, errno, "%s %s: cannot stat %s", LABEL(cfg), path);
 	if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 		return ab_error_plain(err, EACCES,
-				      "%s: %s (%s) is not an executable file; fix the tree",
-				      label(cfg), path, what);
+				      "%s %s: %s (%s) is not an executable file; fix the tree",
+				      LABEL(cfg), path, what);
 	/* reopened for reading only now that it is known to be a regular
 	 * file: opening a device node of the tree could have effects */
 	char proc[64];
@@ -312,10 +309,10 @@ static int plan_accounts(const struct ab_config *cfg, int root, struct view_plan
 		return r;
 	if (!passwd)
 		return ab_error_plain(err, ENOENT,
-				      "%s has no etc/passwd (a regular file, not a link): "
+				      "%s %s has no etc/passwd (a regular file, not a link): "
 				      "the sandbox user, uid %u, needs an account; add that file "
 				      "(agentbox adds the user's line to it in the view)",
-				      label(cfg), (unsigned)cfg->uid);
+				      LABEL(cfg), (unsigned)cfg->uid);
 	return view_plan_id_texts(plan, passwd, group, cfg->uid, cfg->gid, cfg->home, err);
 }
 
@@ -380,9 +377,9 @@ static int top_level_skipped(const struct ab_config *cfg, int root, const char *
 				  : m->kind == AB_MOUNT_BIND ? "--bind"
 							     : "--ro-bind";
 		return ab_error_plain(err, ENOENT,
-				      "%s: cannot mount at %s: %s has no %s, and its /%s "
+				      "%s: cannot mount at %s: %s %s has no %s, and its /%s "
 				      "is read-only; make %s in the tree, or mount elsewhere",
-				      opt, dst, label(cfg), dst, name, dst);
+				      opt, dst, LABEL(cfg), dst, name, dst);
 	}
 	return 0;
 }
@@ -431,7 +428,7 @@ static int read_top_level(const struct ab_config *cfg, int root, char ***names, 
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		ab_close_keep_errno(fd);
-		return ab_error_set(err, errno, "%s: cannot list it", label(cfg));
+		return ab_error_set(err, errno, "%s %s: cannot list it", LABEL(cfg));
 	}
 	int r = 0;
 	struct dirent *de;
@@ -440,9 +437,9 @@ static int read_top_level(const struct ab_config *cfg, int root, char ***names, 
 			continue;
 		if (*n == MAX_TOP_ENTRIES) {
 			r = ab_error_plain(err, E2BIG,
-					   "%s has over %d entries at its top: is it a "
+					   "%s %s has over %d entries at its top: is it a "
 					   "root tree?",
-					   label(cfg), MAX_TOP_ENTRIES);
+					   LABEL(cfg), MAX_TOP_ENTRIES);
 			break;
 		}
 		char **v = realloc(*names, (*n + 1) * sizeof(*v));
