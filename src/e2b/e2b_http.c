@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "http/http_frame.h"
+#include "util/util.h"
 
 static int unhex(char ch)
 {
@@ -64,11 +65,11 @@ static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e
 	const char *eol = memchr(b, '\r', m->head_len);
 	if (!sp1 || !sp2 || !eol || sp2 > eol || sp1[1] != '/')
 		return -400;
-	h->method = strndup(b, (size_t)(sp1 - b));
+	h->method = ab_memdup_str(b, (size_t)(sp1 - b));
 	const char *target = sp1 + 1, *qm = memchr(target, '?', (size_t)(sp2 - target));
 	const char *pend = qm ? qm : sp2;
 	h->path = pct_decode(target, (size_t)(pend - target), false);
-	h->query = qm ? strndup(qm + 1, (size_t)(sp2 - qm - 1)) : strdup("");
+	h->query = qm ? ab_memdup_str(qm + 1, (size_t)(sp2 - qm - 1)) : strdup("");
 	if (!h->method || !h->path || !h->query)
 		return -400;
 	if (memcmp(sp2 + 1, "HTTP/1.0", 8) == 0)
@@ -88,8 +89,8 @@ static int parse_head(struct e2b_conn *c, const struct net_http_msg *m, struct e
 		if (!n || h->n_hdrs >= 200)
 			return n ? (h->hdrs = n, -431) : -500;
 		h->hdrs = n;
-		h->hdrs[h->n_hdrs].name = strndup(l, (size_t)(colon - l));
-		h->hdrs[h->n_hdrs].value = strndup(v, (size_t)(ve - v));
+		h->hdrs[h->n_hdrs].name = ab_memdup_str(l, (size_t)(colon - l));
+		h->hdrs[h->n_hdrs].value = ab_memdup_str(v, (size_t)(ve - v));
 		h->n_hdrs++;
 		if (!h->hdrs[h->n_hdrs - 1].name || !h->hdrs[h->n_hdrs - 1].value)
 			return -500;

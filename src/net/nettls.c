@@ -12,6 +12,7 @@
 #include "crypto/ossl.h"
 #include "net/netsecret.h"
 #include "util/error.h"
+#include "util/util.h"
 
 struct net_tls {
 	EVP_PKEY *ca_key, *leaf_key;
@@ -90,14 +91,12 @@ static int make_ca(struct net_tls *t, char **ca_pem)
 	BIO *b = BIO_new(BIO_s_mem());
 	char *data;
 	long n;
-	/* not strndup: the PEM is not NUL-terminated */
+	/* the PEM is not NUL-terminated */
 	if (!b || !PEM_write_bio_X509(b, t->ca) || (n = BIO_get_mem_data(b, &data)) <= 0 ||
-	    !(*ca_pem = malloc((size_t)n + 1))) {
+	    !(*ca_pem = ab_memdup_str(data, (size_t)n))) {
 		BIO_free(b);
 		return -1;
 	}
-	memcpy(*ca_pem, data, (size_t)n);
-	(*ca_pem)[n] = '\0';
 	BIO_free(b);
 	return 0;
 }

@@ -86,6 +86,19 @@ static inline int ab_strv_push(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
+/* The n bytes at p as a string of their own, NUL-ended; NULL without
+ * memory. Not strndup(3): that one may look for a NUL past n (sanitizers'
+ * strict string checks do), where a buffer read from a peer has none. */
+static inline char *ab_memdup_str(const void *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, p, n);
+		s[n] = 0;
+	}
+	return s;
+}
+
 /* mkdir -p of an absolute path, each new directory with mode: 0 or -errno
  * (util/paths.c). */
 int ab_mkdir_p(const char *path, mode_t mode);
