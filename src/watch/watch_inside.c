@@ -154,10 +154,14 @@ static int add_dir(struct watcher *w, const char *path)
 /* path followed and, below it, every directory, each entry found reported
  * as created when announce (a directory made or moved in after the watch
  * began: what was made in it before its watch was added is not lost), and
- * a file with content in it as written too. */
-static void add_tree(struct watcher *w, const char *path, bool announce, int depth)
+ * a file with content in it as written too. With self, path itself is
+ * reported as created once its watch is there, so that a client that saw
+ * the event and then writes in the directory has its writes seen. */
+static void add_tree(struct watcher *w, const char *path, bool announce, bool self, int depth)
 {
 	int wd = add_dir(w, path);
+	if (self)
+		emit(w, "created", path, NULL, true);
 	if (wd == -ENOENT || wd == -ENOTDIR)
 		return; /* gone already: its removal or rename follows */
 	if (wd < 0) {
@@ -186,14 +190,14 @@ static void add_tree(struct watcher *w, const char *path, bool announce, int dep
 		cleanup_free char *p = join(path, e->d_name);
 		if (!p)
 			continue;
-		if (announce)
-			emit(w, "created", p, NULL, dir);
+		if (announce && !dir)
+			emit(w, "created", p, NULL, false);
 		/* written before its directory's watch was added: its close
 		 * came before the watch, its content is there */
 		if (announce && looked && S_ISREG(st.st_mode) && st.st_size > 0)
 			emit(w, "written", p, NULL, false);
 		if (dir)
-			add_tree(w, p, announce, depth + 1);
+			add_tree(w, p, announce, announce, depth + 1);
 	}
 	closedir(d);
 }
@@ -281,9 +285,10 @@ static void one(struct watcher *w, const struct inotify_event *ev)
 	if (!(ev->mask & IN_MOVED_TO) || ev->cookie != w->cookie)
 		unpair(w);
 	if (ev->mask & IN_CREATE) {
-		emit(w, "created", p, NULL, isdir);
 		if (isdir && w->recursive)
-			add_tree(w, p, true, 0);
+			add_tree(w, p, true, true, 0);
+		else
+			emit(w, "created", p, NULL, isdir);
 	} else if (ev->mask & IN_CLOSE_WRITE) {
 		emit(w, "written", p, NULL, false);
 	} else if (ev->mask & IN_DELETE) {
@@ -300,13 +305,14 @@ static void one(struct watcher *w, const struct inotify_event *ev)
 			if (isdir)
 				moved_dirs(w, w->held, p);
 			if (isdir && w->recursive && !followed(w, p))
-				add_tree(w, p, true, 0); /* moved before its watch was added */
+				add_tree(w, p, true, false,
+					 0); /* moved before its watch was added */
 			free(w->held);
 			w->held = NULL;
-		} else { /* moved in from outside */
+		} else if (isdir && w->recursive) { /* moved in from outside */
+			add_tree(w, p, true, true, 0);
+		} else {
 			emit(w, "created", p, NULL, isdir);
-			if (isdir && w->recursive)
-				add_tree(w, p, true, 0);
 		}
 	}
 }
@@ -402,7 +408,7 @@ int watch_run(const char *root, bool recursive, int out)
 		free(w.dirs[1]);
 		w.dirs[1] = NULL;
 		w.live--;
-		add_tree(&w, root, false, 0);
+		add_tree(&w, root, false, false, 0);
 	}
 	emit(&w, "ready", root, NULL, true);
 	while (!w.gone && !w.root_gone) {

@@ -12,16 +12,27 @@ describe("watch", () => {
     const { sb } = await sandbox(t);
     const w = sb.watch("/workspace");
     assert.equal(await w.ready, "/workspace");
-    await sb.exec("mkdir sub && echo x > sub/f && mv sub/f sub/g");
     const seen = [];
-    for await (const ev of w) {
-      seen.push(`${ev.event} ${ev.path}`);
-      if (ev.event === "renamed") {
-        assert.equal(ev.from, "/workspace/sub/f");
-        break;
+    const events = w[Symbol.asyncIterator]();
+    // bounded: a missed event fails the test, never hangs it
+    const until = async (last) => {
+      for (;;) {
+        let timer;
+        const timeout = new Promise((_, no) => {
+          timer = setTimeout(() => no(new Error(`no ${last} event; saw ${seen.join(", ")}`)), 30000);
+        });
+        const { value: ev, done } = await Promise.race([events.next(), timeout]).finally(() => clearTimeout(timer));
+        assert.ok(!done, `the watch ended before a ${last} event; saw ${seen.join(", ")}`);
+        seen.push(`${ev.event} ${ev.path}`);
+        if (ev.event === last) return ev;
       }
-    }
-    assert.ok(seen.includes("created /workspace/sub"), seen.join("\n"));
+    };
+    // a new directory's "created" comes once it is watched too: what is
+    // made in it after the event is seen
+    await sb.exec("mkdir sub");
+    assert.equal((await until("created")).path, "/workspace/sub");
+    await sb.exec("echo x > sub/f && mv sub/f sub/g");
+    assert.equal((await until("renamed")).from, "/workspace/sub/f");
     assert.ok(seen.includes("written /workspace/sub/f"), seen.join("\n"));
     const r = await w.cancel();
     assert.equal(r.cancelled, true);

@@ -19,14 +19,22 @@ class Watching(unittest.TestCase):
     def test_events_of_a_command_then_cancel(self):
         with self.sb.watch("/workspace") as w:
             self.assertEqual(w.path, "/workspace")
-            self.sb.run("mkdir sub && echo x > sub/f && mv sub/f sub/g")
             seen = []
-            for ev in w:
-                seen.append((ev["event"], ev["path"]))
-                if ev["event"] == "renamed":
-                    self.assertEqual(ev["from"], "/workspace/sub/f")
-                    break
-            self.assertIn(("created", "/workspace/sub"), seen)
+
+            def until(last):  # bounded: a missed event fails, never hangs
+                while True:
+                    ev = w.next(timeout=30)
+                    self.assertIsNotNone(ev, "no %s event; saw %s" % (last, seen))
+                    seen.append((ev["event"], ev["path"]))
+                    if ev["event"] == last:
+                        return ev
+
+            # a new directory's "created" comes once it is watched too:
+            # what is made in it after the event is seen
+            self.sb.run("mkdir sub")
+            self.assertEqual(until("created")["path"], "/workspace/sub")
+            self.sb.run("echo x > sub/f && mv sub/f sub/g")
+            self.assertEqual(until("renamed")["from"], "/workspace/sub/f")
             self.assertIn(("written", "/workspace/sub/f"), seen)
         self.assertTrue(w.cancel()["cancelled"])
         self.assertFalse(w.running)
