@@ -189,6 +189,18 @@ int e2b_host_take(struct e2b_conn *c, struct e2b_http *h)
 	c->req = NULL;
 	c->st = C_TUNNEL;
 	struct e2b_sbx *s = e2b_sbx_find(srv, id);
+	/* who may first, before anything is said of the sandbox (whether it
+	 * is, is paused): its owner, or whoever has the traffic token where
+	 * the sandbox asked for one; refused alike whatever the reason */
+	bool ok = s && s->traffic[0] ? tok[0] && e2b_same(tok, s->traffic)
+				     : port_peer_uid(-1, c->fd) == (long)getuid();
+	if (!ok) {
+		refuse(c, 403,
+		       "not allowed: only the server's own user may reach a sandbox's port, "
+		       "and for a sandbox created with network.allowPublicTraffic false only "
+		       "with its e2b-traffic-access-token");
+		return 1;
+	}
 	if (!s) {
 		refuse(c, 502, "The sandbox was not found");
 		return 1;
@@ -199,18 +211,6 @@ int e2b_host_take(struct e2b_conn *c, struct e2b_http *h)
 	}
 	if (s->paused) {
 		refuse(c, 502, "The sandbox is paused");
-		return 1;
-	}
-	/* owner only, or the traffic token where the sandbox asked for one */
-	bool ok = s->traffic[0] ? tok[0] && e2b_same(tok, s->traffic)
-				: port_peer_uid(-1, c->fd) == (long)getuid();
-	if (!ok) {
-		refuse(c, 403,
-		       s->traffic[0]
-			       ? "a wrong or missing e2b-traffic-access-token"
-			       : "only the server's own user may reach a sandbox's port "
-				 "(or create it with network.allowPublicTraffic false and send "
-				 "its e2b-traffic-access-token)");
 		return 1;
 	}
 	strip_token(c);

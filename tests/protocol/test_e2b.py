@@ -538,13 +538,17 @@ class E2BTest(unittest.TestCase):
         self.assertTrue(got)
         self.assertEqual(self.get(host, "/index.html"), (200, b"hello from inside\n"))
         if os.getuid() == 0 and os.path.exists("/usr/bin/python3"):  # another user: refused
-            p = subprocess.run(["runuser", "-u", "tester", "--", "/usr/bin/python3", "-c",
-                                "import http.client as h; c = h.HTTPConnection('%s', %d, "
-                                "timeout=10); c.request('GET', '/', headers={'Host': '%s'}); "
-                                "print(c.getresponse().status)" % (self.srv.host, self.srv.port,
-                                                                  host)],
-                               capture_output=True, timeout=30)
-            self.assertEqual(p.stdout.strip(), b"403", p.stderr)
+            # the same refusal for a sandbox that is and one that is not:
+            # nothing said of which ids exist before the peer is let in
+            for h in (host, "8000-nosuch.%s" % sb["domain"]):
+                p = subprocess.run(["runuser", "-u", "tester", "--", "/usr/bin/python3", "-c",
+                                    "import http.client as h; c = h.HTTPConnection('%s', %d, "
+                                    "timeout=10); c.request('GET', '/', headers={'Host': '%s'}); "
+                                    "r = c.getresponse(); print(r.status, r.read().decode())"
+                                    % (self.srv.host, self.srv.port, h)],
+                                   capture_output=True, timeout=30)
+                self.assertTrue(p.stdout.startswith(b"403 "), (p.stdout, p.stderr))
+                self.assertNotIn(b"found", p.stdout)
 
         def err(h):
             t0 = time.monotonic()
